@@ -1,0 +1,35 @@
+# Entry points used by the README and .ci/run. Each target does its own set-up.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.deps-ok
+
+.PHONY: demo test build venv bench clean cargo-test py-test
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "maturin>=1.5,<2" "polars>=1.0" "pytest>=7"
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+build: $(STAMP)
+	$(VENV)/bin/maturin develop --release -q
+
+demo: build
+	$(VENV)/bin/thinwire run scenarios/shared-link-sr.toml
+
+cargo-test:
+	cargo test --release -q --workspace
+
+py-test: build
+	$(PY) -m pytest -q tests
+
+test: cargo-test py-test
+
+bench: build
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) target

@@ -1,0 +1,3 @@
+//! Discrete-event engine: event queue, random streams, simulator and topology.
+pub mod queue;
+pub mod rng;

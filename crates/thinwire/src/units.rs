@@ -1,0 +1,101 @@
+//! Quantities with units, parsed from scenario strings.
+//!
+//! * rates: `bps`, `kbps`, `Mbps`, `Gbps` (SI, powers of 1000; `kbit/s` etc. accepted);
+//! * sizes: `B`, `KB`, `MB`, `GB` (SI: 1 KB = 1000 B) and `KiB`, `MiB`, `GiB` (binary);
+//! * durations: `ns`, `us`, `ms`, `s`, `min`, `h`.
+//!
+//! A bare number is accepted for sizes (bytes) and durations (seconds) only where a
+//! scenario field documents it; rates always need a unit.
+use crate::time::Duration;
+
+fn split_num(s: &str) -> Option<(f64, &str)> {
+    let s = s.trim();
+    let end = s.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E' || c == '-' || c == '+'))
+        .unwrap_or(s.len());
+    // "e" may begin a unit only in none of ours, so scientific notation is safe.
+    let (n, u) = s.split_at(end);
+    let v: f64 = n.parse().ok()?;
+    if !v.is_finite() { return None; }
+    Some((v, u.trim()))
+}
+
+/// Parses a rate into bits per second. Must be strictly positive.
+pub fn parse_rate(s: &str) -> Result<u64, String> {
+    const ACCEPT: &str = "a positive rate such as \"64kbps\", \"10Mbps\", \"9600bps\"";
+    let (v, u) = split_num(s).ok_or_else(|| format!("{s:?} is not {ACCEPT}"))?;
+    let k = match u {
+        "bps" | "bit/s" => 1.0,
+        "kbps" | "Kbps" | "kbit/s" => 1e3,
+        "Mbps" | "mbps" | "Mbit/s" => 1e6,
+        "Gbps" | "gbps" | "Gbit/s" => 1e9,
+        _ => return Err(format!("{s:?} has an unknown rate unit; use {ACCEPT}")),
+    };
+    let bps = (v * k).round();
+    if bps < 1.0 { return Err(format!("{s:?} must be {ACCEPT}")); }
+    Ok(bps as u64)
+}
+
+/// Parses a size into bytes (non-negative).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    const ACCEPT: &str = "a size such as \"250B\", \"64KiB\", \"10MB\"";
+    let (v, u) = split_num(s).ok_or_else(|| format!("{s:?} is not {ACCEPT}"))?;
+    let k = match u {
+        "" | "B" | "bytes" => 1.0,
+        "KB" | "kB" => 1e3,
+        "MB" => 1e6,
+        "GB" => 1e9,
+        "KiB" => 1024.0,
+        "MiB" => 1048576.0,
+        "GiB" => 1073741824.0,
+        _ => return Err(format!("{s:?} has an unknown size unit; use {ACCEPT}")),
+    };
+    if v < 0.0 { return Err(format!("{s:?} is negative; use {ACCEPT}")); }
+    Ok((v * k).round() as u64)
+}
+
+/// Parses a duration (non-negative).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    const ACCEPT: &str = "a duration such as \"50ms\", \"1.1s\", \"2min\"";
+    let (v, u) = split_num(s).ok_or_else(|| format!("{s:?} is not {ACCEPT}"))?;
+    let k = match u {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" | "" => 1e9,
+        "min" => 60e9,
+        "h" => 3600e9,
+        _ => return Err(format!("{s:?} has an unknown time unit; use {ACCEPT}")),
+    };
+    if v < 0.0 { return Err(format!("{s:?} is negative; use {ACCEPT}")); }
+    Ok(Duration((v * k).round() as i64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn rates() {
+        assert_eq!(parse_rate("64kbps").unwrap(), 64_000);
+        assert_eq!(parse_rate("10Mbps").unwrap(), 10_000_000);
+        assert_eq!(parse_rate("9600bps").unwrap(), 9600);
+        assert!(parse_rate("0kbps").is_err());
+        assert!(parse_rate("-5kbps").is_err());
+        assert!(parse_rate("64").is_err());
+        assert!(parse_rate("64 furlongs").is_err());
+    }
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("250B").unwrap(), 250);
+        assert_eq!(parse_size("10MB").unwrap(), 10_000_000);
+        assert_eq!(parse_size("64KiB").unwrap(), 65536);
+        assert!(parse_size("3 parsecs").is_err());
+    }
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("50ms").unwrap(), Duration::from_millis(50));
+        assert_eq!(parse_duration("1.1s").unwrap(), Duration::from_millis(1100));
+        assert_eq!(parse_duration("2min").unwrap(), Duration::from_secs(120));
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("soon").is_err());
+    }
+}

@@ -1,0 +1,57 @@
+//! IPv4 header (RFC 791), without options.
+use super::{checksum, WireError};
+
+pub const HEADER_LEN: usize = 20;
+pub const PROTO_TCP: u8 = 6;
+pub const PROTO_UDP: u8 = 17;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ipv4Repr {
+    pub src: [u8; 4],
+    pub dst: [u8; 4],
+    pub protocol: u8,
+    pub ttl: u8,
+    pub ident: u16,
+    /// Length of the IP payload (transport header + data) in bytes.
+    pub payload_len: u16,
+}
+
+impl Ipv4Repr {
+    pub fn total_len(&self) -> usize { HEADER_LEN + self.payload_len as usize }
+
+    pub fn emit(&self, buf: &mut [u8]) {
+        let b = &mut buf[..HEADER_LEN];
+        b[0] = 0x45;
+        b[1] = 0;
+        b[2..4].copy_from_slice(&(self.total_len() as u16).to_be_bytes());
+        b[4..6].copy_from_slice(&self.ident.to_be_bytes());
+        b[6..8].copy_from_slice(&0x4000u16.to_be_bytes()); // DF
+        b[8] = self.ttl;
+        b[9] = self.protocol;
+        b[10..12].copy_from_slice(&[0, 0]);
+        b[12..16].copy_from_slice(&self.src);
+        b[16..20].copy_from_slice(&self.dst);
+        let c = checksum::checksum(b);
+        b[10..12].copy_from_slice(&c.to_be_bytes());
+    }
+
+    /// Parses and validates a header; returns the repr and the payload slice.
+    pub fn parse(buf: &[u8]) -> Result<(Ipv4Repr, &[u8]), WireError> {
+        if buf.len() < HEADER_LEN { return Err(WireError::Truncated); }
+        if buf[0] >> 4 != 4 { return Err(WireError::Malformed("not IPv4")); }
+        let ihl = (buf[0] & 0xf) as usize * 4;
+        if ihl < HEADER_LEN || buf.len() < ihl { return Err(WireError::Malformed("bad IHL")); }
+        let total = u16::from_be_bytes([buf[2], buf[3]]) as usize;
+        if total < ihl || total > buf.len() { return Err(WireError::Truncated); }
+        if checksum::checksum(&buf[..ihl]) != 0 { return Err(WireError::Checksum); }
+        let r = Ipv4Repr {
+            ident: u16::from_be_bytes([buf[4], buf[5]]),
+            ttl: buf[8],
+            protocol: buf[9],
+            src: buf[12..16].try_into().unwrap(),
+            dst: buf[16..20].try_into().unwrap(),
+            payload_len: (total - ihl) as u16,
+        };
+        Ok((r, &buf[ihl..total]))
+    }
+}
