@@ -1,0 +1,344 @@
+//! Scenario schema: TOML with units, parsed with `deny_unknown_fields`; every error
+//! names the field path and what is accepted.
+//!
+//! Overrides (`--set KEY=VALUE`) are applied to the TOML tree before typing: dotted
+//! paths, list items by index (`flow.0.bytes=1MB`); the value is read as a TOML
+//! value when it parses as one, else as a string.
+use crate::time::Duration;
+use crate::units;
+use serde::{de, Deserialize, Deserializer};
+
+macro_rules! unit_type {
+    ($name:ident, $inner:ty, $parse:path, $what:expr) => {
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        pub struct $name(pub $inner);
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl<'de> de::Visitor<'de> for V {
+                    type Value = $name;
+                    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result { f.write_str($what) }
+                    fn visit_str<E: de::Error>(self, s: &str) -> Result<$name, E> { $parse(s).map($name).map_err(E::custom) }
+                }
+                d.deserialize_any(V)
+            }
+        }
+    };
+}
+unit_type!(Rate, u64, units::parse_rate, "a rate string such as \"64kbps\"");
+unit_type!(Size, u64, units::parse_size, "a size string such as \"250B\" or \"10MB\"");
+unit_type!(Dur, Duration, units::parse_duration, "a duration string such as \"50ms\"");
+
+/// A queue limit: `"50pkt"` (packets) or a size (`"64KB"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit { Packets(u32), Bytes(u64) }
+impl<'de> Deserialize<'de> for Limit {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if let Some(n) = s.trim().strip_suffix("pkt").or_else(|| s.trim().strip_suffix("packets")) {
+            return n.trim().parse::<u32>().ok().filter(|&n| n > 0).map(Limit::Packets)
+                .ok_or_else(|| de::Error::custom(format!("{s:?} is not a queue limit; use \"50pkt\" or a size such as \"64KB\"")));
+        }
+        units::parse_size(&s).ok().filter(|&b| b > 0).map(Limit::Bytes)
+            .ok_or_else(|| de::Error::custom(format!("{s:?} is not a queue limit; use \"50pkt\" or a size such as \"64KB\"")))
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct QueueCfg { pub limit: Limit }
+impl Default for QueueCfg { fn default() -> Self { QueueCfg { limit: Limit::Packets(50) } } }
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Wired { pub rate: Rate, pub delay: Dur, #[serde(default)] pub queue: Option<QueueCfg> }
+impl Default for Wired { fn default() -> Self { Wired { rate: Rate(10_000_000), delay: Dur(Duration::from_millis(1)), queue: None } } }
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct StateCfg { pub ber: f64, pub mean: Dur }
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, tag = "model")]
+pub enum ChannelCfg {
+    #[serde(rename = "none")]
+    None,
+    #[serde(rename = "uniform")]
+    Uniform { p: f64 },
+    #[serde(rename = "two-state")]
+    TwoState { good: StateCfg, bad: StateCfg },
+    #[serde(rename = "fading")]
+    Fading { pe: f64, fdt: f64, #[serde(default)] frame_time: Option<Dur> },
+    #[serde(rename = "droplist")]
+    DropList { frames: Vec<u64> },
+}
+
+#[derive(Clone, Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct DirCfg {
+    #[serde(default)] pub rate: Option<Rate>,
+    #[serde(default)] pub delay: Option<Dur>,
+    #[serde(default)] pub channel: Option<ChannelCfg>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArqCfg {
+    pub protocol: String,
+    #[serde(default)] pub window: Option<u32>,
+    #[serde(default)] pub ack_delay: Option<Dur>,
+    #[serde(default)] pub timeout: Option<Dur>,
+    /// ASR policy "α+β", e.g. "3+2".
+    #[serde(default)] pub policy: Option<String>,
+    #[serde(default)] pub initial_srtt: Option<Dur>,
+    #[serde(default)] pub renack: Option<Dur>,
+}
+impl Default for ArqCfg { fn default() -> Self { ArqCfg { protocol: "raw".into(), window: None, ack_delay: None, timeout: None, policy: None, initial_srtt: None, renack: None } } }
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Wireless {
+    pub rate: Rate,
+    pub delay: Dur,
+    #[serde(default = "default_frame")] pub frame: Size,
+    #[serde(default = "default_header")] pub header: Size,
+    #[serde(default)] pub queue: Option<QueueCfg>,
+    #[serde(default)] pub channel: Option<ChannelCfg>,
+    #[serde(default)] pub down: Option<DirCfg>,
+    #[serde(default)] pub up: Option<DirCfg>,
+    #[serde(default)] pub arq: Option<ArqCfg>,
+}
+fn default_frame() -> Size { Size(250) }
+fn default_header() -> Size { Size(4) }
+
+#[derive(Clone, Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct DelAckCfg { #[serde(default)] pub count: Option<u32>, #[serde(default)] pub timeout: Option<Dur> }
+
+#[derive(Clone, Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct TcpCfg {
+    #[serde(default)] pub variant: Option<String>,
+    #[serde(default)] pub mss: Option<u32>,
+    #[serde(default)] pub sack: Option<bool>,
+    #[serde(default)] pub timestamps: Option<bool>,
+    #[serde(default)] pub window_scaling: Option<bool>,
+    #[serde(default)] pub initial_window: Option<u32>,
+    #[serde(default)] pub delayed_ack: Option<DelAckCfg>,
+    #[serde(default)] pub min_rto: Option<Dur>,
+    #[serde(default)] pub max_rto: Option<Dur>,
+    #[serde(default)] pub initial_rto: Option<Dur>,
+    #[serde(default)] pub timer_granularity: Option<Dur>,
+    #[serde(default)] pub rcv_buf: Option<Size>,
+    #[serde(default)] pub snd_buf: Option<Size>,
+}
+
+/// `bytes = "10MB"` or `bytes = "unlimited"`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bytes(pub Option<u64>);
+impl<'de> Deserialize<'de> for Bytes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if s == "unlimited" { return Ok(Bytes(None)); }
+        units::parse_size(&s).map(|b| Bytes(Some(b))).map_err(|e| de::Error::custom(format!("{e}, or \"unlimited\"")))
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowCfg {
+    pub app: String,
+    #[serde(default)] pub bytes: Option<Bytes>,
+    #[serde(default = "default_dir")] pub direction: String,
+    #[serde(default)] pub start: Option<Dur>,
+    #[serde(default)] pub tcp: Option<TcpCfg>,
+}
+fn default_dir() -> String { "down".into() }
+
+#[derive(Clone, Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct TraceCfg {
+    /// Layers to record: any of "tcp", "link", "queue", "channel".
+    #[serde(default)] pub layers: Vec<String>,
+    /// Record pcap taps at the server and the mobile host.
+    #[serde(default)] pub pcap: bool,
+}
+
+/// `stop = "end"` or a duration.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Stop { End, At(Duration) }
+impl<'de> Deserialize<'de> for Stop {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if s == "end" { return Ok(Stop::End); }
+        units::parse_duration(&s).ok().filter(|d| d.nanos() > 0).map(Stop::At)
+            .ok_or_else(|| de::Error::custom(format!("{s:?} is not \"end\" or a positive duration such as \"60s\"")))
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    #[serde(default)] pub name: Option<String>,
+    #[serde(default = "default_seed")] pub seed: u64,
+    #[serde(default)] pub run: u64,
+    #[serde(default = "default_stop")] pub stop: Stop,
+    /// Upper bound on simulated time when `stop = "end"`. Default 100000 s.
+    #[serde(default)] pub max_time: Option<Dur>,
+    #[serde(default)] pub wired: Wired,
+    pub wireless: Wireless,
+    #[serde(default)] pub flow: Vec<FlowCfg>,
+    #[serde(default)] pub trace: TraceCfg,
+}
+fn default_seed() -> u64 { 1 }
+fn default_stop() -> Stop { Stop::End }
+
+/// A configuration error: the field path and the message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigError { pub path: String, pub message: String }
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        if self.path.is_empty() || self.path == "." { write!(f, "{}", self.message) } else { write!(f, "{}: {}", self.path, self.message) }
+    }
+}
+fn cerr(path: impl Into<String>, message: impl Into<String>) -> ConfigError { ConfigError { path: path.into(), message: message.into() } }
+
+/// Parses TOML text, applies `KEY=VALUE` overrides, and types the result.
+pub fn parse_scenario(text: &str, overrides: &[String]) -> Result<Scenario, ConfigError> {
+    let mut value: toml::Value = text.parse::<toml::Table>().map(toml::Value::Table)
+        .map_err(|e| cerr("", format!("malformed TOML: {}", e.message().trim())))?;
+    for o in overrides { apply_override(&mut value, o)?; }
+    let sc: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let msg = e.inner().to_string();
+        let msg = msg.split(" in `").next().unwrap_or(&msg).to_string();
+        cerr(path, msg)
+    })?;
+    validate(&sc)?;
+    Ok(sc)
+}
+
+fn apply_override(root: &mut toml::Value, o: &str) -> Result<(), ConfigError> {
+    let (key, raw) = o.split_once('=').ok_or_else(|| cerr("--set", format!("{o:?} is not KEY=VALUE (e.g. flow.0.bytes=1MB)")))?;
+    let key = key.trim();
+    let val: toml::Value = format!("v = {raw}").parse::<toml::Table>().ok().and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(raw.to_string()));
+    let parts: Vec<&str> = key.split('.').collect();
+    if parts.iter().any(|p| p.is_empty()) { return Err(cerr("--set", format!("{key:?} is not a dotted field path"))); }
+    let mut cur = root;
+    for (i, p) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        cur = match cur {
+            toml::Value::Table(t) => {
+                if last { t.insert(p.to_string(), val); return Ok(()); }
+                let next_is_index = parts[i + 1].parse::<usize>().is_ok();
+                t.entry(p.to_string()).or_insert_with(|| if next_is_index { toml::Value::Array(vec![]) } else { toml::Value::Table(Default::default()) })
+            }
+            toml::Value::Array(a) => {
+                let idx: usize = p.parse().map_err(|_| cerr(parts[..i].join("."), format!("is a list; index it with a number, not {p:?}")))?;
+                if idx >= a.len() { return Err(cerr(parts[..i].join("."), format!("has {} item(s); index {idx} is out of range", a.len()))); }
+                if last { a[idx] = val; return Ok(()); }
+                &mut a[idx]
+            }
+            _ => return Err(cerr(parts[..i].join("."), "is not a table or list, so it has no fields")),
+        };
+    }
+    Ok(())
+}
+
+fn validate_channel(c: &ChannelCfg, path: &str) -> Result<(), ConfigError> {
+    match c {
+        ChannelCfg::Uniform { p } if !(0.0..=1.0).contains(p) => Err(cerr(format!("{path}.p"), format!("{p} is not a probability in [0, 1]"))),
+        ChannelCfg::TwoState { good, bad } => {
+            for (n, s) in [("good", good), ("bad", bad)] {
+                if !(0.0..=1.0).contains(&s.ber) { return Err(cerr(format!("{path}.{n}.ber"), format!("{} is not a bit error rate in [0, 1]", s.ber))); }
+                if s.mean.0.nanos() <= 0 { return Err(cerr(format!("{path}.{n}.mean"), "must be a positive duration")); }
+            }
+            Ok(())
+        }
+        ChannelCfg::Fading { pe, fdt, .. } => {
+            if !(*pe > 0.0 && *pe < 1.0) { return Err(cerr(format!("{path}.pe"), format!("{pe} is not a frame error rate in (0, 1)"))); }
+            if !(*fdt > 0.0) { return Err(cerr(format!("{path}.fdt"), format!("{fdt} is not a positive normalised Doppler"))); }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+fn validate(sc: &Scenario) -> Result<(), ConfigError> {
+    let w = &sc.wireless;
+    if w.frame.0 == 0 || w.frame.0 > 65535 { return Err(cerr("wireless.frame", "must be between 1B and 65535B")); }
+    if let Some(c) = &w.channel { validate_channel(c, "wireless.channel")?; }
+    for (n, d) in [("down", &w.down), ("up", &w.up)] {
+        if let Some(c) = d.as_ref().and_then(|d| d.channel.as_ref()) { validate_channel(c, &format!("wireless.{n}.channel"))?; }
+    }
+    if let Some(a) = &w.arq {
+        if !["raw", "sr", "asr"].contains(&a.protocol.as_str()) {
+            return Err(cerr("wireless.arq.protocol", format!("{:?} is not a link protocol; use one of \"raw\", \"sr\", \"asr\"", a.protocol)));
+        }
+        if let Some(p) = &a.policy { parse_policy(p).ok_or_else(|| cerr("wireless.arq.policy", format!("{p:?} is not an ASR policy \"α+β\" such as \"3+2\"")))?; }
+        if a.window == Some(0) { return Err(cerr("wireless.arq.window", "must be at least 1 frame")); }
+    }
+    for (i, f) in sc.flow.iter().enumerate() {
+        if f.app != "bulk" { return Err(cerr(format!("flow[{i}].app"), format!("{:?} is not an application; use \"bulk\"", f.app))); }
+        if !["down", "up"].contains(&f.direction.as_str()) { return Err(cerr(format!("flow[{i}].direction"), format!("{:?} is not \"down\" or \"up\"", f.direction))); }
+        if let Some(t) = &f.tcp {
+            if let Some(v) = &t.variant { if crate::tcp::Variant::parse(v).is_none() {
+                return Err(cerr(format!("flow[{i}].tcp.variant"), format!("{v:?} is not a TCP variant; use one of \"tahoe\", \"reno\", \"newreno\", \"sack\"")));
+            } }
+            if let Some(m) = t.mss { if !(64..=65495).contains(&m) { return Err(cerr(format!("flow[{i}].tcp.mss"), format!("{m} is not an MSS between 64 and 65495"))); } }
+            if t.initial_window == Some(0) { return Err(cerr(format!("flow[{i}].tcp.initial_window"), "must be at least 1 segment")); }
+        }
+        if sc.stop == Stop::End && f.bytes.map_or(true, |b| b.0.is_none()) {
+            return Err(cerr(format!("flow[{i}].bytes"), "stop = \"end\" needs every flow to have a finite size; give bytes = \"10MB\" or set stop to a duration"));
+        }
+    }
+    for t in &sc.trace.layers {
+        if !["tcp", "link", "queue", "channel"].contains(&t.as_str()) { return Err(cerr("trace.layers", format!("{t:?} is not a layer; use \"tcp\", \"link\", \"queue\", \"channel\""))); }
+    }
+    Ok(())
+}
+
+/// Parses an ASR policy "α+β".
+pub fn parse_policy(s: &str) -> Option<(u32, u32)> {
+    let (a, b) = s.split_once('+')?;
+    Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    const BASE: &str = "[wireless]\nrate = \"64kbps\"\ndelay = \"50ms\"\n[[flow]]\napp = \"bulk\"\nbytes = \"1MB\"\n";
+    fn err(extra: &str, o: &[&str]) -> ConfigError {
+        parse_scenario(&format!("{BASE}{extra}"), &o.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap_err()
+    }
+    #[test]
+    fn parses_minimal() { assert!(parse_scenario(BASE, &[]).is_ok()); }
+    #[test]
+    fn unknown_key_names_path() {
+        let e = err("[wired]\nrate = \"1Mbps\"\ndelay = \"1ms\"\nbogus = 1\n", &[]);
+        assert_eq!(e.path, "wired.bogus");
+        assert!(e.message.contains("unknown field `bogus`"), "{e}");
+    }
+    #[test]
+    fn bad_unit_names_path() {
+        let e = err("", &["wireless.rate=64 furlongs"]);
+        assert_eq!(e.path, "wireless.rate");
+        assert!(e.message.contains("rate"), "{e}");
+    }
+    #[test]
+    fn zero_rate_rejected() { assert_eq!(err("", &["wireless.rate=0kbps"]).path, "wireless.rate"); }
+    #[test]
+    fn override_list_item() {
+        let s = parse_scenario(BASE, &["flow.0.bytes=2MB".into(), "flow.0.tcp.variant=sack".into()]).unwrap();
+        assert_eq!(s.flow[0].bytes, Some(Bytes(Some(2_000_000))));
+        assert_eq!(s.flow[0].tcp.as_ref().unwrap().variant.as_deref(), Some("sack"));
+        assert!(err("", &["flow.3.bytes=1MB"]).message.contains("out of range"));
+    }
+    #[test]
+    fn unknown_model() {
+        let e = err("[wireless.channel]\nmodel = \"rayleigh\"\n", &[]);
+        assert_eq!(e.path, "wireless.channel.model");
+        assert!(e.message.contains("rayleigh"), "{e}");
+    }
+}

@@ -1,0 +1,24 @@
+//! Link-layer protocols for the wireless link, one module each, all sans-IO:
+//! `raw` (no ARQ), `sr` and `asr` (Selective Repeat with fixed or adaptive timeout).
+pub mod frame;
+pub mod raw;
+pub mod sr;
+
+pub use frame::{Frame, FrameKind};
+use crate::time::Instant;
+use crate::wire::Packet;
+
+/// One side of a wireless link: the sender for its direction and the receiver for
+/// the other, so that ACKs can ride on reverse data frames.
+pub enum Arq { Raw(raw::Raw), Sr(Box<sr::Sr>) }
+
+impl Arq {
+    pub fn wants_packet(&self) -> bool { match self { Arq::Raw(r) => r.wants_packet(), Arq::Sr(s) => s.wants_packet() } }
+    pub fn send(&mut self, p: Packet) { match self { Arq::Raw(r) => r.send(p), Arq::Sr(s) => s.send(p) } }
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Frame> { match self { Arq::Raw(r) => r.poll_transmit(now), Arq::Sr(s) => s.poll_transmit(now) } }
+    pub fn on_frame(&mut self, now: Instant, f: Frame) { match self { Arq::Raw(r) => r.on_frame(now, f), Arq::Sr(s) => s.on_frame(now, f) } }
+    pub fn poll_deliver(&mut self) -> Option<Packet> { match self { Arq::Raw(r) => r.poll_deliver(), Arq::Sr(s) => s.poll_deliver() } }
+    pub fn poll_timeout(&mut self) -> Option<Instant> { match self { Arq::Raw(_) => None, Arq::Sr(s) => s.poll_timeout() } }
+    pub fn handle_timeout(&mut self, now: Instant) { if let Arq::Sr(s) = self { s.handle_timeout(now) } }
+    pub fn timeouts(&self) -> u64 { match self { Arq::Raw(_) => 0, Arq::Sr(s) => s.stats.timeouts } }
+}

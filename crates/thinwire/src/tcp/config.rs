@@ -1,0 +1,62 @@
+//! TCP endpoint configuration and its defaults.
+use crate::time::Duration;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant { Tahoe, Reno, NewReno, Sack }
+
+impl Variant {
+    pub fn parse(s: &str) -> Option<Variant> {
+        Some(match s.to_ascii_lowercase().as_str() {
+            "tahoe" => Variant::Tahoe,
+            "reno" => Variant::Reno,
+            "newreno" | "new-reno" => Variant::NewReno,
+            "sack" => Variant::Sack,
+            _ => return None,
+        })
+    }
+    pub fn name(self) -> &'static str { match self { Variant::Tahoe => "tahoe", Variant::Reno => "reno", Variant::NewReno => "newreno", Variant::Sack => "sack" } }
+}
+
+/// Every parameter of the TCP model. Defaults follow the RFCs named beside each
+/// field; `timer_granularity` follows seed 002 §III (10 ms).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TcpConfig {
+    /// Congestion control: Tahoe, Reno (RFC 5681), NewReno (RFC 6582), SACK (RFC 6675). Default NewReno.
+    pub variant: Variant,
+    /// MSS advertised and used: data + TCP options per segment (RFC 6691). Default 1460.
+    pub mss: u32,
+    /// Offer SACK (RFC 2018). Default: true for variant `sack`, false otherwise.
+    pub sack: bool,
+    /// Offer timestamps (RFC 7323). Default false.
+    pub timestamps: bool,
+    /// Offer window scaling when the receive buffer exceeds 64 KiB. Default true.
+    pub window_scaling: bool,
+    /// Initial window in segments (RFC 5681 allows up to 4 for small MSS). Default 2.
+    pub initial_window: u32,
+    /// ACK every `delack_count` full segments (RFC 5681 §4.2). Default 2; 1 disables delay.
+    pub delack_count: u32,
+    /// Delayed-ACK timeout. Default 200 ms (RFC 1122 requires < 500 ms).
+    pub delack_timeout: Duration,
+    /// RFC 6298 minimum RTO. Default 1 s.
+    pub min_rto: Duration,
+    /// Maximum RTO. Default 64 s (BSD TCPTV_REXMTMAX).
+    pub max_rto: Duration,
+    /// RTO before the first sample. Default 1 s (RFC 6298 §2.1).
+    pub initial_rto: Duration,
+    /// Clock granularity G: RTO = SRTT + max(G, 4·RTTVAR), timers fire on multiples of G. Default 10 ms.
+    pub timer_granularity: Duration,
+    /// Receive buffer (the advertised window's ceiling). Default 64 KiB.
+    pub rcv_buf: u32,
+    /// Send buffer: ceiling on unacknowledged data. Default 64 KiB.
+    pub snd_buf: u32,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            variant: Variant::NewReno, mss: 1460, sack: false, timestamps: false, window_scaling: true, initial_window: 2,
+            delack_count: 2, delack_timeout: Duration::from_millis(200), min_rto: Duration::from_secs(1), max_rto: Duration::from_secs(64),
+            initial_rto: Duration::from_secs(1), timer_granularity: Duration::from_millis(10), rcv_buf: 65536, snd_buf: 65536,
+        }
+    }
+}

@@ -1,0 +1,600 @@
+//! The TCP endpoint state machine (sans-IO).
+//!
+//! Sources: RFC 9293 (state machine), RFC 5681 (slow start, congestion avoidance,
+//! fast retransmit / Reno fast recovery, delayed ACKs), RFC 6582 (NewReno), RFC 6675
+//! with RFC 2018 (SACK loss recovery, "pipe"), RFC 6298 (RTO, Karn), RFC 7323
+//! (timestamps RTTM, window scale). Tahoe: fast retransmit then slow start from one
+//! segment (Jacobson 1988).
+//!
+//! Simplifications, each documented: no persist timer (the simulated receiving
+//! applications read at once, so the window only shrinks by out-of-order data);
+//! TIME-WAIT lasts until the end of the run without a 2MSL timer; RFC 6675 NextSeg
+//! rule 3 (retransmitting unSACKed data not yet deemed lost) and rule 4 (rescue)
+//! are not implemented; after an RTO the SACK scoreboard is cleared (RFC 2018 §8).
+//! Congestion avoidance adds SMSS·SMSS/cwnd per ACK; slow start adds
+//! min(acked, SMSS) per ACK (RFC 5681 without appropriate byte counting).
+//!
+//! Sequence space is kept as 64-bit offsets from the initial sequence numbers
+//! (offset 0 is the SYN) and converted to 32-bit wire numbers at the edges.
+use super::config::{TcpConfig, Variant};
+use super::ranges::Ranges;
+use super::rtt::RttEstimator;
+use crate::time::{Duration, Instant};
+use crate::wire::{TcpFlags, TcpRepr};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State { Closed, Listen, SynSent, SynRcvd, Established, Done }
+
+/// A congestion-control or RTT variable that changed (for traces).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TcpVar { Cwnd, Ssthresh, Srtt, Rttvar, Rto }
+
+#[derive(Clone, Copy, Debug)]
+pub struct VarEvent { pub at: Instant, pub var: TcpVar, pub value: i64 }
+
+#[derive(Clone, Debug, Default)]
+pub struct TcpStats {
+    pub segments_sent: u64,
+    pub data_segments_sent: u64,
+    pub data_bytes_sent: u64,
+    pub retransmits: u64,
+    pub retransmitted_bytes: u64,
+    pub timeouts: u64,
+    pub fast_retransmits: u64,
+    pub rtt_samples: u64,
+    pub rtt_sum: Duration,
+    pub acks_sent: u64,
+}
+
+/// An outgoing segment: the header and the number of virtual payload bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct Segment { pub repr: TcpRepr, pub len: u32, pub retransmission: bool }
+
+pub struct Tcp {
+    pub cfg: TcpConfig,
+    pub state: State,
+    local_port: u16,
+    remote_port: u16,
+    // --- sender ---
+    iss: u32,
+    snd_una: u64,
+    snd_nxt: u64,
+    snd_max: u64,
+    /// Application bytes to send: None = unlimited.
+    app_limit: Option<u64>,
+    close_when_done: bool,
+    fin_sent: bool,
+    cwnd: u64,
+    ssthresh: u64,
+    snd_wnd: u64,
+    snd_wscale: u8,
+    rcv_wscale: u8,
+    smss: u64,
+    dupacks: u32,
+    in_recovery: bool,
+    recover: u64,
+    high_rxt: u64,
+    rexmit: Option<u64>,
+    scoreboard: Ranges,
+    pub rtt: RttEstimator,
+    timing: Option<(u64, Instant)>,
+    rto_deadline: Option<Instant>,
+    syn_retx: bool,
+    ts_ok: bool,
+    sack_ok: bool,
+    ts_recent: u32,
+    snd_wscale_peer_offered: bool,
+    // --- receiver ---
+    irs: u32,
+    rcv_nxt: u64,
+    ooo: Ranges,
+    last_block: Option<(u64, u64)>,
+    delivered: u64,
+    fin_rcvd: bool,
+    unacked_segs: u32,
+    ack_deadline: Option<Instant>,
+    ack_now: bool,
+    pub trace: Option<Vec<VarEvent>>,
+    pub stats: TcpStats,
+}
+
+fn unwrap_seq(reference: u64, base: u32, wire: u32) -> u64 {
+    let ref_wire = base.wrapping_add(reference as u32);
+    let d = wire.wrapping_sub(ref_wire) as i32 as i64;
+    (reference as i64 + d).max(0) as u64
+}
+
+impl Tcp {
+    pub fn new(cfg: TcpConfig, local_port: u16, remote_port: u16, iss: u32) -> Tcp {
+        let rtt = RttEstimator::new(cfg.initial_rto, cfg.timer_granularity, cfg.min_rto, cfg.max_rto);
+        let smss = cfg.mss as u64;
+        Tcp {
+            cfg, state: State::Closed, local_port, remote_port, iss, snd_una: 0, snd_nxt: 0, snd_max: 0, app_limit: Some(0), close_when_done: false,
+            fin_sent: false, cwnd: smss * cfg.initial_window as u64, ssthresh: u64::MAX / 4, snd_wnd: 65535, snd_wscale: 0, rcv_wscale: 0, smss,
+            dupacks: 0, in_recovery: false, recover: 0, high_rxt: 0, rexmit: None, scoreboard: Ranges::default(), rtt, timing: None,
+            rto_deadline: None, syn_retx: false, ts_ok: false, sack_ok: false, ts_recent: 0, snd_wscale_peer_offered: false, irs: 0, rcv_nxt: 0, ooo: Ranges::default(),
+            last_block: None, delivered: 0, fin_rcvd: false, unacked_segs: 0, ack_deadline: None, ack_now: false, trace: None, stats: TcpStats::default(),
+        }
+    }
+
+    // ----- application interface -----
+    /// Sends `bytes` of application data (None = unlimited), then closes if `close`.
+    pub fn set_app_data(&mut self, bytes: Option<u64>, close: bool) { self.app_limit = bytes; self.close_when_done = close; }
+    pub fn connect(&mut self, now: Instant) {
+        self.state = State::SynSent;
+        self.trace_all(now);
+        self.arm_rto(now);
+    }
+    pub fn listen(&mut self) { self.state = State::Listen; }
+    /// Application bytes received in order.
+    pub fn delivered(&self) -> u64 { self.delivered }
+    /// Application bytes acknowledged by the peer.
+    pub fn acked_bytes(&self) -> u64 { self.snd_una.saturating_sub(1).min(self.app_limit.unwrap_or(u64::MAX)) }
+    pub fn cwnd(&self) -> u64 { self.cwnd }
+    pub fn ssthresh(&self) -> u64 { self.ssthresh }
+    pub fn smss(&self) -> u64 { self.smss }
+    pub fn fin_received(&self) -> bool { self.fin_rcvd }
+    pub fn is_closed(&self) -> bool { self.state == State::Done }
+
+    // ----- tracing helpers -----
+    fn push_var(&mut self, now: Instant, var: TcpVar, value: i64) {
+        if let Some(t) = &mut self.trace { t.push(VarEvent { at: now, var, value }); }
+    }
+    fn set_cwnd(&mut self, now: Instant, v: u64) { if v != self.cwnd { self.cwnd = v; self.push_var(now, TcpVar::Cwnd, v as i64); } }
+    fn set_ssthresh(&mut self, now: Instant, v: u64) { if v != self.ssthresh { self.ssthresh = v; self.push_var(now, TcpVar::Ssthresh, v as i64); } }
+    fn trace_all(&mut self, now: Instant) {
+        if self.trace.is_none() { return; }
+        self.push_var(now, TcpVar::Cwnd, self.cwnd as i64);
+        self.push_var(now, TcpVar::Rto, self.rtt.rto().nanos());
+    }
+    fn trace_rtt(&mut self, now: Instant) {
+        if self.trace.is_none() { return; }
+        if let Some(s) = self.rtt.srtt { self.push_var(now, TcpVar::Srtt, s.nanos()); }
+        self.push_var(now, TcpVar::Rttvar, self.rtt.rttvar.nanos());
+        self.push_var(now, TcpVar::Rto, self.rtt.rto().nanos());
+    }
+
+    // ----- timers -----
+    fn arm_rto(&mut self, now: Instant) {
+        let g = self.cfg.timer_granularity;
+        let d = Duration((now + self.rtt.rto()).nanos()).ceil_to(g);
+        self.rto_deadline = Some(Instant(d.nanos()));
+    }
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match (self.rto_deadline, self.ack_deadline) { (Some(a), Some(b)) => Some(a.min(b)), (a, b) => a.or(b) }
+    }
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if let Some(d) = self.ack_deadline { if d <= now { self.ack_deadline = None; self.ack_now = true; } }
+        if let Some(d) = self.rto_deadline { if d <= now { self.rto_deadline = None; self.on_rto(now); } }
+    }
+    fn on_rto(&mut self, now: Instant) {
+        match self.state {
+            State::SynSent | State::SynRcvd => { self.syn_retx = true; self.rtt.on_timeout(); self.stats.timeouts += 1; self.arm_rto(now); return; }
+            State::Established => {}
+            _ => return,
+        }
+        if self.snd_max <= self.snd_una { return; }
+        self.stats.timeouts += 1;
+        let flight = self.snd_max - self.snd_una;
+        self.set_ssthresh(now, (flight / 2).max(2 * self.smss));
+        self.set_cwnd(now, self.smss);
+        self.rtt.on_timeout();
+        self.push_var(now, TcpVar::Rto, self.rtt.rto().nanos());
+        self.snd_nxt = self.snd_una;
+        self.in_recovery = false;
+        self.dupacks = 0;
+        self.recover = self.snd_max;
+        self.high_rxt = self.snd_una;
+        self.rexmit = None;
+        self.timing = None;
+        self.scoreboard.clear();
+        if self.fin_sent && self.snd_una <= self.fin_off() { self.fin_sent = false; }
+        self.arm_rto(now);
+    }
+
+    // ----- helpers -----
+    fn data_end(&self) -> u64 { self.app_limit.map(|b| 1 + b).unwrap_or(u64::MAX / 2) }
+    fn fin_off(&self) -> u64 { self.data_end() }
+    fn ts_now(now: Instant) -> u32 { (now.nanos() / 1_000_000) as u32 + 1 }
+    fn adv_window(&self) -> u16 {
+        let free = (self.cfg.rcv_buf as u64).saturating_sub(self.ooo.bytes());
+        (free >> self.rcv_wscale).min(65535) as u16
+    }
+
+    fn header(&self, now: Instant, seq_off: u64, flags: u8) -> TcpRepr {
+        let mut r = TcpRepr {
+            src_port: self.local_port, dst_port: self.remote_port, seq: self.iss.wrapping_add(seq_off as u32),
+            ack: 0, flags: TcpFlags(flags), window: self.adv_window(), ..Default::default()
+        };
+        if flags & TcpFlags::ACK != 0 { r.ack = self.irs.wrapping_add(self.rcv_nxt as u32); }
+        let syn = flags & TcpFlags::SYN != 0;
+        if syn {
+            r.mss = Some(self.cfg.mss as u16);
+            r.window = self.cfg.rcv_buf.min(65535) as u16;
+            let offer_ws = self.cfg.window_scaling && (self.state == State::SynSent || self.snd_wscale_offered());
+            if offer_ws { r.wscale = Some(self.rcv_wscale_for_buf()); }
+            let passive = self.state == State::SynRcvd;
+            r.sack_permitted = if passive { self.sack_ok } else { self.cfg.sack };
+            let ts = if passive { self.ts_ok } else { self.cfg.timestamps };
+            if ts { r.timestamps = Some((Self::ts_now(now), self.ts_recent)); }
+        } else if self.ts_ok {
+            r.timestamps = Some((Self::ts_now(now), self.ts_recent));
+        }
+        if !syn && self.sack_ok && !self.ooo.is_empty() && flags & TcpFlags::ACK != 0 {
+            let max = TcpRepr::max_sack_blocks(self.ts_ok);
+            let mut n = 0;
+            let mut push = |blk: (u64, u64), r: &mut TcpRepr| {
+                if n < max && !r.sack[..n].contains(&(self.irs.wrapping_add(blk.0 as u32), self.irs.wrapping_add(blk.1 as u32))) {
+                    r.sack[n] = (self.irs.wrapping_add(blk.0 as u32), self.irs.wrapping_add(blk.1 as u32));
+                    n += 1;
+                }
+            };
+            if let Some((s, _)) = self.last_block { if let Some(e) = self.ooo.end_of(s) { let st = self.ooo.v.iter().find(|b| b.0 <= s && s < b.1).unwrap().0; push((st, e), &mut r); } }
+            for &b in self.ooo.v.iter().rev() { push(b, &mut r); }
+            r.sack_len = n as u8;
+        }
+        r
+    }
+    fn snd_wscale_offered(&self) -> bool { self.snd_wscale_peer_offered }
+    fn rcv_wscale_for_buf(&self) -> u8 {
+        let mut s = 0u8;
+        while s < 14 && (self.cfg.rcv_buf as u64 >> s) > 65535 { s += 1; }
+        s
+    }
+
+    // ----- output -----
+    /// The next segment to send, if any.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Segment> {
+        match self.state {
+            State::SynSent if self.snd_max == 0 || self.syn_retx => {
+                self.syn_retx = false;
+                let retx = self.snd_max > 0;
+                self.snd_nxt = 1; self.snd_max = 1;
+                if retx { self.timing = None; } else { self.timing = Some((1, now)); }
+                if self.rto_deadline.is_none() { self.arm_rto(now); }
+                return Some(self.emit(now, 0, 0, TcpFlags::SYN, retx));
+            }
+            State::SynRcvd if self.snd_max == 0 || self.syn_retx => {
+                self.syn_retx = false;
+                let retx = self.snd_max > 0;
+                self.snd_nxt = 1; self.snd_max = 1;
+                if retx { self.timing = None; } else { self.timing = Some((1, now)); }
+                if self.rto_deadline.is_none() { self.arm_rto(now); }
+                return Some(self.emit(now, 0, 0, TcpFlags::SYN | TcpFlags::ACK, retx));
+            }
+            State::Established => {
+                if let Some(s) = self.next_data(now) { return Some(s); }
+            }
+            _ => {}
+        }
+        if self.ack_now && matches!(self.state, State::Established | State::Done) {
+            return Some(self.emit(now, self.snd_nxt.max(1).min(self.snd_max.max(1)), 0, TcpFlags::ACK, false));
+        }
+        None
+    }
+
+    fn emit(&mut self, now: Instant, seq: u64, len: u32, flags: u8, retransmission: bool) -> Segment {
+        let repr = self.header(now, seq, flags);
+        self.stats.segments_sent += 1;
+        if flags & TcpFlags::ACK != 0 {
+            self.ack_now = false;
+            self.ack_deadline = None;
+            self.unacked_segs = 0;
+            if len == 0 && flags & (TcpFlags::SYN | TcpFlags::FIN) == 0 { self.stats.acks_sent += 1; }
+        }
+        if len > 0 {
+            self.stats.data_segments_sent += 1;
+            self.stats.data_bytes_sent += len as u64;
+            if retransmission { self.stats.retransmits += 1; self.stats.retransmitted_bytes += len as u64; }
+        }
+        Segment { repr, len, retransmission }
+    }
+
+    /// Sends the segment starting at `seq` (data or FIN), updating send state.
+    fn send_at(&mut self, now: Instant, seq: u64, max_len: u64) -> Segment {
+        let end = self.data_end();
+        let retx = seq < self.snd_max;
+        if seq >= end {
+            // FIN
+            self.fin_sent = true;
+            self.snd_nxt = self.snd_nxt.max(end + 1);
+            self.snd_max = self.snd_max.max(end + 1);
+            if self.rto_deadline.is_none() { self.arm_rto(now); }
+            return self.emit(now, end, 0, TcpFlags::FIN | TcpFlags::ACK, retx);
+        }
+        let len = max_len.min(self.smss).min(end - seq);
+        if retx { self.timing = None; } else if self.timing.is_none() && !self.ts_ok { self.timing = Some((seq + len, now)); }
+        self.snd_nxt = self.snd_nxt.max(seq + len);
+        self.snd_max = self.snd_max.max(seq + len);
+        if self.rto_deadline.is_none() { self.arm_rto(now); }
+        let mut flags = TcpFlags::ACK;
+        if seq + len == end || self.snd_max == seq + len { flags |= TcpFlags::PSH; }
+        self.emit(now, seq, len as u32, flags, retx)
+    }
+
+    fn window(&self) -> u64 { self.cwnd.min(self.snd_wnd).min(self.cfg.snd_buf as u64) }
+
+    fn next_data(&mut self, now: Instant) -> Option<Segment> {
+        if let Some(s) = self.rexmit.take() {
+            if s >= self.snd_una && s < self.snd_max { let hole_end = self.scoreboard.v.iter().find(|b| b.0 > s).map(|b| b.0).unwrap_or(u64::MAX); return Some(self.send_at(now, s, hole_end - s)); }
+        }
+        if self.cfg.variant == Variant::Sack && self.in_recovery { return self.next_seg_sack(now); }
+        let end = self.data_end();
+        let fin_pending = self.close_when_done && self.app_limit.is_some() && !self.fin_sent;
+        // Skip over SACKed data when resending after a timeout.
+        while let Some(e) = self.scoreboard.end_of(self.snd_nxt) { self.snd_nxt = e; }
+        let limit = self.snd_una + self.window();
+        if self.snd_nxt < end {
+            let avail = end - self.snd_nxt;
+            let want = avail.min(self.smss);
+            if self.snd_nxt + want <= limit || (self.snd_nxt == self.snd_una && limit > self.snd_nxt) {
+                let room = (limit - self.snd_nxt).min(want).max(1);
+                let hole_end = self.scoreboard.v.iter().find(|b| b.0 > self.snd_nxt).map(|b| b.0).unwrap_or(u64::MAX);
+                return Some(self.send_at(now, self.snd_nxt, room.min(hole_end - self.snd_nxt)));
+            }
+            return None;
+        }
+        if fin_pending && self.snd_nxt == end { return Some(self.send_at(now, end, 0)); }
+        None
+    }
+
+    /// RFC 6675 pipe estimate and the lost-data boundary.
+    fn lost_bound(&self) -> u64 {
+        let thresh = 2 * self.smss; // (DupThresh − 1)·SMSS
+        let mut acc = 0u64;
+        for &(s, e) in self.scoreboard.v.iter().rev() {
+            if acc + (e - s) > thresh { return e - (thresh - acc); }
+            acc += e - s;
+        }
+        0
+    }
+    fn pipe(&self) -> u64 {
+        let lost = self.lost_bound();
+        let mut pipe = 0;
+        let mut a = self.snd_una;
+        let mut holes: Vec<(u64, u64)> = Vec::new();
+        for &(s, e) in &self.scoreboard.v { if s > a { holes.push((a, s.min(self.snd_max))); } a = a.max(e); }
+        if a < self.snd_max { holes.push((a, self.snd_max)); }
+        for (s, e) in holes {
+            let not_lost_from = s.max(lost).min(e);
+            pipe += e - not_lost_from;
+            let rx_to = self.high_rxt.min(e);
+            if rx_to > s { pipe += rx_to - s; }
+        }
+        pipe
+    }
+    fn next_seg_sack(&mut self, now: Instant) -> Option<Segment> {
+        if self.cwnd < self.pipe() + self.smss.min(1) || self.cwnd - self.pipe() < self.smss { return None; }
+        let lost = self.lost_bound();
+        // Rule 1: lowest unSACKed, lost sequence number above HighRxt.
+        let mut s = self.high_rxt.max(self.snd_una);
+        while let Some(e) = self.scoreboard.end_of(s) { s = e; }
+        if s < lost && s < self.snd_max {
+            let hole_end = self.scoreboard.v.iter().find(|b| b.0 > s).map(|b| b.0).unwrap_or(self.snd_max);
+            let len = (hole_end - s).min(self.smss);
+            self.high_rxt = s + len;
+            return Some(self.send_at(now, s, len));
+        }
+        // Rule 2: new data within the receiver's window.
+        let end = self.data_end();
+        if self.snd_max < end && self.snd_max + self.smss.min(end - self.snd_max) <= self.snd_una + self.snd_wnd {
+            self.snd_nxt = self.snd_max;
+            return Some(self.send_at(now, self.snd_max, self.smss));
+        }
+        None
+    }
+
+    // ----- input -----
+    /// Processes an incoming segment with `len` payload bytes.
+    pub fn on_segment(&mut self, now: Instant, seg: &TcpRepr, len: u32) {
+        let f = seg.flags;
+        if f.has(TcpFlags::RST) { self.state = State::Done; return; }
+        match self.state {
+            State::Closed => return,
+            State::Listen => {
+                if !f.has(TcpFlags::SYN) { return; }
+                self.irs = seg.seq;
+                self.rcv_nxt = 1;
+                self.negotiate(seg);
+                self.state = State::SynRcvd;
+                if let Some((v, _)) = seg.timestamps { self.ts_recent = v; }
+                return;
+            }
+            State::SynSent => {
+                if !(f.has(TcpFlags::SYN) && f.has(TcpFlags::ACK)) { return; }
+                if seg.ack != self.iss.wrapping_add(1) { return; }
+                self.irs = seg.seq;
+                self.rcv_nxt = 1;
+                self.negotiate(seg);
+                if let Some((v, _)) = seg.timestamps { self.ts_recent = v; }
+                self.snd_una = 1;
+                self.snd_nxt = 1;
+                self.snd_wnd = (seg.window as u64) << self.snd_wscale;
+                self.sample_rtt(now, seg, 1);
+                self.rto_deadline = None;
+                self.state = State::Established;
+                self.ack_now = true;
+                return;
+            }
+            State::SynRcvd => {
+                if f.has(TcpFlags::SYN) && !f.has(TcpFlags::ACK) { self.syn_retx = true; return; }
+                if !f.has(TcpFlags::ACK) { return; }
+                if unwrap_seq(self.snd_una, self.iss, seg.ack) < 1 { return; }
+                self.snd_una = 1;
+                self.snd_nxt = self.snd_nxt.max(1);
+                self.sample_rtt(now, seg, 1);
+                self.rto_deadline = None;
+                self.state = State::Established;
+            }
+            State::Established | State::Done => {
+                if f.has(TcpFlags::SYN) { self.ack_now = true; return; } // retransmitted SYN-ACK: our ACK was lost
+            }
+        }
+        if let Some((v, _)) = seg.timestamps {
+            let s = unwrap_seq(self.rcv_nxt, self.irs, seg.seq);
+            if s <= self.rcv_nxt { self.ts_recent = v; }
+        }
+        if f.has(TcpFlags::ACK) { self.on_ack(now, seg, len); }
+        if len > 0 || f.has(TcpFlags::FIN) { self.on_data(now, seg, len); }
+        self.check_done();
+    }
+
+    fn negotiate(&mut self, seg: &TcpRepr) {
+        let peer_mss = seg.mss.unwrap_or(536) as u64;
+        self.sack_ok = self.cfg.sack && seg.sack_permitted;
+        self.ts_ok = self.cfg.timestamps && seg.timestamps.is_some();
+        self.snd_wscale_peer_offered = seg.wscale.is_some();
+        if self.cfg.window_scaling && seg.wscale.is_some() {
+            self.snd_wscale = seg.wscale.unwrap().min(14);
+            self.rcv_wscale = self.rcv_wscale_for_buf();
+        }
+        self.smss = self.cfg.mss.min(peer_mss as u32) as u64 - if self.ts_ok { 12 } else { 0 };
+        self.cwnd = self.smss * self.cfg.initial_window as u64;
+    }
+
+    fn sample_rtt(&mut self, now: Instant, seg: &TcpRepr, acked_to: u64) {
+        let sample = if self.ts_ok {
+            match seg.timestamps { Some((_, ecr)) if ecr != 0 => Some(Duration::from_millis((Self::ts_now(now).wrapping_sub(ecr)) as i64)), _ => None }
+        } else {
+            match self.timing { Some((s, t)) if acked_to >= s => { self.timing = None; Some(now - t) } _ => None }
+        };
+        if let Some(r) = sample {
+            self.rtt.sample(r);
+            self.stats.rtt_samples += 1;
+            self.stats.rtt_sum += r;
+            self.trace_rtt(now);
+        }
+    }
+
+    fn flight(&self) -> u64 { self.snd_max - self.snd_una }
+
+    fn on_ack(&mut self, now: Instant, seg: &TcpRepr, len: u32) {
+        let ack = unwrap_seq(self.snd_una, self.iss, seg.ack);
+        if ack > self.snd_max { self.ack_now = true; return; }
+        let old_wnd = self.snd_wnd;
+        self.snd_wnd = (seg.window as u64) << self.snd_wscale;
+        let mut new_sack = false;
+        if self.sack_ok {
+            for &(l, r) in seg.sack_blocks() {
+                let (l, r) = (unwrap_seq(self.snd_una, self.iss, l), unwrap_seq(self.snd_una, self.iss, r));
+                if r > self.snd_una && r <= self.snd_max && l < r {
+                    let before = self.scoreboard.bytes();
+                    self.scoreboard.insert(l.max(self.snd_una), r);
+                    new_sack |= self.scoreboard.bytes() != before;
+                }
+            }
+        }
+        if ack > self.snd_una {
+            let acked = ack - self.snd_una;
+            self.snd_una = ack;
+            if self.snd_nxt < ack { self.snd_nxt = ack; }
+            if self.high_rxt < ack { self.high_rxt = ack; }
+            self.scoreboard.trim_below(ack);
+            self.sample_rtt(now, seg, ack);
+            self.dupacks = 0;
+            self.on_new_ack(now, acked);
+            if self.snd_una >= self.snd_max { self.rto_deadline = None; } else { self.arm_rto(now); }
+            return;
+        }
+        let is_dup = ack == self.snd_una && self.snd_max > self.snd_una && len == 0 && !seg.flags.has(TcpFlags::FIN | TcpFlags::SYN)
+            && (self.snd_wnd == old_wnd || new_sack);
+        if !is_dup { return; }
+        self.dupacks += 1;
+        match self.cfg.variant {
+            Variant::Tahoe => {
+                if self.dupacks == 3 && self.snd_una >= self.recover {
+                    self.stats.fast_retransmits += 1;
+                    self.set_ssthresh(now, (self.flight() / 2).max(2 * self.smss));
+                    self.set_cwnd(now, self.smss);
+                    self.recover = self.snd_max;
+                    self.snd_nxt = self.snd_una;
+                    self.timing = None;
+                }
+            }
+            Variant::Reno | Variant::NewReno => {
+                if self.in_recovery {
+                    if self.dupacks > 3 { self.set_cwnd(now, self.cwnd + self.smss); }
+                } else if self.dupacks == 3 && (self.cfg.variant == Variant::Reno || self.snd_una >= self.recover) {
+                    self.enter_recovery(now);
+                    self.set_cwnd(now, self.ssthresh + 3 * self.smss);
+                    self.rexmit = Some(self.snd_una);
+                }
+            }
+            Variant::Sack => {
+                if !self.in_recovery && (self.dupacks >= 3 || self.lost_bound() > self.snd_una) && self.snd_una >= self.recover {
+                    self.enter_recovery(now);
+                    self.set_cwnd(now, self.ssthresh);
+                    self.high_rxt = self.snd_una;
+                }
+            }
+        }
+    }
+
+    fn enter_recovery(&mut self, now: Instant) {
+        self.stats.fast_retransmits += 1;
+        self.in_recovery = true;
+        self.recover = self.snd_max;
+        self.set_ssthresh(now, (self.flight() / 2).max(2 * self.smss));
+        self.timing = None;
+    }
+
+    fn on_new_ack(&mut self, now: Instant, acked: u64) {
+        if self.in_recovery {
+            match self.cfg.variant {
+                Variant::NewReno if self.snd_una < self.recover => {
+                    // Partial ACK (RFC 6582 §3.2 step 5): retransmit, deflate, stay.
+                    self.rexmit = Some(self.snd_una);
+                    let c = self.cwnd.saturating_sub(acked) + if acked >= self.smss { self.smss } else { 0 };
+                    self.set_cwnd(now, c.max(self.smss));
+                    return;
+                }
+                Variant::Sack if self.snd_una < self.recover => return,
+                Variant::NewReno => {
+                    self.in_recovery = false;
+                    let c = self.ssthresh.min(self.flight().max(self.smss) + self.smss);
+                    self.set_cwnd(now, c);
+                    return;
+                }
+                _ => {
+                    self.in_recovery = false;
+                    self.set_cwnd(now, self.ssthresh);
+                    return;
+                }
+            }
+        }
+        let inc = if self.cwnd < self.ssthresh { acked.min(self.smss) } else { (self.smss * self.smss / self.cwnd).max(1) };
+        self.set_cwnd(now, self.cwnd + inc);
+    }
+
+    fn on_data(&mut self, now: Instant, seg: &TcpRepr, len: u32) {
+        let s = unwrap_seq(self.rcv_nxt, self.irs, seg.seq);
+        let e = s + len as u64;
+        let had_holes = !self.ooo.is_empty();
+        if e > self.rcv_nxt && s <= self.rcv_nxt {
+            self.rcv_nxt = e;
+            while let Some(end) = self.ooo.pop_at(self.rcv_nxt) { self.rcv_nxt = self.rcv_nxt.max(end); }
+            let data_end = self.rcv_nxt;
+            self.delivered = data_end - 1;
+            if had_holes { self.ack_now = true; } else {
+                self.unacked_segs += 1;
+                if self.unacked_segs >= self.cfg.delack_count { self.ack_now = true; }
+                else if self.ack_deadline.is_none() { self.ack_deadline = Some(Instant((now + self.cfg.delack_timeout).nanos())); }
+            }
+        } else if s > self.rcv_nxt && len > 0 {
+            if e - self.rcv_nxt <= self.cfg.rcv_buf as u64 { self.last_block = Some(self.ooo.insert(s, e)); }
+            self.ack_now = true;
+        } else if len > 0 {
+            self.ack_now = true; // old duplicate
+        }
+        if seg.flags.has(TcpFlags::FIN) {
+            if e == self.rcv_nxt && !self.fin_rcvd { self.fin_rcvd = true; self.rcv_nxt += 1; }
+            self.ack_now = true;
+            if self.fin_rcvd && self.app_limit == Some(0) { self.close_when_done = true; }
+        }
+    }
+
+    fn check_done(&mut self) {
+        let our_fin_acked = self.fin_sent && self.snd_una > self.fin_off();
+        if our_fin_acked && self.fin_rcvd && self.state == State::Established { self.state = State::Done; self.rto_deadline = None; }
+    }
+}
