@@ -598,3 +598,8 @@ impl Tcp {
         if our_fin_acked && self.fin_rcvd && self.state == State::Established { self.state = State::Done; self.rto_deadline = None; }
     }
 }
+
+impl Tcp {
+    /// Initial send sequence number (for relative sequence numbers in traces).
+    pub fn iss(&self) -> u32 { self.iss }
+}

@@ -1,0 +1,72 @@
+//! Turns a typed [`Scenario`] into the model objects the simulator drives.
+use crate::channel::{Channel, Fading, TwoState};
+use crate::config::{ArqCfg, ChannelCfg, FlowCfg, Limit, Scenario};
+use crate::engine::rng::Rng;
+use crate::link::{raw::Raw, sr::{Sr, SrConfig}, Arq};
+use crate::tcp::{TcpConfig, Variant};
+use crate::time::Duration;
+
+pub const DIR_NAMES: [&str; 2] = ["down", "up"];
+
+pub fn channel(sc: &Scenario, dir: usize, frame_airtime: Duration) -> Channel {
+    let w = &sc.wireless;
+    let specific = if dir == 0 { &w.down } else { &w.up };
+    let cfg = specific.as_ref().and_then(|d| d.channel.clone()).or_else(|| w.channel.clone()).unwrap_or(ChannelCfg::None);
+    let rng = Rng::stream(sc.seed, sc.run, &format!("channel.{}", DIR_NAMES[dir]));
+    match cfg {
+        ChannelCfg::None => Channel::None,
+        ChannelCfg::Uniform { p } => Channel::Uniform { p, rng },
+        ChannelCfg::TwoState { good, bad } => Channel::TwoState(TwoState::new(good.ber, good.mean.0, bad.ber, bad.mean.0, rng)),
+        ChannelCfg::Fading { pe, fdt, frame_time } => Channel::Fading(Fading::new(pe, fdt, Some(frame_time.map(|d| d.0).unwrap_or(frame_airtime)), rng)),
+        ChannelCfg::DropList { frames } => Channel::droplist(frames),
+    }
+}
+
+pub fn arq(sc: &Scenario) -> Arq {
+    let a = sc.wireless.arq.clone().unwrap_or_default();
+    let max_payload = sc.wireless.frame.0 as u32;
+    match a.protocol.as_str() {
+        "raw" => Arq::Raw(Raw::new(max_payload)),
+        _ => Arq::Sr(Box::new(Sr::new(sr_config(&a, max_payload)))),
+    }
+}
+
+pub fn sr_config(a: &ArqCfg, max_payload: u32) -> SrConfig {
+    let d = SrConfig::default();
+    let timeout = a.timeout.map(|x| x.0).unwrap_or(d.timeout);
+    let adaptive = if a.protocol == "asr" { Some(a.policy.as_deref().and_then(crate::config::parse_policy).unwrap_or((3, 2))) } else { None };
+    SrConfig {
+        window: a.window.unwrap_or(d.window),
+        ack_delay: a.ack_delay.map(|x| x.0).unwrap_or(d.ack_delay),
+        timeout,
+        adaptive,
+        initial_srtt: a.initial_srtt.map(|x| x.0).unwrap_or(d.initial_srtt),
+        tick: d.tick,
+        renack: a.renack.map(|x| x.0).unwrap_or(timeout),
+        max_payload,
+    }
+}
+
+pub fn tcp_config(f: &FlowCfg) -> TcpConfig {
+    let d = TcpConfig::default();
+    let Some(t) = &f.tcp else { return d; };
+    let variant = t.variant.as_deref().and_then(Variant::parse).unwrap_or(d.variant);
+    TcpConfig {
+        variant,
+        mss: t.mss.unwrap_or(d.mss),
+        sack: t.sack.unwrap_or(variant == Variant::Sack),
+        timestamps: t.timestamps.unwrap_or(d.timestamps),
+        window_scaling: t.window_scaling.unwrap_or(d.window_scaling),
+        initial_window: t.initial_window.unwrap_or(d.initial_window),
+        delack_count: t.delayed_ack.as_ref().and_then(|x| x.count).unwrap_or(d.delack_count).max(1),
+        delack_timeout: t.delayed_ack.as_ref().and_then(|x| x.timeout).map(|x| x.0).unwrap_or(d.delack_timeout),
+        min_rto: t.min_rto.map(|x| x.0).unwrap_or(d.min_rto),
+        max_rto: t.max_rto.map(|x| x.0).unwrap_or(d.max_rto),
+        initial_rto: t.initial_rto.map(|x| x.0).unwrap_or(d.initial_rto),
+        timer_granularity: t.timer_granularity.map(|x| x.0).unwrap_or(d.timer_granularity),
+        rcv_buf: t.rcv_buf.map(|x| x.0 as u32).unwrap_or(d.rcv_buf),
+        snd_buf: t.snd_buf.map(|x| x.0 as u32).unwrap_or(d.snd_buf),
+    }
+}
+
+pub fn limit(q: &Option<crate::config::QueueCfg>, default: Limit) -> Limit { q.as_ref().map(|q| q.limit).unwrap_or(default) }

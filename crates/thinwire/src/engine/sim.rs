@@ -1,0 +1,414 @@
+//! The simulator: the canonical topology server — wired link — gateway — wireless
+//! link — mobile host, any number of TCP flows in either direction sharing the
+//! wireless link, all protocol machines driven sans-IO from one event queue.
+//!
+//! Wired link: per direction a drop-tail queue (default 1000 packets), a rate and a
+//! propagation delay. Wireless link: per direction a drop-tail IP queue in front of
+//! the link-layer protocol (default 50 packets), a rate, a delay and a channel; the
+//! ARQ machine at each end sends in its direction and receives the other, so ACKs
+//! can ride on reverse data frames. A frame's fate is decided by the channel when it
+//! starts transmission; frames and packets in flight on a link keep FIFO order.
+//!
+//! Each machine exposes `poll_timeout`; the simulator keeps the earliest wake-up it
+//! has scheduled per machine and ignores stale timer events.
+use super::build;
+use super::queue::EventQueue;
+use super::rng::Rng;
+use crate::channel::Channel;
+use crate::config::{Limit, Scenario, Stop};
+use crate::link::{Arq, Frame, FrameKind};
+use crate::queue::DropTail;
+use crate::tcp::{Tcp, TcpVar};
+use crate::time::{Duration, Instant};
+use crate::trace::{pcap::PcapWriter, Ev, Layer, LayerMask, Row, TraceTable};
+use crate::wire::{Packet, L4};
+use std::collections::VecDeque;
+
+pub const SERVER_ADDR: [u8; 4] = [10, 0, 0, 1];
+pub const MOBILE_ADDR: [u8; 4] = [10, 0, 1, 2];
+const NODE_SERVER: u8 = 0;
+const NODE_GATEWAY: u8 = 1;
+const NODE_MOBILE: u8 = 2;
+
+#[derive(Clone, Copy, Debug)]
+enum Event { FlowStart(u16), TcpTimer(u16, u8), WiredDone(u8), WiredArrive(u8), RadioDone(u8), FrameArrive(u8), ArqTimer(u8) }
+
+struct Wire { q: DropTail, busy: bool, rate: u64, delay: Duration, in_flight: VecDeque<Packet> }
+
+#[derive(Default, Clone, Debug)]
+pub struct LinkStats {
+    pub frames_sent: u64,
+    pub frames_lost: u64,
+    pub data_frames_sent: u64,
+    pub frames_retransmitted: u64,
+    pub ack_frames: u64,
+    pub nack_frames: u64,
+    pub bytes_sent: u64,
+    pub arq_timeouts: u64,
+    pub queue_drops: u64,
+    pub queue_max: u64,
+    pub busy_ns: i64,
+}
+
+struct Radio { q: DropTail, busy: bool, rate: u64, delay: Duration, header: u32, channel: Channel, in_flight: VecDeque<Frame>, stats: LinkStats }
+
+struct Flow {
+    cfg: crate::config::FlowCfg,
+    ep: [Tcp; 2],
+    sched: [Option<Instant>; 2],
+    ident: [u16; 2],
+    start: Instant,
+    bytes: Option<u64>,
+    /// Which end sends the data: 0 = server (down), 1 = mobile (up).
+    sender: usize,
+    completed: Option<Instant>,
+}
+
+#[derive(Clone, Debug)]
+pub struct FlowResult {
+    pub id: usize,
+    pub app: String,
+    pub direction: String,
+    pub variant: String,
+    pub start_s: f64,
+    pub bytes_delivered: u64,
+    pub throughput_bps: f64,
+    pub completion_s: Option<f64>,
+    pub tcp_retransmits: u64,
+    pub tcp_timeouts: u64,
+    pub tcp_fast_retransmits: u64,
+    pub rtt_avg_s: Option<f64>,
+    pub segments_sent: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    pub events: u64,
+    pub sim_time_s: f64,
+    pub flows: Vec<FlowResult>,
+    pub link: [LinkStats; 2],
+    pub wired_drops: [u64; 2],
+    pub trace: TraceTable,
+    pub pcap_server: Option<Vec<u8>>,
+    pub pcap_mobile: Option<Vec<u8>>,
+}
+
+pub struct Sim {
+    q: EventQueue<Event>,
+    wired: [Wire; 2],
+    radio: [Radio; 2],
+    arq: [Arq; 2],
+    arq_sched: [Option<Instant>; 2],
+    flows: Vec<Flow>,
+    stop: Stop,
+    max_time: Instant,
+    pending_finite: usize,
+    mask: LayerMask,
+    trace: TraceTable,
+    pcap: [Option<PcapWriter>; 2],
+}
+
+impl Sim {
+    pub fn new(sc: &Scenario) -> Sim {
+        let w = &sc.wireless;
+        let mk_wired = |_d: usize| Wire { q: DropTail::new(build::limit(&sc.wired.queue, Limit::Packets(1000))), busy: false, rate: sc.wired.rate.0, delay: sc.wired.delay.0, in_flight: VecDeque::new() };
+        let mk_radio = |d: usize| {
+            let spec = if d == 0 { &w.down } else { &w.up };
+            let rate = spec.as_ref().and_then(|s| s.rate).map(|r| r.0).unwrap_or(w.rate.0);
+            let delay = spec.as_ref().and_then(|s| s.delay).map(|r| r.0).unwrap_or(w.delay.0);
+            let header = w.header.0 as u32;
+            let airtime = Duration::transmission((w.frame.0 + w.header.0) as u64, rate);
+            Radio { q: DropTail::new(build::limit(&w.queue, Limit::Packets(50))), busy: false, rate, delay, header, channel: build::channel(sc, d, airtime),
+                in_flight: VecDeque::new(), stats: LinkStats::default() }
+        };
+        let mask = LayerMask::from_names(&sc.trace.layers);
+        let mut q = EventQueue::new();
+        let mut flows = Vec::new();
+        for (i, f) in sc.flow.iter().enumerate() {
+            let tcfg = build::tcp_config(f);
+            let mut rng = Rng::stream(sc.seed, sc.run, &format!("flow.{i}.isn"));
+            let (iss_s, iss_m) = (rng.next_u64() as u32, rng.next_u64() as u32);
+            let sport = 5001;
+            let mport = 40000 + i as u16;
+            let mut server = Tcp::new(tcfg, sport, mport, iss_s);
+            let mut mobile = Tcp::new(tcfg, mport, sport, iss_m);
+            let sender = if f.direction == "up" { 1 } else { 0 };
+            let bytes = f.bytes.and_then(|b| b.0);
+            let limit = match f.bytes { Some(b) => b.0, None => None };
+            if sender == 0 { server.set_app_data(limit, true); } else { mobile.set_app_data(limit, true); }
+            if mask.has(Layer::Tcp) { server.trace = Some(Vec::new()); mobile.trace = Some(Vec::new()); }
+            server.listen();
+            let start = Instant::ZERO + f.start.map(|d| d.0).unwrap_or(Duration::ZERO);
+            q.schedule(start, Event::FlowStart(i as u16));
+            flows.push(Flow { cfg: f.clone(), ep: [server, mobile], sched: [None, None], ident: [1, 1], start, bytes, sender, completed: None });
+        }
+        let pending_finite = flows.iter().filter(|f| f.bytes.is_some()).count();
+        let max_time = match sc.stop {
+            Stop::At(d) => Instant::ZERO + d,
+            Stop::End => Instant::ZERO + sc.max_time.map(|d| d.0).unwrap_or(Duration::from_secs(100_000)),
+        };
+        let pcap = if sc.trace.pcap { [Some(PcapWriter::new()), Some(PcapWriter::new())] } else { [None, None] };
+        Sim { q, wired: [mk_wired(0), mk_wired(1)], radio: [mk_radio(0), mk_radio(1)], arq: [build::arq(sc), build::arq(sc)], arq_sched: [None, None],
+            flows, stop: sc.stop, max_time, pending_finite, mask, trace: TraceTable::default(), pcap }
+    }
+
+    fn now(&self) -> Instant { self.q.now() }
+
+    /// Runs to the stop condition and returns the results.
+    pub fn run(mut self) -> RunResult {
+        while let Some(t) = self.q.peek_time() {
+            if t > self.max_time { break; }
+            if self.stop == Stop::End && self.pending_finite == 0 { break; }
+            let (_, ev) = self.q.pop().unwrap();
+            self.dispatch(ev);
+        }
+        let end = match self.stop { Stop::At(_) => self.max_time, Stop::End => self.now() };
+        self.finish(end)
+    }
+
+    fn dispatch(&mut self, ev: Event) {
+        match ev {
+            Event::FlowStart(f) => {
+                let now = self.now();
+                self.flows[f as usize].ep[1].connect(now);
+                self.drain_tcp(f as usize, 1);
+            }
+            Event::TcpTimer(f, e) => {
+                let now = self.now();
+                let fl = &mut self.flows[f as usize];
+                if fl.sched[e as usize] != Some(now) { return; }
+                fl.sched[e as usize] = None;
+                fl.ep[e as usize].handle_timeout(now);
+                self.drain_tcp(f as usize, e as usize);
+            }
+            Event::WiredDone(d) => { self.wired[d as usize].busy = false; self.kick_wired(d as usize); }
+            Event::WiredArrive(d) => {
+                let p = self.wired[d as usize].in_flight.pop_front().expect("packet in flight");
+                if d == 0 { self.enqueue_radio(0, p); } else { self.to_endpoint(0, p); }
+            }
+            Event::RadioDone(d) => { self.radio[d as usize].busy = false; self.kick_radio(d as usize); }
+            Event::FrameArrive(d) => self.frame_arrive(d as usize),
+            Event::ArqTimer(s) => {
+                let now = self.now();
+                if self.arq_sched[s as usize] != Some(now) { return; }
+                self.arq_sched[s as usize] = None;
+                self.arq[s as usize].handle_timeout(now);
+                self.kick_radio(s as usize);
+                self.sched_arq(s as usize);
+            }
+        }
+    }
+
+    // ----- TCP endpoints -----
+    fn drain_tcp(&mut self, f: usize, end: usize) {
+        let now = self.now();
+        loop {
+            let fl = &mut self.flows[f];
+            let Some(seg) = fl.ep[end].poll_transmit(now) else { break };
+            let (src, dst) = if end == 0 { (SERVER_ADDR, MOBILE_ADDR) } else { (MOBILE_ADDR, SERVER_ADDR) };
+            let ident = fl.ident[end];
+            fl.ident[end] = ident.wrapping_add(1);
+            let pkt = Packet::new(src, dst, ident, L4::Tcp(seg.repr), seg.len, f as u16, now);
+            if self.mask.has(Layer::Tcp) {
+                let (seq, ack) = self.rel_seq_ack(f, end, &seg.repr);
+                let ev = if seg.retransmission && seg.len > 0 { Ev::Retransmit } else { Ev::Send };
+                self.trace.push(Row { t: now.nanos(), layer: Layer::Tcp, ev, node: if end == 0 { NODE_SERVER } else { NODE_MOBILE }, dir: end as u8,
+                    flow: f as i32, seq, ack, len: seg.len as i64, value: seg.repr.flags.0 as i64 });
+            }
+            if let Some(w) = &mut self.pcap[end] { w.record(now.nanos(), &pkt.emit()); }
+            if end == 0 { self.enqueue_wired(0, pkt); } else { self.enqueue_radio(1, pkt); }
+        }
+        self.drain_vars(f, end);
+        self.sched_tcp(f, end);
+    }
+
+    fn rel_seq_ack(&self, f: usize, end: usize, r: &crate::wire::TcpRepr) -> (i64, i64) {
+        let fl = &self.flows[f];
+        let iss = fl.ep[end].iss();
+        let peer_iss = fl.ep[1 - end].iss();
+        (r.seq.wrapping_sub(iss) as i64, if r.flags.has(crate::wire::TcpFlags::ACK) { r.ack.wrapping_sub(peer_iss) as i64 } else { -1 })
+    }
+
+    fn drain_vars(&mut self, f: usize, end: usize) {
+        let Some(vars) = self.flows[f].ep[end].trace.as_mut() else { return };
+        if vars.is_empty() { return; }
+        let node = if end == 0 { NODE_SERVER } else { NODE_MOBILE };
+        for v in vars.drain(..) {
+            let ev = match v.var { TcpVar::Cwnd => Ev::Cwnd, TcpVar::Ssthresh => Ev::Ssthresh, TcpVar::Srtt => Ev::Srtt, TcpVar::Rttvar => Ev::Rttvar, TcpVar::Rto => Ev::Rto };
+            self.trace.push(Row { t: v.at.nanos(), layer: Layer::Tcp, ev, node, dir: end as u8, flow: f as i32, seq: -1, ack: -1, len: 0, value: v.value.min(i64::MAX / 2) });
+        }
+    }
+
+    fn sched_tcp(&mut self, f: usize, end: usize) {
+        let now = self.now();
+        let fl = &mut self.flows[f];
+        if let Some(t) = fl.ep[end].poll_timeout() {
+            let t = t.max(now);
+            if fl.sched[end].map_or(true, |s| t < s) {
+                fl.sched[end] = Some(t);
+                self.q.schedule(t, Event::TcpTimer(f as u16, end as u8));
+            }
+        }
+    }
+
+    fn to_endpoint(&mut self, end: usize, p: Packet) {
+        let now = self.now();
+        let f = p.flow as usize;
+        if let Some(w) = &mut self.pcap[end] { w.record(now.nanos(), &p.emit()); }
+        let L4::Tcp(repr) = p.l4 else { return };
+        if self.mask.has(Layer::Tcp) {
+            let (seq, ack) = self.rel_seq_ack(f, 1 - end, &repr);
+            self.trace.push(Row { t: now.nanos(), layer: Layer::Tcp, ev: Ev::Recv, node: if end == 0 { NODE_SERVER } else { NODE_MOBILE }, dir: (1 - end) as u8,
+                flow: f as i32, seq, ack, len: p.payload_len as i64, value: repr.flags.0 as i64 });
+        }
+        let fl = &mut self.flows[f];
+        fl.ep[end].on_segment(now, &repr, p.payload_len);
+        if fl.completed.is_none() && end != fl.sender {
+            if let Some(b) = fl.bytes { if fl.ep[end].delivered() >= b { fl.completed = Some(now); self.pending_finite -= 1; } }
+        }
+        self.drain_tcp(f, end);
+    }
+
+    // ----- wired link -----
+    fn enqueue_wired(&mut self, d: usize, p: Packet) {
+        let now = self.now();
+        let node = if d == 0 { NODE_SERVER } else { NODE_GATEWAY };
+        let (flow, len) = (p.flow as i32, p.size() as i64);
+        let dropped = self.wired[d].q.push(p).is_err();
+        if self.mask.has(Layer::Queue) {
+            self.trace.push(Row { t: now.nanos(), layer: Layer::Queue, ev: if dropped { Ev::Drop } else { Ev::Enqueue }, node, dir: d as u8, flow, seq: -1, ack: -1, len, value: self.wired[d].q.len() as i64 });
+        }
+        self.kick_wired(d);
+    }
+    fn kick_wired(&mut self, d: usize) {
+        let now = self.now();
+        let w = &mut self.wired[d];
+        if w.busy { return; }
+        let Some(p) = w.q.pop() else { return };
+        let tx = Duration::transmission(p.size() as u64, w.rate);
+        w.busy = true;
+        w.in_flight.push_back(p);
+        self.q.schedule(now + tx, Event::WiredDone(d as u8));
+        self.q.schedule(now + tx + w.delay, Event::WiredArrive(d as u8));
+    }
+
+    // ----- wireless link -----
+    fn enqueue_radio(&mut self, d: usize, p: Packet) {
+        let now = self.now();
+        let node = if d == 0 { NODE_GATEWAY } else { NODE_MOBILE };
+        let (flow, len) = (p.flow as i32, p.size() as i64);
+        let r = &mut self.radio[d];
+        let dropped = r.q.push(p).is_err();
+        if dropped { r.stats.queue_drops += 1; }
+        r.stats.queue_max = r.stats.queue_max.max(r.q.len() as u64);
+        if self.mask.has(Layer::Queue) {
+            let v = self.radio[d].q.len() as i64;
+            self.trace.push(Row { t: now.nanos(), layer: Layer::Queue, ev: if dropped { Ev::Drop } else { Ev::Enqueue }, node, dir: d as u8, flow, seq: -1, ack: -1, len, value: v });
+        }
+        self.kick_radio(d);
+    }
+
+    fn kick_radio(&mut self, d: usize) {
+        let now = self.now();
+        if self.radio[d].busy { return; }
+        let arq = &mut self.arq[d];
+        let r = &mut self.radio[d];
+        while arq.wants_packet() { match r.q.pop() { Some(p) => arq.send(p), None => break } }
+        if let Some(frame) = arq.poll_transmit(now) {
+            let size = frame.size(r.header);
+            let airtime = Duration::transmission(size as u64, r.rate);
+            let index = r.stats.frames_sent;
+            let lost = r.channel.lose(index, now, airtime, size as u64 * 8);
+            r.stats.frames_sent += 1;
+            r.stats.bytes_sent += size as u64;
+            r.stats.busy_ns += airtime.nanos();
+            let ev = match frame.kind {
+                FrameKind::Data => { r.stats.data_frames_sent += 1; if frame.tx > 1 { r.stats.frames_retransmitted += 1; Ev::FrameRetransmit } else { Ev::FrameSend } }
+                FrameKind::Ack => { r.stats.ack_frames += 1; Ev::AckSend }
+                FrameKind::Nack => { r.stats.nack_frames += 1; Ev::NackSend }
+            };
+            if lost { r.stats.frames_lost += 1; }
+            if self.mask.has(Layer::Link) {
+                let node = if d == 0 { NODE_GATEWAY } else { NODE_MOBILE };
+                let flow = if frame.flow == u16::MAX { -1 } else { frame.flow as i32 };
+                let ack = frame.ack.map(|a| a as i64).unwrap_or(-1);
+                self.trace.push(Row { t: now.nanos(), layer: Layer::Link, ev, node, dir: d as u8, flow, seq: frame.seq as i64, ack, len: size as i64, value: frame.tx as i64 });
+                if lost { self.trace.push(Row { t: now.nanos(), layer: Layer::Link, ev: Ev::FrameLost, node, dir: d as u8, flow, seq: frame.seq as i64, ack, len: size as i64, value: frame.tx as i64 }); }
+            }
+            if self.mask.has(Layer::Channel) {
+                if let Channel::TwoState(c) = &r.channel {
+                    self.trace.push(Row { t: now.nanos(), layer: Layer::Channel, ev: Ev::State, node: NODE_GATEWAY, dir: d as u8, flow: -1, seq: index as i64, ack: -1, len: 0, value: c.is_bad() as i64 });
+                }
+            }
+            r.busy = true;
+            self.q.schedule(now + airtime, Event::RadioDone(d as u8));
+            if !lost {
+                r.in_flight.push_back(frame);
+                self.q.schedule(now + airtime + r.delay, Event::FrameArrive(d as u8));
+            }
+        }
+        self.sched_arq(d);
+    }
+
+    fn frame_arrive(&mut self, d: usize) {
+        let now = self.now();
+        let side = 1 - d;
+        let frame = self.radio[d].in_flight.pop_front().expect("frame in flight");
+        if self.mask.has(Layer::Link) {
+            let flow = if frame.flow == u16::MAX { -1 } else { frame.flow as i32 };
+            self.trace.push(Row { t: now.nanos(), layer: Layer::Link, ev: Ev::FrameRecv, node: if side == 0 { NODE_GATEWAY } else { NODE_MOBILE }, dir: d as u8, flow,
+                seq: frame.seq as i64, ack: frame.ack.map(|a| a as i64).unwrap_or(-1), len: frame.size(self.radio[d].header) as i64, value: frame.tx as i64 });
+        }
+        self.arq[side].on_frame(now, frame);
+        while let Some(p) = self.arq[side].poll_deliver() {
+            if self.mask.has(Layer::Link) {
+                self.trace.push(Row { t: now.nanos(), layer: Layer::Link, ev: Ev::PacketDeliver, node: if side == 0 { NODE_GATEWAY } else { NODE_MOBILE }, dir: d as u8,
+                    flow: p.flow as i32, seq: -1, ack: -1, len: p.size() as i64, value: (now - p.born).nanos() });
+            }
+            if side == 1 { self.to_endpoint(1, p); } else { self.enqueue_wired(1, p); }
+        }
+        self.kick_radio(side);
+        self.sched_arq(side);
+    }
+
+    fn sched_arq(&mut self, s: usize) {
+        let now = self.now();
+        if let Some(t) = self.arq[s].poll_timeout() {
+            let t = t.max(now);
+            if self.arq_sched[s].map_or(true, |x| t < x) {
+                self.arq_sched[s] = Some(t);
+                self.q.schedule(t, Event::ArqTimer(s as u8));
+            }
+        }
+    }
+
+    fn finish(mut self, end: Instant) -> RunResult {
+        let mut flows = Vec::new();
+        for (i, f) in self.flows.iter().enumerate() {
+            let recv = &f.ep[1 - f.sender];
+            let snd = &f.ep[f.sender];
+            let delivered = recv.delivered();
+            let stop = f.completed.unwrap_or(end);
+            let span = (stop - f.start).as_secs_f64();
+            let st = &snd.stats;
+            flows.push(FlowResult {
+                id: i, app: f.cfg.app.clone(), direction: f.cfg.direction.clone(), variant: snd.cfg.variant.name().into(), start_s: f.start.as_secs_f64(),
+                bytes_delivered: delivered, throughput_bps: if span > 0.0 { delivered as f64 * 8.0 / span } else { 0.0 },
+                completion_s: f.completed.map(|c| (c - f.start).as_secs_f64()), tcp_retransmits: st.retransmits, tcp_timeouts: st.timeouts,
+                tcp_fast_retransmits: st.fast_retransmits, rtt_avg_s: (st.rtt_samples > 0).then(|| st.rtt_sum.as_secs_f64() / st.rtt_samples as f64),
+                segments_sent: st.segments_sent,
+            });
+        }
+        for d in 0..2 { self.radio[d].stats.arq_timeouts = self.arq[d].timeouts(); }
+        let [p0, p1] = std::mem::take(&mut self.pcap);
+        RunResult {
+            events: self.q.popped(), sim_time_s: end.as_secs_f64(), flows,
+            link: [self.radio[0].stats.clone(), self.radio[1].stats.clone()],
+            wired_drops: [self.wired[0].q.drops, self.wired[1].q.drops],
+            trace: std::mem::take(&mut self.trace), pcap_server: p0.map(|w| w.buf), pcap_mobile: p1.map(|w| w.buf),
+        }
+    }
+}
+
+/// Parses, builds and runs a scenario.
+pub fn run_scenario(sc: &Scenario) -> RunResult { Sim::new(sc).run() }

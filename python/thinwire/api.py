@@ -1,0 +1,146 @@
+"""The Python API: a thin layer over the Rust core (`thinwire._core`)."""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+from . import _core
+from .traces import trace_frame
+
+ScenarioError = _core.ScenarioError
+
+
+def load_scenario_text(scenario: str | os.PathLike) -> tuple[str, str]:
+    """Returns (text, name) for a path or for TOML text given directly."""
+    if isinstance(scenario, os.PathLike) or ("\n" not in str(scenario) and "=" not in str(scenario)):
+        p = Path(scenario)
+        if not p.is_file():
+            raise ScenarioError(f"{p}: no such scenario file (give a path to a .toml file)")
+        try:
+            return p.read_text(encoding="utf-8"), p.stem
+        except (OSError, UnicodeDecodeError) as e:
+            raise ScenarioError(f"{p}: cannot read it as UTF-8 text ({e.__class__.__name__})") from None
+    return str(scenario), "scenario"
+
+
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    return json.dumps(str(v))
+
+
+def _overrides(set: Mapping[str, object] | Iterable[str] | None, seed, run_index, trace, pcap) -> list[str]:
+    out: list[str] = []
+    if set:
+        if isinstance(set, Mapping):
+            out += [f"{k}={_toml_value(v)}" for k, v in set.items()]
+        else:
+            out += list(set)
+    if seed is not None:
+        out.append(f"seed={int(seed)}")
+    if run_index is not None:
+        out.append(f"run={int(run_index)}")
+    if trace is not None:
+        out.append(f"trace.layers={_toml_value(list(trace))}")
+    if pcap:
+        out.append("trace.pcap=true")
+    return out
+
+
+@dataclass
+class RunResult:
+    """Results of one run: summary numbers, per-flow table and trace events."""
+
+    raw: dict
+    name: str = "scenario"
+    _trace: object = field(default=None, repr=False)
+
+    @property
+    def summary(self) -> dict:
+        """JSON-ready summary: wall_s, events, events_per_s, sim_time_s, flows, link."""
+        r = self.raw
+        return {
+            "scenario": self.name,
+            "wall_s": r["wall_s"],
+            "events": r["events"],
+            "events_per_s": r["events_per_s"],
+            "sim_time_s": r["sim_time_s"],
+            "flows": r["flows"],
+            "link": r["link"],
+            "wired_queue_drops": r["wired_queue_drops"],
+        }
+
+    @property
+    def flows(self):
+        import polars as pl
+        return pl.DataFrame(self.raw["flows"], infer_schema_length=None)
+
+    @property
+    def trace(self):
+        """All recorded trace events as a polars DataFrame (empty if none were asked for)."""
+        if self._trace is None:
+            self._trace = trace_frame(self.raw["trace"])
+        return self._trace
+
+    def layer(self, name: str):
+        import polars as pl
+        return self.trace.filter(pl.col("layer") == name)
+
+    @property
+    def pcap_server(self) -> bytes | None:
+        return self.raw.get("pcap_server")
+
+    @property
+    def pcap_mobile(self) -> bytes | None:
+        return self.raw.get("pcap_mobile")
+
+    def write(self, out: str | os.PathLike) -> list[Path]:
+        """Writes summary.json, flows.parquet, trace.parquet (if any events) and the
+        pcap taps (if recorded) into `out`; returns the paths written."""
+        d = Path(out)
+        d.mkdir(parents=True, exist_ok=True)
+        written = []
+        p = d / "summary.json"
+        p.write_text(json.dumps(self.summary, indent=2, sort_keys=True) + "\n")
+        written.append(p)
+        p = d / "flows.parquet"
+        self.flows.write_parquet(p)
+        written.append(p)
+        if self.raw["trace"]["rows"]:
+            p = d / "trace.parquet"
+            self.trace.write_parquet(p)
+            written.append(p)
+        for key, fname in (("pcap_server", "server.pcap"), ("pcap_mobile", "mobile.pcap")):
+            if self.raw.get(key) is not None:
+                p = d / fname
+                p.write_bytes(self.raw[key])
+                written.append(p)
+        return written
+
+
+def check(scenario: str | os.PathLike, set=None) -> None:
+    """Validates a scenario; raises ScenarioError naming the field that is wrong."""
+    text, _ = load_scenario_text(scenario)
+    _core.check(text, _overrides(set, None, None, None, False))
+
+
+def run(scenario: str | os.PathLike, seed: int | None = None, *, run_index: int | None = None,
+        set: Mapping[str, object] | Sequence[str] | None = None, trace: Sequence[str] | None = None,
+        pcap: bool = False) -> RunResult:
+    """Runs a scenario (a path to a TOML file, or TOML text).
+
+    seed, run_index: override the scenario's root seed and run index.
+    set: field overrides, {"flow.0.bytes": "1MB"} or ["flow.0.bytes=1MB"].
+    trace: layers to record ("tcp", "link", "queue", "channel"); default: the scenario's [trace].
+    pcap: record pcap taps at the server and the mobile host.
+    """
+    text, name = load_scenario_text(scenario)
+    raw = _core.run(text, _overrides(set, seed, run_index, trace, pcap))
+    return RunResult(raw=raw, name=name)

@@ -1,0 +1,129 @@
+"""`thinwire` command line: run | check | version.
+
+Bad input (scenario, command line) exits with status 2 and one line naming what is
+wrong and what is accepted.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import __version__
+from .api import ScenarioError, run
+
+LAYERS = ("tcp", "link", "queue", "channel")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2
+        self.exit(2, f"thinwire: error: {message} (see 'thinwire {self.prog.split()[-1]} --help')\n"
+                  if " " in self.prog else f"thinwire: error: {message} (see 'thinwire --help')\n")
+
+
+def _die(msg: str) -> "NoReturn":  # noqa: F821
+    print(f"thinwire: error: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def _fmt_rate(bps: float) -> str:
+    return f"{bps / 1e6:.3f} Mbit/s" if bps >= 1e6 else f"{bps / 1e3:.2f} kbit/s"
+
+
+def print_summary(s: dict, out=sys.stdout) -> None:
+    w = out.write
+    w(f"scenario {s['scenario']}: simulated {s['sim_time_s']:.3f} s in {s['wall_s'] * 1e3:.1f} ms wall "
+      f"({s['events']:,} events, {s['events_per_s'] / 1e6:.2f} M events/s)\n\n")
+    head = f"{'flow':>4}  {'app':<5} {'dir':<4} {'tcp':<8} {'delivered':>12} {'throughput':>15} {'complete':>10} {'rexmits':>7} {'RTOs':>5} {'FR':>4} {'avg RTT':>9}"
+    w(head + "\n" + "-" * len(head) + "\n")
+    for f in s["flows"]:
+        comp = f"{f['completion_s']:.2f} s" if f["completion_s"] is not None else "-"
+        rtt = f"{f['rtt_avg_s'] * 1e3:.0f} ms" if f["rtt_avg_s"] is not None else "-"
+        w(f"{f['id']:>4}  {f['app']:<5} {f['direction']:<4} {f['variant']:<8} {f['bytes_delivered']:>12,} {_fmt_rate(f['throughput_bps']):>15} "
+          f"{comp:>10} {f['tcp_retransmits']:>7} {f['tcp_timeouts']:>5} {f['tcp_fast_retransmits']:>4} {rtt:>9}\n")
+    w("\n")
+    head = f"{'link':<5} {'frames':>9} {'lost':>7} {'FLR':>7} {'rexmit':>7} {'NACKs':>6} {'ACKs':>6} {'ARQ RTOs':>8} {'q drops':>7} {'q max':>5} {'busy':>6}"
+    w(head + "\n" + "-" * len(head) + "\n")
+    for d in ("down", "up"):
+        l = s["link"][d]
+        w(f"{d:<5} {l['frames_sent']:>9,} {l['frames_lost']:>7,} {l['flr'] * 100:>6.2f}% {l['frames_retransmitted']:>7,} {l['nack_frames']:>6,} "
+          f"{l['ack_frames']:>6,} {l['arq_timeouts']:>8,} {l['queue_drops']:>7,} {l['queue_max']:>5} {l['utilization'] * 100:>5.1f}%\n")
+
+
+def _cmd_run(a) -> int:
+    layers = None
+    if a.trace is not None:
+        layers = [] if a.trace in ("", "none") else [x.strip() for x in a.trace.split(",")]
+        bad = [x for x in layers if x not in LAYERS]
+        if bad:
+            _die(f"--trace: {bad[0]!r} is not a layer; use a comma-separated list of {', '.join(LAYERS)}, or 'none'")
+    elif a.out:
+        layers = list(LAYERS)
+    out = Path(a.out) if a.out else None
+    if a.pcap and out is None:
+        out = Path("thinwire-out") / Path(a.scenario).stem
+    try:
+        res = run(a.scenario, seed=a.seed, run_index=a.run, set=a.set, trace=layers, pcap=a.pcap)
+    except ScenarioError as e:
+        _die(f"{a.scenario}: {e}")
+    written = []
+    if out is not None:
+        try:
+            written = res.write(out)
+        except OSError as e:
+            _die(f"--out {out}: cannot write there ({e.strerror or e})")
+    if a.json:
+        s = res.summary
+        if written:
+            s = dict(s, written=[str(p) for p in written])
+        json.dump(s, sys.stdout, indent=2, sort_keys=True)
+        sys.stdout.write("\n")
+    else:
+        print_summary(res.summary)
+        if written:
+            print("\nwrote " + ", ".join(str(p) for p in written))
+    return 0
+
+
+def _cmd_check(a) -> int:
+    from .api import check
+    try:
+        check(a.scenario, set=a.set)
+    except ScenarioError as e:
+        _die(f"{a.scenario}: {e}")
+    print(f"{a.scenario}: ok")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = _Parser(prog="thinwire", description="TCP over slow, lossy wireless links with link-layer ARQ.")
+    sub = p.add_subparsers(dest="cmd", parser_class=_Parser, metavar="COMMAND")
+    r = sub.add_parser("run", help="run a scenario and print a summary")
+    r.add_argument("scenario", help="scenario TOML file")
+    r.add_argument("--seed", type=int, help="root seed (overrides the scenario's)")
+    r.add_argument("--run", type=int, help="run index (replication) within the seed")
+    r.add_argument("--out", help="directory for summary.json, flows.parquet, trace.parquet and pcaps")
+    r.add_argument("--pcap", action="store_true", help="write server.pcap and mobile.pcap (IP packets seen at each host)")
+    r.add_argument("--trace", help="layers to trace: comma list of tcp,link,queue,channel, or 'none' (default: all when --out is given)")
+    r.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario field, e.g. flow.0.bytes=1MB (repeatable)")
+    r.set_defaults(fn=_cmd_run)
+    c = sub.add_parser("check", help="validate a scenario without running it")
+    c.add_argument("scenario")
+    c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    c.set_defaults(fn=_cmd_check)
+    v = sub.add_parser("version", help="print the version")
+    v.set_defaults(fn=lambda a: print(f"thinwire {__version__}") or 0)
+    a = p.parse_args(argv)
+    if not a.cmd:
+        p.print_help()
+        return 2
+    for kv in getattr(a, "set", []) or []:
+        if "=" not in kv:
+            _die(f"--set {kv!r}: expected KEY=VALUE, e.g. --set flow.0.bytes=1MB")
+    return a.fn(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
