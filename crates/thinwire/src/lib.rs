@@ -6,6 +6,7 @@ pub mod engine;
 pub mod link;
 pub mod queue;
 pub mod tcp;
+pub mod testkit;
 pub mod time;
 pub mod trace;
 pub mod units;

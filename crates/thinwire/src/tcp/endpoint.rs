@@ -196,10 +196,10 @@ impl Tcp {
     fn data_end(&self) -> u64 { self.app_limit.map(|b| 1 + b).unwrap_or(u64::MAX / 2) }
     fn fin_off(&self) -> u64 { self.data_end() }
     fn ts_now(now: Instant) -> u32 { (now.nanos() / 1_000_000) as u32 + 1 }
-    fn adv_window(&self) -> u16 {
-        let free = (self.cfg.rcv_buf as u64).saturating_sub(self.ooo.bytes());
-        (free >> self.rcv_wscale).min(65535) as u16
-    }
+    /// Advertised window: free receive-buffer space. As in BSD (`sbspace`), the
+    /// reassembly queue is not counted, so the right edge never moves left; the
+    /// simulated application reads in-order data at once.
+    fn adv_window(&self) -> u16 { ((self.cfg.rcv_buf as u64) >> self.rcv_wscale).min(65535) as u16 }
 
     fn header(&self, now: Instant, seq_off: u64, flags: u8) -> TcpRepr {
         let mut r = TcpRepr {

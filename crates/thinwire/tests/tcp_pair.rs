@@ -1,0 +1,150 @@
+//! TCP endpoint behaviour over a scripted wire (RFC 5681/6582/6675/6298/7323).
+use thinwire::tcp::{TcpConfig, Variant};
+use thinwire::testkit::{DropFn, TcpPair};
+use thinwire::time::Duration;
+
+const BYTES: u64 = 200_000;
+
+fn cfg(v: Variant) -> TcpConfig {
+    TcpConfig { variant: v, mss: 1000, sack: v == Variant::Sack, initial_window: 2, ..Default::default() }
+}
+fn pair(v: Variant, bytes: u64, drop: DropFn) -> TcpPair {
+    TcpPair::new(cfg(v), cfg(v), Some(bytes), 2_000_000, Duration::from_millis(50), drop)
+}
+fn finish(p: &mut TcpPair) -> f64 {
+    let end = p.run(Duration::from_secs(600));
+    assert_eq!(p.ep[0].delivered(), p.ep[1].acked_bytes(), "receiver and sender disagree");
+    end.as_secs_f64()
+}
+
+#[test]
+fn handshake_transfer_and_close_without_loss() {
+    for v in [Variant::Tahoe, Variant::Reno, Variant::NewReno, Variant::Sack] {
+        let mut p = pair(v, BYTES, TcpPair::drop_none());
+        finish(&mut p);
+        assert_eq!(p.ep[0].delivered(), BYTES, "{v:?}");
+        assert!(p.ep[0].is_closed() && p.ep[1].is_closed(), "{v:?}: both ends should complete the FIN exchange");
+        let s = &p.ep[1].stats;
+        assert_eq!((s.retransmits, s.timeouts, s.fast_retransmits), (0, 0, 0), "{v:?}");
+        assert_eq!(p.ep[1].smss(), 1000);
+        // Slow start with no loss: cwnd only grows.
+        assert!(p.ep[1].cwnd() > 20 * 1000, "{v:?} cwnd {}", p.ep[1].cwnd());
+    }
+}
+
+#[test]
+fn single_loss_is_repaired_by_fast_retransmit() {
+    for v in [Variant::Reno, Variant::NewReno, Variant::Sack] {
+        let mut p = pair(v, BYTES, TcpPair::drop_data(&[30]));
+        finish(&mut p);
+        let s = &p.ep[1].stats;
+        assert_eq!(p.ep[0].delivered(), BYTES);
+        assert_eq!((s.fast_retransmits, s.timeouts, s.retransmits), (1, 0, 1), "{v:?}");
+        // Window halved: ssthresh is about half the flight at the loss.
+        assert!(p.ep[1].ssthresh() < 64_000, "{v:?}");
+    }
+}
+
+#[test]
+fn tahoe_restarts_from_one_segment_after_fast_retransmit() {
+    let mut p = pair(Variant::Tahoe, BYTES, TcpPair::drop_data(&[30]));
+    p.ep[1].trace = Some(Vec::new());
+    finish(&mut p);
+    let s = &p.ep[1].stats;
+    assert_eq!((s.fast_retransmits, s.timeouts), (1, 0));
+    let cw: Vec<i64> = p.ep[1].trace.as_ref().unwrap().iter().filter(|e| e.var == thinwire::tcp::TcpVar::Cwnd).map(|e| e.value).collect();
+    assert!(cw.contains(&1000), "Tahoe must drop cwnd to one segment: {cw:?}");
+}
+
+#[test]
+fn several_losses_in_one_window() {
+    let drops = [30, 32, 34, 36];
+    let run = |v| { let mut p = pair(v, BYTES, TcpPair::drop_data(&drops)); let t = finish(&mut p); (p.ep[1].stats.clone(), t) };
+    let (nr, t_nr) = run(Variant::NewReno);
+    assert_eq!(nr.timeouts, 0, "NewReno recovers from partial ACKs without a timeout");
+    assert_eq!(nr.fast_retransmits, 1);
+    assert_eq!(nr.retransmits, 4);
+    let (sk, t_sk) = run(Variant::Sack);
+    assert_eq!(sk.timeouts, 0);
+    assert_eq!(sk.retransmits, 4, "SACK retransmits exactly the lost segments");
+    assert!(t_sk <= t_nr + 1e-9, "SACK repairs several holes per RTT: {t_sk} vs {t_nr}");
+    let (rn, _) = run(Variant::Reno);
+    assert!(rn.timeouts + rn.fast_retransmits > 1, "Reno needs several recoveries or a timeout: {rn:?}");
+}
+
+#[test]
+fn lost_retransmission_needs_a_timeout_and_backs_off() {
+    // Lose segment 30 and its first two retransmissions.
+    let mut count = 0;
+    let drop: DropFn = Box::new(move |from, i, retx| {
+        if from != 1 { return false; }
+        if i == 30 { return true; }
+        if retx && count < 2 { count += 1; return true; }
+        false
+    });
+    let mut p = pair(Variant::NewReno, BYTES, drop);
+    finish(&mut p);
+    assert_eq!(p.ep[0].delivered(), BYTES);
+    assert!(p.ep[1].stats.timeouts >= 1);
+    // The same sequence number was sent 4 times; the gaps between the timeout-driven
+    // retransmissions double (RFC 6298 §5.5).
+    let seq = p.log[1].iter().filter(|x| x.3).map(|x| x.1).next().unwrap();
+    let times: Vec<f64> = p.log[1].iter().filter(|x| x.1 == seq && x.2 > 0).map(|x| x.0.as_secs_f64()).collect();
+    assert_eq!(times.len(), 4, "{times:?}");
+    let g1 = times[2] - times[1];
+    let g2 = times[3] - times[2];
+    assert!((g2 / g1 - 2.0).abs() < 0.05, "backoff should double: {times:?}");
+}
+
+#[test]
+fn delayed_acks_halve_the_ack_count() {
+    let mut p = pair(Variant::NewReno, BYTES, TcpPair::drop_none());
+    finish(&mut p);
+    let data = p.ep[1].stats.data_segments_sent as f64;
+    let acks = p.ep[0].stats.acks_sent as f64;
+    assert!(acks > 0.45 * data && acks < 0.65 * data, "acks {acks} for {data} segments");
+    let mut c = cfg(Variant::NewReno);
+    c.delack_count = 1;
+    let mut p = TcpPair::new(c, cfg(Variant::NewReno), Some(BYTES), 2_000_000, Duration::from_millis(50), TcpPair::drop_none());
+    finish(&mut p);
+    assert!(p.ep[0].stats.acks_sent as f64 >= 0.95 * p.ep[1].stats.data_segments_sent as f64);
+}
+
+#[test]
+fn timestamps_sample_every_ack_and_shrink_payload() {
+    let mut c = cfg(Variant::NewReno);
+    c.timestamps = true;
+    let mut p = TcpPair::new(c, c, Some(BYTES), 2_000_000, Duration::from_millis(50), TcpPair::drop_none());
+    finish(&mut p);
+    assert_eq!(p.ep[1].smss(), 988, "12 bytes of timestamp option come out of the MSS");
+    let with_ts = p.ep[1].stats.rtt_samples;
+    let mut p2 = pair(Variant::NewReno, BYTES, TcpPair::drop_none());
+    finish(&mut p2);
+    let without = p2.ep[1].stats.rtt_samples;
+    assert!(with_ts > 5 * without, "RTTM samples most ACKs: {with_ts} vs {without}");
+    let srtt = p.ep[1].rtt.srtt.unwrap().as_secs_f64();
+    // Between the base RTT (100 ms) and the base RTT plus a full 64 KiB window
+    // queued at the 2 Mbit/s sender (262 ms).
+    assert!(srtt > 0.1 && srtt < 0.1 + 65536.0 * 8.0 / 2e6 + 0.01, "srtt {srtt}");
+}
+
+#[test]
+fn window_scaling_lifts_the_64k_limit() {
+    let big = |ws: bool| {
+        let mut c = TcpConfig { variant: Variant::NewReno, mss: 1460, rcv_buf: 1 << 20, snd_buf: 1 << 20, window_scaling: ws, ..Default::default() };
+        c.initial_window = 4;
+        let mut p = TcpPair::new(c, c, Some(5_000_000), 20_000_000, Duration::from_millis(50), TcpPair::drop_none());
+        p.run(Duration::from_secs(100)).as_secs_f64()
+    };
+    let (with, without) = (big(true), big(false));
+    // Without scaling the window is 64 KiB per 100 ms RTT ≈ 5 Mbit/s; with it, 20 Mbit/s.
+    assert!(without > 2.5 * with, "with {with} s, without {without} s");
+}
+
+#[test]
+fn sequence_numbers_wrap() {
+    // The server's ISS is 2^32 − 7296, so a 200 kB transfer crosses the wrap.
+    let mut p = pair(Variant::Sack, BYTES, TcpPair::drop_data(&[10, 11]));
+    finish(&mut p);
+    assert_eq!(p.ep[0].delivered(), BYTES);
+}
