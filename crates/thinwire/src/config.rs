@@ -201,17 +201,22 @@ impl std::fmt::Display for ConfigError {
         if self.path.is_empty() || self.path == "." { write!(f, "{}", self.message) } else { write!(f, "{}: {}", self.path, self.message) }
     }
 }
+/// Joins a multi-line message into one line.
+fn one_line(m: &str) -> String { m.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(", ") }
 fn cerr(path: impl Into<String>, message: impl Into<String>) -> ConfigError { ConfigError { path: path.into(), message: message.into() } }
 
 /// Parses TOML text, applies `KEY=VALUE` overrides, and types the result.
 pub fn parse_scenario(text: &str, overrides: &[String]) -> Result<Scenario, ConfigError> {
-    let mut value: toml::Value = text.parse::<toml::Table>().map(toml::Value::Table)
-        .map_err(|e| cerr("", format!("malformed TOML: {}", e.message().trim())))?;
+    let mut value: toml::Value = text.parse::<toml::Table>().map(toml::Value::Table).map_err(|e| {
+        let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+        let at = line.map(|l| format!(" at line {l}")).unwrap_or_default();
+        cerr("", format!("malformed TOML{at}: {}", one_line(e.message())))
+    })?;
     for o in overrides { apply_override(&mut value, o)?; }
     let sc: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let msg = e.inner().to_string();
-        let msg = msg.split(" in `").next().unwrap_or(&msg).to_string();
+        let msg = msg.lines().next().unwrap_or("").split(" in `").next().unwrap_or("").trim().to_string();
         cerr(path, msg)
     })?;
     validate(&sc)?;

@@ -1,0 +1,115 @@
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import SCENARIOS, thinwire_cli
+
+
+def test_run_prints_summary(small_scenario):
+    p = thinwire_cli("run", small_scenario)
+    assert p.returncode == 0, p.stderr
+    assert "throughput" in p.stdout and "FLR" in p.stdout
+    assert "100,000" in p.stdout
+
+
+def test_run_json_has_required_fields(small_scenario):
+    p = thinwire_cli("run", small_scenario, "--json", "--set", "flow.0.bytes=50KB")
+    assert p.returncode == 0, p.stderr
+    s = json.loads(p.stdout)
+    for k in ("wall_s", "events", "events_per_s", "sim_time_s", "flows", "link"):
+        assert k in s
+    f = s["flows"][0]
+    for k in ("id", "app", "direction", "bytes_delivered", "throughput_bps", "completion_s", "tcp_retransmits", "tcp_timeouts", "rtt_avg_s"):
+        assert k in f
+    assert f["bytes_delivered"] == 50_000
+    for d in ("down", "up"):
+        for k in ("frames_sent", "frames_lost", "flr", "frames_retransmitted"):
+            assert k in s["link"][d]
+    assert s["events"] > 1000 and s["sim_time_s"] > 6  # 50 kB at < 64 kbit/s
+
+
+def test_determinism_byte_identical_outputs(small_scenario, tmp_path):
+    outs = []
+    for i in range(2):
+        d = tmp_path / f"o{i}"
+        p = thinwire_cli("run", small_scenario, "--out", d, "--pcap", "--seed", "7")
+        assert p.returncode == 0, p.stderr
+        outs.append(d)
+    for name in ("trace.parquet", "flows.parquet", "server.pcap", "mobile.pcap"):
+        assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes(), name
+    a, b = (json.loads((o / "summary.json").read_text()) for o in outs)
+    for s in (a, b):
+        s.pop("wall_s"), s.pop("events_per_s")
+    assert a == b
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
+def test_pcap_reads_cleanly_in_tshark(small_scenario, tmp_path):
+    p = thinwire_cli("run", small_scenario, "--out", tmp_path, "--pcap", "--trace", "none")
+    assert p.returncode == 0, p.stderr
+    for name in ("server.pcap", "mobile.pcap"):
+        q = subprocess.run(["tshark", "-r", str(tmp_path / name), "-o", "tcp.check_checksum:TRUE", "-o", "ip.check_checksum:TRUE",
+                            "-Y", "_ws.malformed || _ws.expert.severity >= error", "-T", "fields", "-e", "frame.number"],
+                           capture_output=True, text=True, timeout=300)
+        assert q.returncode == 0, q.stderr
+        assert q.stdout.strip() == "", f"{name}: malformed or bad-checksum packets: {q.stdout[:200]}"
+        n = subprocess.run(["tshark", "-r", str(tmp_path / name), "-T", "fields", "-e", "frame.number"], capture_output=True, text=True, timeout=300)
+        assert len(n.stdout.split()) > 400
+
+
+BAD = [
+    (["wireless.rate=0kbps"], "wireless.rate"),
+    (["wireless.rate=64furlongs"], "wireless.rate"),
+    (["wireless.delay=-5ms"], "wireless.delay"),
+    (["wired.bogus=1"], "wired.bogus"),
+    (["wireless.channel.model=rayleigh"], "wireless.channel.model"),
+    (["wireless.arq.protocol=hdlc"], "wireless.arq.protocol"),
+    (["flow.0.tcp.variant=vegas"], "flow[0].tcp.variant"),
+    (["flow.5.bytes=1MB"], "flow"),
+    (["flow.0.bytes=unlimited"], "flow[0].bytes"),
+]
+
+
+@pytest.mark.parametrize("overrides,field", BAD)
+def test_bad_input_exits_2_with_one_line(small_scenario, overrides, field):
+    args = ["run", small_scenario]
+    for o in overrides:
+        args += ["--set", o]
+    p = thinwire_cli(*args)
+    assert p.returncode == 2
+    assert p.stdout == ""
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert field in lines[0] and "Traceback" not in p.stderr
+
+
+def test_malformed_toml_and_missing_file(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[wireless\nrate = 1")
+    for args in (["run", bad], ["run", tmp_path / "missing.toml"], ["run"], ["run", bad, "--bogus"], ["frobnicate"],
+                 ["run", SCENARIOS / "shared-link-sr.toml", "--trace", "tcp,phy"], ["run", SCENARIOS / "shared-link-sr.toml", "--set", "novalue"]):
+        p = thinwire_cli(*args)
+        assert p.returncode == 2, (args, p.stderr)
+        assert len(p.stderr.strip().splitlines()) == 1, (args, p.stderr)
+        assert "Traceback" not in p.stderr
+
+
+def test_binary_file_is_rejected(tmp_path):
+    b = tmp_path / "x.toml"
+    b.write_bytes(b"\xff\xfe\x00garbage")
+    p = thinwire_cli("run", b)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_check_command(small_scenario):
+    assert thinwire_cli("check", small_scenario).returncode == 0
+    assert thinwire_cli("check", small_scenario, "--set", "wireless.frame=0B").returncode == 2
+
+
+def test_every_example_scenario_runs_quickly():
+    for sc in sorted(SCENARIOS.glob("*.toml")):
+        p = thinwire_cli("run", sc, "--json", "--set", "stop=\"30s\"", "--set", "flow.0.bytes=unlimited")
+        assert p.returncode == 0, (sc, p.stderr)
+        assert json.loads(p.stdout)["sim_time_s"] == pytest.approx(30.0)
