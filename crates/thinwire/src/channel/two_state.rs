@@ -11,6 +11,8 @@ use crate::time::{Duration, Instant};
 
 pub struct TwoState {
     pub ber: [f64; 2],
+    /// ln(1 − BER) per state, precomputed.
+    ln_ok: [f64; 2],
     pub mean: [f64; 2],
     rng: Rng,
     bad: bool,
@@ -23,7 +25,7 @@ impl TwoState {
     pub fn new(good_ber: f64, good_mean: Duration, bad_ber: f64, bad_mean: Duration, mut rng: Rng) -> TwoState {
         let mean = [good_mean.as_secs_f64(), bad_mean.as_secs_f64()];
         let until = Instant::ZERO + Duration::from_secs_f64(rng.exponential(mean[0]));
-        TwoState { ber: [good_ber, bad_ber], mean, rng, bad: false, until, transitions: 0 }
+        TwoState { ber: [good_ber, bad_ber], ln_ok: [(1.0 - good_ber).ln(), (1.0 - bad_ber).ln()], mean, rng, bad: false, until, transitions: 0 }
     }
     fn flip(&mut self) {
         self.bad = !self.bad;
@@ -42,7 +44,7 @@ impl TwoState {
         loop {
             let seg_end = if self.until < end { self.until } else { end };
             let share = (seg_end - t).nanos() as f64 / total;
-            log_ok += share * bits as f64 * (1.0 - self.ber[self.bad as usize]).ln();
+            log_ok += share * bits as f64 * self.ln_ok[self.bad as usize];
             if seg_end >= end { break; }
             t = seg_end;
             self.flip();

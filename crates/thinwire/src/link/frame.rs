@@ -5,6 +5,7 @@
 //! pieces of two packets. The last fragment carries the packet itself (the
 //! simulator's stand-in for the bytes), so reassembly hands on exactly what was sent.
 use crate::wire::Packet;
+use std::rc::Rc;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FrameKind { Data, Ack, Nack }
@@ -21,8 +22,9 @@ pub struct Frame {
     pub payload: u16,
     pub first: bool,
     pub last: bool,
-    /// Present on the last fragment of a packet.
-    pub packet: Option<Box<Packet>>,
+    /// Present on the last fragment of a packet; shared between the sender's
+    /// retransmission buffer and the copies on the air.
+    pub packet: Option<Rc<Packet>>,
     /// Transmission number of this data frame: 1 for the original (metadata for
     /// traces, not part of the wire format).
     pub tx: u16,
@@ -43,7 +45,7 @@ pub fn fragment(pkt: Packet, max_payload: u32, mut push: impl FnMut(Frame)) {
     let size = pkt.size();
     let n = size.div_ceil(max_payload).max(1);
     let flow = pkt.flow;
-    let mut pkt = Some(Box::new(pkt));
+    let mut pkt = Some(Rc::new(pkt));
     for i in 0..n {
         let len = if i + 1 == n { size - max_payload * (n - 1) } else { max_payload };
         push(Frame { kind: FrameKind::Data, seq: 0, ack: None, payload: len as u16, first: i == 0, last: i + 1 == n,
@@ -70,7 +72,7 @@ impl Reassembler {
         if f.last {
             let ok = self.intact;
             self.intact = false;
-            if ok { return f.packet.map(|b| *b); }
+            if ok { return f.packet.map(|p| Rc::try_unwrap(p).unwrap_or_else(|p| (*p).clone())); }
         }
         None
     }
