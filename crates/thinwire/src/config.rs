@@ -292,6 +292,9 @@ fn validate(sc: &Scenario) -> Result<(), ConfigError> {
                 return Err(cerr(format!("flow[{i}].tcp.variant"), format!("{v:?} is not a TCP variant; use one of \"tahoe\", \"reno\", \"newreno\", \"sack\"")));
             } }
             if let Some(m) = t.mss { if !(64..=65495).contains(&m) { return Err(cerr(format!("flow[{i}].tcp.mss"), format!("{m} is not an MSS between 64 and 65495"))); } }
+            for (name, v) in [("rcv_buf", t.rcv_buf), ("snd_buf", t.snd_buf)] {
+                if let Some(Size(b)) = v { if b == 0 || b > (1 << 30) { return Err(cerr(format!("flow[{i}].tcp.{name}"), "must be between 1B and 1GiB")); } }
+            }
             if t.initial_window == Some(0) { return Err(cerr(format!("flow[{i}].tcp.initial_window"), "must be at least 1 segment")); }
         }
         if sc.stop == Stop::End && f.bytes.map_or(true, |b| b.0.is_none()) {

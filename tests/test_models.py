@@ -1,0 +1,97 @@
+"""End-to-end model checks through the public API."""
+import polars as pl
+import pytest
+
+import thinwire
+from conftest import SMALL
+
+
+def run(extra="", **kw):
+    return thinwire.run(SMALL + extra, **kw)
+
+
+def test_upload_direction():
+    r = run(set={"flow.0.direction": "up"})
+    f = r.summary["flows"][0]
+    assert f["direction"] == "up" and f["bytes_delivered"] == 100_000
+    # Data frames now go up; the down direction carries only ACK traffic.
+    assert r.summary["link"]["up"]["bytes_sent"] > 5 * r.summary["link"]["down"]["bytes_sent"]
+
+
+def test_flows_share_the_wireless_link_in_both_directions():
+    extra = """
+[[flow]]
+app = "bulk"
+bytes = "100KB"
+direction = "down"
+tcp = { variant = "sack", mss = 210 }
+[[flow]]
+app = "bulk"
+bytes = "50KB"
+direction = "up"
+start = "2s"
+"""
+    r = run(extra)
+    fl = r.flows
+    assert fl["bytes_delivered"].to_list() == [100_000, 100_000, 50_000]
+    assert fl["variant"].to_list() == ["reno", "sack", "newreno"]
+    # Two equal downloads share 64 kbit/s: each gets well under the link rate, and
+    # together they use most of it.
+    down = fl.filter(pl.col("direction") == "down")
+    assert all(t < 40_000 for t in down["throughput_bps"])
+    alone = run().flows["throughput_bps"][0]
+    assert down["completion_s"].max() > 1.6 * 100_000 * 8 / alone
+
+
+def test_raw_link_with_frames_larger_than_packets_sends_one_frame_per_packet():
+    r = run(set={"wireless.arq.protocol": "raw", "wireless.frame": "1500B", "wireless.channel.p": 0.0}, trace=["tcp", "link"])
+    frames = r.layer("link").filter((pl.col("event") == "frame_recv") & (pl.col("dir") == "down"))
+    segs = r.layer("tcp").filter((pl.col("event") == "recv") & (pl.col("node") == "mobile"))
+    # A 210-byte segment is a 250-byte packet, carried whole in one 254-byte frame.
+    assert frames.height == segs.height
+    assert (frames["len"] == 254).sum() == (segs["len"] == 210).sum() > 400
+
+
+def test_droplist_channel_loses_exactly_the_listed_frames():
+    extra_set = {"wireless.channel": None}
+    r = thinwire.run(SMALL.replace('model = "uniform"\np = 0.02', 'model = "droplist"\nframes = [10, 11, 12]'), trace=["link"])
+    lost = r.layer("link").filter((pl.col("event") == "frame_lost") & (pl.col("dir") == "down"))
+    assert lost.height == 3
+    # Per-direction frame indices 10..12 are the 11th..13th frames sent down.
+    sent_down = r.layer("link").filter(pl.col("event").is_in(["frame_send", "frame_retransmit", "ack_send", "nack_send"]) & (pl.col("dir") == "down"))
+    assert lost["time_ns"].to_list() == sent_down["time_ns"][10:13].to_list()
+    assert r.summary["link"]["up"]["frames_lost"] == 3  # both directions use the list
+
+
+def test_fading_channel_average_and_burstiness():
+    text = SMALL.replace('model = "uniform"\np = 0.02', 'model = "fading"\npe = 0.05\nfdt = 0.02').replace('"100KB"', '"400KB"')
+    r = thinwire.run(text, set={"wireless.arq.protocol": "raw"}, trace=["link"])
+    ev = r.layer("link").filter(pl.col("dir") == "down").filter(pl.col("event").is_in(["frame_send", "frame_lost"]))
+    flr = r.summary["link"]["down"]["flr"]
+    assert 0.02 < flr < 0.09
+    # Bursty: a lost frame is followed by another lost frame far more often than Pe.
+    lost = (ev.with_columns(pl.col("event").shift(-1).alias("next"))
+              .filter(pl.col("event") == "frame_send")["time_ns"])
+    fates = r.layer("link").filter((pl.col("dir") == "down") & pl.col("event").is_in(["frame_send", "frame_retransmit", "ack_send", "nack_send", "frame_lost"]))
+    seq = []
+    for e in fates["event"].to_list():
+        if e == "frame_lost":
+            seq[-1] = 1
+        else:
+            seq.append(0)
+    pairs = sum(1 for a, b in zip(seq, seq[1:]) if a and b)
+    cond = pairs / max(1, sum(seq))
+    assert cond > 0.3, f"P(loss | previous lost) = {cond}"
+
+
+def test_per_direction_channel_override():
+    text = SMALL + '\n[wireless.up.channel]\nmodel = "none"\n'
+    s = thinwire.run(text).summary
+    assert s["link"]["up"]["frames_lost"] == 0 and s["link"]["down"]["frames_lost"] > 0
+
+
+@pytest.mark.parametrize("variant", ["tahoe", "reno", "newreno", "sack"])
+def test_every_variant_completes_over_lossy_raw_link(variant):
+    s = run(set={"flow.0.tcp.variant": variant, "wireless.arq.protocol": "raw", "wireless.channel.p": 0.03}).summary
+    f = s["flows"][0]
+    assert f["bytes_delivered"] == 100_000 and f["tcp_retransmits"] > 0
