@@ -95,3 +95,23 @@ def test_every_variant_completes_over_lossy_raw_link(variant):
     s = run(set={"flow.0.tcp.variant": variant, "wireless.arq.protocol": "raw", "wireless.channel.p": 0.03}).summary
     f = s["flows"][0]
     assert f["bytes_delivered"] == 100_000 and f["tcp_retransmits"] > 0
+
+
+def test_two_state_channel_trace_marks_bad_periods():
+    text = (SMALL.replace('model = "uniform"\np = 0.02', 'model = "two-state"\ngood = { ber = 0.0, mean = "5s" }\nbad = { ber = 1.0, mean = "1s" }')
+            .replace('"100KB"', '"300KB"'))
+    r = thinwire.run(text, set={"wireless.arq.protocol": "raw"}, trace=["channel", "link"])
+    t = r.trace
+    assert t["time_ns"].is_sorted()
+    st = r.layer("channel").filter(pl.col("dir") == "down")
+    assert st.height >= 4
+    assert st["value"].to_list()[:4] == [1, 0, 1, 0]  # starts good, alternates
+    # With BER 0 / 1, a down frame is lost exactly when it overlaps a bad period.
+    periods = list(zip(st.filter(pl.col("value") == 1)["time_ns"], st.filter(pl.col("value") == 0)["time_ns"]))
+    sent = r.layer("link").filter((pl.col("dir") == "down") & pl.col("event").is_in(["frame_send", "frame_retransmit", "ack_send", "nack_send"]))
+    lost = set(r.layer("link").filter((pl.col("dir") == "down") & (pl.col("event") == "frame_lost"))["time_ns"].to_list())
+    for t0, ln in zip(sent["time_ns"].to_list(), sent["len"].to_list()):
+        t1 = t0 + ln * 8 * 10**9 // 64_000
+        overlaps = any(a < t1 and t0 < b for a, b in periods)
+        if t0 < periods[-1][1]:
+            assert (t0 in lost) == overlaps, t0

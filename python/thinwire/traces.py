@@ -19,9 +19,11 @@ def trace_frame(cols: dict):
         return pl.Series(name, np.frombuffer(cols[name], dtype="<i8"), dtype=pl.Int64)
 
     t = i64("time_ns")
+    # Rows are recorded in event order; a few (channel transitions) are stamped with
+    # an earlier time than the event that revealed them: a stable sort fixes that.
     return pl.DataFrame([
         t, (t.cast(pl.Float64) / 1e9).alias("time_s"),
         cat("layer", _core.TRACE_LAYERS), cat("event", _core.TRACE_EVENTS),
         cat("node", _core.TRACE_NODES), cat("dir", _core.TRACE_DIRS),
         i64("flow"), i64("seq"), i64("ack"), i64("len"), i64("value"),
-    ])
+    ]).sort("time_ns", maintain_order=True)

@@ -44,7 +44,7 @@ impl Channel {
         }
     }
     pub fn droplist(mut frames: Vec<u64>) -> Channel { frames.sort_unstable(); frames.dedup(); Channel::DropList { sorted: frames, next: 0 } }
-    /// Whether the channel is in a bad state at the last decision (two-state only).
+    /// Number of good/bad transitions so far (two-state only).
     pub fn state_changes(&self) -> u64 { match self { Channel::TwoState(c) => c.transitions, _ => 0 } }
 }
 

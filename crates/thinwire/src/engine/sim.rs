@@ -122,6 +122,10 @@ impl Sim {
                 in_flight: VecDeque::new(), stats: LinkStats::default() }
         };
         let mask = LayerMask::from_names(&sc.trace.layers);
+        let mut radio = [mk_radio(0), mk_radio(1)];
+        if mask.has(Layer::Channel) {
+            for r in radio.iter_mut() { if let Channel::TwoState(c) = &mut r.channel { c.log = Some(Vec::new()); } }
+        }
         let mut q = EventQueue::new();
         let mut flows = Vec::new();
         for (i, f) in sc.flow.iter().enumerate() {
@@ -148,7 +152,7 @@ impl Sim {
             Stop::End => Instant::ZERO + sc.max_time.map(|d| d.0).unwrap_or(Duration::from_secs(100_000)),
         };
         let pcap = if sc.trace.pcap { [Some(PcapWriter::new()), Some(PcapWriter::new())] } else { [None, None] };
-        Sim { q, wired: [mk_wired(0), mk_wired(1)], radio: [mk_radio(0), mk_radio(1)], arq: [build::arq(sc), build::arq(sc)], arq_sched: [None, None],
+        Sim { q, wired: [mk_wired(0), mk_wired(1)], radio, arq: [build::arq(sc), build::arq(sc)], arq_sched: [None, None],
             flows, stop: sc.stop, max_time, pending_finite, mask, trace: TraceTable::default(), pcap }
     }
 
@@ -335,9 +339,11 @@ impl Sim {
                 self.trace.push(Row { t: now.nanos(), layer: Layer::Link, ev, node, dir: d as u8, flow, seq: frame.seq as i64, ack, len: size as i64, value: frame.tx as i64 });
                 if lost { self.trace.push(Row { t: now.nanos(), layer: Layer::Link, ev: Ev::FrameLost, node, dir: d as u8, flow, seq: frame.seq as i64, ack, len: size as i64, value: frame.tx as i64 }); }
             }
-            if self.mask.has(Layer::Channel) {
-                if let Channel::TwoState(c) = &r.channel {
-                    self.trace.push(Row { t: now.nanos(), layer: Layer::Channel, ev: Ev::State, node: NODE_GATEWAY, dir: d as u8, flow: -1, seq: index as i64, ack: -1, len: 0, value: c.is_bad() as i64 });
+            if let Channel::TwoState(c) = &mut r.channel {
+                if let Some(log) = &mut c.log {
+                    for (t, bad) in log.drain(..) {
+                        self.trace.push(Row { t: t.nanos(), layer: Layer::Channel, ev: Ev::State, node: if d == 0 { NODE_GATEWAY } else { NODE_MOBILE }, dir: d as u8, flow: -1, seq: -1, ack: -1, len: 0, value: bad as i64 });
+                    }
                 }
             }
             r.busy = true;

@@ -63,7 +63,6 @@ impl Reassembler {
         let contiguous = self.next_seq == Some(f.seq);
         self.next_seq = Some(f.seq.wrapping_add(1));
         if f.first {
-            if !self.intact && self.next_seq.is_some() && !contiguous { /* previous partial already counted */ }
             self.intact = true;
         } else if !contiguous {
             if self.intact { self.discarded += 1; }

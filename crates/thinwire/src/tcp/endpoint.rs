@@ -364,7 +364,7 @@ impl Tcp {
         pipe
     }
     fn next_seg_sack(&mut self, now: Instant) -> Option<Segment> {
-        if self.cwnd < self.pipe() + self.smss.min(1) || self.cwnd - self.pipe() < self.smss { return None; }
+        if self.cwnd < self.pipe() + self.smss { return None; }
         let lost = self.lost_bound();
         // Rule 1: lowest unSACKed, lost sequence number above HighRxt.
         let mut s = self.high_rxt.max(self.snd_una);
@@ -395,7 +395,7 @@ impl Tcp {
                 if !f.has(TcpFlags::SYN) { return; }
                 self.irs = seg.seq;
                 self.rcv_nxt = 1;
-                self.negotiate(seg);
+                self.negotiate(now, seg);
                 self.state = State::SynRcvd;
                 if let Some((v, _)) = seg.timestamps { self.ts_recent = v; }
                 return;
@@ -405,7 +405,7 @@ impl Tcp {
                 if seg.ack != self.iss.wrapping_add(1) { return; }
                 self.irs = seg.seq;
                 self.rcv_nxt = 1;
-                self.negotiate(seg);
+                self.negotiate(now, seg);
                 if let Some((v, _)) = seg.timestamps { self.ts_recent = v; }
                 self.snd_una = 1;
                 self.snd_nxt = 1;
@@ -439,7 +439,7 @@ impl Tcp {
         self.check_done();
     }
 
-    fn negotiate(&mut self, seg: &TcpRepr) {
+    fn negotiate(&mut self, now: Instant, seg: &TcpRepr) {
         let peer_mss = seg.mss.unwrap_or(536) as u64;
         self.sack_ok = self.cfg.sack && seg.sack_permitted;
         self.ts_ok = self.cfg.timestamps && seg.timestamps.is_some();
@@ -450,6 +450,7 @@ impl Tcp {
         }
         self.smss = self.cfg.mss.min(peer_mss as u32) as u64 - if self.ts_ok { 12 } else { 0 };
         self.cwnd = self.smss * self.cfg.initial_window as u64;
+        self.trace_all(now);
     }
 
     fn sample_rtt(&mut self, now: Instant, seg: &TcpRepr, acked_to: u64) {

@@ -5,7 +5,7 @@
 //! | `tcp` | `send`, `retransmit`, `recv`, and variable changes `cwnd`, `ssthresh`, `srtt`, `rttvar`, `rto` (value column) |
 //! | `link` | `frame_send`, `frame_retransmit`, `frame_lost` (channel), `frame_recv`, `ack_send`, `nack_send`, `packet_deliver` |
 //! | `queue` | `enqueue`, `drop` (value = queue length after the event) |
-//! | `channel` | `state` (value 1 = bad, two-state model; sampled at frame times) |
+//! | `channel` | `state` (value 1 = entered the bad state, 0 = the good one; two-state model; logged lazily as frames are sent, stamped with the exact transition time) |
 //!
 //! Columns: `time_ns`, `layer`, `event`, `node`, `dir`, `flow` (−1 if none), `seq`,
 //! `ack`, `len`, `value`. Codes are small integers here; the Python layer turns them
