@@ -148,3 +148,17 @@ fn sequence_numbers_wrap() {
     finish(&mut p);
     assert_eq!(p.ep[0].delivered(), BYTES);
 }
+
+#[test]
+fn lost_syn_and_syn_ack_are_retransmitted_after_the_initial_rto() {
+    for from in [0usize, 1] {
+        let drop: DropFn = Box::new(move |f, i, _| f == from && i == 0);
+        let mut p = pair(Variant::NewReno, 10_000, drop);
+        finish(&mut p);
+        assert_eq!(p.ep[0].delivered(), 10_000);
+        // The first data segment leaves only after the 1 s initial RTO fired.
+        let first_data = p.log[1].iter().find(|x| x.2 > 0).unwrap().0.as_secs_f64();
+        assert!(first_data > 1.0 && first_data < 1.4, "from {from}: {first_data}");
+        assert_eq!(p.ep[from].stats.timeouts, 1);
+    }
+}

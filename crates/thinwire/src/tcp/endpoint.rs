@@ -246,21 +246,15 @@ impl Tcp {
     /// The next segment to send, if any.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Segment> {
         match self.state {
-            State::SynSent if self.snd_max == 0 || self.syn_retx => {
+            State::SynSent | State::SynRcvd if self.snd_max == 0 || self.syn_retx => {
+                // SYN (active side) or SYN-ACK (passive side), first or again.
                 self.syn_retx = false;
                 let retx = self.snd_max > 0;
                 self.snd_nxt = 1; self.snd_max = 1;
-                if retx { self.timing = None; } else { self.timing = Some((1, now)); }
+                self.timing = if retx { None } else { Some((1, now)) };
                 if self.rto_deadline.is_none() { self.arm_rto(now); }
-                return Some(self.emit(now, 0, 0, TcpFlags::SYN, retx));
-            }
-            State::SynRcvd if self.snd_max == 0 || self.syn_retx => {
-                self.syn_retx = false;
-                let retx = self.snd_max > 0;
-                self.snd_nxt = 1; self.snd_max = 1;
-                if retx { self.timing = None; } else { self.timing = Some((1, now)); }
-                if self.rto_deadline.is_none() { self.arm_rto(now); }
-                return Some(self.emit(now, 0, 0, TcpFlags::SYN | TcpFlags::ACK, retx));
+                let flags = if self.state == State::SynSent { TcpFlags::SYN } else { TcpFlags::SYN | TcpFlags::ACK };
+                return Some(self.emit(now, 0, 0, flags, retx));
             }
             State::Established => {
                 if let Some(s) = self.next_data(now) { return Some(s); }
