@@ -115,3 +115,50 @@ def test_two_state_channel_trace_marks_bad_periods():
         overlaps = any(a < t1 and t0 < b for a, b in periods)
         if t0 < periods[-1][1]:
             assert (t0 in lost) == overlaps, t0
+
+
+MEDIA = """
+[[flow]]
+app = "media"
+direction = "down"
+"""
+
+
+def test_media_alone_on_a_clean_link():
+    text = SMALL.replace('p = 0.02', 'p = 0.0') + MEDIA
+    r = thinwire.run(text, set={"flow.0.bytes": "1KB", "stop": "300s"})
+    m = r.summary["flows"][1]
+    assert m["app"] == "media" and m["loss"] == 0.0
+    # Average 56 kbit/s x 1/(1+1.35) ≈ 23.8 kbit/s of IP packets, 222 of each 250 bytes are payload.
+    assert 15_000 < m["throughput_bps"] < 27_000
+    d = r.media_delays(1)
+    assert d.height == m["packets_received"]
+    # Base delay: wired 1 ms + 0.2 ms serialisation + one 254-byte frame (31.75 ms,
+    # shorter than the 35.7 ms packet interval) + 50 ms propagation = 82.95 ms.
+    assert d["delay_s"].min() == pytest.approx(0.08295, abs=1e-6)
+    # Once the 1 KB TCP transfer is over (its frames alternate with media frames at
+    # the start), the stream has the link to itself and never queues.
+    assert d["delay_s"][100:].max() == pytest.approx(0.08295, abs=1e-6)
+
+
+def test_media_bypasses_arq_and_contends_with_tcp():
+    base = SMALL.replace('"100KB"', '"300KB"')
+    alone = thinwire.run(base).summary["flows"][0]
+    r = thinwire.run(base + MEDIA).summary
+    tcp, media = r["flows"]
+    assert tcp["throughput_bps"] < 0.8 * alone["throughput_bps"]
+    # Media frames are never retransmitted: with 2% uniform frame loss, lost media
+    # packets stay lost.
+    assert media["loss"] > 0.005
+    # Priority for the bypass session shortens media delay.
+    prio = thinwire.run(base + MEDIA, set={"wireless.scheduler": "bypass-first"}).summary["flows"][1]
+    assert prio["delay_mean_s"] < 0.5 * media["delay_mean_s"]
+
+
+def test_media_config_errors():
+    for key, val, field in (("flow.1.tcp", '{variant = "reno"}', "flow[1].tcp"), ("flow.1.talk", '"0s"', "flow[1].talk"),
+                            ("flow.0.talk", '"1s"', "flow[0].talk"), ("wireless.scheduler", '"fifo"', "wireless.scheduler")):
+        with pytest.raises(thinwire.ScenarioError, match=field.replace("[", r"\[").replace("]", r"\]")):
+            thinwire.run(SMALL + MEDIA, set=[f"{key}={val}"])
+    with pytest.raises(thinwire.ScenarioError, match="stop"):
+        thinwire.run(SMALL.replace('app = "bulk"\nbytes = "100KB"\ndirection = "down"\ntcp = { variant = "reno", mss = 210 }', 'app = "media"'))

@@ -89,6 +89,17 @@ class RunResult:
             self._trace = trace_frame(self.raw["trace"])
         return self._trace
 
+    def media_delays(self, flow: int | None = None):
+        """One-way delays of received media packets: DataFrame (flow, delay_s), in arrival order."""
+        import numpy as np
+        import polars as pl
+        parts = []
+        for fid, b in sorted(self.raw["media_delays"].items()):
+            if flow is None or fid == flow:
+                d = np.frombuffer(b, dtype="<i8")
+                parts.append(pl.DataFrame({"flow": np.full(len(d), fid, dtype=np.int64), "delay_s": d / 1e9}))
+        return pl.concat(parts) if parts else pl.DataFrame(schema={"flow": pl.Int64, "delay_s": pl.Float64})
+
     def layer(self, name: str):
         import polars as pl
         return self.trace.filter(pl.col("layer") == name)

@@ -18,6 +18,7 @@ fn result_to_py<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDi
     d.set_item("events", r.events)?;
     d.set_item("sim_time_s", r.sim_time_s)?;
     let flows = PyList::empty(py);
+    let delays = PyDict::new(py);
     for f in &r.flows {
         let x = PyDict::new(py);
         x.set_item("id", f.id)?;
@@ -33,9 +34,19 @@ fn result_to_py<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDi
         x.set_item("tcp_fast_retransmits", f.tcp_fast_retransmits)?;
         x.set_item("rtt_avg_s", f.rtt_avg_s)?;
         x.set_item("segments_sent", f.segments_sent)?;
+        let m = f.media.as_ref();
+        x.set_item("packets_sent", m.map(|m| m.packets_sent))?;
+        x.set_item("packets_received", m.map(|m| m.packets_received))?;
+        x.set_item("loss", m.map(|m| m.loss))?;
+        x.set_item("delay_mean_s", m.and_then(|m| m.delay_mean_s))?;
+        x.set_item("delay_p50_s", m.and_then(|m| m.delay_p50_s))?;
+        x.set_item("delay_p95_s", m.and_then(|m| m.delay_p95_s))?;
+        x.set_item("delay_max_s", m.and_then(|m| m.delay_max_s))?;
         flows.append(x)?;
+        if let Some(m) = m { delays.set_item(f.id, i64_bytes(py, &m.delays_ns))?; }
     }
     d.set_item("flows", flows)?;
+    d.set_item("media_delays", delays)?;
     let link = PyDict::new(py);
     for (i, name) in ["down", "up"].iter().enumerate() {
         let l = &r.link[i];

@@ -107,6 +107,9 @@ pub struct Wireless {
     #[serde(default)] pub down: Option<DirCfg>,
     #[serde(default)] pub up: Option<DirCfg>,
     #[serde(default)] pub arq: Option<ArqCfg>,
+    /// How the two link-layer sessions (ARQ and bypass) share the radio, frame by
+    /// frame: "round-robin" (default), "arq-first" or "bypass-first" (strict priority).
+    #[serde(default)] pub scheduler: Option<String>,
 }
 fn default_frame() -> Size { Size(250) }
 fn default_header() -> Size { Size(4) }
@@ -152,6 +155,17 @@ pub struct FlowCfg {
     #[serde(default = "default_dir")] pub direction: String,
     #[serde(default)] pub start: Option<Dur>,
     #[serde(default)] pub tcp: Option<TcpCfg>,
+    /// Link-layer session: "arq" (the configured protocol) or "bypass" (unreliable,
+    /// no ARQ). Default: "arq" for bulk, "bypass" for media (seed 002 §III).
+    #[serde(default)] pub link: Option<String>,
+    /// Media: sending rate while talking (default 56 kbit/s).
+    #[serde(default)] pub rate: Option<Rate>,
+    /// Media: IP packet size (default 250 B).
+    #[serde(default)] pub packet: Option<Size>,
+    /// Media: mean talk-spurt length (default 1 s).
+    #[serde(default)] pub talk: Option<Dur>,
+    /// Media: mean silence length (default 1.35 s).
+    #[serde(default)] pub silence: Option<Dur>,
 }
 fn default_dir() -> String { "down".into() }
 
@@ -284,8 +298,25 @@ fn validate(sc: &Scenario) -> Result<(), ConfigError> {
         if let Some(p) = &a.policy { parse_policy(p).ok_or_else(|| cerr("wireless.arq.policy", format!("{p:?} is not an ASR policy \"α+β\" such as \"3+2\"")))?; }
         if a.window == Some(0) { return Err(cerr("wireless.arq.window", "must be at least 1 frame")); }
     }
+    if let Some(s) = &w.scheduler {
+        if !["round-robin", "arq-first", "bypass-first"].contains(&s.as_str()) {
+            return Err(cerr("wireless.scheduler", format!("{s:?} is not a scheduler; use \"round-robin\", \"arq-first\" or \"bypass-first\"")));
+        }
+    }
     for (i, f) in sc.flow.iter().enumerate() {
-        if f.app != "bulk" { return Err(cerr(format!("flow[{i}].app"), format!("{:?} is not an application; use \"bulk\"", f.app))); }
+        if !["bulk", "media"].contains(&f.app.as_str()) { return Err(cerr(format!("flow[{i}].app"), format!("{:?} is not an application; use \"bulk\" or \"media\"", f.app))); }
+        if let Some(l) = &f.link { if !["arq", "bypass"].contains(&l.as_str()) { return Err(cerr(format!("flow[{i}].link"), format!("{l:?} is not a link session; use \"arq\" or \"bypass\""))); } }
+        if f.app == "media" {
+            for (k, present) in [("tcp", f.tcp.is_some()), ("bytes", f.bytes.is_some())] {
+                if present { return Err(cerr(format!("flow[{i}].{k}"), "does not apply to a media flow (an endless UDP on/off source)")); }
+            }
+            if let Some(Size(p)) = f.packet { if !(29..=65535).contains(&p) { return Err(cerr(format!("flow[{i}].packet"), "must be between 29B and 65535B (an IP packet with a UDP header)")); } }
+            for (k, d) in [("talk", f.talk), ("silence", f.silence)] { if let Some(Dur(d)) = d { if d.nanos() <= 0 { return Err(cerr(format!("flow[{i}].{k}"), "must be a positive duration")); } } }
+            continue;
+        }
+        for (k, present) in [("rate", f.rate.is_some()), ("packet", f.packet.is_some()), ("talk", f.talk.is_some()), ("silence", f.silence.is_some())] {
+            if present { return Err(cerr(format!("flow[{i}].{k}"), "applies to media flows only")); }
+        }
         if !["down", "up"].contains(&f.direction.as_str()) { return Err(cerr(format!("flow[{i}].direction"), format!("{:?} is not \"down\" or \"up\"", f.direction))); }
         if let Some(t) = &f.tcp {
             if let Some(v) = &t.variant { if crate::tcp::Variant::parse(v).is_none() {
@@ -300,6 +331,9 @@ fn validate(sc: &Scenario) -> Result<(), ConfigError> {
         if sc.stop == Stop::End && f.bytes.map_or(true, |b| b.0.is_none()) {
             return Err(cerr(format!("flow[{i}].bytes"), "stop = \"end\" needs every flow to have a finite size; give bytes = \"10MB\" or set stop to a duration"));
         }
+    }
+    if sc.stop == Stop::End && !sc.flow.iter().any(|f| f.app == "bulk") {
+        return Err(cerr("stop", "\"end\" needs at least one bulk flow with a finite size; media flows never end, so give a duration such as \"60s\""));
     }
     for t in &sc.trace.layers {
         if !["tcp", "link", "queue", "channel"].contains(&t.as_str()) { return Err(cerr("trace.layers", format!("{t:?} is not a layer; use \"tcp\", \"link\", \"queue\", \"channel\""))); }

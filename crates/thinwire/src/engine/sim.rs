@@ -9,6 +9,13 @@
 //! can ride on reverse data frames. A frame's fate is decided by the channel when it
 //! starts transmission; frames and packets in flight on a link keep FIFO order.
 //!
+//! Link sharing (seed 002 §III): each end of the wireless link runs two link-layer
+//! sessions, session 0 with the configured protocol (raw/SR/ASR) and session 1
+//! without ARQ ("bypass", for media). Each has its own IP queue. When the radio is
+//! free the multiplexer takes the next frame from one session: `round-robin`
+//! (default) alternates between sessions that have a frame ready; `arq-first` and
+//! `bypass-first` are strict priorities.
+//!
 //! Each machine exposes `poll_timeout`; the simulator keeps the earliest wake-up it
 //! has scheduled per machine and ignores stale timer events.
 use super::build;
@@ -16,7 +23,8 @@ use super::queue::EventQueue;
 use super::rng::Rng;
 use crate::channel::Channel;
 use crate::config::{Limit, Scenario, Stop};
-use crate::link::{Arq, Frame, FrameKind};
+use crate::app::media::{MediaConfig, MediaSource};
+use crate::link::{raw::Raw, Arq, Frame, FrameKind};
 use crate::queue::DropTail;
 use crate::tcp::{Tcp, TcpVar};
 use crate::time::{Duration, Instant};
@@ -31,7 +39,7 @@ const NODE_GATEWAY: u8 = 1;
 const NODE_MOBILE: u8 = 2;
 
 #[derive(Clone, Copy, Debug)]
-enum Event { FlowStart(u16), TcpTimer(u16, u8), WiredDone(u8), WiredArrive(u8), RadioDone(u8), FrameArrive(u8), ArqTimer(u8) }
+enum Event { FlowStart(u16), TcpTimer(u16, u8), MediaNext(u16), WiredDone(u8), WiredArrive(u8), RadioDone(u8), FrameArrive(u8), ArqTimer(u8) }
 
 struct Wire { q: DropTail, busy: bool, rate: u64, delay: Duration, in_flight: VecDeque<Packet> }
 
@@ -50,9 +58,14 @@ pub struct LinkStats {
     pub busy_ns: i64,
 }
 
-struct Radio { q: DropTail, busy: bool, rate: u64, delay: Duration, header: u32, channel: Channel, in_flight: VecDeque<Frame>, stats: LinkStats }
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mux { RoundRobin, ArqFirst, BypassFirst }
+
+struct Radio { qs: [DropTail; 2], rr: usize, mux: Mux, busy: bool, rate: u64, delay: Duration, header: u32, channel: Channel, in_flight: VecDeque<Frame>, stats: LinkStats }
 
 struct Flow {
+    /// Index in the scenario's flow list (carried by packets and traces).
+    id: usize,
     cfg: crate::config::FlowCfg,
     ep: [Tcp; 2],
     sched: [Option<Instant>; 2],
@@ -63,6 +76,37 @@ struct Flow {
     sender: usize,
     completed: Option<Instant>,
 }
+
+/// A media (UDP on/off) flow and what its receiver saw.
+struct Media {
+    id: usize,
+    src: MediaSource,
+    sender: usize,
+    ident: u16,
+    sent_born: Vec<i64>,
+    recv_born: Vec<i64>,
+    delays: Vec<i64>,
+    bytes: u64,
+    start: Instant,
+}
+
+/// Media flow statistics. Loss counts packets sent at least 5 s before the end of
+/// the run that never arrived (later ones may still be in flight).
+#[derive(Clone, Debug, Default)]
+pub struct MediaResult {
+    pub packets_sent: u64,
+    pub packets_received: u64,
+    pub loss: f64,
+    pub delay_mean_s: Option<f64>,
+    pub delay_p50_s: Option<f64>,
+    pub delay_p95_s: Option<f64>,
+    pub delay_max_s: Option<f64>,
+    /// Every received packet's one-way delay, in arrival order (ns).
+    pub delays_ns: Vec<i64>,
+}
+
+#[derive(Clone, Copy)]
+enum Slot { Tcp(usize), Media(usize) }
 
 #[derive(Clone, Debug)]
 pub struct FlowResult {
@@ -79,6 +123,7 @@ pub struct FlowResult {
     pub tcp_fast_retransmits: u64,
     pub rtt_avg_s: Option<f64>,
     pub segments_sent: u64,
+    pub media: Option<MediaResult>,
 }
 
 #[derive(Clone, Debug)]
@@ -97,9 +142,14 @@ pub struct Sim {
     q: EventQueue<Event>,
     wired: [Wire; 2],
     radio: [Radio; 2],
-    arq: [Arq; 2],
+    /// [side][session]: side 0 = gateway, 1 = mobile; session 0 = ARQ, 1 = bypass.
+    arq: [[Arq; 2]; 2],
     arq_sched: [Option<Instant>; 2],
     flows: Vec<Flow>,
+    media: Vec<Media>,
+    slots: Vec<Slot>,
+    /// Link session of each scenario flow.
+    session: Vec<u8>,
     stop: Stop,
     max_time: Instant,
     pending_finite: usize,
@@ -118,7 +168,9 @@ impl Sim {
             let delay = spec.as_ref().and_then(|s| s.delay).map(|r| r.0).unwrap_or(w.delay.0);
             let header = w.header.0 as u32;
             let airtime = Duration::transmission((w.frame.0 + w.header.0) as u64, rate);
-            Radio { q: DropTail::new(build::limit(&w.queue, Limit::Packets(50))), busy: false, rate, delay, header, channel: build::channel(sc, d, airtime),
+            let lim = build::limit(&w.queue, Limit::Packets(50));
+            let mux = match w.scheduler.as_deref() { Some("arq-first") => Mux::ArqFirst, Some("bypass-first") => Mux::BypassFirst, _ => Mux::RoundRobin };
+            Radio { qs: [DropTail::new(lim), DropTail::new(lim)], rr: 0, mux, busy: false, rate, delay, header, channel: build::channel(sc, d, airtime),
                 in_flight: VecDeque::new(), stats: LinkStats::default() }
         };
         let mask = LayerMask::from_names(&sc.trace.layers);
@@ -128,7 +180,24 @@ impl Sim {
         }
         let mut q = EventQueue::new();
         let mut flows = Vec::new();
+        let mut media = Vec::new();
+        let mut slots = Vec::new();
+        let mut session = Vec::new();
         for (i, f) in sc.flow.iter().enumerate() {
+            let start = Instant::ZERO + f.start.map(|d| d.0).unwrap_or(Duration::ZERO);
+            let sender = if f.direction == "up" { 1 } else { 0 };
+            let bypass = f.link.as_deref().map(|l| l == "bypass").unwrap_or(f.app == "media");
+            session.push(bypass as u8);
+            if f.app == "media" {
+                let d = MediaConfig::default();
+                let cfg = MediaConfig { rate: f.rate.map(|r| r.0).unwrap_or(d.rate), packet: f.packet.map(|p| p.0 as u32).unwrap_or(d.packet),
+                    talk: f.talk.map(|x| x.0).unwrap_or(d.talk), silence: f.silence.map(|x| x.0).unwrap_or(d.silence) };
+                let src = MediaSource::new(cfg, start, Rng::stream(sc.seed, sc.run, &format!("flow.{i}.media")));
+                q.schedule(start, Event::MediaNext(media.len() as u16));
+                slots.push(Slot::Media(media.len()));
+                media.push(Media { id: i, src, sender, ident: 1, sent_born: vec![], recv_born: vec![], delays: vec![], bytes: 0, start });
+                continue;
+            }
             let tcfg = build::tcp_config(f);
             let mut rng = Rng::stream(sc.seed, sc.run, &format!("flow.{i}.isn"));
             let (iss_s, iss_m) = (rng.next_u64() as u32, rng.next_u64() as u32);
@@ -136,15 +205,13 @@ impl Sim {
             let mport = 40000 + i as u16;
             let mut server = Tcp::new(tcfg, sport, mport, iss_s);
             let mut mobile = Tcp::new(tcfg, mport, sport, iss_m);
-            let sender = if f.direction == "up" { 1 } else { 0 };
             let bytes = f.bytes.and_then(|b| b.0);
-            let limit = match f.bytes { Some(b) => b.0, None => None };
-            if sender == 0 { server.set_app_data(limit, true); } else { mobile.set_app_data(limit, true); }
+            if sender == 0 { server.set_app_data(bytes, true); } else { mobile.set_app_data(bytes, true); }
             if mask.has(Layer::Tcp) { server.trace = Some(Vec::new()); mobile.trace = Some(Vec::new()); }
             server.listen();
-            let start = Instant::ZERO + f.start.map(|d| d.0).unwrap_or(Duration::ZERO);
-            q.schedule(start, Event::FlowStart(i as u16));
-            flows.push(Flow { cfg: f.clone(), ep: [server, mobile], sched: [None, None], ident: [1, 1], start, bytes, sender, completed: None });
+            q.schedule(start, Event::FlowStart(flows.len() as u16));
+            slots.push(Slot::Tcp(flows.len()));
+            flows.push(Flow { id: i, cfg: f.clone(), ep: [server, mobile], sched: [None, None], ident: [1, 1], start, bytes, sender, completed: None });
         }
         let pending_finite = flows.iter().filter(|f| f.bytes.is_some()).count();
         let max_time = match sc.stop {
@@ -152,9 +219,11 @@ impl Sim {
             Stop::End => Instant::ZERO + sc.max_time.map(|d| d.0).unwrap_or(Duration::from_secs(100_000)),
         };
         let pcap = if sc.trace.pcap { [Some(PcapWriter::new()), Some(PcapWriter::new())] } else { [None, None] };
-        Sim { q, wired: [mk_wired(0), mk_wired(1)], radio, arq: [build::arq(sc), build::arq(sc)], arq_sched: [None, None],
-            flows, stop: sc.stop, max_time, pending_finite, mask, trace: TraceTable::default(), pcap }
+        Sim { q, wired: [mk_wired(0), mk_wired(1)], radio, arq: [Self::sessions(sc), Self::sessions(sc)], arq_sched: [None, None],
+            flows, media, slots, session, stop: sc.stop, max_time, pending_finite, mask, trace: TraceTable::default(), pcap }
     }
+
+    fn sessions(sc: &Scenario) -> [Arq; 2] { [build::arq(sc), Arq::Raw(Raw::new(sc.wireless.frame.0 as u32))] }
 
     fn now(&self) -> Instant { self.q.now() }
 
@@ -185,6 +254,7 @@ impl Sim {
                 fl.ep[e as usize].handle_timeout(now);
                 self.drain_tcp(f as usize, e as usize);
             }
+            Event::MediaNext(m) => self.media_send(m as usize),
             Event::WiredDone(d) => { self.wired[d as usize].busy = false; self.kick_wired(d as usize); }
             Event::WiredArrive(d) => {
                 let p = self.wired[d as usize].in_flight.pop_front().expect("packet in flight");
@@ -196,7 +266,7 @@ impl Sim {
                 let now = self.now();
                 if self.arq_sched[s as usize] != Some(now) { return; }
                 self.arq_sched[s as usize] = None;
-                self.arq[s as usize].handle_timeout(now);
+                self.arq[s as usize][0].handle_timeout(now);
                 self.kick_radio(s as usize);
                 self.sched_arq(s as usize);
             }
@@ -212,12 +282,13 @@ impl Sim {
             let (src, dst) = if end == 0 { (SERVER_ADDR, MOBILE_ADDR) } else { (MOBILE_ADDR, SERVER_ADDR) };
             let ident = fl.ident[end];
             fl.ident[end] = ident.wrapping_add(1);
-            let pkt = Packet::new(src, dst, ident, L4::Tcp(seg.repr), seg.len, f as u16, now);
+            let id = fl.id;
+            let pkt = Packet::new(src, dst, ident, L4::Tcp(seg.repr), seg.len, id as u16, now);
             if self.mask.has(Layer::Tcp) {
                 let (seq, ack) = self.rel_seq_ack(f, end, &seg.repr);
                 let ev = if seg.retransmission && seg.len > 0 { Ev::Retransmit } else { Ev::Send };
                 self.trace.push(Row { t: now.nanos(), layer: Layer::Tcp, ev, node: if end == 0 { NODE_SERVER } else { NODE_MOBILE }, dir: end as u8,
-                    flow: f as i32, seq, ack, len: seg.len as i64, value: seg.repr.flags.0 as i64 });
+                    flow: id as i32, seq, ack, len: seg.len as i64, value: seg.repr.flags.0 as i64 });
             }
             if let Some(w) = &mut self.pcap[end] { w.record(now.nanos(), &pkt.emit()); }
             if end == 0 { self.enqueue_wired(0, pkt); } else { self.enqueue_radio(1, pkt); }
@@ -234,12 +305,13 @@ impl Sim {
     }
 
     fn drain_vars(&mut self, f: usize, end: usize) {
-        let Some(vars) = self.flows[f].ep[end].trace.as_mut() else { return };
-        if vars.is_empty() { return; }
+        let fl = &mut self.flows[f];
+        let Some(vars) = fl.ep[end].trace.as_mut() else { return };
         let node = if end == 0 { NODE_SERVER } else { NODE_MOBILE };
+        let id = fl.id as i32;
         for v in vars.drain(..) {
             let ev = match v.var { TcpVar::Cwnd => Ev::Cwnd, TcpVar::Ssthresh => Ev::Ssthresh, TcpVar::Srtt => Ev::Srtt, TcpVar::Rttvar => Ev::Rttvar, TcpVar::Rto => Ev::Rto };
-            self.trace.push(Row { t: v.at.nanos(), layer: Layer::Tcp, ev, node, dir: end as u8, flow: f as i32, seq: -1, ack: -1, len: 0, value: v.value.min(i64::MAX / 2) });
+            self.trace.push(Row { t: v.at.nanos(), layer: Layer::Tcp, ev, node, dir: end as u8, flow: id, seq: -1, ack: -1, len: 0, value: v.value.min(i64::MAX / 2) });
         }
     }
 
@@ -257,13 +329,22 @@ impl Sim {
 
     fn to_endpoint(&mut self, end: usize, p: Packet) {
         let now = self.now();
-        let f = p.flow as usize;
         if let Some(w) = &mut self.pcap[end] { w.record(now.nanos(), &p.emit()); }
+        let f = match self.slots[p.flow as usize] {
+            Slot::Tcp(f) => f,
+            Slot::Media(m) => {
+                let m = &mut self.media[m];
+                m.recv_born.push(p.born.nanos());
+                m.delays.push((now - p.born).nanos());
+                m.bytes += p.payload_len as u64;
+                return;
+            }
+        };
         let L4::Tcp(repr) = p.l4 else { return };
         if self.mask.has(Layer::Tcp) {
             let (seq, ack) = self.rel_seq_ack(f, 1 - end, &repr);
             self.trace.push(Row { t: now.nanos(), layer: Layer::Tcp, ev: Ev::Recv, node: if end == 0 { NODE_SERVER } else { NODE_MOBILE }, dir: (1 - end) as u8,
-                flow: f as i32, seq, ack, len: p.payload_len as i64, value: repr.flags.0 as i64 });
+                flow: p.flow as i32, seq, ack, len: p.payload_len as i64, value: repr.flags.0 as i64 });
         }
         let fl = &mut self.flows[f];
         fl.ep[end].on_segment(now, &repr, p.payload_len);
@@ -271,6 +352,24 @@ impl Sim {
             if let Some(b) = fl.bytes { if fl.ep[end].delivered() >= b { fl.completed = Some(now); self.pending_finite -= 1; } }
         }
         self.drain_tcp(f, end);
+    }
+
+    // ----- media sources -----
+    fn media_send(&mut self, m: usize) {
+        let now = self.now();
+        while let Some(size) = self.media[m].src.poll_packet(now) {
+            let md = &mut self.media[m];
+            let (src, dst) = if md.sender == 0 { (SERVER_ADDR, MOBILE_ADDR) } else { (MOBILE_ADDR, SERVER_ADDR) };
+            let port = 6000 + md.id as u16;
+            let pkt = Packet::new(src, dst, md.ident, L4::Udp(crate::wire::UdpRepr { src_port: port, dst_port: port }), size - 28, md.id as u16, now);
+            md.ident = md.ident.wrapping_add(1);
+            md.sent_born.push(now.nanos());
+            let sender = md.sender;
+            if let Some(w) = &mut self.pcap[sender] { w.record(now.nanos(), &pkt.emit()); }
+            if sender == 0 { self.enqueue_wired(0, pkt); } else { self.enqueue_radio(1, pkt); }
+        }
+        let next = self.media[m].src.poll_timeout();
+        self.q.schedule(next, Event::MediaNext(m as u16));
     }
 
     // ----- wired link -----
@@ -301,24 +400,39 @@ impl Sim {
         let now = self.now();
         let node = if d == 0 { NODE_GATEWAY } else { NODE_MOBILE };
         let (flow, len) = (p.flow as i32, p.size() as i64);
+        let sess = self.session[p.flow as usize] as usize;
         let r = &mut self.radio[d];
-        let dropped = r.q.push(p).is_err();
+        let dropped = r.qs[sess].push(p).is_err();
         if dropped { r.stats.queue_drops += 1; }
-        r.stats.queue_max = r.stats.queue_max.max(r.q.len() as u64);
+        let qlen = r.qs[sess].len();
+        r.stats.queue_max = r.stats.queue_max.max(qlen as u64);
         if self.mask.has(Layer::Queue) {
-            let v = self.radio[d].q.len() as i64;
-            self.trace.push(Row { t: now.nanos(), layer: Layer::Queue, ev: if dropped { Ev::Drop } else { Ev::Enqueue }, node, dir: d as u8, flow, seq: -1, ack: -1, len, value: v });
+            self.trace.push(Row { t: now.nanos(), layer: Layer::Queue, ev: if dropped { Ev::Drop } else { Ev::Enqueue }, node, dir: d as u8, flow, seq: -1, ack: -1, len, value: qlen as i64 });
         }
         self.kick_radio(d);
+    }
+
+    /// Takes the next frame from the sessions of direction `d` in multiplexer order.
+    fn next_frame(&mut self, d: usize, now: Instant) -> Option<Frame> {
+        let r = &mut self.radio[d];
+        let order = match r.mux { Mux::RoundRobin => [r.rr, 1 - r.rr], Mux::ArqFirst => [0, 1], Mux::BypassFirst => [1, 0] };
+        for s in order {
+            let arq = &mut self.arq[d][s];
+            while arq.wants_packet() { match r.qs[s].pop() { Some(p) => arq.send(p), None => break } }
+            if let Some(mut f) = arq.poll_transmit(now) {
+                f.session = s as u8;
+                r.rr = 1 - s;
+                return Some(f);
+            }
+        }
+        None
     }
 
     fn kick_radio(&mut self, d: usize) {
         let now = self.now();
         if self.radio[d].busy { return; }
-        let arq = &mut self.arq[d];
-        let r = &mut self.radio[d];
-        while arq.wants_packet() { match r.q.pop() { Some(p) => arq.send(p), None => break } }
-        if let Some(frame) = arq.poll_transmit(now) {
+        if let Some(frame) = self.next_frame(d, now) {
+            let r = &mut self.radio[d];
             let size = frame.size(r.header);
             let airtime = Duration::transmission(size as u64, r.rate);
             let index = r.stats.frames_sent;
@@ -365,8 +479,9 @@ impl Sim {
             self.trace.push(Row { t: now.nanos(), layer: Layer::Link, ev: Ev::FrameRecv, node: if side == 0 { NODE_GATEWAY } else { NODE_MOBILE }, dir: d as u8, flow,
                 seq: frame.seq as i64, ack: frame.ack.map(|a| a as i64).unwrap_or(-1), len: frame.size(self.radio[d].header) as i64, value: frame.tx as i64 });
         }
-        self.arq[side].on_frame(now, frame);
-        while let Some(p) = self.arq[side].poll_deliver() {
+        let sess = frame.session as usize;
+        self.arq[side][sess].on_frame(now, frame);
+        while let Some(p) = self.arq[side][sess].poll_deliver() {
             if self.mask.has(Layer::Link) {
                 self.trace.push(Row { t: now.nanos(), layer: Layer::Link, ev: Ev::PacketDeliver, node: if side == 0 { NODE_GATEWAY } else { NODE_MOBILE }, dir: d as u8,
                     flow: p.flow as i32, seq: -1, ack: -1, len: p.size() as i64, value: (now - p.born).nanos() });
@@ -379,7 +494,7 @@ impl Sim {
 
     fn sched_arq(&mut self, s: usize) {
         let now = self.now();
-        if let Some(t) = self.arq[s].poll_timeout() {
+        if let Some(t) = self.arq[s][0].poll_timeout() {
             let t = t.max(now);
             if self.arq_sched[s].map_or(true, |x| t < x) {
                 self.arq_sched[s] = Some(t);
@@ -390,22 +505,36 @@ impl Sim {
 
     fn finish(mut self, end: Instant) -> RunResult {
         let mut flows = Vec::new();
-        for (i, f) in self.flows.iter().enumerate() {
-            let recv = &f.ep[1 - f.sender];
-            let snd = &f.ep[f.sender];
-            let delivered = recv.delivered();
-            let stop = f.completed.unwrap_or(end);
-            let span = (stop - f.start).as_secs_f64();
-            let st = &snd.stats;
-            flows.push(FlowResult {
-                id: i, app: f.cfg.app.clone(), direction: f.cfg.direction.clone(), variant: snd.cfg.variant.name().into(), start_s: f.start.as_secs_f64(),
-                bytes_delivered: delivered, throughput_bps: if span > 0.0 { delivered as f64 * 8.0 / span } else { 0.0 },
-                completion_s: f.completed.map(|c| (c - f.start).as_secs_f64()), tcp_retransmits: st.retransmits, tcp_timeouts: st.timeouts,
-                tcp_fast_retransmits: st.fast_retransmits, rtt_avg_s: (st.rtt_samples > 0).then(|| st.rtt_sum.as_secs_f64() / st.rtt_samples as f64),
-                segments_sent: st.segments_sent,
+        for slot in &self.slots {
+            flows.push(match *slot {
+                Slot::Tcp(t) => {
+                    let f = &self.flows[t];
+                    let recv = &f.ep[1 - f.sender];
+                    let snd = &f.ep[f.sender];
+                    let delivered = recv.delivered();
+                    let span = (f.completed.unwrap_or(end) - f.start).as_secs_f64();
+                    let st = &snd.stats;
+                    FlowResult {
+                        id: f.id, app: f.cfg.app.clone(), direction: f.cfg.direction.clone(), variant: snd.cfg.variant.name().into(), start_s: f.start.as_secs_f64(),
+                        bytes_delivered: delivered, throughput_bps: if span > 0.0 { delivered as f64 * 8.0 / span } else { 0.0 },
+                        completion_s: f.completed.map(|c| (c - f.start).as_secs_f64()), tcp_retransmits: st.retransmits, tcp_timeouts: st.timeouts,
+                        tcp_fast_retransmits: st.fast_retransmits, rtt_avg_s: (st.rtt_samples > 0).then(|| st.rtt_sum.as_secs_f64() / st.rtt_samples as f64),
+                        segments_sent: st.segments_sent, media: None,
+                    }
+                }
+                Slot::Media(m) => {
+                    let m = &self.media[m];
+                    let span = (end - m.start).as_secs_f64();
+                    FlowResult {
+                        id: m.id, app: "media".into(), direction: if m.sender == 0 { "down".into() } else { "up".into() }, variant: "udp".into(),
+                        start_s: m.start.as_secs_f64(), bytes_delivered: m.bytes, throughput_bps: if span > 0.0 { m.bytes as f64 * 8.0 / span } else { 0.0 },
+                        completion_s: None, tcp_retransmits: 0, tcp_timeouts: 0, tcp_fast_retransmits: 0, rtt_avg_s: None, segments_sent: m.sent_born.len() as u64,
+                        media: Some(media_result(m, end)),
+                    }
+                }
             });
         }
-        for d in 0..2 { self.radio[d].stats.arq_timeouts = self.arq[d].timeouts(); }
+        for d in 0..2 { self.radio[d].stats.arq_timeouts = self.arq[d][0].timeouts(); }
         let [p0, p1] = std::mem::take(&mut self.pcap);
         RunResult {
             events: self.q.popped(), sim_time_s: end.as_secs_f64(), flows,
@@ -413,6 +542,25 @@ impl Sim {
             wired_drops: [self.wired[0].q.drops, self.wired[1].q.drops],
             trace: std::mem::take(&mut self.trace), pcap_server: p0.map(|w| w.buf), pcap_mobile: p1.map(|w| w.buf),
         }
+    }
+}
+
+fn media_result(m: &Media, end: Instant) -> MediaResult {
+    let cutoff = end.nanos() - Duration::from_secs(5).nanos();
+    let sent = m.sent_born.iter().filter(|&&t| t <= cutoff).count();
+    let got = m.recv_born.iter().filter(|&&t| t <= cutoff).count();
+    let mut d = m.delays.clone();
+    d.sort_unstable();
+    let q = |p: f64| (!d.is_empty()).then(|| d[((d.len() - 1) as f64 * p).round() as usize] as f64 * 1e-9);
+    MediaResult {
+        packets_sent: m.sent_born.len() as u64,
+        packets_received: m.recv_born.len() as u64,
+        loss: if sent > 0 { 1.0 - got as f64 / sent as f64 } else { 0.0 },
+        delay_mean_s: (!d.is_empty()).then(|| d.iter().sum::<i64>() as f64 / d.len() as f64 * 1e-9),
+        delay_p50_s: q(0.5),
+        delay_p95_s: q(0.95),
+        delay_max_s: d.last().map(|&x| x as f64 * 1e-9),
+        delays_ns: m.delays.clone(),
     }
 }
 

@@ -30,11 +30,14 @@ pub struct Frame {
     pub tx: u16,
     /// Flow of the packet this fragment belongs to (trace metadata).
     pub flow: u16,
+    /// Link-layer session on a shared link (0 = ARQ, 1 = bypass); set by the
+    /// multiplexer, demultiplexed by the receiver.
+    pub session: u8,
 }
 
 impl Frame {
     pub fn control(kind: FrameKind, seq: u32, ack: Option<u32>) -> Frame {
-        Frame { kind, seq, ack, payload: 0, first: false, last: false, packet: None, tx: 1, flow: u16::MAX }
+        Frame { kind, seq, ack, payload: 0, first: false, last: false, packet: None, tx: 1, flow: u16::MAX, session: 0 }
     }
     /// Bytes on the air given the link-layer header size.
     pub fn size(&self, header: u32) -> u32 { header + self.payload as u32 }
@@ -49,7 +52,7 @@ pub fn fragment(pkt: Packet, max_payload: u32, mut push: impl FnMut(Frame)) {
     for i in 0..n {
         let len = if i + 1 == n { size - max_payload * (n - 1) } else { max_payload };
         push(Frame { kind: FrameKind::Data, seq: 0, ack: None, payload: len as u16, first: i == 0, last: i + 1 == n,
-            packet: if i + 1 == n { pkt.take() } else { None }, tx: 1, flow });
+            packet: if i + 1 == n { pkt.take() } else { None }, tx: 1, flow, session: 0 });
     }
 }
 
