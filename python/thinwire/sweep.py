@@ -1,0 +1,242 @@
+"""Parameter sweeps: a base scenario, axes over any scenario field, replications;
+run on Dask (a local cluster by default, or an existing scheduler).
+
+Sweep file (TOML):
+
+    scenario = "../scenarios/shared-link-sr.toml"   # relative to the sweep file
+    replications = 30
+    common_random_numbers = true   # replication r uses run index r at every point
+    [set]                          # fixed overrides for every run
+    "flow.0.bytes" = "1MB"
+    [axes]                         # cartesian product
+    "wireless.arq.timeout" = ["0.9s", "1.1s", "1.3s"]
+    "wireless.channel.p" = [0.015, 0.025, 0.054]
+
+Run indices: with common random numbers (the default) replication r runs with run
+index r at every point, so points are compared on the same channel realisations
+(paired comparison, lower variance of differences); with
+`common_random_numbers = false`, every point x replication gets its own index
+(point * replications + r). Each run is keyed by a hash of its resolved
+configuration (base text, overrides, run index): runs already in runs.parquet are
+not repeated, so an interrupted sweep resumes. Traces are off in sweeps.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import os
+import sys
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import _core
+from .api import ScenarioError, _toml_value
+
+FLOW_METRICS = ("bytes_delivered", "throughput_bps", "completion_s", "tcp_retransmits", "tcp_timeouts", "tcp_fast_retransmits",
+                "rtt_avg_s", "packets_sent", "packets_received", "loss", "delay_mean_s", "delay_p50_s", "delay_p95_s", "delay_max_s")
+LINK_METRICS = ("frames_sent", "frames_lost", "flr", "frames_retransmitted", "nack_frames", "arq_timeouts", "queue_drops", "utilization")
+
+
+class SweepError(ScenarioError):
+    pass
+
+
+@dataclass
+class Sweep:
+    base_text: str
+    base_name: str
+    fixed: list[str]
+    axes: dict[str, list]
+    replications: int
+    crn: bool
+
+    def points(self) -> list[dict]:
+        names = list(self.axes)
+        return [dict(zip(names, combo)) for combo in itertools.product(*(self.axes[n] for n in names))] or [{}]
+
+    def column_value(self, axis: str, v):
+        """An axis value as stored in the table: numbers stay numbers when every
+        value of the axis is a number, otherwise text."""
+        numeric = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in self.axes[axis])
+        return float(v) if numeric else (v if isinstance(v, str) else _toml_value(v))
+
+    def runs(self) -> list[dict]:
+        out = []
+        for pi, point in enumerate(self.points()):
+            for r in range(self.replications):
+                run_index = r if self.crn else pi * self.replications + r
+                ov = self.fixed + [f"{k}={_toml_value(v)}" for k, v in point.items()] + [f"run={run_index}", "trace.layers=[]", "trace.pcap=false"]
+                key = hashlib.sha256(json.dumps([self.base_text, ov]).encode()).hexdigest()[:24]
+                out.append({"key": key, "point": pi, "replication": r, "run": run_index, "overrides": ov,
+                            "axes": {k: self.column_value(k, v) for k, v in point.items()}})
+        return out
+
+
+def load_sweep(path: str | os.PathLike) -> Sweep:
+    p = Path(path)
+    if not p.is_file():
+        raise SweepError(f"{p}: no such sweep file (give a path to a .toml file)")
+    try:
+        d = tomllib.loads(p.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise SweepError(f"{p}: malformed TOML ({str(e).splitlines()[0]})") from None
+    allowed = {"scenario", "replications", "common_random_numbers", "set", "axes"}
+    extra = sorted(set(d) - allowed)
+    if extra:
+        raise SweepError(f"{p}: unknown key {extra[0]!r}; a sweep has {', '.join(sorted(allowed))}")
+    if "scenario" not in d or not isinstance(d["scenario"], str):
+        raise SweepError(f"{p}: scenario: give the base scenario's path (relative to the sweep file)")
+    sc = (p.parent / d["scenario"]).resolve()
+    if not sc.is_file():
+        raise SweepError(f"{p}: scenario: {d['scenario']!r} does not exist (paths are relative to the sweep file)")
+    reps = d.get("replications", 1)
+    if not isinstance(reps, int) or isinstance(reps, bool) or reps < 1:
+        raise SweepError(f"{p}: replications: {reps!r} is not a positive integer")
+    fixed = d.get("set", {})
+    axes = d.get("axes", {})
+    if not isinstance(fixed, dict) or not isinstance(axes, dict):
+        raise SweepError(f"{p}: [set] and [axes] must be tables of field = value / field = [values]")
+    for k, v in axes.items():
+        if not isinstance(v, list) or not v:
+            raise SweepError(f"{p}: axes.{k}: give a non-empty list of values")
+    sw = Sweep(sc.read_text(encoding="utf-8"), sc.stem, [f"{k}={_toml_value(v)}" for k, v in fixed.items()], axes, reps,
+               bool(d.get("common_random_numbers", True)))
+    # Validate every point before running anything: errors name the axis value.
+    for point in sw.points():
+        ov = sw.fixed + [f"{k}={_toml_value(v)}" for k, v in point.items()]
+        try:
+            _core.check(sw.base_text, ov)
+        except ScenarioError as e:
+            where = ", ".join(f"{k}={v!r}" for k, v in point.items())
+            raise SweepError(f"{p}: at point ({where}): {e}") from None
+    return sw
+
+
+def flatten(summary: dict) -> dict:
+    row = {"sim_time_s": summary["sim_time_s"], "events": summary["events"], "wall_s": summary["wall_s"]}
+    for f in summary["flows"]:
+        for m in FLOW_METRICS:
+            if f.get(m) is not None:
+                row[f"flow{f['id']}.{m}"] = float(f[m])
+    for d in ("down", "up"):
+        for m in LINK_METRICS:
+            row[f"{d}.{m}"] = float(summary["link"][d][m])
+    return row
+
+
+def run_batch(base_text: str, batch: list[dict]) -> list[dict]:
+    """Runs a list of runs (executed on a Dask worker)."""
+    from .api import RunResult
+    out = []
+    for r in batch:
+        raw = _core.run(base_text, r["overrides"])
+        res = RunResult(raw=raw)
+        row = {"key": r["key"], "point": r["point"], "replication": r["replication"], "run": r["run"]}
+        row.update({f"axis:{k}": v for k, v in r["axes"].items()})
+        row.update(flatten(res.summary))
+        out.append(row)
+    return out
+
+
+def _write_atomic(df, path: Path):
+    tmp = path.with_suffix(".tmp")
+    df.write_parquet(tmp)
+    tmp.replace(path)
+
+
+def _axis_frame(rows):
+    import polars as pl
+    return pl.DataFrame(rows, infer_schema_length=None)
+
+
+def summarize(runs, axes: list[str]):
+    """Mean, standard deviation, n and 95 % CI half-width per point and metric."""
+    import polars as pl
+    from .stats import t975
+    group = [f"axis:{a}" for a in axes] or ["point"]
+    metrics = [c for c in runs.columns if c not in ("key", "point", "replication", "run") and not c.startswith("axis:")]
+    aggs = []
+    for m in metrics:
+        aggs += [pl.col(m).mean().alias(f"{m}:mean"), pl.col(m).std().alias(f"{m}:sd"), pl.col(m).count().alias(f"{m}:n")]
+    s = runs.group_by(group, maintain_order=True).agg(aggs)
+    for m in metrics:
+        s = s.with_columns((pl.struct([f"{m}:sd", f"{m}:n"]).map_elements(
+            lambda x: t975(x[f"{m}:n"] - 1) * x[f"{m}:sd"] / math.sqrt(x[f"{m}:n"]) if x[f"{m}:n"] and x[f"{m}:n"] > 1 and x[f"{m}:sd"] is not None else None,
+            return_dtype=pl.Float64)).alias(f"{m}:ci95"))
+    return s.sort(group)
+
+
+def run_sweep(path, out=None, scheduler: str | None = None, workers: int | None = None, progress: bool = True, batch: int | None = None):
+    """Runs (or resumes) a sweep; returns (runs DataFrame, summary DataFrame)."""
+    import polars as pl
+    sw = load_sweep(path)
+    out = Path(out) if out else Path("sweeps") / Path(path).stem
+    out.mkdir(parents=True, exist_ok=True)
+    runs_path = out / "runs.parquet"
+    done_rows: list[dict] = []
+    if runs_path.exists():
+        try:
+            done_rows = pl.read_parquet(runs_path).to_dicts()
+        except Exception as e:  # a damaged table is not silently replaced
+            raise SweepError(f"{runs_path}: cannot read the existing results ({e.__class__.__name__}); move it away to start afresh") from None
+    all_runs = sw.runs()
+    wanted = {r["key"] for r in all_runs}
+    done = {r["key"] for r in done_rows if r["key"] in wanted}
+    todo = [r for r in all_runs if r["key"] not in done]
+    rows = [r for r in done_rows if r["key"] in wanted]
+    if todo:
+        rows += _execute(sw, todo, runs_path, rows, scheduler, workers, progress, batch)
+    order = {r["key"]: i for i, r in enumerate(all_runs)}
+    rows.sort(key=lambda r: order[r["key"]])
+    df = _axis_frame(rows)
+    _write_atomic(df, runs_path)
+    summary = summarize(df, list(sw.axes))
+    _write_atomic(summary, out / "summary.parquet")
+    (out / "sweep.json").write_text(json.dumps({"scenario": sw.base_name, "axes": sw.axes, "fixed": sw.fixed, "replications": sw.replications,
+                                                "runs": len(rows), "new_runs": len(todo)}, indent=2, default=str) + "\n")
+    return df, summary
+
+
+def _execute(sw: Sweep, todo, runs_path: Path, previous, scheduler, workers, progress, batch):
+    from dask.distributed import Client, LocalCluster, as_completed
+    from tqdm import tqdm
+    n_workers = workers or os.cpu_count() or 1
+    size = batch or max(1, min(20, len(todo) // (4 * n_workers)))
+    batches = [todo[i:i + size] for i in range(0, len(todo), size)]
+    cluster = None
+    if scheduler:
+        try:
+            client = Client(scheduler, timeout="5s")
+        except OSError as e:
+            raise SweepError(f"--scheduler {scheduler}: cannot connect ({e})") from None
+    else:
+        cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40)
+        client = Client(cluster)
+    new_rows: list[dict] = []
+    last_save = time.monotonic()
+    bar = tqdm(total=len(todo), unit="run", disable=not progress, file=sys.stderr, desc="sweep")
+    try:
+        futures = [client.submit(run_batch, sw.base_text, b, pure=False) for b in batches]
+        for fut in as_completed(futures):
+            res = fut.result()
+            new_rows += res
+            bar.update(len(res))
+            if time.monotonic() - last_save > 10:
+                _write_atomic(_axis_frame(previous + new_rows), runs_path)
+                last_save = time.monotonic()
+    except KeyboardInterrupt:
+        if new_rows or previous:
+            _write_atomic(_axis_frame(previous + new_rows), runs_path)
+        bar.close()
+        print(f"\ninterrupted: {len(previous) + len(new_rows)} runs saved in {runs_path}; run the same command again to resume", file=sys.stderr)
+        raise
+    finally:
+        bar.close()
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    return new_rows

@@ -1,0 +1,107 @@
+import json
+import math
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from conftest import SMALL, thinwire_cli
+from thinwire.stats import t975
+from thinwire.sweep import run_sweep
+
+
+def write_sweep(tmp_path: Path, reps=3, extra="") -> Path:
+    (tmp_path / "base.toml").write_text(SMALL)
+    p = tmp_path / "sw.toml"
+    p.write_text(f'''scenario = "base.toml"
+replications = {reps}
+{extra}
+[set]
+"flow.0.bytes" = "30KB"
+[axes]
+"wireless.arq.protocol" = ["raw", "sr"]
+"wireless.channel.p" = [0.0, 0.05]
+''')
+    return p
+
+
+def test_local_sweep_table_summary_and_resume(tmp_path):
+    sw = write_sweep(tmp_path)
+    out = tmp_path / "out"
+    runs, summary = run_sweep(sw, out=out, workers=2, progress=False)
+    assert runs.height == 12 and summary.height == 4
+    assert {"axis:wireless.arq.protocol", "axis:wireless.channel.p", "replication", "run", "key", "flow0.throughput_bps", "down.flr"} <= set(runs.columns)
+    assert runs["key"].n_unique() == 12
+    # Common random numbers: replication r uses run index r at every point.
+    assert runs.filter(pl.col("replication") == 2)["run"].unique().to_list() == [2]
+    # The summary's mean and CI agree with the runs.
+    g = runs.filter((pl.col("axis:wireless.arq.protocol") == "raw") & (pl.col("axis:wireless.channel.p") == 0.05))["flow0.throughput_bps"]
+    row = summary.filter((pl.col("axis:wireless.arq.protocol") == "raw") & (pl.col("axis:wireless.channel.p") == 0.05)).to_dicts()[0]
+    assert row["flow0.throughput_bps:mean"] == pytest.approx(g.mean())
+    assert row["flow0.throughput_bps:ci95"] == pytest.approx(t975(2) * g.std() / math.sqrt(3))
+    # Loss costs raw more than SR.
+    thr = {(r["axis:wireless.arq.protocol"], r["axis:wireless.channel.p"]): r["flow0.throughput_bps:mean"] for r in summary.to_dicts()}
+    assert thr[("sr", 0.05)] > thr[("raw", 0.05)]
+    # Resume: nothing new to run; a deleted run is run again and gives the same numbers.
+    before = runs.sort("key")
+    pl.read_parquet(out / "runs.parquet").filter(pl.col("replication") != 1).write_parquet(out / "runs.parquet")
+    runs2, _ = run_sweep(sw, out=out, workers=1, progress=False)
+    assert json.loads((out / "sweep.json").read_text())["new_runs"] == 4
+    cols = [c for c in before.columns if c != "wall_s"]
+    assert runs2.sort("key").select(cols).equals(before.select(cols))
+    run_sweep(sw, out=out, workers=1, progress=False)
+    assert json.loads((out / "sweep.json").read_text())["new_runs"] == 0
+
+
+def test_sweep_against_a_separate_dask_scheduler(tmp_path):
+    bindir = Path(sys.executable).parent
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    addr = f"tcp://127.0.0.1:{port}"
+    sched = subprocess.Popen([str(bindir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = None
+    try:
+        worker = subprocess.Popen([str(bindir / "dask"), "worker", addr, "--nthreads", "1", "--no-dashboard"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        sw = write_sweep(tmp_path, reps=2)
+        p = thinwire_cli("sweep", sw, "--out", tmp_path / "o", "--scheduler", addr, "--quiet")
+        assert p.returncode == 0, p.stderr
+        assert pl.read_parquet(tmp_path / "o" / "runs.parquet").height == 8
+    finally:
+        for proc in (worker, sched):
+            if proc:
+                proc.terminate()
+                proc.wait(timeout=30)
+
+
+def test_bad_sweeps_exit_2(tmp_path):
+    sw = write_sweep(tmp_path)
+    cases = {
+        "unknown axis field": sw.read_text().replace('"wireless.channel.p"', '"wireless.channel.q"'),
+        "bad axis value": sw.read_text().replace('["raw", "sr"]', '["raw", "hdlc"]'),
+        "replications": sw.read_text().replace("replications = 3", "replications = 0"),
+        "missing base": sw.read_text().replace("base.toml", "nope.toml"),
+        "unknown key": sw.read_text() + "\nbogus = 1\n",
+        "malformed": "scenario = ",
+    }
+    for what, text in cases.items():
+        p = tmp_path / "bad.toml"
+        p.write_text(text)
+        r = thinwire_cli("sweep", p, "--out", tmp_path / "x", "--quiet")
+        assert r.returncode == 2, (what, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, (what, r.stderr)
+    r = thinwire_cli("sweep", sw, "--scheduler", "tcp://127.0.0.1:1", "--quiet", "--out", tmp_path / "y")
+    assert r.returncode == 2 and "cannot connect" in r.stderr, r.stderr
+
+
+def test_t_quantiles():
+    assert t975(1) == pytest.approx(12.706)
+    assert t975(29) == pytest.approx(2.045)
+    assert 2.000 < t975(50) < 2.021
+    assert t975(10_000) == pytest.approx(1.960, abs=0.001)
