@@ -116,6 +116,31 @@ def _cmd_sweep(a) -> int:
     return 0
 
 
+def _cmd_reproduce(a) -> int:
+    import importlib
+    from .studies import STUDIES
+    if a.study not in STUDIES:
+        _die(f"{a.study!r} is not a study; available: {', '.join(sorted(STUDIES))}")
+    if a.workers is not None and a.workers < 1:
+        _die(f"--workers: {a.workers} is not a positive number of workers")
+    mod = importlib.import_module(STUDIES[a.study])
+    out = Path(a.out or Path("studies") / a.study)
+    try:
+        claims = mod.reproduce(out, quick=a.quick, scheduler=a.scheduler, workers=a.workers, progress=not a.json)
+    except ScenarioError as e:
+        _die(str(e))
+    if a.json:
+        json.dump(claims, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(f"study {a.study}{' (quick)' if a.quick else ''}: figures, tables and claims in {out}/\n")
+        for c in claims:
+            print(f"[{'PASS' if c['pass'] else 'FAIL'}] §{c['section']} {c['claim']}\n       expected {c['expected']}; measured {c['measured']}")
+        n = sum(c["pass"] for c in claims)
+        print(f"\n{n} of {len(claims)} claims reproduced")
+    return 0
+
+
 def _cmd_check(a) -> int:
     from .api import check
     try:
@@ -146,6 +171,14 @@ def main(argv: list[str] | None = None) -> int:
     sw.add_argument("--workers", type=int, help="local cluster size (default: number of cores)")
     sw.add_argument("--quiet", action="store_true", help="no progress bar")
     sw.set_defaults(fn=_cmd_sweep)
+    rp = sub.add_parser("reproduce", help="regenerate a seed paper's figures and check its claims")
+    rp.add_argument("study", help="study name, e.g. shared-link-arq")
+    rp.add_argument("--quick", action="store_true", help="fewer replications and shorter transfers (for CI)")
+    rp.add_argument("--out", help="output directory (default studies/STUDY)")
+    rp.add_argument("--json", action="store_true", help="print the claims as JSON")
+    rp.add_argument("--scheduler", help="address of a running Dask scheduler")
+    rp.add_argument("--workers", type=int, help="local cluster size (default: number of cores)")
+    rp.set_defaults(fn=_cmd_reproduce)
     c = sub.add_parser("check", help="validate a scenario without running it")
     c.add_argument("scenario")
     c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")

@@ -171,10 +171,14 @@ def summarize(runs, axes: list[str]):
 
 
 def run_sweep(path, out=None, scheduler: str | None = None, workers: int | None = None, progress: bool = True, batch: int | None = None):
-    """Runs (or resumes) a sweep; returns (runs DataFrame, summary DataFrame)."""
-    import polars as pl
+    """Runs (or resumes) a sweep file; returns (runs DataFrame, summary DataFrame)."""
     sw = load_sweep(path)
-    out = Path(out) if out else Path("sweeps") / Path(path).stem
+    return execute_sweep(sw, Path(out) if out else Path("sweeps") / Path(path).stem, scheduler, workers, progress, batch)
+
+
+def execute_sweep(sw: "Sweep", out: Path, scheduler: str | None = None, workers: int | None = None, progress: bool = True, batch: int | None = None):
+    """Runs (or resumes) a sweep given as a `Sweep`; writes runs/summary Parquet in `out`."""
+    import polars as pl
     out.mkdir(parents=True, exist_ok=True)
     runs_path = out / "runs.parquet"
     done_rows: list[dict] = []

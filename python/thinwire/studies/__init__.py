@@ -1,0 +1,2 @@
+"""One module per seed study; each exposes `reproduce(out, quick, scheduler, workers, progress) -> list[claim dict]`."""
+STUDIES = {"shared-link-arq": "thinwire.studies.shared_link_arq"}
