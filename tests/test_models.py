@@ -162,3 +162,25 @@ def test_media_config_errors():
             thinwire.run(SMALL + MEDIA, set=[f"{key}={val}"])
     with pytest.raises(thinwire.ScenarioError, match="stop"):
         thinwire.run(SMALL.replace('app = "bulk"\nbytes = "100KB"\ndirection = "down"\ntcp = { variant = "reno", mss = 210 }', 'app = "media"'))
+
+
+def test_shared_frame_queue_makes_arq_timers_include_queueing():
+    # Under contention, frames wait behind media frames in the shared interface
+    # queue while their SR timers run: short timeouts fire spuriously.
+    base = SMALL.replace('"100KB"', '"300KB"').replace('tcp = { variant = "reno", mss = 210 }', 'tcp = { variant = "reno", mss = 210, rcv_buf = "4200B" }') + MEDIA
+    s = {"wireless.arq.timeout": "0.9s", "wireless.channel.p": 0.0}
+    pull = thinwire.run(base, set=s).summary["link"]["down"]
+    shared = thinwire.run(base, set={**s, "wireless.mux": "shared-queue"}).summary["link"]["down"]
+    assert pull["frames_lost"] == shared["frames_lost"] == 0
+    assert pull["frames_retransmitted"] == 0
+    assert shared["frames_retransmitted"] > 50
+    assert pull["frame_queue_drops"] == 0
+
+
+def test_shared_frame_queue_drops_frames_that_find_it_full():
+    text = SMALL.replace('p = 0.02', 'p = 0.0')
+    r = thinwire.run(text, set={"wireless.mux": "shared-queue", "wireless.frame_queue": 5, "flow.0.tcp.rcv_buf": "64KiB"}).summary
+    assert r["link"]["down"]["frame_queue_drops"] > 0
+    assert r["flows"][0]["bytes_delivered"] == 100_000  # SR recovers the dropped frames
+    with pytest.raises(thinwire.ScenarioError, match="wireless.mux"):
+        thinwire.run(text, set={"wireless.mux": "push"})

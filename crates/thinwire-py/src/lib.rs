@@ -62,6 +62,7 @@ fn result_to_py<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDi
         x.set_item("arq_timeouts", l.arq_timeouts)?;
         x.set_item("queue_drops", l.queue_drops)?;
         x.set_item("queue_max", l.queue_max)?;
+        x.set_item("frame_queue_drops", l.frame_queue_drops)?;
         x.set_item("utilization", if r.sim_time_s > 0.0 { l.busy_ns as f64 * 1e-9 / r.sim_time_s } else { 0.0 })?;
         link.set_item(*name, x)?;
     }

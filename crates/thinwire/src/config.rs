@@ -110,6 +110,13 @@ pub struct Wireless {
     /// How the two link-layer sessions (ARQ and bypass) share the radio, frame by
     /// frame: "round-robin" (default), "arq-first" or "bypass-first" (strict priority).
     #[serde(default)] pub scheduler: Option<String>,
+    /// "pull" (default): the radio pulls the next frame from a session when it is
+    /// free. "shared-queue": sessions push frames as soon as they have them into one
+    /// drop-tail frame queue served in order (ns-2's interface queue below the link
+    /// layer), so ARQ timers also run while a frame waits in that queue.
+    #[serde(default)] pub mux: Option<String>,
+    /// Frame queue limit for `mux = "shared-queue"`, in frames. Default 50.
+    #[serde(default)] pub frame_queue: Option<u32>,
 }
 fn default_frame() -> Size { Size(250) }
 fn default_header() -> Size { Size(4) }
@@ -298,6 +305,10 @@ fn validate(sc: &Scenario) -> Result<(), ConfigError> {
         if let Some(p) = &a.policy { parse_policy(p).ok_or_else(|| cerr("wireless.arq.policy", format!("{p:?} is not an ASR policy \"α+β\" such as \"3+2\"")))?; }
         if a.window == Some(0) { return Err(cerr("wireless.arq.window", "must be at least 1 frame")); }
     }
+    if let Some(m) = &w.mux {
+        if !["pull", "shared-queue"].contains(&m.as_str()) { return Err(cerr("wireless.mux", format!("{m:?} is not a multiplexer; use \"pull\" or \"shared-queue\""))); }
+    }
+    if w.frame_queue == Some(0) { return Err(cerr("wireless.frame_queue", "must be at least 1 frame")); }
     if let Some(s) = &w.scheduler {
         if !["round-robin", "arq-first", "bypass-first"].contains(&s.as_str()) {
             return Err(cerr("wireless.scheduler", format!("{s:?} is not a scheduler; use \"round-robin\", \"arq-first\" or \"bypass-first\"")));

@@ -16,6 +16,12 @@
 //! (default) alternates between sessions that have a frame ready; `arq-first` and
 //! `bypass-first` are strict priorities.
 //!
+//! With `mux = "shared-queue"` the sessions instead push every frame they can
+//! produce, as soon as they can, into one drop-tail frame queue (limit
+//! `frame_queue`, default 50 frames) that the radio serves first come, first served:
+//! the structure of ns-2, where the link layer sits above the interface queue. A
+//! frame that finds the queue full is lost (the ARQ recovers it like a channel loss).
+//!
 //! Each machine exposes `poll_timeout`; the simulator keeps the earliest wake-up it
 //! has scheduled per machine and ignores stale timer events.
 use super::build;
@@ -55,13 +61,15 @@ pub struct LinkStats {
     pub arq_timeouts: u64,
     pub queue_drops: u64,
     pub queue_max: u64,
+    /// Frames dropped at a full shared frame queue (`mux = "shared-queue"`).
+    pub frame_queue_drops: u64,
     pub busy_ns: i64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Mux { RoundRobin, ArqFirst, BypassFirst }
 
-struct Radio { qs: [DropTail; 2], rr: usize, mux: Mux, busy: bool, rate: u64, delay: Duration, header: u32, channel: Channel, in_flight: VecDeque<Frame>, stats: LinkStats }
+struct Radio { qs: [DropTail; 2], rr: usize, mux: Mux, shared: Option<(VecDeque<Frame>, usize)>, busy: bool, rate: u64, delay: Duration, header: u32, channel: Channel, in_flight: VecDeque<Frame>, stats: LinkStats }
 
 struct Flow {
     /// Index in the scenario's flow list (carried by packets and traces).
@@ -170,7 +178,8 @@ impl Sim {
             let airtime = Duration::transmission((w.frame.0 + w.header.0) as u64, rate);
             let lim = build::limit(&w.queue, Limit::Packets(50));
             let mux = match w.scheduler.as_deref() { Some("arq-first") => Mux::ArqFirst, Some("bypass-first") => Mux::BypassFirst, _ => Mux::RoundRobin };
-            Radio { qs: [DropTail::new(lim), DropTail::new(lim)], rr: 0, mux, busy: false, rate, delay, header, channel: build::channel(sc, d, airtime),
+            let shared = (w.mux.as_deref() == Some("shared-queue")).then(|| (VecDeque::new(), w.frame_queue.unwrap_or(50) as usize));
+            Radio { qs: [DropTail::new(lim), DropTail::new(lim)], rr: 0, mux, shared, busy: false, rate, delay, header, channel: build::channel(sc, d, airtime),
                 in_flight: VecDeque::new(), stats: LinkStats::default() }
         };
         let mask = LayerMask::from_names(&sc.trace.layers);
@@ -428,10 +437,28 @@ impl Sim {
         None
     }
 
+    /// Shared-queue mode: moves every frame the sessions can produce now into the
+    /// frame queue, dropping those that find it full.
+    fn fill_shared(&mut self, d: usize, now: Instant) {
+        while let Some(f) = self.next_frame(d, now) {
+            let r = &mut self.radio[d];
+            let (q, limit) = r.shared.as_mut().unwrap();
+            if q.len() < *limit { q.push_back(f); continue; }
+            r.stats.frame_queue_drops += 1;
+            if self.mask.has(Layer::Queue) {
+                let flow = if f.flow == u16::MAX { -1 } else { f.flow as i32 };
+                self.trace.push(Row { t: now.nanos(), layer: Layer::Queue, ev: Ev::Drop, node: if d == 0 { NODE_GATEWAY } else { NODE_MOBILE }, dir: d as u8, flow,
+                    seq: f.seq as i64, ack: -1, len: f.size(r.header) as i64, value: *limit as i64 });
+            }
+        }
+    }
+
     fn kick_radio(&mut self, d: usize) {
         let now = self.now();
-        if self.radio[d].busy { return; }
-        if let Some(frame) = self.next_frame(d, now) {
+        if self.radio[d].shared.is_some() { self.fill_shared(d, now); }
+        if self.radio[d].busy { self.sched_arq(d); return; }
+        let next = match &mut self.radio[d].shared { Some((q, _)) => q.pop_front(), None => self.next_frame(d, now) };
+        if let Some(frame) = next {
             let r = &mut self.radio[d];
             let size = frame.size(r.header);
             let airtime = Duration::transmission(size as u64, r.rate);
