@@ -109,7 +109,10 @@ def test_check_command(small_scenario):
 
 
 def test_every_example_scenario_runs_quickly():
+    import tomllib
     for sc in sorted(SCENARIOS.glob("*.toml")):
-        p = thinwire_cli("run", sc, "--json", "--set", "stop=\"30s\"", "--set", "flow.0.bytes=unlimited")
+        flows = tomllib.loads(sc.read_text())["flow"]
+        extra = [x for i, f in enumerate(flows) if f["app"] == "bulk" for x in ("--set", f"flow.{i}.bytes=unlimited")]
+        p = thinwire_cli("run", sc, "--json", "--set", "stop=\"30s\"", *extra)
         assert p.returncode == 0, (sc, p.stderr)
         assert json.loads(p.stdout)["sim_time_s"] == pytest.approx(30.0)

@@ -34,6 +34,7 @@ fn result_to_py<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDi
         x.set_item("tcp_fast_retransmits", f.tcp_fast_retransmits)?;
         x.set_item("rtt_avg_s", f.rtt_avg_s)?;
         x.set_item("segments_sent", f.segments_sent)?;
+        x.set_item("transactions", f.transactions)?;
         let m = f.media.as_ref();
         x.set_item("packets_sent", m.map(|m| m.packets_sent))?;
         x.set_item("packets_received", m.map(|m| m.packets_received))?;

@@ -173,6 +173,10 @@ pub struct FlowCfg {
     #[serde(default)] pub talk: Option<Dur>,
     /// Media: mean silence length (default 1.35 s).
     #[serde(default)] pub silence: Option<Dur>,
+    /// Web: pause between transactions (default 0 s).
+    #[serde(default)] pub think: Option<Dur>,
+    /// Web: number of transactions, then the flow is finished (default: unlimited).
+    #[serde(default)] pub transactions: Option<u64>,
 }
 fn default_dir() -> String { "down".into() }
 
@@ -315,7 +319,23 @@ fn validate(sc: &Scenario) -> Result<(), ConfigError> {
         }
     }
     for (i, f) in sc.flow.iter().enumerate() {
-        if !["bulk", "media"].contains(&f.app.as_str()) { return Err(cerr(format!("flow[{i}].app"), format!("{:?} is not an application; use \"bulk\" or \"media\"", f.app))); }
+        if !["bulk", "media", "web"].contains(&f.app.as_str()) { return Err(cerr(format!("flow[{i}].app"), format!("{:?} is not an application; use \"bulk\", \"media\" or \"web\"", f.app))); }
+        if f.app != "web" {
+            for (k, present) in [("think", f.think.is_some()), ("transactions", f.transactions.is_some())] {
+                if present { return Err(cerr(format!("flow[{i}].{k}"), "applies to web flows only")); }
+            }
+        }
+        if f.app == "web" {
+            if f.direction != "down" { return Err(cerr(format!("flow[{i}].direction"), "web flows are \"down\": the mobile host is the client")); }
+            if f.transactions == Some(0) { return Err(cerr(format!("flow[{i}].transactions"), "must be at least 1")); }
+            for (k, present) in [("bytes", f.bytes.is_some()), ("rate", f.rate.is_some()), ("packet", f.packet.is_some()), ("talk", f.talk.is_some()), ("silence", f.silence.is_some())] {
+                if present { return Err(cerr(format!("flow[{i}].{k}"), "does not apply to a web flow (sizes come from Mah's model)")); }
+            }
+            if sc.stop == Stop::End && f.transactions.is_none() {
+                return Err(cerr(format!("flow[{i}].transactions"), "stop = \"end\" needs a web flow to have a number of transactions; or give stop a duration such as \"2000s\""));
+            }
+            continue;
+        }
         if let Some(l) = &f.link { if !["arq", "bypass"].contains(&l.as_str()) { return Err(cerr(format!("flow[{i}].link"), format!("{l:?} is not a link session; use \"arq\" or \"bypass\""))); } }
         if f.app == "media" {
             for (k, present) in [("tcp", f.tcp.is_some()), ("bytes", f.bytes.is_some())] {
@@ -343,7 +363,7 @@ fn validate(sc: &Scenario) -> Result<(), ConfigError> {
             return Err(cerr(format!("flow[{i}].bytes"), "stop = \"end\" needs every flow to have a finite size; give bytes = \"10MB\" or set stop to a duration"));
         }
     }
-    if sc.stop == Stop::End && !sc.flow.iter().any(|f| f.app == "bulk") {
+    if sc.stop == Stop::End && !sc.flow.iter().any(|f| f.app == "bulk" || f.app == "web") {
         return Err(cerr("stop", "\"end\" needs at least one bulk flow with a finite size; media flows never end, so give a duration such as \"60s\""));
     }
     for t in &sc.trace.layers {

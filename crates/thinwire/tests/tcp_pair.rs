@@ -162,3 +162,20 @@ fn lost_syn_and_syn_ack_are_retransmitted_after_the_initial_rto() {
         assert_eq!(p.ep[from].stats.timeouts, 1);
     }
 }
+
+#[test]
+fn fin_arriving_beyond_a_hole_is_kept_until_the_hole_fills() {
+    // 20 segments; segment 17 is lost, and 18, 19, 20 and the FIN arrive beyond the
+    // hole. Fast retransmit repairs it; the FIN held by the receiver is then
+    // acknowledged, so it never needs to be sent again.
+    let bytes = 20_000;
+    for v in [Variant::NewReno, Variant::Sack] {
+        let mut p = pair(v, bytes, TcpPair::drop_data(&[17]));
+        finish(&mut p);
+        assert_eq!(p.ep[0].delivered(), bytes);
+        assert!(p.ep[0].is_closed() && p.ep[1].is_closed());
+        assert_eq!((p.ep[1].stats.fast_retransmits, p.ep[1].stats.timeouts), (1, 0), "{v:?}");
+        let fins = p.log[1].iter().filter(|x| x.1 == bytes as u32 + 1 && x.2 == 0).count();
+        assert_eq!(fins, 1, "{v:?}: {:?}", p.log[1]);
+    }
+}

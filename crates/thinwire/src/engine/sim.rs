@@ -30,6 +30,7 @@ use super::rng::Rng;
 use crate::channel::Channel;
 use crate::config::{Limit, Scenario, Stop};
 use crate::app::media::{MediaConfig, MediaSource};
+use crate::app::web::{Transaction, WebModel};
 use crate::link::{raw::Raw, Arq, Frame, FrameKind};
 use crate::queue::DropTail;
 use crate::tcp::{Tcp, TcpVar};
@@ -45,7 +46,7 @@ const NODE_GATEWAY: u8 = 1;
 const NODE_MOBILE: u8 = 2;
 
 #[derive(Clone, Copy, Debug)]
-enum Event { FlowStart(u16), TcpTimer(u16, u8), MediaNext(u16), WiredDone(u8), WiredArrive(u8), RadioDone(u8), FrameArrive(u8), ArqTimer(u8) }
+enum Event { FlowStart(u16), TcpTimer(u16, u8), MediaNext(u16), WebNext(u16), WiredDone(u8), WiredArrive(u8), RadioDone(u8), FrameArrive(u8), ArqTimer(u8) }
 
 struct Wire { q: DropTail, busy: bool, rate: u64, delay: Duration, in_flight: VecDeque<Packet> }
 
@@ -113,8 +114,32 @@ pub struct MediaResult {
     pub delays_ns: Vec<i64>,
 }
 
+/// A web-browsing flow (app/web.rs): a sequence of transactions, each a series of
+/// request/response exchanges on fresh TCP connections, one at a time.
+struct Web {
+    id: usize,
+    cfg: crate::config::FlowCfg,
+    model: WebModel,
+    rng: Rng,
+    think: Duration,
+    limit: Option<u64>,
+    start: Instant,
+    tx: Option<Transaction>,
+    /// Index of the exchange in progress within `tx`, and its connection (index
+    /// into `flows`).
+    step: usize,
+    conn: Option<usize>,
+    /// Client port -> connection, for every connection not yet closed.
+    ports: std::collections::HashMap<u16, usize>,
+    next_port: u16,
+    done: u64,
+    bytes_done: u64,
+    last_done: Option<Instant>,
+    conns: Vec<usize>,
+}
+
 #[derive(Clone, Copy)]
-enum Slot { Tcp(usize), Media(usize) }
+enum Slot { Tcp(usize), Media(usize), Web(usize) }
 
 #[derive(Clone, Debug)]
 pub struct FlowResult {
@@ -132,6 +157,8 @@ pub struct FlowResult {
     pub rtt_avg_s: Option<f64>,
     pub segments_sent: u64,
     pub media: Option<MediaResult>,
+    /// Web: completed transactions.
+    pub transactions: Option<u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -155,6 +182,7 @@ pub struct Sim {
     arq_sched: [Option<Instant>; 2],
     flows: Vec<Flow>,
     media: Vec<Media>,
+    webs: Vec<Web>,
     slots: Vec<Slot>,
     /// Link session of each scenario flow.
     session: Vec<u8>,
@@ -190,6 +218,7 @@ impl Sim {
         let mut q = EventQueue::new();
         let mut flows = Vec::new();
         let mut media = Vec::new();
+        let mut webs = Vec::new();
         let mut slots = Vec::new();
         let mut session = Vec::new();
         for (i, f) in sc.flow.iter().enumerate() {
@@ -207,6 +236,15 @@ impl Sim {
                 media.push(Media { id: i, src, sender, ident: 1, sent_born: vec![], recv_born: vec![], delays: vec![], bytes: 0, start });
                 continue;
             }
+            if f.app == "web" {
+                q.schedule(start, Event::WebNext(webs.len() as u16));
+                slots.push(Slot::Web(webs.len()));
+                webs.push(Web { id: i, cfg: f.clone(), model: WebModel::new(Rng::stream(sc.seed, sc.run, &format!("flow.{i}.web"))),
+                    rng: Rng::stream(sc.seed, sc.run, &format!("flow.{i}.isn")), think: f.think.map(|d| d.0).unwrap_or(Duration::ZERO),
+                    limit: f.transactions, start, tx: None, step: 0, conn: None, ports: Default::default(), next_port: 0, done: 0, bytes_done: 0,
+                    last_done: None, conns: vec![] });
+                continue;
+            }
             let tcfg = build::tcp_config(f);
             let mut rng = Rng::stream(sc.seed, sc.run, &format!("flow.{i}.isn"));
             let (iss_s, iss_m) = (rng.next_u64() as u32, rng.next_u64() as u32);
@@ -222,14 +260,14 @@ impl Sim {
             slots.push(Slot::Tcp(flows.len()));
             flows.push(Flow { id: i, cfg: f.clone(), ep: [server, mobile], sched: [None, None], ident: [1, 1], start, bytes, sender, completed: None });
         }
-        let pending_finite = flows.iter().filter(|f| f.bytes.is_some()).count();
+        let pending_finite = flows.iter().filter(|f| f.bytes.is_some()).count() + webs.iter().filter(|w| w.limit.is_some()).count();
         let max_time = match sc.stop {
             Stop::At(d) => Instant::ZERO + d,
             Stop::End => Instant::ZERO + sc.max_time.map(|d| d.0).unwrap_or(Duration::from_secs(100_000)),
         };
         let pcap = if sc.trace.pcap { [Some(PcapWriter::new()), Some(PcapWriter::new())] } else { [None, None] };
         Sim { q, wired: [mk_wired(0), mk_wired(1)], radio, arq: [Self::sessions(sc), Self::sessions(sc)], arq_sched: [None, None],
-            flows, media, slots, session, stop: sc.stop, max_time, pending_finite, mask, trace: TraceTable::default(), pcap }
+            flows, media, webs, slots, session, stop: sc.stop, max_time, pending_finite, mask, trace: TraceTable::default(), pcap }
     }
 
     fn sessions(sc: &Scenario) -> [Arq; 2] { [build::arq(sc), Arq::Raw(Raw::new(sc.wireless.frame.0 as u32))] }
@@ -264,6 +302,7 @@ impl Sim {
                 self.drain_tcp(f as usize, e as usize);
             }
             Event::MediaNext(m) => self.media_send(m as usize),
+            Event::WebNext(w) => self.web_next(w as usize),
             Event::WiredDone(d) => { self.wired[d as usize].busy = false; self.kick_wired(d as usize); }
             Event::WiredArrive(d) => {
                 let p = self.wired[d as usize].in_flight.pop_front().expect("packet in flight");
@@ -295,7 +334,7 @@ impl Sim {
             let pkt = Packet::new(src, dst, ident, L4::Tcp(seg.repr), seg.len, id as u16, now);
             if self.mask.has(Layer::Tcp) {
                 let (seq, ack) = self.rel_seq_ack(f, end, &seg.repr);
-                let ev = if seg.retransmission && seg.len > 0 { Ev::Retransmit } else { Ev::Send };
+                let ev = if seg.retransmission { Ev::Retransmit } else { Ev::Send };
                 self.trace.push(Row { t: now.nanos(), layer: Layer::Tcp, ev, node: if end == 0 { NODE_SERVER } else { NODE_MOBILE }, dir: end as u8,
                     flow: id as i32, seq, ack, len: seg.len as i64, value: seg.repr.flags.0 as i64 });
             }
@@ -341,6 +380,11 @@ impl Sim {
         if let Some(w) = &mut self.pcap[end] { w.record(now.nanos(), &p.emit()); }
         let f = match self.slots[p.flow as usize] {
             Slot::Tcp(f) => f,
+            Slot::Web(w) => {
+                let L4::Tcp(r) = &p.l4 else { return };
+                let client_port = if end == 1 { r.dst_port } else { r.src_port };
+                match self.webs[w].ports.get(&client_port) { Some(&f) => f, None => return }
+            }
             Slot::Media(m) => {
                 let m = &mut self.media[m];
                 m.recv_born.push(p.born.nanos());
@@ -357,7 +401,9 @@ impl Sim {
         }
         let fl = &mut self.flows[f];
         fl.ep[end].on_segment(now, &repr, p.payload_len);
-        if fl.completed.is_none() && end != fl.sender {
+        if let Slot::Web(w) = self.slots[fl.id] {
+            self.web_progress(w, f, end);
+        } else if fl.completed.is_none() && end != fl.sender {
             if let Some(b) = fl.bytes { if fl.ep[end].delivered() >= b { fl.completed = Some(now); self.pending_finite -= 1; } }
         }
         self.drain_tcp(f, end);
@@ -379,6 +425,62 @@ impl Sim {
         }
         let next = self.media[m].src.poll_timeout();
         self.q.schedule(next, Event::MediaNext(m as u16));
+    }
+
+    // ----- web browsing -----
+    /// Starts the next transaction (or the next exchange of the current one).
+    fn web_next(&mut self, w: usize) {
+        let now = self.now();
+        let web = &mut self.webs[w];
+        if web.limit.is_some_and(|l| web.done >= l) { return; }
+        if web.tx.is_none() { web.tx = Some(web.model.transaction()); web.step = 0; }
+        let (req, _) = web.tx.as_ref().unwrap().exchanges[web.step];
+        let tcfg = build::tcp_config(&web.cfg);
+        let (iss_s, iss_m) = (web.rng.next_u64() as u32, web.rng.next_u64() as u32);
+        // Client ports cycle through 32768..65535 (the Linux ephemeral range).
+        let mport = 32768 + web.next_port % 32768;
+        web.next_port = web.next_port.wrapping_add(1);
+        let mut server = Tcp::new(tcfg, 80, mport, iss_s);
+        let mut mobile = Tcp::new(tcfg, mport, 80, iss_m);
+        server.set_app_data(Some(0), false);
+        mobile.set_app_data(Some(req), false);
+        if self.mask.has(Layer::Tcp) { server.trace = Some(Vec::new()); mobile.trace = Some(Vec::new()); }
+        server.listen();
+        mobile.connect(now);
+        let f = self.flows.len();
+        web.ports.insert(mport, f);
+        web.conn = Some(f);
+        web.conns.push(f);
+        self.flows.push(Flow { id: web.id, cfg: web.cfg.clone(), ep: [server, mobile], sched: [None, None], ident: [1, 1], start: now, bytes: None, sender: 0, completed: None });
+        self.drain_tcp(f, 1);
+    }
+
+    /// After a segment reached end `end` of web connection `f`.
+    fn web_progress(&mut self, w: usize, f: usize, end: usize) {
+        let now = self.now();
+        let web = &mut self.webs[w];
+        let fl = &mut self.flows[f];
+        if fl.ep[0].is_closed() && fl.ep[1].is_closed() { web.ports.remove(&fl.ep[1].local_port()); }
+        if web.conn != Some(f) { return; }
+        let (req, reply) = web.tx.as_ref().unwrap().exchanges[web.step];
+        if end == 0 && fl.ep[0].app_limit() == Some(0) && fl.ep[0].delivered() >= req {
+            fl.ep[0].set_app_data(Some(reply), true); // the server answers, then closes
+        }
+        if end == 1 && fl.ep[1].delivered() >= reply && fl.completed.is_none() {
+            fl.completed = Some(now);
+            web.conn = None;
+            web.step += 1;
+            if web.step == web.tx.as_ref().unwrap().exchanges.len() {
+                web.done += 1;
+                web.bytes_done += web.tx.take().unwrap().bytes_down();
+                web.last_done = Some(now);
+                if web.limit == Some(web.done) { self.pending_finite -= 1; return; }
+                let at = now + web.think;
+                self.q.schedule(at, Event::WebNext(w as u16));
+            } else {
+                self.q.schedule(now, Event::WebNext(w as u16));
+            }
+        }
     }
 
     // ----- wired link -----
@@ -546,7 +648,20 @@ impl Sim {
                         bytes_delivered: delivered, throughput_bps: if span > 0.0 { delivered as f64 * 8.0 / span } else { 0.0 },
                         completion_s: f.completed.map(|c| (c - f.start).as_secs_f64()), tcp_retransmits: st.retransmits, tcp_timeouts: st.timeouts,
                         tcp_fast_retransmits: st.fast_retransmits, rtt_avg_s: (st.rtt_samples > 0).then(|| st.rtt_sum.as_secs_f64() / st.rtt_samples as f64),
-                        segments_sent: st.segments_sent, media: None,
+                        segments_sent: st.segments_sent, media: None, transactions: None,
+                    }
+                }
+                Slot::Web(w) => {
+                    let wb = &self.webs[w];
+                    let span = wb.last_done.map(|t| (t - wb.start).as_secs_f64()).unwrap_or(0.0);
+                    let sum = |g: &dyn Fn(&crate::tcp::TcpStats) -> u64| wb.conns.iter().map(|&c| g(&self.flows[c].ep[0].stats)).sum::<u64>();
+                    let (n, rtt): (u64, f64) = wb.conns.iter().map(|&c| &self.flows[c].ep[0].stats).fold((0, 0.0), |a, s| (a.0 + s.rtt_samples, a.1 + s.rtt_sum.as_secs_f64()));
+                    FlowResult {
+                        id: wb.id, app: "web".into(), direction: "down".into(), variant: build::tcp_config(&wb.cfg).variant.name().into(), start_s: wb.start.as_secs_f64(),
+                        bytes_delivered: wb.bytes_done, throughput_bps: if span > 0.0 { wb.bytes_done as f64 * 8.0 / span } else { 0.0 },
+                        completion_s: wb.last_done.map(|t| (t - wb.start).as_secs_f64()), tcp_retransmits: sum(&|s| s.retransmits), tcp_timeouts: sum(&|s| s.timeouts),
+                        tcp_fast_retransmits: sum(&|s| s.fast_retransmits), rtt_avg_s: (n > 0).then(|| rtt / n as f64), segments_sent: sum(&|s| s.segments_sent),
+                        media: None, transactions: Some(wb.done),
                     }
                 }
                 Slot::Media(m) => {
@@ -556,7 +671,7 @@ impl Sim {
                         id: m.id, app: "media".into(), direction: if m.sender == 0 { "down".into() } else { "up".into() }, variant: "udp".into(),
                         start_s: m.start.as_secs_f64(), bytes_delivered: m.bytes, throughput_bps: if span > 0.0 { m.bytes as f64 * 8.0 / span } else { 0.0 },
                         completion_s: None, tcp_retransmits: 0, tcp_timeouts: 0, tcp_fast_retransmits: 0, rtt_avg_s: None, segments_sent: m.sent_born.len() as u64,
-                        media: Some(media_result(m, end)),
+                        media: Some(media_result(m, end)), transactions: None,
                     }
                 }
             });

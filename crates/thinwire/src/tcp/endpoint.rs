@@ -91,6 +91,9 @@ pub struct Tcp {
     last_block: Option<(u64, u64)>,
     delivered: u64,
     fin_rcvd: bool,
+    /// Sequence offset of a FIN that arrived beyond a hole (kept, as BSD's
+    /// reassembly queue keeps it, until the hole fills).
+    pending_fin: Option<u64>,
     unacked_segs: u32,
     ack_deadline: Option<Instant>,
     ack_now: bool,
@@ -113,7 +116,7 @@ impl Tcp {
             fin_sent: false, cwnd: smss * cfg.initial_window as u64, ssthresh: u64::MAX / 4, snd_wnd: 65535, snd_wscale: 0, rcv_wscale: 0, smss,
             dupacks: 0, in_recovery: false, recover: 0, high_rxt: 0, rexmit: None, scoreboard: Ranges::default(), rtt, timing: None,
             rto_deadline: None, syn_retx: false, ts_ok: false, sack_ok: false, ts_recent: 0, snd_wscale_peer_offered: false, irs: 0, rcv_nxt: 0, ooo: Ranges::default(),
-            last_block: None, delivered: 0, fin_rcvd: false, unacked_segs: 0, ack_deadline: None, ack_now: false, trace: None, stats: TcpStats::default(),
+            last_block: None, delivered: 0, fin_rcvd: false, pending_fin: None, unacked_segs: 0, ack_deadline: None, ack_now: false, trace: None, stats: TcpStats::default(),
         }
     }
 
@@ -581,15 +584,24 @@ impl Tcp {
         } else if len > 0 {
             self.ack_now = true; // old duplicate
         }
-        if seg.flags.has(TcpFlags::FIN) {
-            if e == self.rcv_nxt && !self.fin_rcvd { self.fin_rcvd = true; self.rcv_nxt += 1; }
+        if seg.flags.has(TcpFlags::FIN) && e > self.rcv_nxt { self.pending_fin = Some(e); }
+        let fin_now = (seg.flags.has(TcpFlags::FIN) && e == self.rcv_nxt) || self.pending_fin == Some(self.rcv_nxt);
+        if fin_now && !self.fin_rcvd {
+            self.fin_rcvd = true;
+            self.rcv_nxt += 1;
+            self.pending_fin = None;
+        }
+        if seg.flags.has(TcpFlags::FIN) || fin_now {
             self.ack_now = true;
-            if self.fin_rcvd && self.app_limit == Some(0) { self.close_when_done = true; }
+            // Passive close: once the peer has closed, the application closes after
+            // sending what it has already given us.
+            if self.fin_rcvd && self.app_limit.is_some() { self.close_when_done = true; }
         }
     }
 
     fn check_done(&mut self) {
-        let our_fin_acked = self.fin_sent && self.snd_una > self.fin_off();
+        // ACKs beyond snd_max are rejected, so an ACK past the FIN means it was sent.
+        let our_fin_acked = self.app_limit.is_some() && self.snd_una > self.fin_off();
         if our_fin_acked && self.fin_rcvd && self.state == State::Established { self.state = State::Done; self.rto_deadline = None; }
     }
 }
@@ -597,4 +609,7 @@ impl Tcp {
 impl Tcp {
     /// Initial send sequence number (for relative sequence numbers in traces).
     pub fn iss(&self) -> u32 { self.iss }
+    pub fn local_port(&self) -> u16 { self.local_port }
+    /// Application bytes given to TCP so far (None = unlimited).
+    pub fn app_limit(&self) -> Option<u64> { self.app_limit }
 }

@@ -2,7 +2,7 @@
 //!
 //! | layer | events |
 //! |---|---|
-//! | `tcp` | `send`, `retransmit`, `recv`, and variable changes `cwnd`, `ssthresh`, `srtt`, `rttvar`, `rto` (value column) |
+//! | `tcp` | `send`, `retransmit` (any segment sent again: data, SYN or FIN), `recv`, and variable changes `cwnd`, `ssthresh`, `srtt`, `rttvar`, `rto` (value column) |
 //! | `link` | `frame_send`, `frame_retransmit`, `frame_lost` (channel), `frame_recv`, `ack_send`, `nack_send`, `packet_deliver` |
 //! | `queue` | `enqueue`, `drop` (value = queue length after the event) |
 //! | `channel` | `state` (value 1 = entered the bad state, 0 = the good one; two-state model; logged lazily as frames are sent, stamped with the exact transition time) |
