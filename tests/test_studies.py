@@ -8,16 +8,17 @@ def test_reproduce_shared_link_arq_quick(tmp_path):
     p = thinwire_cli("reproduce", "shared-link-arq", "--quick", "--json", "--out", out, "--workers", "2")
     assert p.returncode == 0, p.stderr[-2000:]
     claims = json.loads(p.stdout)
-    assert len(claims) == 8
+    assert len(claims) == 16
     for c in claims:
         assert set(c) == {"claim", "section", "expected", "measured", "pass"}
         assert c["section"] in ("IV", "V") and isinstance(c["pass"], bool)
         assert "kbit/s" in c["measured"]
-    for fig in (2, 3, 4, 5, 10, 11, 12, 13):
+    for fig in (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13):
         pngs = list(out.glob(f"fig{fig:02d}_*.png"))
         pdfs = list(out.glob(f"fig{fig:02d}_*.pdf"))
         assert len(pngs) == 1 and len(pdfs) == 1 and pngs[0].stat().st_size > 10_000
-    assert (out / "claims.md").read_text().count("| IV |") == 4
+    assert len(list(out.glob("extra_web_asr_*.png"))) == 4
+    assert (out / "claims.md").read_text().count("| IV |") == 8
     # Rerunning resumes: nothing is simulated again and the claims are identical.
     p2 = thinwire_cli("reproduce", "shared-link-arq", "--quick", "--json", "--out", out, "--workers", "1")
     assert p2.returncode == 0 and json.loads(p2.stdout) == claims

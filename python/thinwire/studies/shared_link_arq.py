@@ -1,10 +1,12 @@
 """Study `shared-link-arq` (seed 002_7c10a20fa5911126.txt): link-layer ARQ designs on
 a shared 64 kbit/s wireless link.
 
-Implemented so far: File Transfer over fixed-timeout SR (§IV, Figs. 2–5) and over
-adaptive SR (§V, Figs. 10–13), uniform and two-state errors, with and without
-contention from Media Distribution. Not yet: Web Browsing (Figs. 6–9 and §V's web
-results), UMTS RLC (§VI) and the overall comparison (§VII).
+Implemented so far: File Transfer and Web Browsing over fixed-timeout SR (§IV,
+Figs. 2–9) and over adaptive SR (§V, Figs. 10–13 and the web results §V states
+without figures), uniform and two-state errors, with and without contention from
+Media Distribution. Not yet: UMTS RLC (§VI) and the overall comparison (§VII).
+Web Browsing runs for 2000 s (seed 002 §III); its metric is the bytes of completed
+transactions over the time at the end of the last one.
 
 Setup (seed 002 §III): server — 10 Mbit/s, 1 ms — access point — 64 kbit/s, 50 ms —
 client; 250-byte frames plus a 4-byte header; TCP Reno with 10 ms timers, MSS 210
@@ -29,14 +31,16 @@ FLRS = [0.0, 0.015, 0.025, 0.054, 0.098]
 BAD_MEAN = {0.015: "100ms", 0.025: "200ms", 0.054: "500ms", 0.098: "1000ms"}
 SR_TIMEOUTS = ["0.9s", "1.0s", "1.1s", "1.2s", "1.3s"]
 ASR_POLICIES = ["1+4", "2+4", "3+2", "4+0", "4+2"]
-FIGS = {  # (protocol, model, contention) -> seed figure number
-    ("sr", "uniform", False): 2, ("sr", "uniform", True): 3, ("sr", "two-state", False): 4, ("sr", "two-state", True): 5,
-    ("asr", "uniform", False): 10, ("asr", "uniform", True): 11, ("asr", "two-state", False): 12, ("asr", "two-state", True): 13,
+FIGS = {  # (application, protocol, model, contention) -> seed figure number (None: not in the paper)
+    ("ft", "sr", "uniform", False): 2, ("ft", "sr", "uniform", True): 3, ("ft", "sr", "two-state", False): 4, ("ft", "sr", "two-state", True): 5,
+    ("web", "sr", "uniform", False): 6, ("web", "sr", "uniform", True): 7, ("web", "sr", "two-state", False): 8, ("web", "sr", "two-state", True): 9,
+    ("ft", "asr", "uniform", False): 10, ("ft", "asr", "uniform", True): 11, ("ft", "asr", "two-state", False): 12, ("ft", "asr", "two-state", True): 13,
+    ("web", "asr", "uniform", False): None, ("web", "asr", "uniform", True): None, ("web", "asr", "two-state", False): None, ("web", "asr", "two-state", True): None,
 }
+APPS = {"ft": "File Transfer", "web": "Web Browsing"}
 
 BASE = """
 seed = 1
-stop = "end"
 [wired]
 rate = "10Mbps"
 delay = "1ms"
@@ -54,12 +58,10 @@ window = 127
 ack_delay = "500ms"
 timeout = "1.1s"
 initial_srtt = "1.1s"
-[[flow]]
-app = "bulk"
-bytes = "{bytes}"
-direction = "down"
+{flow}
 tcp = {{ variant = "reno", mss = 210, timer_granularity = "10ms", rcv_buf = "4200B" }}
 """
+
 MEDIA = """
 [[flow]]
 app = "media"
@@ -96,20 +98,23 @@ def run_all(out: Path, quick: bool, scheduler, workers, progress):
     from ..api import _toml_value
     from ..sweep import Sweep, execute_sweep
     reps = 3 if quick else 30
-    size = "300KB" if quick else "10MB"
+    # Per application: the stop condition (a top-level key, so it leads the text) and the flow.
+    setup = {"ft": ('stop = "end"\n', f'[[flow]]\napp = "bulk"\nbytes = "{"300KB" if quick else "10MB"}"\ndirection = "down"'),
+             "web": (f'stop = "{"300s" if quick else "2000s"}"\n', '[[flow]]\napp = "web"')}
     ch_values = channels()
     frames = []
-    for protocol, axis, settings in (("sr", "wireless.arq.timeout", SR_TIMEOUTS), ("asr", "wireless.arq.policy", ASR_POLICIES)):
-        for contention in (False, True):
-            text = BASE.format(protocol=protocol, bytes=size) + (MEDIA if contention else "")
+    for app, protocol, axis, settings, contention in [(a, p, ax, st, c) for a in ("ft", "web")
+                                                      for p, ax, st in (("sr", "wireless.arq.timeout", SR_TIMEOUTS), ("asr", "wireless.arq.policy", ASR_POLICIES))
+                                                      for c in (False, True)]:
+            stop, flow = setup[app]
+            text = stop + BASE.format(protocol=protocol, flow=flow) + (MEDIA if contention else "")
             sw = Sweep(text, f"{protocol}", [], {axis: settings, "wireless.channel": ch_values}, reps, True)
-            # The channel axis holds tables; store them as TOML text in the table.
-            runs, _ = execute_sweep(sw, out / "data" / f"{protocol}-{'contention' if contention else 'alone'}", scheduler, workers, progress)
+            runs, _ = execute_sweep(sw, out / "data" / f"{app}-{protocol}-{'contention' if contention else 'alone'}", scheduler, workers, progress)
             rows = []
             for r in runs.to_dicts():
                 ch = _parse_channel(r["axis:wireless.channel"])
                 for model, flr in _model_flr(ch):
-                    rows.append({"protocol": protocol, "setting": r[f"axis:{axis}"], "model": model, "flr": flr, "contention": contention,
+                    rows.append({"app": app, "protocol": protocol, "setting": r[f"axis:{axis}"], "model": model, "flr": flr, "contention": contention,
                                  "replication": r["replication"], "throughput_bps": r["flow0.throughput_bps"],
                                  "media_delay_s": r.get("flow1.delay_mean_s"), "tcp_timeouts": r["flow0.tcp_timeouts"],
                                  "arq_timeouts": r["down.arq_timeouts"], "down_flr": r["down.flr"]})
@@ -125,10 +130,10 @@ def _parse_channel(text: str) -> dict:
 def summarize(df):
     import polars as pl
     from ..stats import t975
-    s = (df.group_by(["protocol", "setting", "model", "flr", "contention"], maintain_order=True)
+    s = (df.group_by(["app", "protocol", "setting", "model", "flr", "contention"], maintain_order=True)
            .agg(pl.col("throughput_bps").mean().alias("mean"), pl.col("throughput_bps").std().alias("sd"), pl.len().alias("n")))
     return s.with_columns(pl.struct(["sd", "n"]).map_elements(lambda x: t975(x["n"] - 1) * (x["sd"] or 0) / x["n"] ** 0.5 if x["n"] > 1 else 0.0,
-                                                              return_dtype=pl.Float64).alias("ci95")).sort(["protocol", "model", "contention", "setting", "flr"])
+                                                              return_dtype=pl.Float64).alias("ci95")).sort(["app", "protocol", "model", "contention", "setting", "flr"])
 
 
 def plot(summary, out: Path) -> list[Path]:
@@ -137,8 +142,8 @@ def plot(summary, out: Path) -> list[Path]:
     import matplotlib.pyplot as plt
     import polars as pl
     written = []
-    for (protocol, model, contention), fig_no in FIGS.items():
-        sub = summary.filter((pl.col("protocol") == protocol) & (pl.col("model") == model) & (pl.col("contention") == contention))
+    for (app, protocol, model, contention), fig_no in FIGS.items():
+        sub = summary.filter((pl.col("app") == app) & (pl.col("protocol") == protocol) & (pl.col("model") == model) & (pl.col("contention") == contention))
         fig, ax = plt.subplots(figsize=(5.2, 3.6), dpi=150)
         settings = SR_TIMEOUTS if protocol == "sr" else ASR_POLICIES
         for i, st in enumerate(settings):
@@ -148,24 +153,26 @@ def plot(summary, out: Path) -> list[Path]:
             ax.errorbar([f * 100 + dodge for f in g["flr"]], [m / 1e3 for m in g["mean"]], yerr=[c / 1e3 for c in g["ci95"]],
                         marker="os^vD"[i], ms=4, capsize=3, lw=1.2, label=label)
         ax.set_xlabel("Frame loss rate (%)")
-        ax.set_ylabel("File Transfer throughput (kbit/s)")
-        ax.set_title(f"Fig. {fig_no}: {protocol.upper()}, {'Uniform' if model == 'uniform' else 'Two State'} errors, "
-                     f"{'Contention' if contention else 'no Contention'}", fontsize=9)
+        ax.set_ylabel(f"{APPS[app]} throughput (kbit/s)")
+        label = f"Fig. {fig_no}" if fig_no else "(no figure in the paper)"
+        ax.set_title(f"{label}: {APPS[app]}, {protocol.upper()}, {'Uniform' if model == 'uniform' else 'Two State'} errors, "
+                     f"{'Contention' if contention else 'no Contention'}", fontsize=8)
         ax.set_xticks([f * 100 for f in FLRS])
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, frameon=False)
         fig.tight_layout()
         for ext in ("png", "pdf"):
-            p = out / f"fig{fig_no:02d}_{protocol}_{model}_{'contention' if contention else 'alone'}.{ext}"
+            stem = f"fig{fig_no:02d}" if fig_no else "extra"
+            p = out / f"{stem}_{app}_{protocol}_{model}_{'contention' if contention else 'alone'}.{ext}"
             fig.savefig(p)
             written.append(p)
         plt.close(fig)
     return written
 
 
-def _at(summary, protocol, model, contention, flr=0.054):
+def _at(summary, app, protocol, model, contention, flr=0.054):
     import polars as pl
-    sub = summary.filter((pl.col("protocol") == protocol) & (pl.col("model") == model) & (pl.col("contention") == contention) & (pl.col("flr") == flr))
+    sub = summary.filter((pl.col("app") == app) & (pl.col("protocol") == protocol) & (pl.col("model") == model) & (pl.col("contention") == contention) & (pl.col("flr") == flr))
     return {r["setting"]: (r["mean"], r["ci95"]) for r in sub.to_dicts()}
 
 
@@ -177,19 +184,24 @@ def claims(summary) -> list[dict]:
     out = []
     best = lambda v: max(v, key=lambda k: v[k][0])
     worst = lambda v: min(v, key=lambda k: v[k][0])
-    for model, figs in (("uniform", (2, 3)), ("two-state", (4, 5))):
-        for contention, fig, want in ((False, figs[0], SR_TIMEOUTS[0]), (True, figs[1], SR_TIMEOUTS[-1])):
-            v = _at(summary, "sr", model, contention)
-            out.append({"claim": f"SR, {model} errors, {'contention' if contention else 'no contention'}: the {'highest' if contention else 'lowest'} timeout "
-                                 f"({want}) gives the best File Transfer throughput at FLR 5.4% (Fig. {fig})",
-                        "section": "IV", "expected": f"best = {want}", "measured": f"best = {best(v)} ({_fmt(v)})", "pass": best(v) == want})
-    for model, want, figs in (("uniform", "3+2", (10, 11)), ("two-state", "4+0", (12, 13))):
-        for contention, fig in ((False, figs[0]), (True, figs[1])):
-            v = _at(summary, "asr", model, contention)
-            out.append({"claim": f"ASR, {model} errors, {'contention' if contention else 'no contention'}: ASR {want} is the best policy and ASR 1+4 "
-                                 f"the worst at FLR 5.4% (Fig. {fig})",
-                        "section": "V", "expected": f"best = {want}, worst = 1+4", "measured": f"best = {best(v)}, worst = {worst(v)} ({_fmt(v)})",
-                        "pass": best(v) == want and worst(v) == "1+4"})
+    for app in ("ft", "web"):
+        for model in ("uniform", "two-state"):
+            for contention, want in ((False, SR_TIMEOUTS[0]), (True, SR_TIMEOUTS[-1])):
+                fig = FIGS[(app, "sr", model, contention)]
+                v = _at(summary, app, "sr", model, contention)
+                out.append({"claim": f"SR, {model} errors, {'contention' if contention else 'no contention'}: the {'highest' if contention else 'lowest'} timeout "
+                                     f"({want}) gives the best {APPS[app]} throughput at FLR 5.4% (Fig. {fig})",
+                            "section": "IV", "expected": f"best = {want}", "measured": f"best = {best(v)} ({_fmt(v)})", "pass": best(v) == want})
+    for app in ("ft", "web"):
+        for model, want in (("uniform", "3+2"), ("two-state", "4+0")):
+            for contention in (False, True):
+                fig = FIGS[(app, "asr", model, contention)]
+                v = _at(summary, app, "asr", model, contention)
+                where = f"Fig. {fig}" if fig else "stated in §V without a figure"
+                out.append({"claim": f"ASR, {APPS[app]}, {model} errors, {'contention' if contention else 'no contention'}: ASR {want} is the best policy "
+                                     f"and ASR 1+4 the worst at FLR 5.4% ({where})",
+                            "section": "V", "expected": f"best = {want}, worst = 1+4", "measured": f"best = {best(v)}, worst = {worst(v)} ({_fmt(v)})",
+                            "pass": best(v) == want and worst(v) == "1+4"})
     return out
 
 
