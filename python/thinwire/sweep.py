@@ -148,11 +148,6 @@ def _write_atomic(df, path: Path):
     tmp.replace(path)
 
 
-def _axis_frame(rows):
-    import polars as pl
-    return pl.DataFrame(rows, infer_schema_length=None)
-
-
 def summarize(runs, axes: list[str]):
     """Mean, standard deviation, n and 95 % CI half-width per point and metric."""
     import polars as pl
@@ -196,7 +191,7 @@ def execute_sweep(sw: "Sweep", out: Path, scheduler: str | None = None, workers:
         rows += _execute(sw, todo, runs_path, rows, scheduler, workers, progress, batch)
     order = {r["key"]: i for i, r in enumerate(all_runs)}
     rows.sort(key=lambda r: order[r["key"]])
-    df = _axis_frame(rows)
+    df = pl.DataFrame(infer_schema_length=None, data=rows)
     _write_atomic(df, runs_path)
     summary = summarize(df, list(sw.axes))
     _write_atomic(summary, out / "summary.parquet")
@@ -206,6 +201,7 @@ def execute_sweep(sw: "Sweep", out: Path, scheduler: str | None = None, workers:
 
 
 def _execute(sw: Sweep, todo, runs_path: Path, previous, scheduler, workers, progress, batch):
+    import polars as pl
     from dask.distributed import Client, LocalCluster, as_completed
     from tqdm import tqdm
     n_workers = workers or os.cpu_count() or 1
@@ -230,11 +226,11 @@ def _execute(sw: Sweep, todo, runs_path: Path, previous, scheduler, workers, pro
             new_rows += res
             bar.update(len(res))
             if time.monotonic() - last_save > 10:
-                _write_atomic(_axis_frame(previous + new_rows), runs_path)
+                _write_atomic(pl.DataFrame(infer_schema_length=None, data=previous + new_rows), runs_path)
                 last_save = time.monotonic()
     except KeyboardInterrupt:
         if new_rows or previous:
-            _write_atomic(_axis_frame(previous + new_rows), runs_path)
+            _write_atomic(pl.DataFrame(infer_schema_length=None, data=previous + new_rows), runs_path)
         bar.close()
         print(f"\ninterrupted: {len(previous) + len(new_rows)} runs saved in {runs_path}; run the same command again to resume", file=sys.stderr)
         raise

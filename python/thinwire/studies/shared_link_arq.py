@@ -95,7 +95,6 @@ def _model_flr(ch: dict) -> list[tuple[str, float]]:
 
 def run_all(out: Path, quick: bool, scheduler, workers, progress):
     import polars as pl
-    from ..api import _toml_value
     from ..sweep import Sweep, execute_sweep
     reps = 3 if quick else 30
     # Per application: the stop condition (a top-level key, so it leads the text) and the flow.

@@ -245,17 +245,10 @@ impl Sim {
                     last_done: None, conns: vec![] });
                 continue;
             }
-            let tcfg = build::tcp_config(f);
             let mut rng = Rng::stream(sc.seed, sc.run, &format!("flow.{i}.isn"));
-            let (iss_s, iss_m) = (rng.next_u64() as u32, rng.next_u64() as u32);
-            let sport = 5001;
-            let mport = 40000 + i as u16;
-            let mut server = Tcp::new(tcfg, sport, mport, iss_s);
-            let mut mobile = Tcp::new(tcfg, mport, sport, iss_m);
+            let [mut server, mut mobile] = endpoint_pair(f, 5001, 40000 + i as u16, &mut rng, mask);
             let bytes = f.bytes.and_then(|b| b.0);
             if sender == 0 { server.set_app_data(bytes, true); } else { mobile.set_app_data(bytes, true); }
-            if mask.has(Layer::Tcp) { server.trace = Some(Vec::new()); mobile.trace = Some(Vec::new()); }
-            server.listen();
             q.schedule(start, Event::FlowStart(flows.len() as u16));
             slots.push(Slot::Tcp(flows.len()));
             flows.push(Flow { id: i, cfg: f.clone(), ep: [server, mobile], sched: [None, None], ident: [1, 1], start, bytes, sender, completed: None });
@@ -435,17 +428,12 @@ impl Sim {
         if web.limit.is_some_and(|l| web.done >= l) { return; }
         if web.tx.is_none() { web.tx = Some(web.model.transaction()); web.step = 0; }
         let (req, _) = web.tx.as_ref().unwrap().exchanges[web.step];
-        let tcfg = build::tcp_config(&web.cfg);
-        let (iss_s, iss_m) = (web.rng.next_u64() as u32, web.rng.next_u64() as u32);
         // Client ports cycle through 32768..65535 (the Linux ephemeral range).
         let mport = 32768 + web.next_port % 32768;
         web.next_port = web.next_port.wrapping_add(1);
-        let mut server = Tcp::new(tcfg, 80, mport, iss_s);
-        let mut mobile = Tcp::new(tcfg, mport, 80, iss_m);
+        let [mut server, mut mobile] = endpoint_pair(&web.cfg, 80, mport, &mut web.rng, self.mask);
         server.set_app_data(Some(0), false);
         mobile.set_app_data(Some(req), false);
-        if self.mask.has(Layer::Tcp) { server.trace = Some(Vec::new()); mobile.trace = Some(Vec::new()); }
-        server.listen();
         mobile.connect(now);
         let f = self.flows.len();
         web.ports.insert(mport, f);
@@ -685,6 +673,18 @@ impl Sim {
             trace: std::mem::take(&mut self.trace), pcap_server: p0.map(|w| w.buf), pcap_mobile: p1.map(|w| w.buf),
         }
     }
+}
+
+/// A listening server endpoint and an idle mobile endpoint for one connection, ISNs
+/// drawn from `rng`, tracing variables when the TCP layer is traced.
+fn endpoint_pair(f: &crate::config::FlowCfg, sport: u16, mport: u16, rng: &mut Rng, mask: LayerMask) -> [Tcp; 2] {
+    let tcfg = build::tcp_config(f);
+    let (iss_s, iss_m) = (rng.next_u64() as u32, rng.next_u64() as u32);
+    let mut server = Tcp::new(tcfg, sport, mport, iss_s);
+    let mut mobile = Tcp::new(tcfg, mport, sport, iss_m);
+    if mask.has(Layer::Tcp) { server.trace = Some(Vec::new()); mobile.trace = Some(Vec::new()); }
+    server.listen();
+    [server, mobile]
 }
 
 fn media_result(m: &Media, end: Instant) -> MediaResult {
