@@ -27,6 +27,12 @@ def _die(msg: str) -> "NoReturn":  # noqa: F821
     sys.exit(2)
 
 
+def _with_path(path: str, e: Exception) -> str:
+    """The error prefixed with the scenario's path, unless it already names it."""
+    msg = str(e)
+    return msg if msg.startswith(str(path)) else f"{path}: {msg}"
+
+
 def _fmt_rate(bps: float) -> str:
     return f"{bps / 1e6:.3f} Mbit/s" if bps >= 1e6 else f"{bps / 1e3:.2f} kbit/s"
 
@@ -54,12 +60,12 @@ def print_summary(s: dict, out=sys.stdout) -> None:
             w(f"{f['id']:>4}  {f['app']:<5} {f['direction']:<4} {f['packets_sent']:>8,} {f['packets_received']:>9,} {f['loss'] * 100:>6.2f}% "
               f"{ms(f['delay_mean_s']):>11} {ms(f['delay_p95_s']):>10} {ms(f['delay_max_s']):>10}\n")
     w("\n")
-    head = f"{'link':<5} {'frames':>9} {'lost':>7} {'FLR':>7} {'rexmit':>7} {'NACKs':>6} {'ACKs':>6} {'ARQ RTOs':>8} {'q drops':>7} {'q max':>5} {'busy':>6}"
+    head = f"{'link':<5} {'frames':>9} {'lost':>7} {'FLR':>7} {'rexmit':>7} {'NACKs':>6} {'ACKs':>6} {'ARQ RTOs':>8} {'q drops':>7} {'q max':>5} {'fq drops':>8} {'busy':>6}"
     w(head + "\n" + "-" * len(head) + "\n")
     for d in ("down", "up"):
         l = s["link"][d]
         w(f"{d:<5} {l['frames_sent']:>9,} {l['frames_lost']:>7,} {l['flr'] * 100:>6.2f}% {l['frames_retransmitted']:>7,} {l['nack_frames']:>6,} "
-          f"{l['ack_frames']:>6,} {l['arq_timeouts']:>8,} {l['queue_drops']:>7,} {l['queue_max']:>5} {l['utilization'] * 100:>5.1f}%\n")
+          f"{l['ack_frames']:>6,} {l['arq_timeouts']:>8,} {l['queue_drops']:>7,} {l['queue_max']:>5} {l['frame_queue_drops']:>8,} {l['utilization'] * 100:>5.1f}%\n")
 
 
 def _cmd_run(a) -> int:
@@ -77,7 +83,7 @@ def _cmd_run(a) -> int:
     try:
         res = run(a.scenario, seed=a.seed, run_index=a.run, set=a.set, trace=layers, pcap=a.pcap)
     except ScenarioError as e:
-        _die(f"{a.scenario}: {e}")
+        _die(_with_path(a.scenario, e))
     written = []
     if out is not None:
         try:
@@ -146,7 +152,7 @@ def _cmd_check(a) -> int:
     try:
         check(a.scenario, set=a.set)
     except ScenarioError as e:
-        _die(f"{a.scenario}: {e}")
+        _die(_with_path(a.scenario, e))
     print(f"{a.scenario}: ok")
     return 0
 
