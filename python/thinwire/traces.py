@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from . import _core
 
-SCHEMA_DOC = """time_ns (Int64), time_s (Float64), layer, event, node, dir (Categorical),
-flow, seq, ack, len, value (Int64; -1 where not applicable)."""
 
 
 def trace_frame(cols: dict):
+    """Columns: time_ns (Int64), time_s (Float64), layer, event, node, dir
+    (Categorical), flow, seq, ack, len, value (Int64; -1 where not applicable)."""
     import numpy as np
     import polars as pl
 

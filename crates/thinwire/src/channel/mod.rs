@@ -44,8 +44,6 @@ impl Channel {
         }
     }
     pub fn droplist(mut frames: Vec<u64>) -> Channel { frames.sort_unstable(); frames.dedup(); Channel::DropList { sorted: frames, next: 0 } }
-    /// Number of good/bad transitions so far (two-state only).
-    pub fn state_changes(&self) -> u64 { match self { Channel::TwoState(c) => c.transitions, _ => 0 } }
 }
 
 #[cfg(test)]

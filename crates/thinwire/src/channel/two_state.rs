@@ -18,7 +18,6 @@ pub struct TwoState {
     bad: bool,
     /// When the current state ends.
     until: Instant,
-    pub transitions: u64,
     /// When `Some`, every transition is logged as (time, now bad?).
     pub log: Option<Vec<(Instant, bool)>>,
 }
@@ -27,16 +26,14 @@ impl TwoState {
     pub fn new(good_ber: f64, good_mean: Duration, bad_ber: f64, bad_mean: Duration, mut rng: Rng) -> TwoState {
         let mean = [good_mean.as_secs_f64(), bad_mean.as_secs_f64()];
         let until = Instant::ZERO + Duration::from_secs_f64(rng.exponential(mean[0]));
-        TwoState { ber: [good_ber, bad_ber], ln_ok: [(1.0 - good_ber).ln(), (1.0 - bad_ber).ln()], mean, rng, bad: false, until, transitions: 0, log: None }
+        TwoState { ber: [good_ber, bad_ber], ln_ok: [(1.0 - good_ber).ln(), (1.0 - bad_ber).ln()], mean, rng, bad: false, until, log: None }
     }
     fn flip(&mut self) {
         self.bad = !self.bad;
-        self.transitions += 1;
         if let Some(l) = &mut self.log { l.push((self.until, self.bad)); }
         let d = Duration::from_secs_f64(self.rng.exponential(self.mean[self.bad as usize])).max(Duration(1));
         self.until += d;
     }
-    pub fn is_bad(&self) -> bool { self.bad }
 
     pub fn lose(&mut self, start: Instant, airtime: Duration, bits: u64) -> bool {
         while self.until <= start { self.flip(); }

@@ -545,8 +545,12 @@ impl Sim {
 
     fn kick_radio(&mut self, d: usize) {
         let now = self.now();
+        if self.radio[d].busy {
+            // Pushing frames into the shared queue may have started ARQ timers.
+            if self.radio[d].shared.is_some() { self.fill_shared(d, now); self.sched_arq(d); }
+            return;
+        }
         if self.radio[d].shared.is_some() { self.fill_shared(d, now); }
-        if self.radio[d].busy { self.sched_arq(d); return; }
         let next = match &mut self.radio[d].shared { Some((q, _)) => q.pop_front(), None => self.next_frame(d, now) };
         if let Some(frame) = next {
             let r = &mut self.radio[d];

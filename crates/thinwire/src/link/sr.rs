@@ -260,8 +260,4 @@ impl Sr {
             }
         }
     }
-    /// Whether there is anything to transmit right now.
-    pub fn has_output(&self) -> bool {
-        !self.nacks.is_empty() || self.ack_now || !self.retx.is_empty() || (!self.pending.is_empty() && self.next_seq - self.base < self.cfg.window)
-    }
 }

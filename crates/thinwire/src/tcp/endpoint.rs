@@ -136,7 +136,6 @@ impl Tcp {
     pub fn cwnd(&self) -> u64 { self.cwnd }
     pub fn ssthresh(&self) -> u64 { self.ssthresh }
     pub fn smss(&self) -> u64 { self.smss }
-    pub fn fin_received(&self) -> bool { self.fin_rcvd }
     pub fn is_closed(&self) -> bool { self.state == State::Done }
 
     // ----- tracing helpers -----

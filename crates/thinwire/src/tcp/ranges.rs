@@ -29,7 +29,6 @@ impl Ranges {
     pub fn end_of(&self, x: u64) -> Option<u64> { let i = self.v.partition_point(|r| r.1 <= x); (i < self.v.len() && self.v[i].0 <= x).then(|| self.v[i].1) }
     pub fn bytes(&self) -> u64 { self.v.iter().map(|r| r.1 - r.0).sum() }
     pub fn bytes_above(&self, x: u64) -> u64 { self.v.iter().map(|&(s, e)| e.saturating_sub(s.max(x))).sum() }
-    pub fn highest(&self) -> Option<u64> { self.v.last().map(|r| r.1) }
     pub fn is_empty(&self) -> bool { self.v.is_empty() }
     pub fn clear(&mut self) { self.v.clear() }
 }
