@@ -60,12 +60,12 @@ def print_summary(s: dict, out=sys.stdout) -> None:
             w(f"{f['id']:>4}  {f['app']:<5} {f['direction']:<4} {f['packets_sent']:>8,} {f['packets_received']:>9,} {f['loss'] * 100:>6.2f}% "
               f"{ms(f['delay_mean_s']):>11} {ms(f['delay_p95_s']):>10} {ms(f['delay_max_s']):>10}\n")
     w("\n")
-    head = f"{'link':<5} {'frames':>9} {'lost':>7} {'FLR':>7} {'rexmit':>7} {'NACKs':>6} {'ACKs':>6} {'ARQ RTOs':>8} {'q drops':>7} {'q max':>5} {'fq drops':>8} {'busy':>6}"
+    head = f"{'link':<5} {'frames':>9} {'lost':>7} {'FLR':>7} {'rexmit':>7} {'NACKs':>6} {'ACKs':>6} {'STATUS':>6} {'discard':>7} {'ARQ RTOs':>8} {'q drops':>7} {'q max':>5} {'fq drops':>8} {'busy':>6}"
     w(head + "\n" + "-" * len(head) + "\n")
     for d in ("down", "up"):
         l = s["link"][d]
         w(f"{d:<5} {l['frames_sent']:>9,} {l['frames_lost']:>7,} {l['flr'] * 100:>6.2f}% {l['frames_retransmitted']:>7,} {l['nack_frames']:>6,} "
-          f"{l['ack_frames']:>6,} {l['arq_timeouts']:>8,} {l['queue_drops']:>7,} {l['queue_max']:>5} {l['frame_queue_drops']:>8,} {l['utilization'] * 100:>5.1f}%\n")
+          f"{l['ack_frames']:>6,} {l['status_frames']:>6,} {l['sdu_discards']:>7,} {l['arq_timeouts']:>8,} {l['queue_drops']:>7,} {l['queue_max']:>5} {l['frame_queue_drops']:>8,} {l['utilization'] * 100:>5.1f}%\n")
 
 
 def _cmd_run(a) -> int:

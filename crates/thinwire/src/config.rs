@@ -28,6 +28,15 @@ macro_rules! unit_type {
 unit_type!(Rate, u64, units::parse_rate, "a rate string such as \"64kbps\"");
 unit_type!(Size, u64, units::parse_size, "a size string such as \"250B\" or \"10MB\"");
 unit_type!(Dur, Duration, units::parse_duration, "a duration string such as \"50ms\"");
+unit_type!(Timer, Option<Duration>, parse_timer, "a duration string such as \"200ms\", or \"off\"");
+
+/// A timer setting: a positive duration, or "off" (the timer is not used).
+fn parse_timer(s: &str) -> Result<Option<Duration>, String> {
+    if s.trim() == "off" { return Ok(None); }
+    let d = units::parse_duration(s).map_err(|e| format!("{e}, or \"off\""))?;
+    if d <= Duration::ZERO { return Err(format!("{s:?} is not a positive duration; use e.g. \"200ms\", or \"off\"")); }
+    Ok(Some(d))
+}
 
 /// A queue limit: `"50pkt"` (packets) or a size (`"64KB"`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,6 +92,8 @@ pub struct DirCfg {
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+/// Link-layer protocol settings. Fields of other protocols than the one chosen are
+/// ignored, so that a sweep can vary `protocol` over one base scenario.
 pub struct ArqCfg {
     pub protocol: String,
     #[serde(default)] pub window: Option<u32>,
@@ -92,8 +103,29 @@ pub struct ArqCfg {
     #[serde(default)] pub policy: Option<String>,
     #[serde(default)] pub initial_srtt: Option<Dur>,
     #[serde(default)] pub renack: Option<Dur>,
+    /// RLC: Table I column, "uniform" (default) or "two-state"; the fields below override it.
+    #[serde(default)] pub preset: Option<String>,
+    #[serde(default)] pub max_retransmissions: Option<u32>,
+    #[serde(default)] pub poll_timer: Option<Timer>,
+    /// RLC window-based polling threshold in percent, or 0 for none.
+    #[serde(default)] pub poll_window: Option<u32>,
+    #[serde(default)] pub poll_last_tx: Option<bool>,
+    #[serde(default)] pub poll_last_retx: Option<bool>,
+    #[serde(default)] pub poll_prohibit: Option<Timer>,
+    #[serde(default)] pub status_missing: Option<bool>,
+    #[serde(default)] pub status_periodic: Option<Timer>,
+    #[serde(default)] pub status_prohibit: Option<Timer>,
+    #[serde(default)] pub mrw_timer: Option<Dur>,
+    #[serde(default)] pub pad: Option<bool>,
 }
-impl Default for ArqCfg { fn default() -> Self { ArqCfg { protocol: "raw".into(), window: None, ack_delay: None, timeout: None, policy: None, initial_srtt: None, renack: None } } }
+impl Default for ArqCfg {
+    fn default() -> Self {
+        ArqCfg { protocol: "raw".into(), window: None, ack_delay: None, timeout: None, policy: None, initial_srtt: None, renack: None, preset: None,
+            max_retransmissions: None, poll_timer: None, poll_window: None, poll_last_tx: None, poll_last_retx: None, poll_prohibit: None,
+            status_missing: None, status_periodic: None, status_prohibit: None, mrw_timer: None, pad: None }
+    }
+}
+
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -303,9 +335,17 @@ fn validate(sc: &Scenario) -> Result<(), ConfigError> {
         if let Some(c) = d.as_ref().and_then(|d| d.channel.as_ref()) { validate_channel(c, &format!("wireless.{n}.channel"))?; }
     }
     if let Some(a) = &w.arq {
-        if !["raw", "sr", "asr"].contains(&a.protocol.as_str()) {
-            return Err(cerr("wireless.arq.protocol", format!("{:?} is not a link protocol; use one of \"raw\", \"sr\", \"asr\"", a.protocol)));
+        if !["raw", "sr", "asr", "rlc"].contains(&a.protocol.as_str()) {
+            return Err(cerr("wireless.arq.protocol", format!("{:?} is not a link protocol; use one of \"raw\", \"sr\", \"asr\", \"rlc\"", a.protocol)));
         }
+        if let Some(p) = &a.preset {
+            if crate::link::rlc_am::RlcConfig::preset(p).is_none() {
+                return Err(cerr("wireless.arq.preset", format!("{p:?} is not an RLC preset; use \"uniform\" or \"two-state\" (seed 002 Table I)")));
+            }
+        }
+        if a.poll_window.is_some_and(|p| p > 100) { return Err(cerr("wireless.arq.poll_window", "is a percentage of the window: 0 (off) to 100")); }
+        if a.max_retransmissions.is_some_and(|x| x > 1000) { return Err(cerr("wireless.arq.max_retransmissions", "must be at most 1000")); }
+        if a.mrw_timer.is_some_and(|d| d.0 <= Duration::ZERO) { return Err(cerr("wireless.arq.mrw_timer", "must be a positive duration")); }
         if let Some(p) = &a.policy { parse_policy(p).ok_or_else(|| cerr("wireless.arq.policy", format!("{p:?} is not an ASR policy \"α+β\" such as \"3+2\"")))?; }
         if a.window == Some(0) { return Err(cerr("wireless.arq.window", "must be at least 1 frame")); }
     }

@@ -2,7 +2,7 @@
 use crate::channel::{Channel, Fading, TwoState};
 use crate::config::{ArqCfg, ChannelCfg, FlowCfg, Limit, Scenario};
 use crate::engine::rng::Rng;
-use crate::link::{raw::Raw, sr::{Sr, SrConfig}, Arq};
+use crate::link::{raw::Raw, rlc_am::{Rlc, RlcConfig}, sr::{Sr, SrConfig}, Arq};
 use crate::tcp::{TcpConfig, Variant};
 use crate::time::Duration;
 
@@ -27,6 +27,7 @@ pub fn arq(sc: &Scenario) -> Arq {
     let max_payload = sc.wireless.frame.0 as u32;
     match a.protocol.as_str() {
         "raw" => Arq::Raw(Raw::new(max_payload)),
+        "rlc" => Arq::Rlc(Box::new(Rlc::new(rlc_config(&a, max_payload)))),
         _ => Arq::Sr(Box::new(Sr::new(sr_config(&a, max_payload)))),
     }
 }
@@ -44,6 +45,25 @@ pub fn sr_config(a: &ArqCfg, max_payload: u32) -> SrConfig {
         tick: d.tick,
         renack: a.renack.map(|x| x.0).unwrap_or(timeout),
         max_payload,
+    }
+}
+
+pub fn rlc_config(a: &ArqCfg, max_payload: u32) -> RlcConfig {
+    let d = RlcConfig::preset(a.preset.as_deref().unwrap_or("uniform")).unwrap_or_default();
+    RlcConfig {
+        window: a.window.unwrap_or(d.window),
+        max_payload,
+        pad: a.pad.unwrap_or(d.pad),
+        max_retransmissions: a.max_retransmissions.unwrap_or(d.max_retransmissions),
+        poll_timer: a.poll_timer.map(|t| t.0).unwrap_or(d.poll_timer),
+        poll_window: a.poll_window.map(|p| (p > 0).then_some(p)).unwrap_or(d.poll_window),
+        poll_last_tx: a.poll_last_tx.unwrap_or(d.poll_last_tx),
+        poll_last_retx: a.poll_last_retx.unwrap_or(d.poll_last_retx),
+        poll_prohibit: a.poll_prohibit.map(|t| t.0).unwrap_or(d.poll_prohibit),
+        status_missing: a.status_missing.unwrap_or(d.status_missing),
+        status_periodic: a.status_periodic.map(|t| t.0).unwrap_or(d.status_periodic),
+        status_prohibit: a.status_prohibit.map(|t| t.0).unwrap_or(d.status_prohibit),
+        mrw_timer: a.mrw_timer.map(|t| t.0).unwrap_or(d.mrw_timer),
     }
 }
 

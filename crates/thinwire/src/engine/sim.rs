@@ -10,7 +10,7 @@
 //! starts transmission; frames and packets in flight on a link keep FIFO order.
 //!
 //! Link sharing (seed 002 §III): each end of the wireless link runs two link-layer
-//! sessions, session 0 with the configured protocol (raw/SR/ASR) and session 1
+//! sessions, session 0 with the configured protocol (raw/SR/ASR/RLC) and session 1
 //! without ARQ ("bypass", for media). Each has its own IP queue. When the radio is
 //! free the multiplexer takes the next frame from one session: `round-robin`
 //! (default) alternates between sessions that have a frame ready; `arq-first` and
@@ -58,6 +58,10 @@ pub struct LinkStats {
     pub frames_retransmitted: u64,
     pub ack_frames: u64,
     pub nack_frames: u64,
+    /// RLC Status PDUs.
+    pub status_frames: u64,
+    /// SDUs the link layer gave up (RLC SDU discard).
+    pub sdu_discards: u64,
     pub bytes_sent: u64,
     pub arq_timeouts: u64,
     pub queue_drops: u64,
@@ -565,6 +569,7 @@ impl Sim {
                 FrameKind::Data => { r.stats.data_frames_sent += 1; if frame.tx > 1 { r.stats.frames_retransmitted += 1; Ev::FrameRetransmit } else { Ev::FrameSend } }
                 FrameKind::Ack => { r.stats.ack_frames += 1; Ev::AckSend }
                 FrameKind::Nack => { r.stats.nack_frames += 1; Ev::NackSend }
+                FrameKind::Status => { r.stats.status_frames += 1; Ev::StatusSend }
             };
             if lost { r.stats.frames_lost += 1; }
             if self.mask.has(Layer::Link) {
@@ -668,7 +673,7 @@ impl Sim {
                 }
             });
         }
-        for d in 0..2 { self.radio[d].stats.arq_timeouts = self.arq[d][0].timeouts(); }
+        for d in 0..2 { self.radio[d].stats.arq_timeouts = self.arq[d][0].timeouts(); self.radio[d].stats.sdu_discards = self.arq[d][0].discards(); }
         let [p0, p1] = std::mem::take(&mut self.pcap);
         RunResult {
             events: self.q.popped(), sim_time_s: end.as_secs_f64(), flows,

@@ -8,7 +8,23 @@ use crate::wire::Packet;
 use std::rc::Rc;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FrameKind { Data, Ack, Nack }
+pub enum FrameKind { Data, Ack, Nack, Status }
+
+/// Contents of an RLC Status PDU (3GPP TS 25.322 §9.2.1.6): an ACK SUFI with a
+/// BITMAP SUFI, and/or the MRW and MRW_ACK SUFIs of the SDU discard procedure.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Status {
+    pub report: Option<Report>,
+    /// MRW SUFI: the receiver shall move its window to this sequence number.
+    pub mrw: Option<u32>,
+    /// MRW_ACK SUFI: the receiver's new window start.
+    pub mrw_ack: Option<u32>,
+}
+
+/// ACK + BITMAP super-fields: every PDU below `ack` was received; of those in
+/// `ack..end` all but `missing` were received; nothing is said about `end` and above.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Report { pub ack: u32, pub end: u32, pub missing: Vec<u32> }
 
 #[derive(Clone, Debug)]
 pub struct Frame {
@@ -33,11 +49,15 @@ pub struct Frame {
     /// Link-layer session on a shared link (0 = ARQ, 1 = bypass); set by the
     /// multiplexer, demultiplexed by the receiver.
     pub session: u8,
+    /// RLC: the poll bit of an AMD PDU.
+    pub poll: bool,
+    /// RLC: the super-fields of a Status PDU.
+    pub status: Option<Box<Status>>,
 }
 
 impl Frame {
     pub fn control(kind: FrameKind, seq: u32, ack: Option<u32>) -> Frame {
-        Frame { kind, seq, ack, payload: 0, first: false, last: false, packet: None, tx: 1, flow: u16::MAX, session: 0 }
+        Frame { kind, seq, ack, payload: 0, first: false, last: false, packet: None, tx: 1, flow: u16::MAX, session: 0, poll: false, status: None }
     }
     /// Bytes on the air given the link-layer header size.
     pub fn size(&self, header: u32) -> u32 { header + self.payload as u32 }
@@ -52,7 +72,7 @@ pub fn fragment(pkt: Packet, max_payload: u32, mut push: impl FnMut(Frame)) {
     for i in 0..n {
         let len = if i + 1 == n { size - max_payload * (n - 1) } else { max_payload };
         push(Frame { kind: FrameKind::Data, seq: 0, ack: None, payload: len as u16, first: i == 0, last: i + 1 == n,
-            packet: if i + 1 == n { pkt.take() } else { None }, tx: 1, flow, session: 0 });
+            packet: if i + 1 == n { pkt.take() } else { None }, tx: 1, flow, session: 0, poll: false, status: None });
     }
 }
 
