@@ -454,4 +454,19 @@ mod tests {
         assert_eq!(e.path, "wireless.channel.model");
         assert!(e.message.contains("rayleigh"), "{e}");
     }
+    #[test]
+    fn rlc_settings_are_checked_and_applied_over_the_preset() {
+        fn arq<'a>(o: &[&'a str]) -> Vec<&'a str> { let mut v = vec!["wireless.arq.protocol=rlc"]; v.extend_from_slice(o); v }
+        assert_eq!(err("", &arq(&["wireless.arq.preset=rayleigh"])).path, "wireless.arq.preset");
+        assert_eq!(err("", &arq(&["wireless.arq.poll_window=120"])).path, "wireless.arq.poll_window");
+        let e = err("", &arq(&["wireless.arq.status_prohibit=soon"]));
+        assert!(e.path == "wireless.arq.status_prohibit" && e.message.contains("\"off\""), "{e}");
+        assert_eq!(err("", &arq(&["wireless.arq.poll_timer=0ms"])).path, "wireless.arq.poll_timer");
+        let o: Vec<String> = arq(&["wireless.arq.preset=two-state", "wireless.arq.status_prohibit=off", "wireless.arq.max_retransmissions=4", "wireless.arq.poll_window=0"])
+            .iter().map(|s| s.to_string()).collect();
+        let sc = parse_scenario(BASE, &o).unwrap();
+        let c = crate::engine::build::rlc_config(sc.wireless.arq.as_ref().unwrap(), 250);
+        assert_eq!((c.status_prohibit, c.max_retransmissions, c.poll_window, c.poll_last_retx), (None, 4, None, true));
+        assert_eq!(c.mrw_timer, Duration::from_millis(110), "the rest comes from the two-state column");
+    }
 }
