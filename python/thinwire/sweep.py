@@ -174,40 +174,62 @@ def run_sweep(path, out=None, scheduler: str | None = None, workers: int | None 
 
 def execute_sweep(sw: "Sweep", out: Path, scheduler: str | None = None, workers: int | None = None, progress: bool = True, batch: int | None = None):
     """Runs (or resumes) a sweep given as a `Sweep`; writes runs/summary Parquet in `out`."""
-    import polars as pl
-    out.mkdir(parents=True, exist_ok=True)
-    runs_path = out / "runs.parquet"
-    done_rows: list[dict] = []
-    if runs_path.exists():
-        try:
-            done_rows = pl.read_parquet(runs_path).to_dicts()
-        except Exception as e:  # a damaged table is not silently replaced
-            raise SweepError(f"{runs_path}: cannot read the existing results ({e.__class__.__name__}); move it away to start afresh") from None
-    all_runs = sw.runs()
-    wanted = {r["key"] for r in all_runs}
-    done = {r["key"] for r in done_rows if r["key"] in wanted}
-    todo = [r for r in all_runs if r["key"] not in done]
-    rows = [r for r in done_rows if r["key"] in wanted]
-    if todo:
-        rows += _execute(sw, todo, runs_path, rows, scheduler, workers, progress, batch)
-    order = {r["key"]: i for i, r in enumerate(all_runs)}
-    rows.sort(key=lambda r: order[r["key"]])
-    df = pl.DataFrame(infer_schema_length=None, data=rows)
-    _write_atomic(df, runs_path)
-    summary = summarize(df, list(sw.axes))
-    _write_atomic(summary, out / "summary.parquet")
-    (out / "sweep.json").write_text(json.dumps({"scenario": sw.base_name, "axes": sw.axes, "fixed": sw.fixed, "replications": sw.replications,
-                                                "runs": len(rows), "new_runs": len(todo)}, indent=2, default=str) + "\n")
-    return df, summary
+    return execute_sweeps([(sw, out)], scheduler, workers, progress, batch)[0]
 
 
-def _execute(sw: Sweep, todo, runs_path: Path, previous, scheduler, workers, progress, batch):
+def execute_sweeps(jobs: list, scheduler: str | None = None, workers: int | None = None, progress: bool = True, batch: int | None = None,
+                   desc: str = "sweep") -> list:
+    """Runs (or resumes) several sweeps on one Dask client with one progress bar;
+    each `(Sweep, out_dir)` gets its own runs/summary Parquet. Returns `(runs, summary)`
+    per job."""
     import polars as pl
+    states = []
+    for sw, out in jobs:
+        out.mkdir(parents=True, exist_ok=True)
+        runs_path = out / "runs.parquet"
+        done_rows: list[dict] = []
+        if runs_path.exists():
+            try:
+                done_rows = pl.read_parquet(runs_path).to_dicts()
+            except Exception as e:  # a damaged table is not silently replaced
+                raise SweepError(f"{runs_path}: cannot read the existing results ({e.__class__.__name__}); move it away to start afresh") from None
+        all_runs = sw.runs()
+        wanted = {r["key"] for r in all_runs}
+        done = {r["key"] for r in done_rows if r["key"] in wanted}
+        states.append({"sw": sw, "out": out, "runs_path": runs_path, "all_runs": all_runs, "todo": [r for r in all_runs if r["key"] not in done],
+                       "rows": [r for r in done_rows if r["key"] in wanted], "new": []})
+    if any(st["todo"] for st in states):
+        _execute(states, scheduler, workers, progress, batch, desc)
+    results = []
+    for st in states:
+        rows = st["rows"] + st["new"]
+        order = {r["key"]: i for i, r in enumerate(st["all_runs"])}
+        rows.sort(key=lambda r: order[r["key"]])
+        df = pl.DataFrame(infer_schema_length=None, data=rows)
+        _write_atomic(df, st["runs_path"])
+        sw = st["sw"]
+        summary = summarize(df, list(sw.axes))
+        _write_atomic(summary, st["out"] / "summary.parquet")
+        (st["out"] / "sweep.json").write_text(json.dumps({"scenario": sw.base_name, "axes": sw.axes, "fixed": sw.fixed, "replications": sw.replications,
+                                                          "runs": len(rows), "new_runs": len(st["todo"])}, indent=2, default=str) + "\n")
+        results.append((df, summary))
+    return results
+
+
+def _save(states, only_dirty: bool):
+    import polars as pl
+    for st in states:
+        if st["new"] and (st.get("dirty") or not only_dirty):
+            _write_atomic(pl.DataFrame(infer_schema_length=None, data=st["rows"] + st["new"]), st["runs_path"])
+            st["dirty"] = False
+
+
+def _execute(states, scheduler, workers, progress, batch, desc):
     from dask.distributed import Client, LocalCluster, as_completed
     from tqdm import tqdm
     n_workers = workers or os.cpu_count() or 1
-    size = batch or max(1, min(20, len(todo) // (4 * n_workers)))
-    batches = [todo[i:i + size] for i in range(0, len(todo), size)]
+    total = sum(len(st["todo"]) for st in states)
+    size = batch or max(1, min(20, total // (4 * n_workers)))
     cluster = None
     if scheduler:
         try:
@@ -217,27 +239,30 @@ def _execute(sw: Sweep, todo, runs_path: Path, previous, scheduler, workers, pro
     else:
         cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40)
         client = Client(cluster)
-    new_rows: list[dict] = []
     last_save = time.monotonic()
-    bar = tqdm(total=len(todo), unit="run", disable=not progress, file=sys.stderr, desc="sweep")
+    bar = tqdm(total=total, unit="run", disable=not progress, file=sys.stderr, desc=desc)
     try:
-        futures = [client.submit(run_batch, sw.base_text, b, pure=False) for b in batches]
-        for fut in as_completed(futures):
+        futures = {}
+        for j, st in enumerate(states):
+            for i in range(0, len(st["todo"]), size):
+                futures[client.submit(run_batch, st["sw"].base_text, st["todo"][i:i + size], pure=False)] = j
+        for fut in as_completed(list(futures)):
             res = fut.result()
-            new_rows += res
+            st = states[futures[fut]]
+            st["new"] += res
+            st["dirty"] = True
             bar.update(len(res))
             if time.monotonic() - last_save > 10:
-                _write_atomic(pl.DataFrame(infer_schema_length=None, data=previous + new_rows), runs_path)
+                _save(states, True)
                 last_save = time.monotonic()
     except KeyboardInterrupt:
-        if new_rows or previous:
-            _write_atomic(pl.DataFrame(infer_schema_length=None, data=previous + new_rows), runs_path)
+        _save(states, False)
         bar.close()
-        print(f"\ninterrupted: {len(previous) + len(new_rows)} runs saved in {runs_path}; run the same command again to resume", file=sys.stderr)
+        saved = sum(len(st["rows"]) + len(st["new"]) for st in states)
+        print(f"\ninterrupted: {saved} runs saved; run the same command again to resume", file=sys.stderr)
         raise
     finally:
         bar.close()
         client.close()
         if cluster is not None:
             cluster.close()
-    return new_rows

@@ -32,7 +32,7 @@ use crate::config::{Limit, Scenario, Stop};
 use crate::app::media::{MediaConfig, MediaSource};
 use crate::app::web::{Transaction, WebModel};
 use crate::link::{raw::Raw, Arq, Frame, FrameKind};
-use crate::queue::DropTail;
+use crate::queue::{wired::WiredLink, DropTail};
 use crate::tcp::{Tcp, TcpVar};
 use crate::time::{Duration, Instant};
 use crate::trace::{pcap::PcapWriter, Ev, Layer, LayerMask, Row, TraceTable};
@@ -46,9 +46,9 @@ const NODE_GATEWAY: u8 = 1;
 const NODE_MOBILE: u8 = 2;
 
 #[derive(Clone, Copy, Debug)]
-enum Event { FlowStart(u16), TcpTimer(u16, u8), MediaNext(u16), WebNext(u16), WiredDone(u8), WiredArrive(u8), RadioDone(u8), FrameArrive(u8), ArqTimer(u8) }
+enum Event { FlowStart(u16), TcpTimer(u16, u8), MediaNext(u16), WebNext(u16), WiredArrive(u8), RadioDone(u8), FrameArrive(u8), ArqTimer(u8) }
 
-struct Wire { q: DropTail, busy: bool, rate: u64, delay: Duration, in_flight: VecDeque<Packet> }
+struct Wire { link: WiredLink, in_flight: VecDeque<Packet> }
 
 #[derive(Default, Clone, Debug)]
 pub struct LinkStats {
@@ -201,7 +201,7 @@ pub struct Sim {
 impl Sim {
     pub fn new(sc: &Scenario) -> Sim {
         let w = &sc.wireless;
-        let mk_wired = |_d: usize| Wire { q: DropTail::new(build::limit(&sc.wired.queue, Limit::Packets(1000))), busy: false, rate: sc.wired.rate.0, delay: sc.wired.delay.0, in_flight: VecDeque::new() };
+        let mk_wired = |_d: usize| Wire { link: WiredLink::new(sc.wired.rate.0, sc.wired.delay.0, build::limit(&sc.wired.queue, Limit::Packets(1000))), in_flight: VecDeque::new() };
         let mk_radio = |d: usize| {
             let spec = if d == 0 { &w.down } else { &w.up };
             let rate = spec.as_ref().and_then(|s| s.rate).map(|r| r.0).unwrap_or(w.rate.0);
@@ -300,7 +300,6 @@ impl Sim {
             }
             Event::MediaNext(m) => self.media_send(m as usize),
             Event::WebNext(w) => self.web_next(w as usize),
-            Event::WiredDone(d) => { self.wired[d as usize].busy = false; self.kick_wired(d as usize); }
             Event::WiredArrive(d) => {
                 let p = self.wired[d as usize].in_flight.pop_front().expect("packet in flight");
                 if d == 0 { self.enqueue_radio(0, p); } else { self.to_endpoint(0, p); }
@@ -480,22 +479,16 @@ impl Sim {
         let now = self.now();
         let node = if d == 0 { NODE_SERVER } else { NODE_GATEWAY };
         let (flow, len) = (p.flow as i32, p.size() as i64);
-        let dropped = self.wired[d].q.push(p).is_err();
-        if self.mask.has(Layer::Queue) {
-            self.trace.push(Row { t: now.nanos(), layer: Layer::Queue, ev: if dropped { Ev::Drop } else { Ev::Enqueue }, node, dir: d as u8, flow, seq: -1, ack: -1, len, value: self.wired[d].q.len() as i64 });
-        }
-        self.kick_wired(d);
-    }
-    fn kick_wired(&mut self, d: usize) {
-        let now = self.now();
         let w = &mut self.wired[d];
-        if w.busy { return; }
-        let Some(p) = w.q.pop() else { return };
-        let tx = Duration::transmission(p.size() as u64, w.rate);
-        w.busy = true;
-        w.in_flight.push_back(p);
-        self.q.schedule(now + tx, Event::WiredDone(d as u8));
-        self.q.schedule(now + tx + w.delay, Event::WiredArrive(d as u8));
+        let arrival = w.link.offer(now, p.size());
+        if let Some(t) = arrival {
+            w.in_flight.push_back(p);
+            self.q.schedule(t, Event::WiredArrive(d as u8));
+        }
+        if self.mask.has(Layer::Queue) {
+            let qlen = self.wired[d].link.queue_len(now) as i64;
+            self.trace.push(Row { t: now.nanos(), layer: Layer::Queue, ev: if arrival.is_none() { Ev::Drop } else { Ev::Enqueue }, node, dir: d as u8, flow, seq: -1, ack: -1, len, value: qlen });
+        }
     }
 
     // ----- wireless link -----
@@ -678,7 +671,7 @@ impl Sim {
         RunResult {
             events: self.q.popped(), sim_time_s: end.as_secs_f64(), flows,
             link: [self.radio[0].stats.clone(), self.radio[1].stats.clone()],
-            wired_drops: [self.wired[0].q.drops, self.wired[1].q.drops],
+            wired_drops: [self.wired[0].link.drops, self.wired[1].link.drops],
             trace: std::mem::take(&mut self.trace), pcap_server: p0.map(|w| w.buf), pcap_mobile: p1.map(|w| w.buf),
         }
     }

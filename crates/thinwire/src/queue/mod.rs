@@ -1,6 +1,8 @@
 //! Interface queues. `DropTail`: FIFO limited in packets or bytes; an arriving
 //! packet that does not fit is dropped. Default limit (scenario): 50 packets, the
 //! BSD interface default.
+pub mod wired;
+
 use crate::config::Limit;
 use crate::wire::Packet;
 use std::collections::VecDeque;
