@@ -311,8 +311,7 @@ impl Sim {
                 if self.arq_sched[s as usize] != Some(now) { return; }
                 self.arq_sched[s as usize] = None;
                 self.arq[s as usize][0].handle_timeout(now);
-                self.kick_radio(s as usize);
-                self.sched_arq(s as usize);
+                self.kick_radio(s as usize); // also reschedules the ARQ timer
             }
         }
     }
@@ -543,8 +542,10 @@ impl Sim {
     fn kick_radio(&mut self, d: usize) {
         let now = self.now();
         if self.radio[d].busy {
-            // Pushing frames into the shared queue may have started ARQ timers.
-            if self.radio[d].shared.is_some() { self.fill_shared(d, now); self.sched_arq(d); }
+            // Pushing frames into the shared queue may have started ARQ timers, and
+            // a frame just received may have changed them.
+            if self.radio[d].shared.is_some() { self.fill_shared(d, now); }
+            self.sched_arq(d);
             return;
         }
         if self.radio[d].shared.is_some() { self.fill_shared(d, now); }
@@ -607,8 +608,7 @@ impl Sim {
             }
             if side == 1 { self.to_endpoint(1, p); } else { self.enqueue_wired(1, p); }
         }
-        self.kick_radio(side);
-        self.sched_arq(side);
+        self.kick_radio(side); // also reschedules the ARQ timer
     }
 
     fn sched_arq(&mut self, s: usize) {
