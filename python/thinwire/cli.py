@@ -1,4 +1,4 @@
-"""`thinwire` command line: run | check | version.
+"""`thinwire` command line: run | sweep | reproduce | analyze | plot | check | version.
 
 Bad input (scenario, command line) exits with status 2 and one line naming what is
 wrong and what is accepted.
@@ -75,10 +75,10 @@ def _cmd_run(a) -> int:
         bad = [x for x in layers if x not in LAYERS]
         if bad:
             _die(f"--trace: {bad[0]!r} is not a layer; use a comma-separated list of {', '.join(LAYERS)}, or 'none'")
-    elif a.out:
+    elif a.out or a.plot:
         layers = list(LAYERS)
     out = Path(a.out) if a.out else None
-    if a.pcap and out is None:
+    if (a.pcap or a.plot) and out is None:
         out = Path("thinwire-out") / Path(a.scenario).stem
     try:
         res = run(a.scenario, seed=a.seed, run_index=a.run, set=a.set, trace=layers, pcap=a.pcap)
@@ -90,6 +90,14 @@ def _cmd_run(a) -> int:
             written = res.write(out)
         except OSError as e:
             _die(f"--out {out}: cannot write there ({e.strerror or e})")
+    if a.plot:
+        from .analysis import SimRun
+        from .analysis.plots import plot
+        run_ = SimRun.from_result(res)
+        try:
+            written += [plot(run_, "tsq", out / "tsq.png"), plot(run_, "tsq", out / "tsq.html")]
+        except ValueError as e:
+            _die(f"--plot: {e}")
     if a.json:
         s = res.summary
         if written:
@@ -147,6 +155,78 @@ def _cmd_reproduce(a) -> int:
     return 0
 
 
+def _open_analysis(path: str, columns: bool = True):
+    """A SimRun or CaptureAnalysis for PATH; exits 2 with one line if it cannot be read."""
+    from .analysis import CaptureError, SimRun, analyze_capture
+    p = Path(path)
+    try:
+        if p.is_dir() or p.name == "trace.parquet":
+            return SimRun.from_dir(p if p.is_dir() else p.parent)
+        return analyze_capture(p, columns=columns)
+    except CaptureError as e:
+        _die(str(e))
+    except ValueError as e:
+        _die(str(e))
+    except OSError as e:
+        _die(f"{path}: cannot read it ({e.strerror or e})")
+
+
+def _cmd_analyze(a) -> int:
+    from .analysis import CaptureAnalysis, analyze_capture
+    from .analysis.report import print_capture, print_run
+    src = _open_analysis(a.path, columns=False)
+    if isinstance(src, CaptureAnalysis):
+        if a.json:
+            json.dump(src.to_json(), sys.stdout, indent=2)
+            sys.stdout.write("\n")
+        else:
+            print_capture(src)
+        return 0
+    try:
+        metrics = src.flow_metrics()
+    except ValueError as e:
+        _die(f"{a.path}: {e}")
+    caps = {k: analyze_capture(p, columns=False) for k, p in src.pcaps.items()}
+    if a.json:
+        json.dump({"path": str(src.path), "flows": metrics.to_dicts(), "captures": {k: c.to_json() for k, c in caps.items()}}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print_run(src, metrics, caps)
+    return 0
+
+
+def _plot_out(a, path: Path, kind: str) -> Path:
+    if a.out:
+        return Path(a.out)
+    base = path if path.is_dir() else path.with_suffix("")
+    return (base / f"{kind}.png") if path.is_dir() else Path(f"{base}-{kind}.png")
+
+
+def _cmd_plot(a) -> int:
+    from .analysis.plots import FORMATS, plot
+    out = _plot_out(a, Path(a.path), a.kind)
+    if out.suffix.lower() not in FORMATS:
+        _die(f"--out {out}: unknown format {out.suffix or '(none)'!r}; use one of {', '.join(FORMATS)}")
+    src = _open_analysis(a.path)
+    layers = [x.strip() for x in a.layers.split(",")] if a.layers else None
+    windows = tuple(a.windows) if a.windows else (10.0, 100.0, 1000.0)
+    kw = {"windows": windows, "max_rate_Bps": a.max_rate}
+    if a.flow is not None:
+        kw["flow"] = a.flow
+    if a.conn is not None:
+        kw["conn"] = a.conn
+    if a.dir is not None:
+        kw["direction"] = {"a2b": 0, "b2a": 1}[a.dir]
+    try:
+        written = plot(src, a.kind, out, layers=layers, **kw)
+    except ValueError as e:
+        _die(f"{a.path}: {e}")
+    except OSError as e:
+        _die(f"--out {out}: cannot write there ({e.strerror or e})")
+    print(f"wrote {written}")
+    return 0
+
+
 def _cmd_check(a) -> int:
     from .api import check
     try:
@@ -168,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--pcap", action="store_true", help="write server.pcap and mobile.pcap (IP packets seen at each host)")
     r.add_argument("--trace", help="layers to trace: comma list of tcp,link,queue,channel, or 'none' (default: all when --out is given)")
     r.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    r.add_argument("--plot", action="store_true", help="also write the multi-layer time/sequence plot (tsq.png and tsq.html) into the output directory")
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario field, e.g. flow.0.bytes=1MB (repeatable)")
     r.set_defaults(fn=_cmd_run)
     sw = sub.add_parser("sweep", help="run a parameter sweep on Dask (local cluster or --scheduler)")
@@ -185,6 +266,21 @@ def main(argv: list[str] | None = None) -> int:
     rp.add_argument("--scheduler", help="address of a running Dask scheduler")
     rp.add_argument("--workers", type=int, help="local cluster size (default: number of cores)")
     rp.set_defaults(fn=_cmd_reproduce)
+    an = sub.add_parser("analyze", help="per-connection TCP statistics of a capture or a run directory")
+    an.add_argument("path", help="a .pcap/.pcapng capture, or a run directory written by 'thinwire run --out'")
+    an.add_argument("--json", action="store_true", help="print the statistics as JSON")
+    an.set_defaults(fn=_cmd_analyze)
+    pl_ = sub.add_parser("plot", help="multi-layer plots of a capture or a run directory")
+    pl_.add_argument("path", help="a .pcap/.pcapng capture, or a run directory")
+    pl_.add_argument("--kind", choices=("tsq", "rtt", "cwnd", "goodput"), default="tsq", help="time/sequence, RTT/SRTT/RTO, congestion window, or goodput histograms")
+    pl_.add_argument("--layers", help="comma list of series to draw, e.g. TcpSnd_data,TcpSnd_ack,RlpSnd_data (default: all)")
+    pl_.add_argument("--out", help="output file: .png, .pdf, .svg, or .html for the interactive viewer (default: next to PATH)")
+    pl_.add_argument("--flow", type=int, help="flow id (run directories; default: the first TCP flow)")
+    pl_.add_argument("--conn", type=int, help="connection number (captures; default 0)")
+    pl_.add_argument("--dir", choices=("a2b", "b2a"), help="data direction of the connection (captures; default: the one with more data)")
+    pl_.add_argument("--windows", type=float, nargs="+", help="goodput window lengths in seconds (default 10 100 1000)")
+    pl_.add_argument("--max-rate", type=float, help="normalise goodput to this rate in bytes/s")
+    pl_.set_defaults(fn=_cmd_plot)
     c = sub.add_parser("check", help="validate a scenario without running it")
     c.add_argument("scenario")
     c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")

@@ -5,12 +5,12 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use thinwire::engine::{run_scenario, RunResult};
 
+mod analysis;
+
 pyo3::create_exception!(_core, ScenarioError, PyValueError, "A scenario field is wrong; the message names the field path and what is accepted.");
 
-fn i64_bytes<'py>(py: Python<'py>, v: &[i64]) -> Bound<'py, PyBytes> {
-    let mut b = Vec::with_capacity(v.len() * 8);
-    for x in v { b.extend_from_slice(&x.to_le_bytes()); }
-    PyBytes::new(py, &b)
+pub(crate) fn i64_bytes<'py>(py: Python<'py>, v: &[i64]) -> Bound<'py, PyBytes> {
+    PyBytes::new(py, &v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>())
 }
 
 fn result_to_py<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDict>> {
@@ -66,6 +66,7 @@ fn result_to_py<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDi
         x.set_item("queue_drops", l.queue_drops)?;
         x.set_item("queue_max", l.queue_max)?;
         x.set_item("frame_queue_drops", l.frame_queue_drops)?;
+        x.set_item("rate_bps", l.rate_bps)?;
         x.set_item("utilization", if r.sim_time_s > 0.0 { l.busy_ns as f64 * 1e-9 / r.sim_time_s } else { 0.0 })?;
         link.set_item(*name, x)?;
     }
@@ -116,6 +117,8 @@ fn check(toml_text: String, overrides: Vec<String>) -> PyResult<()> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
+    m.add_function(wrap_pyfunction!(analysis::analyze_capture, m)?)?;
+    m.add("CaptureError", m.py().get_type::<analysis::CaptureError>())?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add("TRACE_LAYERS", thinwire::trace::LAYERS.to_vec())?;
     m.add("TRACE_EVENTS", thinwire::trace::EVENTS.to_vec())?;

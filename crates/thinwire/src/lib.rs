@@ -1,5 +1,6 @@
 //! thinwire core: a deterministic, sans-IO simulator of TCP over ARQ-protected
 //! wireless links. See `ARCHITECTURE.md` in the project's shared material.
+pub mod analysis;
 pub mod app;
 pub mod channel;
 pub mod config;

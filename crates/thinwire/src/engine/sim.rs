@@ -69,6 +69,8 @@ pub struct LinkStats {
     /// Frames dropped at a full shared frame queue (`mux = "shared-queue"`).
     pub frame_queue_drops: u64,
     pub busy_ns: i64,
+    /// The radio link's rate in bit/s (so analyses can turn frame sizes into airtime).
+    pub rate_bps: u64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -353,7 +355,8 @@ impl Sim {
         let node = if end == 0 { NODE_SERVER } else { NODE_MOBILE };
         let id = fl.id as i32;
         for v in vars.drain(..) {
-            let ev = match v.var { TcpVar::Cwnd => Ev::Cwnd, TcpVar::Ssthresh => Ev::Ssthresh, TcpVar::Srtt => Ev::Srtt, TcpVar::Rttvar => Ev::Rttvar, TcpVar::Rto => Ev::Rto };
+            let ev = match v.var { TcpVar::Cwnd => Ev::Cwnd, TcpVar::Ssthresh => Ev::Ssthresh, TcpVar::Srtt => Ev::Srtt, TcpVar::Rttvar => Ev::Rttvar, TcpVar::Rto => Ev::Rto,
+                TcpVar::Timeout => Ev::Timeout, TcpVar::FastRetransmit => Ev::FastRetransmit };
             self.trace.push(Row { t: v.at.nanos(), layer: Layer::Tcp, ev, node, dir: end as u8, flow: id, seq: -1, ack: -1, len: 0, value: v.value.min(i64::MAX / 2) });
         }
     }
@@ -666,7 +669,7 @@ impl Sim {
                 }
             });
         }
-        for d in 0..2 { self.radio[d].stats.arq_timeouts = self.arq[d][0].timeouts(); self.radio[d].stats.sdu_discards = self.arq[d][0].discards(); }
+        for d in 0..2 { self.radio[d].stats.arq_timeouts = self.arq[d][0].timeouts(); self.radio[d].stats.sdu_discards = self.arq[d][0].discards(); self.radio[d].stats.rate_bps = self.radio[d].rate; }
         let [p0, p1] = std::mem::take(&mut self.pcap);
         RunResult {
             events: self.q.popped(), sim_time_s: end.as_secs_f64(), flows,

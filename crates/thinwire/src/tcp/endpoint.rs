@@ -27,7 +27,8 @@ pub enum State { Closed, Listen, SynSent, SynRcvd, Established, Done }
 
 /// A congestion-control or RTT variable that changed (for traces).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TcpVar { Cwnd, Ssthresh, Srtt, Rttvar, Rto }
+/// Traced sender variables and events; `Timeout` and `FastRetransmit` carry the running count.
+pub enum TcpVar { Cwnd, Ssthresh, Srtt, Rttvar, Rto, Timeout, FastRetransmit }
 
 #[derive(Clone, Copy, Debug)]
 pub struct VarEvent { pub at: Instant, pub var: TcpVar, pub value: i64 }
@@ -171,12 +172,13 @@ impl Tcp {
     }
     fn on_rto(&mut self, now: Instant) {
         match self.state {
-            State::SynSent | State::SynRcvd => { self.syn_retx = true; self.rtt.on_timeout(); self.stats.timeouts += 1; self.arm_rto(now); return; }
+            State::SynSent | State::SynRcvd => { self.syn_retx = true; self.rtt.on_timeout(); self.stats.timeouts += 1; self.push_var(now, TcpVar::Timeout, self.stats.timeouts as i64); self.arm_rto(now); return; }
             State::Established => {}
             _ => return,
         }
         if self.snd_max <= self.snd_una { return; }
         self.stats.timeouts += 1;
+        self.push_var(now, TcpVar::Timeout, self.stats.timeouts as i64);
         let flight = self.snd_max - self.snd_una;
         self.set_ssthresh(now, (flight / 2).max(2 * self.smss));
         self.set_cwnd(now, self.smss);
@@ -501,6 +503,7 @@ impl Tcp {
             Variant::Tahoe => {
                 if self.dupacks == 3 && self.snd_una >= self.recover {
                     self.stats.fast_retransmits += 1;
+                    self.push_var(now, TcpVar::FastRetransmit, self.stats.fast_retransmits as i64);
                     self.set_ssthresh(now, (self.flight() / 2).max(2 * self.smss));
                     self.set_cwnd(now, self.smss);
                     self.recover = self.snd_max;
@@ -529,6 +532,7 @@ impl Tcp {
 
     fn enter_recovery(&mut self, now: Instant) {
         self.stats.fast_retransmits += 1;
+        self.push_var(now, TcpVar::FastRetransmit, self.stats.fast_retransmits as i64);
         self.in_recovery = true;
         self.recover = self.snd_max;
         self.set_ssthresh(now, (self.flight() / 2).max(2 * self.smss));

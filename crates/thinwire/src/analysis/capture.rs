@@ -1,0 +1,279 @@
+//! Capture file reader: classic pcap (microsecond and nanosecond magic, either byte
+//! order) and pcapng (section header, interface description with `if_tsresol` and
+//! `if_tsoffset`, enhanced, simple and obsolete packet blocks; several sections).
+//!
+//! Sources: the libpcap file format (draft-ietf-opsawg-pcap) and pcapng
+//! (draft-ietf-opsawg-pcapng). The whole file is held in memory; packets are handed
+//! to a callback as borrowed slices, so reading allocates nothing per packet.
+//!
+//! A file that is not a capture at all is an error. Damage later in the file (a
+//! record cut short, an impossible length) ends the reading with a warning: the
+//! packets before it are analysed.
+
+/// One captured packet.
+#[derive(Clone, Copy, Debug)]
+pub struct Pkt<'a> {
+    /// Timestamp in nanoseconds since the Unix epoch (or the capture's own origin).
+    pub t_ns: i64,
+    /// LINKTYPE_* value of the interface it was captured on.
+    pub linktype: u32,
+    /// The captured bytes (possibly cut at the snap length).
+    pub data: &'a [u8],
+    /// The packet's length on the wire.
+    pub orig_len: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaptureError(pub String);
+impl std::fmt::Display for CaptureError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { f.write_str(&self.0) }
+}
+
+/// What the reader saw besides the packets.
+#[derive(Debug, Default, Clone)]
+pub struct ReadReport {
+    pub format: &'static str,
+    pub packets: u64,
+    /// Problems that ended or skipped part of the reading; the rest was analysed.
+    pub warnings: Vec<String>,
+}
+
+fn u16_at(b: &[u8], o: usize, be: bool) -> u16 { let x = [b[o], b[o + 1]]; if be { u16::from_be_bytes(x) } else { u16::from_le_bytes(x) } }
+fn u32_at(b: &[u8], o: usize, be: bool) -> u32 { let x = [b[o], b[o + 1], b[o + 2], b[o + 3]]; if be { u32::from_be_bytes(x) } else { u32::from_le_bytes(x) } }
+
+/// Reads every packet of a pcap or pcapng file held in `data`, calling `f` for each.
+pub fn read_capture(data: &[u8], mut f: impl FnMut(Pkt<'_>)) -> Result<ReadReport, CaptureError> {
+    if data.len() < 4 {
+        return Err(CaptureError(format!("only {} bytes: not a pcap or pcapng capture (too short for a file header)", data.len())));
+    }
+    let m = u32_at(data, 0, false);
+    match m {
+        0xa1b2_c3d4 | 0xd4c3_b2a1 | 0xa1b2_3c4d | 0x4d3c_b2a1 => read_pcap(data, &mut f),
+        0x0a0d_0d0a => read_pcapng(data, &mut f),
+        _ => Err(CaptureError(format!(
+            "starts with bytes {:02x} {:02x} {:02x} {:02x}: not a pcap (a1 b2 c3 d4 / a1 b2 3c 4d) or pcapng (0a 0d 0d 0a) capture",
+            data[0], data[1], data[2], data[3]))),
+    }
+}
+
+fn read_pcap(data: &[u8], f: &mut impl FnMut(Pkt<'_>)) -> Result<ReadReport, CaptureError> {
+    if data.len() < 24 {
+        return Err(CaptureError(format!("pcap file header cut short ({} of 24 bytes)", data.len())));
+    }
+    let le = u32_at(data, 0, false);
+    let (be, nanos) = match le { 0xa1b2_c3d4 => (false, false), 0xa1b2_3c4d => (false, true), 0xd4c3_b2a1 => (true, false), _ => (true, true) };
+    // The upper bits of the link-type field may carry an FCS length (pcap draft §4).
+    let linktype = u32_at(data, 20, be) & 0x0fff_ffff;
+    let mut rep = ReadReport { format: "pcap", ..Default::default() };
+    let mut o = 24usize;
+    while o < data.len() {
+        if data.len() - o < 16 {
+            rep.warnings.push(format!("packet record {} cut short at byte {o} (file ends inside its 16-byte header); the {} packets before it were analysed", rep.packets + 1, rep.packets));
+            break;
+        }
+        let sec = u32_at(data, o, be) as i64;
+        let frac = u32_at(data, o + 4, be) as i64;
+        let incl = u32_at(data, o + 8, be) as usize;
+        let orig = u32_at(data, o + 12, be);
+        if incl > 0x0400_0000 {
+            rep.warnings.push(format!("packet record {} at byte {o} claims {incl} captured bytes (corrupt record); the {} packets before it were analysed", rep.packets + 1, rep.packets));
+            break;
+        }
+        if data.len() - o - 16 < incl {
+            rep.warnings.push(format!("packet record {} at byte {o} cut short ({} of {incl} bytes present); the {} packets before it were analysed", rep.packets + 1, data.len() - o - 16, rep.packets));
+            break;
+        }
+        let t_ns = sec * 1_000_000_000 + if nanos { frac } else { frac * 1000 };
+        f(Pkt { t_ns, linktype, data: &data[o + 16..o + 16 + incl], orig_len: orig.max(incl as u32) });
+        rep.packets += 1;
+        o += 16 + incl;
+    }
+    Ok(rep)
+}
+
+#[derive(Clone, Copy)]
+struct Iface { linktype: u32, snaplen: u32, /// ticks per second
+    units: u64, offset_s: i64 }
+
+fn read_pcapng(data: &[u8], f: &mut impl FnMut(Pkt<'_>)) -> Result<ReadReport, CaptureError> {
+    let mut rep = ReadReport { format: "pcapng", ..Default::default() };
+    let mut ifaces: Vec<Iface> = Vec::new();
+    let mut be = false;
+    let mut o = 0usize;
+    let mut first = true;
+    while o < data.len() {
+        if data.len() - o < 12 {
+            rep.warnings.push(format!("block at byte {o} cut short (file ends inside its header); the {} packets before it were analysed", rep.packets));
+            break;
+        }
+        let raw_type = u32_at(data, o, false);
+        if raw_type == 0x0a0d_0d0a {
+            let bom = u32_at(data, o + 8, false);
+            be = match bom { 0x1a2b_3c4d => false, 0x4d3c_2b1a => true, _ => {
+                let msg = format!("section header at byte {o} has byte-order magic {bom:08x} (expected 1a2b3c4d)");
+                if first { return Err(CaptureError(format!("not a valid pcapng capture: {msg}"))); }
+                rep.warnings.push(format!("{msg}; the {} packets before it were analysed", rep.packets));
+                break;
+            } };
+            ifaces.clear();
+        } else if first {
+            return Err(CaptureError("not a valid pcapng capture: it does not start with a section header block".into()));
+        }
+        first = false;
+        let btype = u32_at(data, o, be);
+        let blen = u32_at(data, o + 4, be) as usize;
+        if blen < 12 || blen % 4 != 0 || blen > data.len() - o {
+            let why = if blen > data.len() - o { "runs past the end of the file" } else { "has an impossible length" };
+            rep.warnings.push(format!("pcapng block {btype:#x} at byte {o} {why} ({blen} bytes); the {} packets before it were analysed", rep.packets));
+            break;
+        }
+        let body = &data[o + 8..o + blen - 4];
+        match btype {
+            1 => {
+                if body.len() < 8 { rep.warnings.push(format!("interface description at byte {o} too short; skipped")); }
+                else {
+                    let mut ifc = Iface { linktype: u16_at(body, 0, be) as u32, snaplen: u32_at(body, 4, be), units: 1_000_000, offset_s: 0 };
+                    let mut p = 8;
+                    while p + 4 <= body.len() {
+                        let code = u16_at(body, p, be);
+                        let len = u16_at(body, p + 2, be) as usize;
+                        if code == 0 || p + 4 + len > body.len() { break; }
+                        let v = &body[p + 4..p + 4 + len];
+                        if code == 9 && len >= 1 {
+                            let r = v[0];
+                            let e = (r & 0x7f) as u32;
+                            ifc.units = if r & 0x80 != 0 { 1u64.checked_shl(e).unwrap_or(0) } else { 10u64.checked_pow(e).unwrap_or(0) };
+                            if ifc.units == 0 || e > 30 && r & 0x80 == 0 { ifc.units = 1_000_000; rep.warnings.push(format!("interface {} has an unusable if_tsresol {r:#x}; microseconds assumed", ifaces.len())); }
+                        } else if code == 14 && len >= 8 {
+                            ifc.offset_s = u64::from_le_bytes(v[..8].try_into().unwrap()) as i64;
+                            if be { ifc.offset_s = u64::from_be_bytes(v[..8].try_into().unwrap()) as i64; }
+                        }
+                        p += 4 + ((len + 3) & !3);
+                    }
+                    ifaces.push(ifc);
+                }
+            }
+            6 | 2 => {
+                if body.len() < 20 { rep.warnings.push(format!("packet block at byte {o} too short; skipped")); }
+                else {
+                    let (ifid, hi, lo, cap, orig) = if btype == 6 {
+                        (u32_at(body, 0, be) as usize, u32_at(body, 4, be) as u64, u32_at(body, 8, be) as u64, u32_at(body, 12, be) as usize, u32_at(body, 16, be))
+                    } else {
+                        (u16_at(body, 0, be) as usize, u32_at(body, 4, be) as u64, u32_at(body, 8, be) as u64, u32_at(body, 12, be) as usize, u32_at(body, 16, be))
+                    };
+                    match ifaces.get(ifid) {
+                        None => rep.warnings.push(format!("packet block at byte {o} names interface {ifid}, which was never described; skipped")),
+                        Some(ifc) if cap > body.len() - 20 => rep.warnings.push(format!("packet block at byte {o} claims {cap} captured bytes but holds {}; skipped (interface {ifid}, link type {})", body.len() - 20, ifc.linktype)),
+                        Some(ifc) => {
+                            let ts = (hi << 32) | lo;
+                            f(Pkt { t_ns: ticks_to_ns(ts, ifc.units) + ifc.offset_s * 1_000_000_000, linktype: ifc.linktype, data: &body[20..20 + cap], orig_len: orig.max(cap as u32) });
+                            rep.packets += 1;
+                        }
+                    }
+                }
+            }
+            3 => {
+                match ifaces.first() {
+                    None => rep.warnings.push(format!("simple packet block at byte {o} before any interface description; skipped")),
+                    Some(ifc) if body.len() >= 4 => {
+                        let orig = u32_at(body, 0, be);
+                        let mut cap = (orig as usize).min(body.len() - 4);
+                        if ifc.snaplen > 0 { cap = cap.min(ifc.snaplen as usize); }
+                        // Simple packet blocks have no timestamp: they get the previous packet's time (0 if none).
+                        f(Pkt { t_ns: 0, linktype: ifc.linktype, data: &body[4..4 + cap], orig_len: orig.max(cap as u32) });
+                        rep.packets += 1;
+                    }
+                    Some(_) => rep.warnings.push(format!("simple packet block at byte {o} too short; skipped")),
+                }
+            }
+            _ => {}
+        }
+        o += blen;
+    }
+    Ok(rep)
+}
+
+fn ticks_to_ns(ts: u64, units: u64) -> i64 {
+    if units == 1_000_000_000 { ts as i64 }
+    else { ((ts as u128 * 1_000_000_000u128) / units as u128) as i64 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pcap(nanos: bool, be: bool, recs: &[(u32, u32, &[u8])]) -> Vec<u8> {
+        let w32 = |v: &mut Vec<u8>, x: u32| v.extend_from_slice(&if be { x.to_be_bytes() } else { x.to_le_bytes() });
+        let mut v = Vec::new();
+        w32(&mut v, if nanos { 0xa1b2_3c4d } else { 0xa1b2_c3d4 });
+        v.extend_from_slice(&if be { [0, 2, 0, 4] } else { [2, 0, 4, 0] });
+        w32(&mut v, 0); w32(&mut v, 0); w32(&mut v, 65535); w32(&mut v, 101);
+        for &(s, fr, d) in recs { w32(&mut v, s); w32(&mut v, fr); w32(&mut v, d.len() as u32); w32(&mut v, d.len() as u32); v.extend_from_slice(d); }
+        v
+    }
+
+    #[test]
+    fn pcap_both_byte_orders_and_resolutions() {
+        for (nanos, be) in [(false, false), (true, false), (false, true), (true, true)] {
+            let f = pcap(nanos, be, &[(1, 5, b"abc"), (2, 7, b"de")]);
+            let mut got = Vec::new();
+            let r = read_capture(&f, |p| got.push((p.t_ns, p.linktype, p.data.to_vec()))).unwrap();
+            assert_eq!(r.packets, 2);
+            assert!(r.warnings.is_empty());
+            let unit = if nanos { 1 } else { 1000 };
+            assert_eq!(got, vec![(1_000_000_000 + 5 * unit, 101, b"abc".to_vec()), (2_000_000_000 + 7 * unit, 101, b"de".to_vec())]);
+        }
+    }
+
+    #[test]
+    fn truncated_record_is_a_warning_with_the_valid_part_kept() {
+        let mut f = pcap(false, false, &[(1, 0, b"abcd"), (2, 0, b"efgh")]);
+        f.truncate(f.len() - 2);
+        let mut n = 0;
+        let r = read_capture(&f, |_| n += 1).unwrap();
+        assert_eq!((n, r.packets), (1, 1));
+        assert_eq!(r.warnings.len(), 1);
+        assert!(r.warnings[0].contains("cut short"), "{}", r.warnings[0]);
+    }
+
+    #[test]
+    fn not_a_capture_is_an_error() {
+        assert!(read_capture(b"hello world, not a capture", |_| {}).unwrap_err().0.contains("not a pcap"));
+        assert!(read_capture(b"ab", |_| {}).is_err());
+        assert!(read_capture(&pcap(false, false, &[])[..20], |_| {}).is_err());
+    }
+
+    fn block(t: u32, body: &[u8]) -> Vec<u8> {
+        let len = 12 + body.len().div_ceil(4) * 4;
+        let mut v = Vec::new();
+        v.extend_from_slice(&t.to_le_bytes()); v.extend_from_slice(&(len as u32).to_le_bytes());
+        v.extend_from_slice(body); v.resize(len - 4, 0); v.extend_from_slice(&(len as u32).to_le_bytes());
+        v
+    }
+
+    #[test]
+    fn pcapng_with_tsresol_and_two_interfaces() {
+        let mut f = block(0x0a0d_0d0a, &[0x4d, 0x3c, 0x2b, 0x1a, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
+        f.extend(block(1, &[1, 0, 0, 0, 0, 0, 0, 0])); // Ethernet, microseconds
+        f.extend(block(1, &[113, 0, 0, 0, 0, 0, 0, 0, 9, 0, 1, 0, 9, 0, 0, 0, 0, 0, 0, 0])); // SLL, tsresol 10^-9
+        let epb = |ifid: u32, ts: u64, d: &[u8]| {
+            let mut b = Vec::new();
+            b.extend_from_slice(&ifid.to_le_bytes()); b.extend_from_slice(&((ts >> 32) as u32).to_le_bytes()); b.extend_from_slice(&(ts as u32).to_le_bytes());
+            b.extend_from_slice(&(d.len() as u32).to_le_bytes()); b.extend_from_slice(&(d.len() as u32 + 10).to_le_bytes()); b.extend_from_slice(d);
+            block(6, &b)
+        };
+        f.extend(epb(0, 1_500_000, b"xyz"));
+        f.extend(epb(1, 2_000_000_123, b"q"));
+        f.extend(epb(7, 1, b"bad"));
+        let mut got = Vec::new();
+        let r = read_capture(&f, |p| got.push((p.t_ns, p.linktype, p.data.to_vec(), p.orig_len))).unwrap();
+        assert_eq!(r.format, "pcapng");
+        assert_eq!(got, vec![(1_500_000_000, 1, b"xyz".to_vec(), 13), (2_000_000_123, 113, b"q".to_vec(), 11)]);
+        assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
+        // A block cut short ends the reading with a warning.
+        let cut = &f[..f.len() - 6];
+        let r = read_capture(cut, |_| {}).unwrap();
+        assert_eq!(r.packets, 2);
+        assert!(r.warnings.iter().any(|w| w.contains("past the end")), "{:?}", r.warnings);
+    }
+}

@@ -1,0 +1,492 @@
+//! Per-connection TCP analysis of a packet trace, in the manner of tcptrace
+//! (Ostermann, tcptrace 6.6.7 `-l -r`), for captures and simulated pcaps alike.
+//!
+//! Definitions (each direction counts the packets its host sent; the ACK-derived
+//! numbers — RTT samples, duplicate ACKs, fast retransmits, timeouts — sit with the
+//! host whose data was acknowledged, as in tcptrace's columns):
+//! - sequence numbers are unwrapped to 64 bits and made relative to the first one
+//!   seen in that direction (the ISN when the SYN was captured);
+//! - a packet is a *retransmission* when any byte of its sequence range (SYN and FIN
+//!   count one each) was sent before; `rexmit_bytes` is the overlap. Segments larger
+//!   than the MSS (GRO/TSO captures) are ranges like any other, so they are never
+//!   miscounted; `unique_bytes` is data never sent before;
+//! - a data packet sent while the peer's last advertised window was zero is a
+//!   zero-window probe, not a retransmission (tcptrace's rule);
+//! - *RTT samples* follow Karn: an ACK that exactly acknowledges the end of a
+//!   segment that was sent once, unless an earlier segment covered by the same ACK
+//!   was sent (or retransmitted) later (tcptrace's rule); the SYN is a segment too;
+//! - a *duplicate ACK* is a packet without data, SYN, FIN or RST repeating the
+//!   previous ACK value and window while data is outstanding (the BSD rule tcptrace
+//!   uses); the third in a row is a *triple duplicate ACK*;
+//! - a retransmission covering the first unacknowledged byte starts a recovery
+//!   episode: a *fast retransmit* if at least three duplicate ACKs preceded it,
+//!   otherwise a *timeout*; the episode ends when the ACKs pass what was
+//!   outstanding when it began. Within an episode, a retransmission of the first
+//!   unacknowledged byte is another timeout when nothing was acknowledged since the
+//!   previous one, or when it comes later than the latest RTT sample plus 200 ms
+//!   (Linux's minimum RTO) after the last ACK progress; after three fresh duplicate
+//!   ACKs it is another fast retransmit (Reno leaves recovery on a partial ACK);
+//!   otherwise it answers a partial ACK (NewReno/SACK recovery) and is not an event;
+//! - a timeout is *spurious* (Eifel, RFC 3522) when the first ACK that covers the
+//!   retransmitted byte echoes a timestamp older than the retransmission's;
+//!   detectable only when both hosts use timestamps;
+//! - connections are keyed by their address/port pair; a SYN without ACK with a new
+//!   ISN on a pair already in use starts a new connection.
+use super::decode::{TcpPkt, ACK, FIN, PSH, RST, SYN};
+use crate::tcp::ranges::Ranges;
+use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+
+const OFF: i64 = 1 << 40; // internal offsets stay positive even for bytes before the first seen
+
+/// Statistics of one direction (the packets one host sent).
+#[derive(Clone, Debug, Default)]
+pub struct DirStats {
+    pub packets: u64,
+    pub ack_pkts: u64,
+    pub pure_acks: u64,
+    pub sack_pkts: u64,
+    pub dsack_pkts: u64,
+    pub sack_blocks: u64,
+    pub max_sack_blocks: u64,
+    pub data_pkts: u64,
+    pub data_bytes: u64,
+    pub unique_bytes: u64,
+    pub rexmit_pkts: u64,
+    pub rexmit_bytes: u64,
+    pub zwnd_probe_pkts: u64,
+    pub zwnd_probe_bytes: u64,
+    pub out_of_order_pkts: u64,
+    pub pushed_pkts: u64,
+    pub syn_pkts: u64,
+    pub fin_pkts: u64,
+    pub rst_pkts: u64,
+    pub mss_requested: Option<u16>,
+    pub wscale_requested: Option<u8>,
+    pub timestamps: bool,
+    pub sack_requested: bool,
+    pub max_segment: u64,
+    pub min_segment: u64,
+    pub win_max: u64,
+    pub win_min: u64,
+    pub win_zero: u64,
+    pub win_sum: u128,
+    pub win_n: u64,
+    pub first_ns: i64,
+    pub last_ns: i64,
+    pub first_data_ns: Option<i64>,
+    pub last_data_ns: Option<i64>,
+    pub idle_max_ns: i64,
+    pub rtt_samples: u64,
+    pub rtt_min_ns: i64,
+    pub rtt_max_ns: i64,
+    pub rtt_sum_ns: f64,
+    pub rtt_sum2: f64,
+    pub rtt_3whs_ns: Option<i64>,
+    pub dupacks: u64,
+    pub triple_dupacks: u64,
+    pub fast_retransmits: u64,
+    pub timeouts: u64,
+    pub spurious_timeouts: u64,
+    /// Highest relative sequence number sent, SYN and FIN excluded.
+    pub stream_length: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Seg { s: i64, e: i64, t: i64, rexmit: bool }
+
+#[derive(Default)]
+struct DirState {
+    base: Option<u32>,
+    hi: i64,
+    syn_isn: Option<u32>,
+    sent: Ranges,
+    segs: VecDeque<Seg>,
+    snd_max: i64,
+    una: Option<i64>,
+    /// ACKs this host sends about the peer's data: last value and window.
+    last_ack: Option<i64>,
+    last_win: u64,
+    win_known: bool,
+    /// Consecutive duplicate ACKs received for this host's data.
+    dups: u32,
+    recovery: Option<i64>,
+    last_una_rexmit: Option<i64>,
+    eifel: Option<(i64, u32)>,
+    /// Time of the last ACK that advanced `una`, and the latest RTT sample.
+    progress_t: i64,
+    rtt_last: i64,
+    ws: u8,
+    ws_req: bool,
+    data_start: Option<i64>,
+}
+
+impl DirState {
+    fn unwrap(&mut self, seq: u32) -> i64 {
+        let base = *self.base.get_or_insert(seq);
+        let rel = seq.wrapping_sub(base);
+        let d = rel.wrapping_sub(self.hi as u32) as i32 as i64;
+        let v = self.hi + d;
+        if v > self.hi { self.hi = v; }
+        v
+    }
+    /// The unwrapped value of an ACK number for this direction's data.
+    fn unwrap_ack(&self, ack: u32) -> Option<i64> {
+        let base = self.base?;
+        let rel = ack.wrapping_sub(base);
+        Some(self.hi + rel.wrapping_sub(self.hi as u32) as i32 as i64)
+    }
+}
+
+/// What kind of sequence range a packet carried.
+pub const KIND_NONE: u8 = 0;
+pub const KIND_NEW: u8 = 1;
+pub const KIND_REXMIT: u8 = 2;
+pub const KIND_PROBE: u8 = 3;
+pub const KIND_OUT_OF_ORDER: u8 = 4;
+
+/// Events found: fast retransmit, timeout, spurious timeout.
+pub const EV_FAST_RETRANSMIT: u8 = 0;
+pub const EV_TIMEOUT: u8 = 1;
+pub const EV_SPURIOUS_TIMEOUT: u8 = 2;
+
+/// Per-packet and per-sample columns for plots (kept only when asked for).
+#[derive(Default, Debug, Clone)]
+pub struct Columns {
+    pub t_ns: Vec<i64>,
+    pub conn: Vec<u32>,
+    pub dir: Vec<u8>,
+    /// Relative sequence number of the first byte (-1 for packets without sequence space).
+    pub seq: Vec<i64>,
+    pub len: Vec<i64>,
+    /// Relative ACK number in the peer's sequence space (-1 without ACK).
+    pub ack: Vec<i64>,
+    pub win: Vec<i64>,
+    pub flags: Vec<u8>,
+    pub kind: Vec<u8>,
+    pub rtt_t_ns: Vec<i64>,
+    pub rtt_conn: Vec<u32>,
+    pub rtt_dir: Vec<u8>,
+    pub rtt_ns: Vec<i64>,
+    pub ev_t_ns: Vec<i64>,
+    pub ev_conn: Vec<u32>,
+    pub ev_dir: Vec<u8>,
+    pub ev_kind: Vec<u8>,
+    pub ev_seq: Vec<i64>,
+}
+
+pub struct Conn {
+    pub id: u32,
+    pub addr: [[u8; 16]; 2],
+    pub v6: bool,
+    pub port: [u16; 2],
+    pub first_ns: i64,
+    pub last_ns: i64,
+    pub dirs: [DirStats; 2],
+    st: [DirState; 2],
+    /// RTT samples and events found in the last packet, for the columns.
+    found: Vec<Found>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Found { Rtt { dir: u8, ns: i64 }, Ev { dir: u8, kind: u8, seq: i64 } }
+
+impl Conn {
+    /// Both SYNs seen and both FINs (or a reset).
+    pub fn complete(&self) -> bool {
+        self.dirs[0].syn_pkts > 0 && self.dirs[1].syn_pkts > 0
+            && ((self.dirs[0].fin_pkts > 0 && self.dirs[1].fin_pkts > 0) || self.dirs[0].rst_pkts + self.dirs[1].rst_pkts > 0)
+    }
+    pub fn addr_string(&self, i: usize) -> String {
+        let a = &self.addr[i];
+        if !self.v6 { return format!("{}.{}.{}.{}", a[12], a[13], a[14], a[15]); }
+        std::net::Ipv6Addr::from(*a).to_string()
+    }
+}
+
+#[derive(Default)]
+struct Fx(u64);
+impl Hasher for Fx {
+    fn finish(&self) -> u64 { self.0 }
+    fn write(&mut self, b: &[u8]) { for c in b.chunks(8) { let mut x = [0u8; 8]; x[..c.len()].copy_from_slice(c); self.write_u64(u64::from_le_bytes(x)); } }
+    fn write_u64(&mut self, x: u64) { self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95); }
+    fn write_u16(&mut self, x: u16) { self.write_u64(x as u64) }
+}
+type Key = ([u8; 16], u16, [u8; 16], u16);
+
+/// Tracks every TCP connection in a trace.
+#[derive(Default)]
+pub struct Tracker {
+    pub conns: Vec<Conn>,
+    map: HashMap<Key, u32, BuildHasherDefault<Fx>>,
+    pub cols: Option<Columns>,
+}
+
+fn key(p: &TcpPkt) -> Key {
+    if (p.src, p.sport) <= (p.dst, p.dport) { (p.src, p.sport, p.dst, p.dport) } else { (p.dst, p.dport, p.src, p.sport) }
+}
+
+impl Tracker {
+    pub fn new(keep_columns: bool) -> Tracker { Tracker { cols: keep_columns.then(Columns::default), ..Default::default() } }
+
+    pub fn packet(&mut self, t: i64, p: &TcpPkt) {
+        let k = key(p);
+        let pure_syn = p.flags & SYN != 0 && p.flags & ACK == 0;
+        let idx = match self.map.get(&k) {
+            Some(&i) => {
+                let c = &self.conns[i as usize];
+                let d = if (p.src, p.sport) == (c.addr[0], c.port[0]) { 0 } else { 1 };
+                let reuse = pure_syn && (c.st[d].syn_isn.is_some_and(|isn| isn != p.seq)
+                    || (c.st[d].syn_isn.is_none() && c.dirs[d].packets > 0));
+                if reuse { self.new_conn(k, p, t) } else { i }
+            }
+            None => self.new_conn(k, p, t),
+        };
+        let c = &mut self.conns[idx as usize];
+        let d = if (p.src, p.sport) == (c.addr[0], c.port[0]) { 0 } else { 1 };
+        process(c, d, t, p, self.cols.as_mut());
+    }
+
+    fn new_conn(&mut self, k: Key, p: &TcpPkt, t: i64) -> u32 {
+        let id = self.conns.len() as u32;
+        self.conns.push(Conn {
+            id, addr: [p.src, p.dst], v6: p.v6, port: [p.sport, p.dport], first_ns: t, last_ns: t,
+            dirs: Default::default(), st: Default::default(), found: Vec::new(),
+        });
+        self.map.insert(k, id);
+        id
+    }
+}
+
+fn process(c: &mut Conn, d: usize, t: i64, p: &TcpPkt, cols: Option<&mut Columns>) {
+    let o = 1 - d;
+    c.last_ns = t;
+    let found = &mut c.found;
+    let [st0, st1] = &mut c.st;
+    let (me, peer) = if d == 0 { (st0, st1) } else { (st1, st0) };
+    let [d0, d1] = &mut c.dirs;
+    let (ds, ps) = if d == 0 { (d0, d1) } else { (d1, d0) };
+    let keep = cols.is_some();
+    let syn = p.flags & SYN != 0;
+    let fin = p.flags & FIN != 0;
+    let rst = p.flags & RST != 0;
+    let has_ack = p.flags & ACK != 0;
+    let len = p.payload as i64;
+
+    // Counters and options.
+    if ds.packets == 0 { ds.first_ns = t; } else { ds.idle_max_ns = ds.idle_max_ns.max(t - ds.last_ns); }
+    ds.last_ns = t;
+    ds.packets += 1;
+    if syn { ds.syn_pkts += 1; if me.syn_isn.is_none() { me.syn_isn = Some(p.seq); } }
+    if fin { ds.fin_pkts += 1; }
+    if rst { ds.rst_pkts += 1; }
+    if let Some(m) = p.opts.mss { ds.mss_requested = Some(m); }
+    if let Some(w) = p.opts.ws { ds.wscale_requested = Some(w); me.ws = w; me.ws_req = true; }
+    if p.opts.ts.is_some() { ds.timestamps = true; }
+    if p.opts.sack_ok { ds.sack_requested = true; }
+    if len > 0 {
+        ds.data_pkts += 1;
+        ds.data_bytes += len as u64;
+        if p.flags & PSH != 0 { ds.pushed_pkts += 1; }
+        ds.max_segment = ds.max_segment.max(len as u64);
+        ds.min_segment = if ds.min_segment == 0 { len as u64 } else { ds.min_segment.min(len as u64) };
+        if ds.first_data_ns.is_none() { ds.first_data_ns = Some(t); }
+        ds.last_data_ns = Some(t);
+    }
+    let eff_win = if has_ack || syn {
+        let scale = if !syn && me.ws_req && peer.ws_req { me.ws } else { 0 };
+        (p.win as u64) << scale
+    } else { 0 };
+
+    // Sequence space.
+    let s = me.unwrap(p.seq);
+    let span = len + syn as i64 + fin as i64;
+    let mut kind = KIND_NONE;
+    if span > 0 {
+        let e = s + span;
+        if !syn && peer.win_known && peer.last_win == 0 && ps.packets > 0 {
+            kind = KIND_PROBE;
+            ds.zwnd_probe_pkts += 1;
+            ds.zwnd_probe_bytes += len as u64;
+        } else {
+            let rex = overlap(&me.sent, s + OFF, e + OFF) as i64;
+            let mut unique = span - rex;
+            if syn && ds.syn_pkts > 1 && rex > 0 { unique += 1; }
+            if fin && ds.fin_pkts > 1 && rex > 0 { unique += 1; }
+            unique -= syn as i64 + fin as i64;
+            if unique > 0 { ds.unique_bytes += unique as u64; }
+            if rex > 0 {
+                kind = KIND_REXMIT;
+                ds.rexmit_pkts += 1;
+                ds.rexmit_bytes += rex as u64;
+                for g in me.segs.iter_mut() { if g.s < e && g.e > s { g.rexmit = true; g.t = t; } }
+                if let Some(ev) = classify_rexmit(me, ds, s, e, t, p) { if keep { found.push(Found::Ev { dir: d as u8, kind: ev, seq: s }); } }
+            } else if s < me.snd_max {
+                kind = KIND_OUT_OF_ORDER;
+                ds.out_of_order_pkts += 1;
+                let i = me.segs.partition_point(|g| g.s < s);
+                me.segs.insert(i, Seg { s, e, t, rexmit: false });
+            } else {
+                kind = KIND_NEW;
+            }
+            if e > me.snd_max {
+                let ns = s.max(me.snd_max);
+                if me.segs.back().map_or(true, |g| g.e <= ns) { me.segs.push_back(Seg { s: ns, e, t, rexmit: false }); }
+                me.snd_max = e;
+            }
+            me.sent.insert((s + OFF) as u64, (e + OFF) as u64);
+        }
+        let data_start = *me.data_start.get_or_insert(s + syn as i64);
+        let top = (s + syn as i64 + len - data_start).max(0) as u64;
+        ds.stream_length = ds.stream_length.max(top);
+    }
+
+    // Window statistics and the ACK.
+    if has_ack || syn {
+        ds.win_max = ds.win_max.max(eff_win);
+        ds.win_min = if ds.win_n == 0 { eff_win } else { ds.win_min.min(eff_win) };
+        if eff_win == 0 && has_ack { ds.win_zero += 1; }
+        ds.win_sum += eff_win as u128;
+        ds.win_n += 1;
+    }
+    let mut rel_ack = -1;
+    if has_ack {
+        ds.ack_pkts += 1;
+        if len == 0 && !syn && !fin && !rst { ds.pure_acks += 1; }
+        if let Some(a) = peer.unwrap_ack(p.ack) {
+            rel_ack = a;
+            let (rtt, spurious) = ack_in(peer, ps, me, a, t, len, eff_win, syn || fin || rst, p);
+            if keep {
+                if let Some(ns) = rtt { found.push(Found::Rtt { dir: o as u8, ns }); }
+                if let Some(seq) = spurious { found.push(Found::Ev { dir: o as u8, kind: EV_SPURIOUS_TIMEOUT, seq }); }
+            }
+        }
+        if p.opts.sack_n > 0 {
+            ds.sack_pkts += 1;
+            ds.sack_blocks += p.opts.sack_n as u64;
+            ds.max_sack_blocks = ds.max_sack_blocks.max(p.opts.sack_n as u64);
+            if is_dsack(p) { ds.dsack_pkts += 1; }
+        }
+    }
+    me.last_win = eff_win;
+    me.win_known = has_ack || syn;
+    if let Some(cols) = cols {
+        cols.t_ns.push(t);
+        cols.conn.push(c.id);
+        cols.dir.push(d as u8);
+        cols.seq.push(if span > 0 { s } else { -1 });
+        cols.len.push(len);
+        cols.ack.push(rel_ack);
+        cols.win.push(eff_win as i64);
+        cols.flags.push(p.flags);
+        cols.kind.push(kind);
+        for f in c.found.drain(..) {
+            match f {
+                Found::Rtt { dir, ns } => { cols.rtt_t_ns.push(t); cols.rtt_conn.push(c.id); cols.rtt_dir.push(dir); cols.rtt_ns.push(ns); }
+                Found::Ev { dir, kind, seq } => { cols.ev_t_ns.push(t); cols.ev_conn.push(c.id); cols.ev_dir.push(dir); cols.ev_kind.push(kind); cols.ev_seq.push(seq); }
+            }
+        }
+    }
+}
+
+fn overlap(r: &Ranges, s: i64, e: i64) -> u64 {
+    let (s, e) = (s as u64, e as u64);
+    let mut n = 0;
+    let i = r.v.partition_point(|x| x.1 <= s);
+    for &(a, b) in &r.v[i..] {
+        if a >= e { break; }
+        n += b.min(e) - a.max(s);
+    }
+    n
+}
+
+/// Classifies a retransmission of `[s, e)`; returns the event it starts, if any.
+fn classify_rexmit(me: &mut DirState, ds: &mut DirStats, s: i64, e: i64, t: i64, p: &TcpPkt) -> Option<u8> {
+    let una = me.una.unwrap_or_else(|| me.segs.front().map_or(s, |g| g.s));
+    if !(s <= una && una < e) { return None; }
+    let ev = if me.recovery.is_none() {
+        me.recovery = Some(me.snd_max);
+        if me.dups >= 3 { ds.fast_retransmits += 1; EV_FAST_RETRANSMIT } else { ds.timeouts += 1; EV_TIMEOUT }
+    } else if me.dups >= 3 && me.last_una_rexmit != Some(una) {
+        // Three fresh duplicate ACKs after a partial ACK: Reno's next fast retransmit.
+        me.recovery = Some(me.snd_max);
+        ds.fast_retransmits += 1;
+        EV_FAST_RETRANSMIT
+    } else if me.last_una_rexmit == Some(una) || t - me.progress_t > me.rtt_last + 200_000_000 {
+        ds.timeouts += 1;
+        EV_TIMEOUT
+    } else {
+        me.last_una_rexmit = Some(una);
+        return None;
+    };
+    me.last_una_rexmit = Some(una);
+    if ev == EV_TIMEOUT { me.eifel = p.opts.ts.map(|(v, _)| (una, v)); }
+    Some(ev)
+}
+
+/// An ACK `a` (in `snd`'s sequence space) sent by the host whose state is `rcv`.
+/// Returns the RTT sample it gave and the sequence number of a timeout it showed spurious.
+#[allow(clippy::too_many_arguments)]
+fn ack_in(snd: &mut DirState, ss: &mut DirStats, rcv: &mut DirState, a: i64, t: i64, len: i64, win: u64, ctl: bool, p: &TcpPkt) -> (Option<i64>, Option<i64>) {
+    let mut out = (None, None);
+    let prev = rcv.last_ack;
+    let dup = len == 0 && !ctl && prev == Some(a) && rcv.win_known && win == rcv.last_win && snd.snd_max > a;
+    if dup {
+        ss.dupacks += 1;
+        snd.dups += 1;
+        if snd.dups == 3 { ss.triple_dupacks += 1; }
+    } else if prev != Some(a) {
+        snd.dups = 0;
+    }
+    rcv.last_ack = Some(a);
+    if snd.una.is_none_or(|u| a > u) {
+        // Pop the acknowledged segments; take an RTT sample per Karn and tcptrace.
+        let mut latest = i64::MIN;
+        let mut sample = None;
+        while let Some(g) = snd.segs.front_mut() {
+            if g.e <= a {
+                if g.e == a && !g.rexmit && latest <= g.t { sample = Some(t - g.t); }
+                latest = latest.max(g.t);
+                snd.segs.pop_front();
+            } else {
+                if g.s < a { g.s = a; }
+                break;
+            }
+        }
+        if let Some(r) = sample {
+            if ss.rtt_samples == 0 || r < ss.rtt_min_ns { ss.rtt_min_ns = r; }
+            ss.rtt_max_ns = ss.rtt_max_ns.max(r);
+            ss.rtt_sum_ns += r as f64;
+            ss.rtt_sum2 += (r as f64) * (r as f64);
+            ss.rtt_samples += 1;
+            if ss.rtt_3whs_ns.is_none() && snd.una.is_none() && ss.syn_pkts > 0 { ss.rtt_3whs_ns = Some(r); }
+            out.0 = Some(r);
+        }
+        if let Some(r) = sample { snd.rtt_last = r; }
+        snd.una = Some(a);
+        snd.progress_t = t;
+        snd.dups = 0;
+        if snd.recovery.is_some_and(|r| a >= r) { snd.recovery = None; snd.last_una_rexmit = None; }
+        if let Some((u, tsv)) = snd.eifel {
+            if a > u {
+                if let Some((_, ecr)) = p.opts.ts {
+                    if (ecr.wrapping_sub(tsv) as i32) < 0 {
+                        ss.spurious_timeouts += 1;
+                        out.1 = Some(u);
+                    }
+                }
+                snd.eifel = None;
+            }
+        }
+    }
+    out
+}
+
+/// RFC 2883 D-SACK: the first block lies below the cumulative ACK or inside the second.
+fn is_dsack(p: &TcpPkt) -> bool {
+    let b = &p.opts.sack;
+    let lt = |x: u32, y: u32| (x.wrapping_sub(y) as i32) < 0;
+    let le = |x: u32, y: u32| !lt(y, x);
+    if le(b[0].1, p.ack) { return true; }
+    p.opts.sack_n > 1 && ((le(b[1].0, b[0].0) && le(b[0].1, b[1].1)) || (le(b[0].0, b[1].0) && lt(b[1].0, b[0].1)) || (le(b[1].1, b[0].1) && lt(b[0].0, b[1].1)))
+}

@@ -1,0 +1,53 @@
+//! MultiTracer's capture side: reading pcap/pcapng captures (real or simulated) and
+//! computing per-connection TCP statistics in the manner of tcptrace.
+//!
+//! - [`capture`]: pcap and pcapng readers;
+//! - [`decode`]: link layer, IPv4/IPv6 and TCP header decoding;
+//! - [`conn`]: connection tracking, statistics, retransmission and RTT analysis.
+//!
+//! Analyses of the simulator's own multi-layer traces (utilization, competing
+//! retransmissions, link frames) live in the Python layer (`thinwire.analysis`),
+//! which reads the trace table the simulator returns.
+pub mod capture;
+pub mod conn;
+pub mod decode;
+
+pub use capture::{read_capture, CaptureError, ReadReport};
+pub use conn::{Columns, Conn, DirStats, Tracker};
+
+/// Everything found in one capture.
+pub struct Analysis {
+    pub report: ReadReport,
+    pub tracker: Tracker,
+    pub tcp_packets: u64,
+    pub other_packets: u64,
+    pub short_packets: u64,
+}
+
+/// Analyses a capture held in memory. `keep_columns` also records per-packet,
+/// RTT-sample and event columns for plotting.
+pub fn analyze(data: &[u8], keep_columns: bool) -> Result<Analysis, CaptureError> {
+    let mut tracker = Tracker::new(keep_columns);
+    let (mut tcp, mut other, mut short) = (0u64, 0u64, 0u64);
+    let mut unknown: Option<u32> = None;
+    let mut short_why: Option<&'static str> = None;
+    let mut last_t = 0i64;
+    let mut report = read_capture(data, |p| {
+        // Simple packet blocks carry no time: they take the previous packet's.
+        let t = if p.t_ns == 0 { last_t } else { p.t_ns };
+        last_t = t;
+        match decode::decode(p.linktype, p.data, p.orig_len) {
+            decode::Decoded::Tcp(h) => { tcp += 1; tracker.packet(t, &h); }
+            decode::Decoded::Other => other += 1,
+            decode::Decoded::Short(why) => { short += 1; short_why.get_or_insert(why); }
+            decode::Decoded::UnknownLink(l) => { other += 1; unknown.get_or_insert(l); }
+        }
+    })?;
+    if let Some(l) = unknown {
+        report.warnings.push(format!("link type {l} is not supported (Ethernet 1, raw IP 101/228/229, loopback 0/108, Linux cooked 113/276 are); its packets were skipped"));
+    }
+    if short > 0 {
+        report.warnings.push(format!("{short} TCP packets were too short to analyse (first: {}); they were skipped", short_why.unwrap_or("?")));
+    }
+    Ok(Analysis { report, tracker, tcp_packets: tcp, other_packets: other, short_packets: short })
+}

@@ -1,0 +1,169 @@
+"""MultiTracer plots: time/sequence (`tsq`), RTT/SRTT/RTO (`rtt`), congestion window
+(`cwnd`) and short-time goodput histograms (`goodput`), for a simulated run or a
+capture. Static output via matplotlib (.png, .pdf, .svg); .html gives the
+interactive viewer (`thinwire.analysis.html`).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .series import COLORS, TSQ_LAYERS, Series, capture_outstanding, capture_tsq, sim_tsq
+
+KINDS = ("tsq", "rtt", "cwnd", "goodput")
+FORMATS = (".png", ".pdf", ".svg", ".html")
+
+
+def rfc6298(samples_s: np.ndarray, min_rto_s: float = 0.2) -> tuple[np.ndarray, np.ndarray]:
+    """SRTT and RTO after each RTT sample, per RFC 6298 (alpha 1/8, beta 1/4, K 4)."""
+    srtt = np.empty(len(samples_s))
+    rto = np.empty(len(samples_s))
+    s = v = None
+    for i, r in enumerate(samples_s):
+        if s is None:
+            s, v = r, r / 2
+        else:
+            v = 0.75 * v + 0.25 * abs(s - r)
+            s = 0.875 * s + 0.125 * r
+        srtt[i] = s
+        rto[i] = max(s + 4 * v, min_rto_s)
+    return srtt, rto
+
+
+def build_series(src, kind: str, flow: int | None = None, conn: int = 0, direction: int | None = None,
+                 windows=(10.0, 100.0, 1000.0), max_rate_Bps: float | None = None) -> tuple[list[Series], dict]:
+    """The series of one plot and its labels (title, xlabel, ylabel)."""
+    import polars as pl
+    from .capture import CaptureAnalysis
+    from .goodput import window_goodput
+    is_cap = isinstance(src, CaptureAnalysis)
+    if is_cap:
+        if direction is None:
+            c = src.connection_list[conn] if conn < len(src.connection_list) else None
+            direction = 0 if c is None or c["a2b"]["unique_bytes"] >= c["b2a"]["unique_bytes"] else 1
+        label = f"{src.path.name}, connection {conn} ({'a->b' if direction == 0 else 'b->a'})"
+    else:
+        if flow is None:
+            flows = src.tcp_flows()
+            if not flows:
+                raise ValueError("the run has no TCP flows to plot")
+            flow = flows[0]
+        label = f"{src.summary.get('scenario', 'run')}, flow {flow}"
+    meta = {"title": label}
+    if kind == "tsq":
+        s = capture_tsq(src, conn, direction) if is_cap else sim_tsq(src, flow)
+        meta.update(xlabel="time (s)", ylabel="sequence number (bytes)")
+        return s, meta
+    if kind == "rtt":
+        meta.update(xlabel="time (s)", ylabel="time (s)")
+        if is_cap:
+            r = src.rtt.filter((pl.col("conn") == conn) & (pl.col("dir") == direction))
+            t0 = src.packets.filter(pl.col("conn") == conn)["time_s"].min()
+            x = r["time_s"].to_numpy() - (t0 or 0)
+            y = r["rtt_s"].to_numpy()
+            srtt, rto = rfc6298(y)
+            meta["note"] = "SRTT and RTO estimated from the samples (RFC 6298, minimum RTO 200 ms)"
+            return [Series("RTT", x, y, "points", "s"), Series("SRTT", x, srtt, "step", "s"), Series("RTO", x, rto, "step", "s")], meta
+        out = []
+        t0 = src._need_trace("tcp").filter(pl.col("flow") == flow)["time_ns"].min()
+        for var, name in (("srtt", "SRTT"), ("rto", "RTO")):
+            v = src.sender_vars(flow, var)
+            out.append(Series(name, v["time_s"].to_numpy() - t0 / 1e9, v["value"].to_numpy() / 1e9, "step", "s"))
+        return out, meta
+    if kind == "cwnd":
+        meta.update(xlabel="time (s)", ylabel="bytes")
+        if is_cap:
+            meta["note"] = "a capture shows outstanding data; import ss/tcp_probe samples for cwnd"
+            return [capture_outstanding(src, conn, direction)], meta
+        t0 = src._need_trace("tcp").filter(pl.col("flow") == flow)["time_ns"].min() / 1e9
+        out = []
+        for var, name in (("cwnd", "TcpSnd_cwnd"), ("ssthresh", "TcpSnd_ssthresh")):
+            v = src.sender_vars(flow, var)
+            y = v["value"].to_numpy().astype(float)
+            y[y > 1e12] = np.nan  # "infinite" initial ssthresh
+            out.append(Series(name, v["time_s"].to_numpy() - t0, y, "step"))
+        o = src.outstanding(flow)
+        out.append(Series("outstanding", o["time_s"].to_numpy() - t0, o["bytes"].to_numpy().astype(float), "step"))
+        return out, meta
+    if kind == "goodput":
+        if is_cap:
+            p = src.packets.filter((pl.col("conn") == conn) & (pl.col("dir") == 1 - direction) & (pl.col("ack") >= 0))
+            t, b = p["time_s"].to_numpy(), np.maximum.accumulate(p["ack"].to_numpy()) if p.height else np.zeros(0)
+        else:
+            dl = src.delivered(flow)
+            t, b = dl["time_s"].to_numpy(), dl["bytes"].to_numpy()
+        out = []
+        for w in windows:
+            v = window_goodput(t, b, w, max_rate_Bps)
+            out.append(Series(f"{w:g} s windows", np.arange(len(v), dtype=float), v, "hist", "fraction" if max_rate_Bps else "B/s"))
+        meta.update(xlabel=("goodput (fraction of %g B/s)" % max_rate_Bps) if max_rate_Bps else "goodput (bytes/s)", ylabel="share of windows")
+        return out, meta
+    raise ValueError(f"plot kind {kind!r}: use one of {', '.join(KINDS)}")
+
+
+def _draw(ax, s: Series):
+    c = COLORS.get(s.name, None)
+    if s.style == "points":
+        mk = "x" if "rexmt" in s.name else ("." if len(s.x) > 2000 else "o")
+        ax.plot(s.x, s.y, mk, ms=2.5 if mk != "x" else 4, color=c, label=s.name, lw=0, mew=0.8 if mk == "x" else 0)
+    elif s.style == "step":
+        ax.step(s.x, s.y, where="post", color=c, label=s.name, lw=0.9)
+    elif s.style == "line":
+        ax.plot(s.x, s.y, color=c, label=s.name, lw=0.9)
+    elif s.style == "events":
+        ax.plot(s.x, s.y, "v", color=c, label=s.name, ms=6, mfc="none")
+
+
+def render(series: list[Series], meta: dict, out: str | Path, kind: str) -> Path:
+    """Writes a static figure (.png/.pdf/.svg) or the interactive viewer (.html)."""
+    out = Path(out)
+    if out.suffix.lower() == ".html":
+        from .html import write_html
+        return write_html(series, meta, out, kind)
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    if kind == "goodput":
+        fig, axes = plt.subplots(len(series), 1, figsize=(6.4, 1.9 * len(series) + 0.6), sharex=True, squeeze=False)
+        for ax, s in zip(axes[:, 0], series):
+            v = s.y
+            hi = 1.0 if s.unit == "fraction" else (float(v.max()) if len(v) else 1.0)
+            w = np.ones_like(v) / max(len(v), 1)
+            ax.hist(v, bins=50, range=(0, max(hi, 1e-12)), weights=w, color="#1f4e9c")
+            ax.set_ylabel(meta["ylabel"], fontsize=8)
+            ax.set_title(f"{s.name} (n = {len(v)})", fontsize=9)
+        axes[-1, 0].set_xlabel(meta["xlabel"])
+        fig.suptitle(meta["title"], fontsize=10)
+    else:
+        fig, ax = plt.subplots(figsize=(7.5, 4.8))
+        for s in series:
+            if len(s.x):
+                _draw(ax, s)
+        ax.set_xlabel(meta["xlabel"])
+        ax.set_ylabel(meta["ylabel"])
+        ax.set_title(meta["title"], fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left", markerscale=2)
+        if meta.get("note"):
+            ax.text(0.99, 0.01, meta["note"], transform=ax.transAxes, ha="right", va="bottom", fontsize=6, color="#555")
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=150)
+    plt.close(fig)
+    return out
+
+
+def plot(src, kind: str = "tsq", out: str | Path = "plot.png", layers: list[str] | None = None, **kw) -> Path:
+    """Builds and writes one plot. `src` is a SimRun, a CaptureAnalysis or a path."""
+    from . import open_path
+    if isinstance(src, (str, Path)):
+        src = open_path(src)
+    series, meta = build_series(src, kind, **kw)
+    if layers:
+        names = {s.name for s in series}
+        unknown = [l for l in layers if l not in names and l not in TSQ_LAYERS]
+        if unknown:
+            raise ValueError(f"layer {unknown[0]!r} is not one of {', '.join(s.name for s in series)}")
+        series = [s for s in series if s.name in layers]
+    return render(series, meta, out, kind)

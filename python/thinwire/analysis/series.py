@@ -1,0 +1,121 @@
+"""The named series of MultiTracer's plots (seed 000 §4.5), built from a simulated
+run or a capture, shared by the static (matplotlib) and interactive (HTML) plots.
+
+| name | what |
+|---|---|
+| TcpSnd_data | data segments leaving the TCP sender (sequence number of the first byte) |
+| TcpSnd_rexmt | the TCP retransmissions among them |
+| TcpSnd_ack | ACKs arriving at the TCP sender (next expected sequence number) |
+| TcpSnd_cwnd | the sender's congestion window (bytes) |
+| TcpRcv_data | data segments arriving at the TCP receiver |
+| TcpRcv_ack | ACKs leaving the TCP receiver |
+| RlpSnd_data | link-layer data frames leaving the link sender (cumulative frame bytes) |
+| RlpSnd_rexmt | link-layer retransmissions (at the height of the frame's first transmission) |
+| RlpSnd_rst | link resets (time/event marks) |
+
+As in the seed, the RlpSnd_*, TcpSnd_* and TcpRcv_* groups are offset from each
+other (default 10,000 bytes: TcpRcv at 0, TcpSnd at +offset, RlpSnd at +2 offset) so
+that they do not overlap; cwnd is drawn without offset. Times are seconds from the
+flow's (connection's) first packet.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+# One colour per series, the same in every plot.
+COLORS = {
+    "TcpSnd_data": "#1f4e9c", "TcpSnd_rexmt": "#d62728", "TcpSnd_ack": "#2ca02c", "TcpSnd_cwnd": "#7b3fa0",
+    "TcpRcv_data": "#17a2b8", "TcpRcv_ack": "#8c9a1b",
+    "RlpSnd_data": "#ff7f0e", "RlpSnd_rexmt": "#8b0000", "RlpSnd_rst": "#000000",
+    "TcpSnd_ssthresh": "#b07cc6", "RTT": "#1f4e9c", "SRTT": "#2ca02c", "RTO": "#d62728",
+    "outstanding": "#7b3fa0", "fast_retransmit": "#e377c2", "timeout": "#000000", "spurious_timeout": "#bcbd22",
+}
+TSQ_LAYERS = ["TcpSnd_data", "TcpSnd_rexmt", "TcpSnd_ack", "TcpSnd_cwnd", "TcpRcv_data", "TcpRcv_ack", "RlpSnd_data", "RlpSnd_rexmt", "RlpSnd_rst"]
+
+
+@dataclass
+class Series:
+    name: str
+    x: np.ndarray
+    y: np.ndarray
+    style: str  # "points" | "step" | "line" | "events"
+    unit: str = "bytes"
+
+
+def _np(col) -> np.ndarray:
+    return col.to_numpy()
+
+
+def sim_tsq(run, flow: int, offset: int = 10_000) -> list[Series]:
+    import polars as pl
+    from .simtrace import DATA_EVENTS, _flow_dir
+    tcp = run._need_trace("tcp").filter(pl.col("flow") == flow)
+    if tcp.height == 0:
+        raise ValueError(f"flow {flow} has no TCP trace events (TCP flows: {', '.join(map(str, run.tcp_flows())) or 'none'})")
+    d = _flow_dir(tcp, flow)
+    snd, rcv = ("server", "mobile") if d == 0 else ("mobile", "server")
+    t0 = tcp["time_ns"].min()
+    ts = lambda df: (df["time_ns"].to_numpy() - t0) / 1e9
+    out = []
+    sdata = tcp.filter((pl.col("node") == snd) & pl.col("event").is_in(DATA_EVENTS) & (pl.col("len") > 0))
+    out.append(Series("TcpSnd_data", ts(sdata), _np(sdata["seq"]) + offset, "points"))
+    rex = sdata.filter(pl.col("event") == "retransmit")
+    out.append(Series("TcpSnd_rexmt", ts(rex), _np(rex["seq"]) + offset, "points"))
+    sack = tcp.filter((pl.col("node") == snd) & (pl.col("event") == "recv") & (pl.col("ack") >= 0))
+    out.append(Series("TcpSnd_ack", ts(sack), _np(sack["ack"]) + offset, "step"))
+    cw = tcp.filter((pl.col("node") == snd) & (pl.col("event") == "cwnd"))
+    out.append(Series("TcpSnd_cwnd", ts(cw), _np(cw["value"]).astype(float), "step"))
+    rdata = tcp.filter((pl.col("node") == rcv) & (pl.col("event") == "recv") & (pl.col("len") > 0))
+    out.append(Series("TcpRcv_data", ts(rdata), _np(rdata["seq"]).astype(float), "points"))
+    rack = tcp.filter((pl.col("node") == rcv) & pl.col("event").is_in(DATA_EVENTS) & (pl.col("ack") >= 0))
+    out.append(Series("TcpRcv_ack", ts(rack), _np(rack["ack"]).astype(float), "step"))
+    if run.trace is not None:
+        link = run.trace.filter((pl.col("layer") == "link") & (pl.col("flow") == flow) & (pl.col("dir") == ("down", "up")[d]))
+        first = link.filter(pl.col("event") == "frame_send")
+        if first.height:
+            y = np.concatenate([[0], np.cumsum(_np(first["len"]))[:-1]]) + 2 * offset
+            out.append(Series("RlpSnd_data", ts(first), y.astype(float), "points"))
+            pos = dict(zip(first["seq"].to_list(), y.tolist()))
+            rx = link.filter(pl.col("event") == "frame_retransmit")
+            ry = np.array([pos.get(s, np.nan) for s in rx["seq"].to_list()], dtype=float)
+            out.append(Series("RlpSnd_rexmt", ts(rx), ry, "points"))
+        rst = link.filter(pl.col("event") == "reset") if "reset" in set(link["event"].cast(pl.Utf8).unique().to_list()) else link.clear()
+        if rst.height:
+            out.append(Series("RlpSnd_rst", ts(rst), np.zeros(rst.height), "events"))
+    return out
+
+
+def capture_tsq(cap, conn: int, direction: int) -> list[Series]:
+    """Time/sequence series of one connection direction as seen at the capture point."""
+    import polars as pl
+    p = cap.packets.filter(pl.col("conn") == conn)
+    if p.height == 0:
+        raise ValueError(f"connection {conn} does not exist (the capture has {len(cap.connection_list)} connections, numbered from 0)")
+    t0 = p["time_s"].min()
+    data = p.filter((pl.col("dir") == direction) & (pl.col("len") > 0))
+    rex = data.filter(pl.col("kind") == "retransmit")
+    acks = p.filter((pl.col("dir") == 1 - direction) & (pl.col("ack") >= 0))
+    out = [
+        Series("TcpSnd_data", _np(data["time_s"]) - t0, _np(data["seq"]).astype(float), "points"),
+        Series("TcpSnd_rexmt", _np(rex["time_s"]) - t0, _np(rex["seq"]).astype(float), "points"),
+        Series("TcpSnd_ack", _np(acks["time_s"]) - t0, _np(acks["ack"]).astype(float), "step"),
+    ]
+    ev = cap.events.filter((pl.col("conn") == conn) & (pl.col("dir") == direction))
+    for k in ("fast_retransmit", "timeout", "spurious_timeout"):
+        e = ev.filter(pl.col("kind") == k)
+        if e.height:
+            out.append(Series(k, _np(e["time_s"]) - t0, _np(e["seq"]).astype(float), "events"))
+    return out
+
+
+def capture_outstanding(cap, conn: int, direction: int) -> Series:
+    """Bytes outstanding (highest sequence sent minus highest ACK seen), at each packet."""
+    import polars as pl
+    p = cap.packets.filter(pl.col("conn") == conn).sort("time_s", maintain_order=True)
+    t0 = p["time_s"].min()
+    hi = p.select(pl.when((pl.col("dir") == direction) & (pl.col("seq") >= 0)).then(pl.col("seq") + pl.col("len")).otherwise(0).cum_max())
+    ack = p.select(pl.when((pl.col("dir") == 1 - direction) & (pl.col("ack") >= 0)).then(pl.col("ack")).otherwise(0).cum_max())
+    v = np.clip(hi.to_series().to_numpy() - ack.to_series().to_numpy(), 0, None)
+    return Series("outstanding", _np(p["time_s"]) - t0, v.astype(float), "step")

@@ -1,0 +1,187 @@
+"""Analyses of thinwire's own multi-layer traces, which know what a capture cannot:
+which link frames carried which flow, when TCP's timers fired, and whether an
+earlier copy of a retransmitted segment reached the receiver.
+
+Definitions (per TCP flow, in its data direction):
+- **utilization** (seed 000 §4.3): the share of the connection time (first TCP
+  packet sent to last TCP packet received) during which the radio link carried
+  data that TCP sent only once. Busy time is the airtime of the flow's link data
+  frames (first transmissions and link retransmissions); it is scaled by the share
+  of TCP data bytes that were not TCP retransmissions, since frames are not traced
+  per TCP segment. Idle time and TCP retransmissions therefore do not count.
+- **spurious timeout**: a TCP timeout whose retransmitted segment (the first
+  retransmission at or after the timeout) had an earlier copy that reached the
+  receiver. The link delivers each flow's packets in order, so when the receiver
+  gets a sequence number more often than it was sent from the timeout on, an
+  earlier copy arrived (a lower bound when copies are lost).
+- **competing retransmission** (seed 000 §5.4): a TCP retransmission sent while an
+  earlier copy of the same segment was still in transit (it arrived later), i.e.
+  TCP and the link layer were both recovering the same data.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DATA_EVENTS = ("send", "retransmit")
+
+
+def _flow_dir(tcp, flow: int) -> int:
+    """The direction of a flow's data: 0 = down (server to mobile), 1 = up."""
+    import polars as pl
+    d = tcp.filter((pl.col("flow") == flow) & (pl.col("len") > 0) & pl.col("event").is_in(DATA_EVENTS))
+    if d.height == 0:
+        return 0
+    return int(d["dir"].cast(pl.Utf8).to_list()[0] == "up")
+
+
+@dataclass
+class SimRun:
+    """A simulated run: its summary, per-flow table and multi-layer trace."""
+
+    summary: dict
+    flows: object
+    trace: object = field(repr=False)
+    path: Path | None = None
+    pcaps: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_dir(cls, d: str | os.PathLike) -> "SimRun":
+        import polars as pl
+        d = Path(d)
+        if not (d / "summary.json").is_file():
+            raise ValueError(f"{d}: not a thinwire run directory (no summary.json; make one with 'thinwire run SCENARIO --out DIR')")
+        summary = json.loads((d / "summary.json").read_text())
+        flows = pl.read_parquet(d / "flows.parquet") if (d / "flows.parquet").is_file() else pl.DataFrame(summary["flows"])
+        tp = d / "trace.parquet"
+        trace = pl.read_parquet(tp) if tp.is_file() else None
+        pcaps = {k: d / f"{k}.pcap" for k in ("server", "mobile") if (d / f"{k}.pcap").is_file()}
+        return cls(summary=summary, flows=flows, trace=trace, path=d, pcaps=pcaps)
+
+    @classmethod
+    def from_result(cls, res) -> "SimRun":
+        return cls(summary=res.summary, flows=res.flows, trace=res.trace if res.raw["trace"]["rows"] else None)
+
+    def _need_trace(self, layer: str):
+        import polars as pl
+        if self.trace is None or self.trace.filter(pl.col("layer") == layer).height == 0:
+            raise ValueError(f"the run has no '{layer}' trace events (run it with --trace including {layer}, or --out to trace all layers)")
+        return self.trace.filter(pl.col("layer") == layer)
+
+    def tcp_flows(self) -> list[int]:
+        import polars as pl
+        return [int(f["id"]) for f in self.flows.filter(pl.col("app") != "media").iter_rows(named=True)]
+
+    # ----- per-flow metrics -----
+    def flow_metrics(self):
+        """Per TCP flow: data direction, bytes, TCP retransmissions, timeouts, fast
+        retransmits, spurious timeouts, competing retransmissions, utilization."""
+        import polars as pl
+        tcp = self._need_trace("tcp")
+        link = self.trace.filter(pl.col("layer") == "link")
+        rows = []
+        for f in self.tcp_flows():
+            ft = tcp.filter(pl.col("flow") == f)
+            d = _flow_dir(ft, f)
+            dname = ("down", "up")[d]
+            snd_node, rcv_node = ("server", "mobile") if d == 0 else ("mobile", "server")
+            data = ft.filter((pl.col("node") == snd_node) & pl.col("event").is_in(DATA_EVENTS) & (pl.col("len") > 0))
+            arr = ft.filter((pl.col("node") == rcv_node) & (pl.col("event") == "recv") & (pl.col("len") > 0))
+            tos = ft.filter((pl.col("node") == snd_node) & (pl.col("event") == "timeout"))
+            frs = ft.filter((pl.col("node") == snd_node) & (pl.col("event") == "fast_retransmit"))
+            rex = data.filter(pl.col("event") == "retransmit")
+            spurious, competing = _spurious_and_competing(data, arr, tos["time_ns"].to_list())
+            t0 = ft["time_ns"].min() if ft.height else 0
+            t1 = ft.filter(pl.col("event") == "recv")["time_ns"].max() if ft.height else 0
+            span = max((t1 or 0) - (t0 or 0), 1)
+            frames = link.filter((pl.col("flow") == f) & (pl.col("dir") == dname) & pl.col("event").is_in(["frame_send", "frame_retransmit"]))
+            rate = self.summary["link"][dname].get("rate_bps")
+            util = None
+            sent_bytes = int(data["len"].sum() or 0)
+            if rate and frames.height and sent_bytes:
+                busy_ns = float(frames["len"].sum()) * 8 / rate * 1e9
+                once = 1 - int(rex["len"].sum() or 0) / sent_bytes
+                util = min(busy_ns * once / span, 1.0)
+            rows.append({
+                "flow": f, "direction": dname, "data_bytes_sent": sent_bytes,
+                "tcp_retransmitted_packets": rex.height, "tcp_retransmitted_bytes": int(rex["len"].sum() or 0),
+                "timeouts": tos.height, "fast_retransmits": frs.height,
+                "spurious_timeouts": spurious, "competing_retransmissions": competing,
+                "link_data_frames": int(frames.filter(pl.col("event") == "frame_send").height),
+                "link_retransmitted_frames": int(frames.filter(pl.col("event") == "frame_retransmit").height),
+                "connection_time_s": span / 1e9, "utilization": util,
+            })
+        return pl.DataFrame(rows, infer_schema_length=None)
+
+    # ----- series for plots -----
+    def sender_vars(self, flow: int, var: str):
+        """A TCP sender variable over time (cwnd, ssthresh, srtt, rttvar, rto): time_s, value."""
+        import polars as pl
+        tcp = self._need_trace("tcp")
+        d = _flow_dir(tcp, flow)
+        node = ("server", "mobile")[d]
+        return tcp.filter((pl.col("flow") == flow) & (pl.col("node") == node) & (pl.col("event") == var)).select("time_s", "value")
+
+    def delivered(self, flow: int):
+        """In-sequence bytes received over time (the receiver's cumulative ACK): time_s, bytes."""
+        import polars as pl
+        tcp = self._need_trace("tcp")
+        d = _flow_dir(tcp, flow)
+        rnode = ("mobile", "server")[d]
+        a = tcp.filter((pl.col("flow") == flow) & (pl.col("node") == rnode) & pl.col("event").is_in(DATA_EVENTS) & (pl.col("ack") >= 0))
+        return a.select("time_s", pl.col("ack").cum_max().alias("bytes"))
+
+    def queue_delay(self, flow: int | None = None):
+        """Link-layer delay of delivered packets (queueing + ARQ + transmission): time_s, dir, flow, delay_s."""
+        import polars as pl
+        link = self._need_trace("link")
+        p = link.filter(pl.col("event") == "packet_deliver")
+        if flow is not None:
+            p = p.filter(pl.col("flow") == flow)
+        return p.select("time_s", "dir", "flow", (pl.col("value") / 1e9).alias("delay_s"))
+
+    def outstanding(self, flow: int):
+        """Outstanding data at the sender over time: highest sequence sent minus highest ACK received."""
+        import polars as pl
+        tcp = self._need_trace("tcp")
+        d = _flow_dir(tcp, flow)
+        snode = ("server", "mobile")[d]
+        ft = tcp.filter((pl.col("flow") == flow) & (pl.col("node") == snode))
+        sent = ft.filter(pl.col("event").is_in(DATA_EVENTS)).select("time_ns", (pl.col("seq") + pl.col("len")).alias("hi"), pl.lit(None, dtype=pl.Int64).alias("acked"))
+        acks = ft.filter((pl.col("event") == "recv") & (pl.col("ack") >= 0)).select("time_ns", pl.lit(None, dtype=pl.Int64).alias("hi"), pl.col("ack").alias("acked"))
+        m = pl.concat([sent, acks]).sort("time_ns", maintain_order=True).with_columns(
+            pl.col("hi").fill_null(0).cum_max(), pl.col("acked").fill_null(0).cum_max())
+        return m.select((pl.col("time_ns") / 1e9).alias("time_s"), (pl.col("hi") - pl.col("acked")).clip(lower_bound=0).alias("bytes"))
+
+
+def _spurious_and_competing(data, arr, timeouts: list[int]) -> tuple[int, int]:
+    """Counts spurious timeouts and competing retransmissions (see the module doc)."""
+    import bisect
+    from collections import defaultdict
+    sends: dict[int, list[int]] = defaultdict(list)
+    for t, s in zip(data["time_ns"].to_list(), data["seq"].to_list()):
+        sends[s].append(t)
+    arrivals: dict[int, list[int]] = defaultdict(list)
+    for t, s in zip(arr["time_ns"].to_list(), arr["seq"].to_list()):
+        arrivals[s].append(t)
+    rex = data.filter(data["event"] == "retransmit")
+    rex_t = rex["time_ns"].to_list()
+    rex_s = rex["seq"].to_list()
+
+    def earlier_copy_arrived(s: int, t: int, after_only: bool) -> bool:
+        ts = sends[s]
+        a = arrivals.get(s, [])
+        n_from_t = len(ts) - bisect.bisect_left(ts, t)
+        if after_only:
+            return (len(a) - bisect.bisect_right(a, t)) > n_from_t
+        return len(a) > n_from_t
+
+    competing = sum(earlier_copy_arrived(s, t, True) for t, s in zip(rex_t, rex_s))
+    spurious = 0
+    for to in timeouts:
+        i = bisect.bisect_left(rex_t, to)
+        if i < len(rex_t) and earlier_copy_arrived(rex_s[i], rex_t[i], False):
+            spurious += 1
+    return spurious, competing
