@@ -43,3 +43,19 @@ def thinwire_cli(*args, cwd=None):
     """Runs the installed `thinwire` command; returns CompletedProcess."""
     exe = Path(sys.executable).parent / "thinwire"
     return subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=600)
+
+
+def shared_dir() -> Path | None:
+    """The shared material (seeds, testdata): $THINWIRE_SHARED, ../shared from the
+    project root, or /work/shared."""
+    for c in (os.environ.get("THINWIRE_SHARED"), ROOT.parent / "shared", Path("/work/shared")):
+        if c and (Path(c) / "testdata").is_dir():
+            return Path(c)
+    return None
+
+
+def shared_pcap(name: str) -> Path:
+    d = shared_dir()
+    if d is None or not (d / "testdata" / "pcaps" / name).is_file():
+        pytest.skip(f"shared test capture {name} not found (set THINWIRE_SHARED)")
+    return d / "testdata" / "pcaps" / name

@@ -179,3 +179,17 @@ fn fin_arriving_beyond_a_hole_is_kept_until_the_hole_fills() {
         assert_eq!(fins, 1, "{v:?}: {:?}", p.log[1]);
     }
 }
+
+#[test]
+fn sack_sender_retransmits_at_once_on_entering_recovery_without_sack_blocks() {
+    // RFC 6675 §5 (4.3): entering recovery on three duplicate ACKs retransmits the
+    // first unacknowledged segment at once, even when the duplicates carry no SACK
+    // blocks (here the receiver does not do SACK), instead of waiting for the RTO.
+    let server = cfg(Variant::Sack);
+    let client = TcpConfig { sack: false, ..cfg(Variant::Reno) };
+    let mut p = TcpPair::new(client, server, Some(BYTES), 2_000_000, Duration::from_millis(50), TcpPair::drop_data(&[30]));
+    finish(&mut p);
+    let s = &p.ep[1].stats;
+    assert_eq!(p.ep[0].delivered(), BYTES);
+    assert_eq!((s.fast_retransmits, s.timeouts, s.retransmits), (1, 0, 1));
+}

@@ -18,12 +18,13 @@ import numpy as np
 from .series import COLORS, Series
 
 _JS = r"""
+window.addEventListener('error',e=>{const b=document.getElementById('tw-errors');b.style.display='block';b.textContent+='viewer error: '+e.message+'\n';});
 (function(){
 const D = JSON.parse(document.getElementById('tw-data').textContent);
 function dec(b64){const s=atob(b64);const u=new Uint8Array(s.length);for(let i=0;i<s.length;i++)u[i]=s.charCodeAt(i);return new Float64Array(u.buffer);}
 const S = D.series.map(s=>({name:s.name,style:s.style,color:s.color,unit:s.unit,x:dec(s.x),y:dec(s.y),on:true}));
 const cv=document.getElementById('tw-canvas'), ctx=cv.getContext('2d'), tip=document.getElementById('tw-tip');
-const M={l:70,r:15,t:30,b:45};
+const M={l:78,r:15,t:30,b:45};
 let full=null, view=null, drag=null, hover=null;
 function bounds(){let x0=Infinity,x1=-Infinity,y0=Infinity,y1=-Infinity;
  for(const s of S){if(!s.on)continue;for(let i=0;i<s.x.length;i++){const x=s.x[i],y=s.y[i];if(!isFinite(x)||!isFinite(y))continue;if(x<x0)x0=x;if(x>x1)x1=x;if(y<y0)y0=y;if(y>y1)y1=y;}}
@@ -33,13 +34,14 @@ function size(){const r=window.devicePixelRatio||1;cv.width=cv.clientWidth*r;cv.
 function W(){return cv.clientWidth-M.l-M.r;} function H(){return cv.clientHeight-M.t-M.b;}
 function px(x){return M.l+(x-view.x0)/(view.x1-view.x0)*W();} function py(y){return M.t+(1-(y-view.y0)/(view.y1-view.y0))*H();}
 function ticks(a,b,n){const st=Math.pow(10,Math.floor(Math.log10((b-a)/n)));const m=[1,2,5,10].find(k=>(b-a)/(st*k)<=n)||10;const s=st*m;const out=[];for(let v=Math.ceil(a/s)*s;v<=b;v+=s)out.push(v);return out;}
-function fmt(v){const a=Math.abs(v);return a>=1e6?(v/1e6).toFixed(2)+'M':a>=1e4?(v/1e3).toFixed(1)+'k':a>=100?v.toFixed(0):a>=1?v.toFixed(2):v.toPrecision(3);}
+function fmt(v){const a=Math.abs(v);if(v===0)return '0';return a>=1e6?(v/1e6).toFixed(2)+'M':a>=1e4?(v/1e3).toFixed(1)+'k':a>=100?v.toFixed(0):a>=1?v.toFixed(2):v.toPrecision(3);}
 function lo(a,v){let l=0,h=a.length;while(l<h){const m=(l+h)>>1;if(a[m]<v)l=m+1;else h=m;}return l;}
 function draw(){
+ const t0=performance.now();
  ctx.clearRect(0,0,cv.clientWidth,cv.clientHeight);ctx.font='11px sans-serif';ctx.fillStyle='#000';
  ctx.strokeStyle='#ddd';ctx.lineWidth=1;
  for(const v of ticks(view.x0,view.x1,8)){const X=px(v);ctx.beginPath();ctx.moveTo(X,M.t);ctx.lineTo(X,M.t+H());ctx.stroke();ctx.fillText(fmt(v),X-10,M.t+H()+14);}
- for(const v of ticks(view.y0,view.y1,6)){const Y=py(v);ctx.beginPath();ctx.moveTo(M.l,Y);ctx.lineTo(M.l+W(),Y);ctx.stroke();ctx.fillText(fmt(v),4,Y+4);}
+ ctx.textAlign='right';for(const v of ticks(view.y0,view.y1,6)){const Y=py(v);ctx.beginPath();ctx.moveTo(M.l,Y);ctx.lineTo(M.l+W(),Y);ctx.stroke();ctx.fillText(fmt(v),M.l-4,Y+4);}ctx.textAlign='left';
  ctx.fillText(D.xlabel,M.l+W()/2-20,M.t+H()+32);ctx.save();ctx.translate(12,M.t+H()/2+40);ctx.rotate(-Math.PI/2);ctx.fillText(D.ylabel,0,0);ctx.restore();
  ctx.font='bold 12px sans-serif';ctx.fillText(D.title,M.l,18);
  ctx.save();ctx.beginPath();ctx.rect(M.l,M.t,W(),H());ctx.clip();
@@ -56,7 +58,9 @@ function draw(){
  if(drag&&drag.box){ctx.strokeStyle='#333';ctx.setLineDash([4,3]);ctx.strokeRect(drag.sx,drag.sy,drag.cx-drag.sx,drag.cy-drag.sy);ctx.setLineDash([]);}
  if(hover){ctx.strokeStyle='#000';ctx.beginPath();ctx.arc(px(hover.x),py(hover.y),5,0,7);ctx.stroke();}
  ctx.restore(); ctx.strokeStyle='#888';ctx.strokeRect(M.l,M.t,W(),H());
- document.getElementById('tw-status').textContent='drawn '+S.filter(s=>s.on).reduce((a,s)=>a+s.x.length,0)+' points';
+ const st=document.getElementById('tw-status');
+ st.textContent='drawn '+S.filter(s=>s.on).reduce((a,s)=>a+s.x.length,0)+' points';
+ st.dataset.drawMs=(performance.now()-t0).toFixed(1);
  window.twDrawn=(window.twDrawn||0)+1;
 }
 function legend(){const L=document.getElementById('tw-legend');L.innerHTML='';
@@ -84,7 +88,7 @@ _PAGE = """<!DOCTYPE html>
 <style>body{{font-family:sans-serif;margin:10px}}#tw-canvas{{width:100%;height:78vh;border:0;cursor:crosshair}}
 #tw-legend label{{margin-right:14px;font-size:13px;white-space:nowrap}}#tw-tip{{position:absolute;display:none;background:#ffe;border:1px solid #999;padding:2px 5px;font-size:12px;pointer-events:none}}
 #tw-help{{color:#666;font-size:12px}}</style></head><body>
-<div id="tw-legend"></div><canvas id="tw-canvas"></canvas><div id="tw-tip"></div>
+<div id="tw-errors" style="display:none;color:#b00;white-space:pre"></div><div id="tw-legend"></div><canvas id="tw-canvas"></canvas><div id="tw-tip"></div>
 <div id="tw-help">wheel: zoom (shift: time only, alt: values only) &middot; drag: pan &middot; shift-drag: zoom to box &middot; double-click: reset &middot; <span id="tw-status"></span>{note}</div>
 <script type="application/json" id="tw-data">{data}</script>
 <script>{js}</script></body></html>

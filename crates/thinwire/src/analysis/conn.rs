@@ -19,14 +19,20 @@
 //!   previous ACK value and window while data is outstanding (the BSD rule tcptrace
 //!   uses); the third in a row is a *triple duplicate ACK*;
 //! - a retransmission covering the first unacknowledged byte starts a recovery
-//!   episode: a *fast retransmit* if at least three duplicate ACKs preceded it,
-//!   otherwise a *timeout*; the episode ends when the ACKs pass what was
+//!   episode: a *fast retransmit* if at least three duplicate ACKs preceded it or
+//!   the SACK blocks seen cover more than two segments above it (RFC 6675's
+//!   IsLost, for senders that enter recovery on SACK information), otherwise a
+//!   *timeout*; the episode ends when the ACKs pass what was
 //!   outstanding when it began. Within an episode, a retransmission of the first
 //!   unacknowledged byte is another timeout when nothing was acknowledged since the
 //!   previous one, or when it comes later than the latest RTT sample plus 200 ms
-//!   (Linux's minimum RTO) after the last ACK progress; after three fresh duplicate
-//!   ACKs it is another fast retransmit (Reno leaves recovery on a partial ACK);
-//!   otherwise it answers a partial ACK (NewReno/SACK recovery) and is not an event;
+//!   (Linux's minimum RTO) after the last ACK progress; when it follows the third
+//!   duplicate ACK received since the previous such retransmission by at most
+//!   10 ms (and half the latest RTT sample), it is another fast retransmit (Reno leaves
+//!   recovery on a partial ACK; duplicates after a timeout) — this timing assumes
+//!   a capture at the sender; SACK senders (both SYNs SACK-permitted) repeat no
+//!   fast retransmit within an episode (RFC 6675). Otherwise it answers a partial
+//!   ACK (NewReno/SACK recovery) and is not an event;
 //! - a timeout is *spurious* (Eifel, RFC 3522) when the first ACK that covers the
 //!   retransmitted byte echoes a timestamp older than the retransmission's;
 //!   detectable only when both hosts use timestamps;
@@ -108,8 +114,11 @@ struct DirState {
     last_ack: Option<i64>,
     last_win: u64,
     win_known: bool,
-    /// Consecutive duplicate ACKs received for this host's data.
+    /// Consecutive duplicate ACKs received for this host's data, and those since
+    /// the last retransmission of the first unacknowledged byte.
     dups: u32,
+    fresh_dups: u32,
+    last_dup_t: i64,
     recovery: Option<i64>,
     last_una_rexmit: Option<i64>,
     eifel: Option<(i64, u32)>,
@@ -118,6 +127,9 @@ struct DirState {
     rtt_last: i64,
     ws: u8,
     ws_req: bool,
+    win_scaled_seen: bool,
+    /// SACK scoreboard of this host's data (from the peer's SACK blocks), offsets + OFF.
+    sacked: Ranges,
     data_start: Option<i64>,
 }
 
@@ -320,7 +332,7 @@ fn process(c: &mut Conn, d: usize, t: i64, p: &TcpPkt, cols: Option<&mut Columns
                 ds.rexmit_pkts += 1;
                 ds.rexmit_bytes += rex as u64;
                 for g in me.segs.iter_mut() { if g.s < e && g.e > s { g.rexmit = true; g.t = t; } }
-                if let Some(ev) = classify_rexmit(me, ds, s, e, t, p) { if keep { found.push(Found::Ev { dir: d as u8, kind: ev, seq: s }); } }
+                if let Some(ev) = classify_rexmit(me, ds, ds.sack_requested && ps.sack_requested, s, e, t, p) { if keep { found.push(Found::Ev { dir: d as u8, kind: ev, seq: s }); } }
             } else if s < me.snd_max {
                 kind = KIND_OUT_OF_ORDER;
                 ds.out_of_order_pkts += 1;
@@ -343,8 +355,18 @@ fn process(c: &mut Conn, d: usize, t: i64, p: &TcpPkt, cols: Option<&mut Columns
 
     // Window statistics and the ACK.
     if has_ack || syn {
+        // As tcptrace: when both SYNs asked for window scaling, the statistics restart
+        // at the first scaled advertisement (SYN windows are never scaled); the
+        // minimum ignores zero windows, which are counted on their own.
+        if eff_win > 0 && !syn && me.ws_req && peer.ws_req && !me.win_scaled_seen {
+            me.win_scaled_seen = true;
+            ds.win_max = eff_win;
+            ds.win_min = eff_win;
+            ds.win_sum = 0;
+            ds.win_n = 0;
+        }
         ds.win_max = ds.win_max.max(eff_win);
-        ds.win_min = if ds.win_n == 0 { eff_win } else { ds.win_min.min(eff_win) };
+        if eff_win > 0 && (ds.win_min == 0 || eff_win < ds.win_min) { ds.win_min = eff_win; }
         if eff_win == 0 && has_ack { ds.win_zero += 1; }
         ds.win_sum += eff_win as u128;
         ds.win_n += 1;
@@ -401,24 +423,31 @@ fn overlap(r: &Ranges, s: i64, e: i64) -> u64 {
 }
 
 /// Classifies a retransmission of `[s, e)`; returns the event it starts, if any.
-fn classify_rexmit(me: &mut DirState, ds: &mut DirStats, s: i64, e: i64, t: i64, p: &TcpPkt) -> Option<u8> {
+fn classify_rexmit(me: &mut DirState, ds: &mut DirStats, sack: bool, s: i64, e: i64, t: i64, p: &TcpPkt) -> Option<u8> {
     let una = me.una.unwrap_or_else(|| me.segs.front().map_or(s, |g| g.s));
     if !(s <= una && una < e) { return None; }
+    // RFC 6675 IsLost: more than (DupThresh - 1) * SMSS bytes SACKed above the hole.
+    let sack_lost = me.sacked.bytes_above((una + OFF) as u64) > 2 * ds.max_segment.max(1);
     let ev = if me.recovery.is_none() {
         me.recovery = Some(me.snd_max);
-        if me.dups >= 3 { ds.fast_retransmits += 1; EV_FAST_RETRANSMIT } else { ds.timeouts += 1; EV_TIMEOUT }
-    } else if me.dups >= 3 && me.last_una_rexmit != Some(una) {
-        // Three fresh duplicate ACKs after a partial ACK: Reno's next fast retransmit.
+        if me.fresh_dups >= 3 || sack_lost { ds.fast_retransmits += 1; EV_FAST_RETRANSMIT } else { ds.timeouts += 1; EV_TIMEOUT }
+    } else if !sack && me.fresh_dups >= 3 && t - me.last_dup_t <= (me.rtt_last / 2).min(10_000_000) {
+        // Three fresh duplicate ACKs within an episode: Reno's next fast retransmit
+        // (Reno leaves recovery on a partial ACK), or fast retransmit after a timeout.
         me.recovery = Some(me.snd_max);
         ds.fast_retransmits += 1;
         EV_FAST_RETRANSMIT
     } else if me.last_una_rexmit == Some(una) || t - me.progress_t > me.rtt_last + 200_000_000 {
+        // A timeout within an episode starts a new one (go-back-N resends what was outstanding).
+        me.recovery = Some(me.snd_max);
         ds.timeouts += 1;
         EV_TIMEOUT
     } else {
         me.last_una_rexmit = Some(una);
+        me.fresh_dups = 0;
         return None;
     };
+    me.fresh_dups = 0;
     me.last_una_rexmit = Some(una);
     if ev == EV_TIMEOUT { me.eifel = p.opts.ts.map(|(v, _)| (una, v)); }
     Some(ev)
@@ -434,12 +463,21 @@ fn ack_in(snd: &mut DirState, ss: &mut DirStats, rcv: &mut DirState, a: i64, t: 
     if dup {
         ss.dupacks += 1;
         snd.dups += 1;
+        snd.fresh_dups += 1;
+        snd.last_dup_t = t;
         if snd.dups == 3 { ss.triple_dupacks += 1; }
     } else if prev != Some(a) {
         snd.dups = 0;
+        snd.fresh_dups = 0;
     }
     rcv.last_ack = Some(a);
+    for &(l, r) in &p.opts.sack[..p.opts.sack_n as usize] {
+        if let (Some(l), Some(r)) = (snd.unwrap_ack(l), snd.unwrap_ack(r)) {
+            if r > l && l > a { snd.sacked.insert((l + OFF) as u64, (r + OFF) as u64); }
+        }
+    }
     if snd.una.is_none_or(|u| a > u) {
+        snd.sacked.trim_below((a + OFF) as u64);
         // Pop the acknowledged segments; take an RTT sample per Karn and tcptrace.
         let mut latest = i64::MIN;
         let mut sample = None;
@@ -466,6 +504,7 @@ fn ack_in(snd: &mut DirState, ss: &mut DirStats, rcv: &mut DirState, a: i64, t: 
         snd.una = Some(a);
         snd.progress_t = t;
         snd.dups = 0;
+        snd.fresh_dups = 0;
         if snd.recovery.is_some_and(|r| a >= r) { snd.recovery = None; snd.last_una_rexmit = None; }
         if let Some((u, tsv)) = snd.eifel {
             if a > u {
@@ -489,4 +528,155 @@ fn is_dsack(p: &TcpPkt) -> bool {
     let le = |x: u32, y: u32| !lt(y, x);
     if le(b[0].1, p.ack) { return true; }
     p.opts.sack_n > 1 && ((le(b[1].0, b[0].0) && le(b[0].1, b[1].1)) || (le(b[0].0, b[1].0) && lt(b[1].0, b[0].1)) || (le(b[1].1, b[0].1) && lt(b[0].0, b[1].1)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: [u8; 16] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1];
+    const B: [u8; 16] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 2];
+    const MS: i64 = 1_000_000;
+
+    /// A packet from a (dir 0) or b (dir 1).
+    fn pk(dir: usize, seq: u32, ack: Option<u32>, len: u32, flags: u8) -> TcpPkt {
+        let (src, dst, sp, dp) = if dir == 0 { (A, B, 1000, 80) } else { (B, A, 80, 1000) };
+        TcpPkt { src, dst, sport: sp, dport: dp, seq, ack: ack.unwrap_or(0), flags: flags | if ack.is_some() { ACK } else { 0 }, win: 65535, payload: len, ..Default::default() }
+    }
+
+    /// Handshake with ISNs `ia` (a) and `ib` (b); returns the tracker.
+    fn open(ia: u32, ib: u32) -> Tracker {
+        let mut t = Tracker::new(true);
+        t.packet(0, &pk(0, ia, None, 0, SYN));
+        t.packet(100 * MS, &pk(1, ib, Some(ia.wrapping_add(1)), 0, SYN));
+        t.packet(100 * MS, &pk(0, ia.wrapping_add(1), Some(ib.wrapping_add(1)), 0, 0));
+        t
+    }
+
+    #[test]
+    fn bulk_without_loss_counts_unique_bytes_and_karn_samples() {
+        let (ia, ib) = (1000, 5000);
+        let mut t = open(ia, ib);
+        for i in 0..10u32 { t.packet((200 + i as i64) * MS, &pk(0, ia + 1 + i * 100, Some(ib + 1), 100, 0)); }
+        for i in 0..5u32 { t.packet((300 + i as i64) * MS, &pk(1, ib + 1, Some(ia + 1 + (2 * i + 2) * 100), 0, 0)); }
+        let s = &t.conns[0].dirs[0];
+        assert_eq!((s.data_pkts, s.data_bytes, s.unique_bytes, s.rexmit_pkts), (10, 1000, 1000, 0));
+        // SYN sample plus one per ACK (each ACK ends a segment sent once).
+        let c = t.cols.as_ref().unwrap();
+        assert_eq!(s.rtt_samples, 6, "{:?} {:?}", c.rtt_ns, c.rtt_dir);
+        assert_eq!(s.rtt_3whs_ns, Some(100 * MS));
+        assert_eq!(s.dupacks, 0);
+        assert_eq!(t.conns[0].dirs[1].pure_acks, 5, "the SYN/ACK is not a pure ACK");
+    }
+
+    #[test]
+    fn retransmission_overlap_and_gro_segments() {
+        let (ia, ib) = (0xffff_ff00, 7); // wraps around 2^32 during the transfer
+        let mut t = open(ia, ib);
+        let s1 = ia.wrapping_add(1);
+        t.packet(200 * MS, &pk(0, s1, Some(ib + 1), 1000, 0));            // one GRO segment of 1000 bytes
+        t.packet(201 * MS, &pk(0, s1.wrapping_add(1000), Some(ib + 1), 500, 0));
+        t.packet(900 * MS, &pk(0, s1.wrapping_add(500), Some(ib + 1), 700, 0)); // 500 old + 200 old: all retransmitted
+        t.packet(901 * MS, &pk(0, s1.wrapping_add(1400), Some(ib + 1), 300, 0)); // 100 old, 200 new
+        let s = &t.conns[0].dirs[0];
+        assert_eq!(s.data_bytes, 2500);
+        assert_eq!(s.unique_bytes, 1700);
+        assert_eq!((s.rexmit_pkts, s.rexmit_bytes), (2, 800));
+        assert_eq!(s.stream_length, 1700);
+        let c = t.cols.as_ref().unwrap();
+        assert_eq!(c.seq[c.seq.len() - 1], 1401, "relative sequence numbers survive the 2^32 wrap");
+    }
+
+    #[test]
+    fn dupacks_fast_retransmit_and_timeout() {
+        let (ia, ib) = (0, 0);
+        let mut t = open(ia, ib);
+        for i in 0..8u32 { t.packet(200 * MS + i as i64, &pk(0, 1 + i * 100, Some(1), 100, 0)); }
+        // Segment 2 lost: the receiver acks 201 once, then four duplicates.
+        t.packet(300 * MS, &pk(1, 1, Some(201), 0, 0));
+        for k in 0..4 { t.packet(301 * MS + k, &pk(1, 1, Some(201), 0, 0)); }
+        t.packet(302 * MS, &pk(0, 201, Some(1), 100, 0));                  // fast retransmit
+        t.packet(400 * MS, &pk(1, 1, Some(801), 0, 0));                    // recovered
+        // Later: a timeout on segment 9 (no duplicate ACKs).
+        t.packet(401 * MS, &pk(0, 801, Some(1), 100, 0));
+        t.packet(1700 * MS, &pk(0, 801, Some(1), 100, 0));
+        t.packet(1800 * MS, &pk(1, 1, Some(901), 0, 0));
+        let s = &t.conns[0].dirs[0];
+        assert_eq!((s.dupacks, s.triple_dupacks), (4, 1));
+        assert_eq!((s.fast_retransmits, s.timeouts), (1, 1));
+        assert_eq!((s.rexmit_pkts, s.rexmit_bytes), (2, 200));
+        let c = t.cols.as_ref().unwrap();
+        assert_eq!(c.ev_kind, vec![EV_FAST_RETRANSMIT, EV_TIMEOUT]);
+        assert_eq!(c.ev_seq, vec![201, 801]);
+        // The ACK of the retransmitted segments gives no RTT sample (Karn).
+        assert!(c.rtt_ns.iter().all(|&r| r < 200 * MS));
+    }
+
+    #[test]
+    fn window_change_is_not_a_dupack_and_zero_window_probe_is_not_a_retransmission() {
+        let mut t = open(0, 0);
+        t.packet(200 * MS, &pk(0, 1, Some(1), 100, 0));
+        t.packet(200 * MS, &pk(0, 101, Some(1), 100, 0));
+        t.packet(300 * MS, &pk(1, 1, Some(101), 0, 0));
+        let mut upd = pk(1, 1, Some(101), 0, 0);
+        upd.win = 1000;
+        t.packet(301 * MS, &upd);                                          // window update, same ACK
+        let mut zero = pk(1, 1, Some(201), 0, 0);
+        zero.win = 0;
+        t.packet(302 * MS, &zero);
+        t.packet(900 * MS, &pk(0, 201, Some(1), 1, 0));                    // probe
+        t.packet(2000 * MS, &pk(0, 201, Some(1), 1, 0));                   // probe again
+        let s = &t.conns[0].dirs[0];
+        assert_eq!(s.dupacks, 0);
+        assert_eq!((s.zwnd_probe_pkts, s.rexmit_pkts), (2, 0));
+        assert_eq!(t.conns[0].dirs[1].win_zero, 1);
+    }
+
+    #[test]
+    fn reused_port_pair_starts_a_new_connection() {
+        let mut t = open(100, 200);
+        t.packet(200 * MS, &pk(0, 101, Some(201), 0, FIN));
+        t.packet(300 * MS, &pk(1, 201, Some(102), 0, FIN));
+        t.packet(300 * MS, &pk(0, 102, Some(202), 0, 0));
+        t.packet(5000 * MS, &pk(0, 9000, None, 0, SYN));                  // same ports, new ISN
+        t.packet(5100 * MS, &pk(1, 7000, Some(9001), 0, SYN));
+        t.packet(5100 * MS, &pk(0, 9001, Some(7001), 10, 0));
+        assert_eq!(t.conns.len(), 2);
+        assert!(t.conns[0].complete());
+        assert_eq!((t.conns[1].dirs[0].packets, t.conns[1].dirs[0].unique_bytes, t.conns[1].dirs[0].rexmit_pkts), (2, 10, 0));
+        // A retransmitted SYN (same ISN) stays in the same connection, and is a timeout.
+        let mut u = Tracker::new(false);
+        u.packet(0, &pk(0, 5, None, 0, SYN));
+        u.packet(3000 * MS, &pk(0, 5, None, 0, SYN));
+        assert_eq!(u.conns.len(), 1);
+        assert_eq!((u.conns[0].dirs[0].rexmit_pkts, u.conns[0].dirs[0].timeouts, u.conns[0].dirs[0].unique_bytes), (1, 1, 0));
+    }
+
+    #[test]
+    fn eifel_detects_a_spurious_timeout() {
+        let mut t = open(0, 0);
+        let ts = |mut p: TcpPkt, v: u32, e: u32| { p.opts.ts = Some((v, e)); p };
+        t.packet(200 * MS, &ts(pk(0, 1, Some(1), 100, 0), 10, 0));
+        t.packet(1500 * MS, &ts(pk(0, 1, Some(1), 100, 0), 20, 0));         // timeout
+        t.packet(1600 * MS, &ts(pk(1, 1, Some(101), 0, 0), 30, 10));        // echoes the original: spurious
+        assert_eq!((t.conns[0].dirs[0].timeouts, t.conns[0].dirs[0].spurious_timeouts), (1, 1));
+        let mut u = open(0, 0);
+        u.packet(200 * MS, &ts(pk(0, 1, Some(1), 100, 0), 10, 0));
+        u.packet(1500 * MS, &ts(pk(0, 1, Some(1), 100, 0), 20, 0));
+        u.packet(1600 * MS, &ts(pk(1, 1, Some(101), 0, 0), 30, 20));        // echoes the retransmission
+        assert_eq!((u.conns[0].dirs[0].timeouts, u.conns[0].dirs[0].spurious_timeouts), (1, 0));
+    }
+
+    #[test]
+    fn dsack_forms() {
+        let mut p = pk(1, 1, Some(1000), 0, 0);
+        p.opts.sack_n = 1;
+        p.opts.sack = [(500, 600), (0, 0), (0, 0), (0, 0)];
+        assert!(is_dsack(&p));
+        p.opts.sack = [(1500, 1600), (0, 0), (0, 0), (0, 0)];
+        assert!(!is_dsack(&p));
+        p.opts.sack_n = 2;
+        p.opts.sack = [(1500, 1600), (1400, 1700), (0, 0), (0, 0)];
+        assert!(is_dsack(&p));
+    }
 }

@@ -524,7 +524,11 @@ impl Tcp {
                 if !self.in_recovery && (self.dupacks >= 3 || self.lost_bound() > self.snd_una) && self.snd_una >= self.recover {
                     self.enter_recovery(now);
                     self.set_cwnd(now, self.ssthresh);
-                    self.high_rxt = self.snd_una;
+                    // RFC 6675 §5 (4.3): retransmit the first segment presumed lost at once,
+                    // whatever the pipe, and set HighRxt to its end.
+                    let hole_end = self.scoreboard.v.iter().find(|b| b.0 > self.snd_una).map(|b| b.0).unwrap_or(self.snd_max);
+                    self.high_rxt = self.snd_una + self.smss.min(hole_end - self.snd_una);
+                    self.rexmit = Some(self.snd_una);
                 }
             }
         }
