@@ -19,20 +19,21 @@
 //!   previous ACK value and window while data is outstanding (the BSD rule tcptrace
 //!   uses); the third in a row is a *triple duplicate ACK*;
 //! - a retransmission covering the first unacknowledged byte starts a recovery
-//!   episode: a *fast retransmit* if at least three duplicate ACKs preceded it or
-//!   the SACK blocks seen cover more than two segments above it (RFC 6675's
-//!   IsLost, for senders that enter recovery on SACK information), otherwise a
-//!   *timeout*; the episode ends when the ACKs pass what was
+//!   episode: a *fast retransmit* when it is sent in answer to an ACK — within
+//!   10 ms of the last ACK seen for this data (plus the smallest RTT sample when
+//!   the capture point is not at the sender, told by the RTTs of both directions:
+//!   at the sender, the peer's data shows the smaller ones) — whatever
+//!   triggered it (three duplicate ACKs, SACK, RACK, early retransmit); a *timeout*
+//!   otherwise (a timer sent it). The episode ends when the ACKs pass what was
 //!   outstanding when it began. Within an episode, a retransmission of the first
-//!   unacknowledged byte is another timeout when nothing was acknowledged since the
-//!   previous one, or when it comes later than the latest RTT sample plus 200 ms
-//!   (Linux's minimum RTO) after the last ACK progress; when it follows the third
-//!   duplicate ACK received since the previous such retransmission by at most
-//!   10 ms (and half the latest RTT sample), it is another fast retransmit (Reno leaves
-//!   recovery on a partial ACK; duplicates after a timeout) — this timing assumes
-//!   a capture at the sender; SACK senders (both SYNs SACK-permitted) repeat no
-//!   fast retransmit within an episode (RFC 6675). Otherwise it answers a partial
-//!   ACK (NewReno/SACK recovery) and is not an event;
+//!   unacknowledged byte is another timeout when it is not ACK-clocked and at least
+//!   200 ms (the smallest minimum RTO of common stacks) passed since the last
+//!   progress and since the byte's previous retransmission; another fast
+//!   retransmit when it is ACK-clocked after three duplicate ACKs received since
+//!   the previous one (Reno leaves recovery on a partial ACK; SACK senders, both
+//!   SYNs SACK-permitted, repeat none, RFC 6675); otherwise it answers a partial ACK
+//!   or a loss RACK found and is not an event. Tail-loss probes that resend the
+//!   first unacknowledged byte count as timeouts (a timer sent them);
 //! - a timeout is *spurious* (Eifel, RFC 3522) when the first ACK that covers the
 //!   retransmitted byte echoes a timestamp older than the retransmission's;
 //!   detectable only when both hosts use timestamps;
@@ -122,14 +123,14 @@ struct DirState {
     recovery: Option<i64>,
     last_una_rexmit: Option<i64>,
     eifel: Option<(i64, u32)>,
-    /// Time of the last ACK that advanced `una`, and the latest RTT sample.
+    /// Time of the last ACK that advanced `una`.
     progress_t: i64,
-    rtt_last: i64,
+    last_una_rexmit_t: i64,
+    /// When the last ACK for this host's data arrived.
+    last_ack_t: Option<i64>,
     ws: u8,
     ws_req: bool,
     win_scaled_seen: bool,
-    /// SACK scoreboard of this host's data (from the peer's SACK blocks), offsets + OFF.
-    sacked: Ranges,
     data_start: Option<i64>,
 }
 
@@ -332,7 +333,7 @@ fn process(c: &mut Conn, d: usize, t: i64, p: &TcpPkt, cols: Option<&mut Columns
                 ds.rexmit_pkts += 1;
                 ds.rexmit_bytes += rex as u64;
                 for g in me.segs.iter_mut() { if g.s < e && g.e > s { g.rexmit = true; g.t = t; } }
-                if let Some(ev) = classify_rexmit(me, ds, ds.sack_requested && ps.sack_requested, s, e, t, p) { if keep { found.push(Found::Ev { dir: d as u8, kind: ev, seq: s }); } }
+                if let Some(ev) = classify_rexmit(me, ds, ps, ds.sack_requested && ps.sack_requested, s, e, t, p) { if keep { found.push(Found::Ev { dir: d as u8, kind: ev, seq: s }); } }
             } else if s < me.snd_max {
                 kind = KIND_OUT_OF_ORDER;
                 ds.out_of_order_pkts += 1;
@@ -423,32 +424,40 @@ fn overlap(r: &Ranges, s: i64, e: i64) -> u64 {
 }
 
 /// Classifies a retransmission of `[s, e)`; returns the event it starts, if any.
-fn classify_rexmit(me: &mut DirState, ds: &mut DirStats, sack: bool, s: i64, e: i64, t: i64, p: &TcpPkt) -> Option<u8> {
+fn classify_rexmit(me: &mut DirState, ds: &mut DirStats, ps: &DirStats, sack: bool, s: i64, e: i64, t: i64, p: &TcpPkt) -> Option<u8> {
     let una = me.una.unwrap_or_else(|| me.segs.front().map_or(s, |g| g.s));
     if !(s <= una && una < e) { return None; }
-    // RFC 6675 IsLost: more than (DupThresh - 1) * SMSS bytes SACKed above the hole.
-    let sack_lost = me.sacked.bytes_above((una + OFF) as u64) > 2 * ds.max_segment.max(1);
+    // Sent in answer to an ACK (fast retransmit of any kind), or by a timer? At the
+    // sender an ACK-clocked retransmission follows the ACK at once; at a capture
+    // point nearer the receiver it follows about one RTT later. The capture is near
+    // this sender when the peer's data sees much smaller RTTs than this data.
+    let near_sender = ds.rtt_samples == 0 || (ps.rtt_samples > 0 && ps.rtt_min_ns * 2 < ds.rtt_min_ns);
+    let rtt_floor = if near_sender { 0 } else { ds.rtt_min_ns };
+    let ack_clocked = me.last_ack_t.is_some_and(|a| t - a <= rtt_floor + 10_000_000);
+    let since = t - me.progress_t.max(if me.last_una_rexmit == Some(una) { me.last_una_rexmit_t } else { i64::MIN });
     let ev = if me.recovery.is_none() {
         me.recovery = Some(me.snd_max);
-        if me.fresh_dups >= 3 || sack_lost { ds.fast_retransmits += 1; EV_FAST_RETRANSMIT } else { ds.timeouts += 1; EV_TIMEOUT }
-    } else if !sack && me.fresh_dups >= 3 && t - me.last_dup_t <= (me.rtt_last / 2).min(10_000_000) {
+        if ack_clocked { ds.fast_retransmits += 1; EV_FAST_RETRANSMIT } else { ds.timeouts += 1; EV_TIMEOUT }
+    } else if !ack_clocked && since >= 200_000_000 {
+        // A timeout within an episode starts a new one (go-back-N resends what was outstanding).
+        me.recovery = Some(me.snd_max);
+        ds.timeouts += 1;
+        EV_TIMEOUT
+    } else if ack_clocked && !sack && me.fresh_dups >= 3 {
         // Three fresh duplicate ACKs within an episode: Reno's next fast retransmit
         // (Reno leaves recovery on a partial ACK), or fast retransmit after a timeout.
         me.recovery = Some(me.snd_max);
         ds.fast_retransmits += 1;
         EV_FAST_RETRANSMIT
-    } else if me.last_una_rexmit == Some(una) || t - me.progress_t > me.rtt_last + 200_000_000 {
-        // A timeout within an episode starts a new one (go-back-N resends what was outstanding).
-        me.recovery = Some(me.snd_max);
-        ds.timeouts += 1;
-        EV_TIMEOUT
     } else {
         me.last_una_rexmit = Some(una);
+        me.last_una_rexmit_t = t;
         me.fresh_dups = 0;
         return None;
     };
     me.fresh_dups = 0;
     me.last_una_rexmit = Some(una);
+    me.last_una_rexmit_t = t;
     if ev == EV_TIMEOUT { me.eifel = p.opts.ts.map(|(v, _)| (una, v)); }
     Some(ev)
 }
@@ -471,13 +480,8 @@ fn ack_in(snd: &mut DirState, ss: &mut DirStats, rcv: &mut DirState, a: i64, t: 
         snd.fresh_dups = 0;
     }
     rcv.last_ack = Some(a);
-    for &(l, r) in &p.opts.sack[..p.opts.sack_n as usize] {
-        if let (Some(l), Some(r)) = (snd.unwrap_ack(l), snd.unwrap_ack(r)) {
-            if r > l && l > a { snd.sacked.insert((l + OFF) as u64, (r + OFF) as u64); }
-        }
-    }
+    snd.last_ack_t = Some(t);
     if snd.una.is_none_or(|u| a > u) {
-        snd.sacked.trim_below((a + OFF) as u64);
         // Pop the acknowledged segments; take an RTT sample per Karn and tcptrace.
         let mut latest = i64::MIN;
         let mut sample = None;
@@ -500,7 +504,6 @@ fn ack_in(snd: &mut DirState, ss: &mut DirStats, rcv: &mut DirState, a: i64, t: 
             if ss.rtt_3whs_ns.is_none() && snd.una.is_none() && ss.syn_pkts > 0 { ss.rtt_3whs_ns = Some(r); }
             out.0 = Some(r);
         }
-        if let Some(r) = sample { snd.rtt_last = r; }
         snd.una = Some(a);
         snd.progress_t = t;
         snd.dups = 0;
