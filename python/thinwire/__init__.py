@@ -6,7 +6,14 @@ link-layer ARQ.
     >>> r.flows            # polars DataFrame, one row per flow
     >>> r.trace            # polars DataFrame of trace events (layers chosen with trace=)
 """
-from .api import RunResult, ScenarioError, run, check, load_scenario_text
-
 __all__ = ["run", "check", "RunResult", "ScenarioError", "load_scenario_text"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # The API is imported on first use, so that commands which do not need it
+    # (`thinwire analyze`, `thinwire version`) start faster.
+    if name in __all__:
+        from . import api
+        return getattr(api, name)
+    raise AttributeError(f"module 'thinwire' has no attribute {name!r}")

@@ -1,7 +1,7 @@
 //! Binding of the capture analyser: `analyze_capture(path, columns)`.
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
-use thinwire::analysis::{analyze, Conn, DirStats};
+use thinwire::analysis::{analyze_file, Conn, DirStats};
 
 pyo3::create_exception!(_core, CaptureError, pyo3::exceptions::PyValueError, "A capture file cannot be read; the message says what is wrong.");
 
@@ -83,9 +83,8 @@ fn conn_dict<'py>(py: Python<'py>, c: &Conn) -> PyResult<Bound<'py, PyDict>> {
 #[pyfunction]
 #[pyo3(signature = (path, columns=false))]
 pub fn analyze_capture<'py>(py: Python<'py>, path: std::path::PathBuf, columns: bool) -> PyResult<Bound<'py, PyDict>> {
-    let data = std::fs::read(&path).map_err(|e| CaptureError::new_err(format!("{}: cannot read it ({})", path.display(), e)))?;
     let t0 = std::time::Instant::now();
-    let a = py.allow_threads(|| analyze(&data, columns)).map_err(|e| CaptureError::new_err(format!("{}: {}", path.display(), e)))?;
+    let a = py.allow_threads(|| analyze_file(&path, columns)).map_err(|e| CaptureError::new_err(format!("{}: {}", path.display(), e)))?;
     let d = PyDict::new(py);
     d.set_item("wall_s", t0.elapsed().as_secs_f64())?;
     d.set_item("format", a.report.format)?;

@@ -1,12 +1,11 @@
 //! Per-connection statistics of a capture: `cargo run --release --example analyze FILE`.
 //! (The CLI `thinwire analyze` is the user-facing command; this is for benchmarks.)
-use thinwire::analysis::analyze;
+use thinwire::analysis::analyze_file;
 
 fn main() {
     let path = std::env::args().nth(1).expect("usage: analyze CAPTURE");
-    let data = std::fs::read(&path).expect("read capture");
     let t0 = std::time::Instant::now();
-    let a = match analyze(&data, false) { Ok(a) => a, Err(e) => { eprintln!("{path}: {e}"); std::process::exit(2) } };
+    let a = match analyze_file(std::path::Path::new(&path), false) { Ok(a) => a, Err(e) => { eprintln!("{path}: {e}"); std::process::exit(2) } };
     let wall = t0.elapsed().as_secs_f64();
     for w in &a.report.warnings { eprintln!("warning: {w}"); }
     println!("{} packets ({} TCP) in {:.3} s: {:.2} M packets/s; {} connections",

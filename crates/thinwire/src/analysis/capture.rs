@@ -3,8 +3,9 @@
 //! `if_tsoffset`, enhanced, simple and obsolete packet blocks; several sections).
 //!
 //! Sources: the libpcap file format (draft-ietf-opsawg-pcap) and pcapng
-//! (draft-ietf-opsawg-pcapng). The whole file is held in memory; packets are handed
-//! to a callback as borrowed slices, so reading allocates nothing per packet.
+//! (draft-ietf-opsawg-pcapng). Files are read in a sliding window of a few MB (no
+//! copy of the whole file); packets are handed to a callback as borrowed slices, so
+//! reading allocates nothing per packet.
 //!
 //! A file that is not a capture at all is an error. Damage later in the file (a
 //! record cut short, an impossible length) ends the reading with a warning: the
@@ -41,50 +42,99 @@ pub struct ReadReport {
 fn u16_at(b: &[u8], o: usize, be: bool) -> u16 { let x = [b[o], b[o + 1]]; if be { u16::from_be_bytes(x) } else { u16::from_le_bytes(x) } }
 fn u32_at(b: &[u8], o: usize, be: bool) -> u32 { let x = [b[o], b[o + 1], b[o + 2], b[o + 3]]; if be { u32::from_be_bytes(x) } else { u32::from_le_bytes(x) } }
 
-/// Reads every packet of a pcap or pcapng file held in `data`, calling `f` for each.
-pub fn read_capture(data: &[u8], mut f: impl FnMut(Pkt<'_>)) -> Result<ReadReport, CaptureError> {
-    if data.len() < 4 {
-        return Err(CaptureError(format!("only {} bytes: not a pcap or pcapng capture (too short for a file header)", data.len())));
+/// A sliding window over a byte stream: `get(o, n)` returns the `n` bytes at file
+/// offset `o` (at or after the window start) if the stream has them.
+struct Window<R: std::io::Read> { r: R, buf: Vec<u8>, base: usize, len: usize, eof: bool, err: Option<String> }
+
+impl<R: std::io::Read> Window<R> {
+    fn new(r: R) -> Self { Window { r, buf: vec![0; 4 << 20], base: 0, len: 0, eof: false, err: None } }
+    /// Drops everything before file offset `o`.
+    fn release(&mut self, o: usize) {
+        let k = o.saturating_sub(self.base).min(self.len);
+        if k > self.buf.len() / 2 {
+            self.buf.copy_within(k..self.len, 0);
+            self.len -= k;
+            self.base += k;
+        }
     }
-    let m = u32_at(data, 0, false);
-    match m {
-        0xa1b2_c3d4 | 0xd4c3_b2a1 | 0xa1b2_3c4d | 0x4d3c_b2a1 => read_pcap(data, &mut f),
-        0x0a0d_0d0a => read_pcapng(data, &mut f),
-        _ => Err(CaptureError(format!(
-            "starts with bytes {:02x} {:02x} {:02x} {:02x}: not a pcap (a1 b2 c3 d4 / a1 b2 3c 4d) or pcapng (0a 0d 0d 0a) capture",
-            data[0], data[1], data[2], data[3]))),
+    fn get(&mut self, o: usize, n: usize) -> Option<&[u8]> {
+        let rel = o - self.base;
+        while self.len < rel + n && !self.eof {
+            if rel + n > self.buf.len() { self.buf.resize((rel + n).next_power_of_two(), 0); }
+            let end = self.buf.len();
+            match self.r.read(&mut self.buf[self.len..end]) {
+                Ok(0) => self.eof = true,
+                Ok(k) => self.len += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => { self.err = Some(e.to_string()); self.eof = true; }
+            }
+        }
+        (self.len >= rel + n).then(|| &self.buf[rel..rel + n])
+    }
+    /// Bytes available from offset `o` to the end of the stream, up to `cap`.
+    fn avail(&mut self, o: usize, cap: usize) -> usize {
+        let _ = self.get(o, cap);
+        (self.base + self.len).saturating_sub(o).min(cap)
     }
 }
 
-fn read_pcap(data: &[u8], f: &mut impl FnMut(Pkt<'_>)) -> Result<ReadReport, CaptureError> {
-    if data.len() < 24 {
-        return Err(CaptureError(format!("pcap file header cut short ({} of 24 bytes)", data.len())));
-    }
-    let le = u32_at(data, 0, false);
+/// Reads every packet of a pcap or pcapng file held in `data`, calling `f` for each.
+pub fn read_capture(data: &[u8], f: impl FnMut(Pkt<'_>)) -> Result<ReadReport, CaptureError> {
+    read_capture_from(data, f)
+}
+
+/// Reads every packet of a pcap or pcapng stream, calling `f` for each.
+pub fn read_capture_from<R: std::io::Read>(r: R, mut f: impl FnMut(Pkt<'_>)) -> Result<ReadReport, CaptureError> {
+    let mut w = Window::new(r);
+    let n = w.avail(0, 4);
+    let rep = match w.get(0, 4).map(|b| [b[0], b[1], b[2], b[3]]) {
+        None => return Err(CaptureError(match w.err.take() { Some(e) => format!("cannot read it ({e})"), None => format!("only {n} bytes: not a pcap or pcapng capture (too short for a file header)") })),
+        Some(m) => match u32::from_le_bytes(m) {
+            0xa1b2_c3d4 | 0xd4c3_b2a1 | 0xa1b2_3c4d | 0x4d3c_b2a1 => read_pcap(&mut w, &mut f),
+            0x0a0d_0d0a => read_pcapng(&mut w, &mut f),
+            _ => Err(CaptureError(format!(
+                "starts with bytes {:02x} {:02x} {:02x} {:02x}: not a pcap (a1 b2 c3 d4 / a1 b2 3c 4d) or pcapng (0a 0d 0d 0a) capture",
+                m[0], m[1], m[2], m[3]))),
+        },
+    };
+    let mut rep = rep?;
+    if let Some(e) = w.err { rep.warnings.push(format!("read error after {} packets ({e}); the packets before it were analysed", rep.packets)); }
+    Ok(rep)
+}
+
+fn read_pcap<R: std::io::Read>(w: &mut Window<R>, f: &mut impl FnMut(Pkt<'_>)) -> Result<ReadReport, CaptureError> {
+    let Some(h) = w.get(0, 24).map(|h| h.to_vec()) else {
+        return Err(CaptureError(format!("pcap file header cut short ({} of 24 bytes)", w.avail(0, 24))));
+    };
+    let le = u32_at(&h, 0, false);
     let (be, nanos) = match le { 0xa1b2_c3d4 => (false, false), 0xa1b2_3c4d => (false, true), 0xd4c3_b2a1 => (true, false), _ => (true, true) };
     // The upper bits of the link-type field may carry an FCS length (pcap draft §4).
-    let linktype = u32_at(data, 20, be) & 0x0fff_ffff;
+    let linktype = u32_at(&h, 20, be) & 0x0fff_ffff;
     let mut rep = ReadReport { format: "pcap", ..Default::default() };
     let mut o = 24usize;
-    while o < data.len() {
-        if data.len() - o < 16 {
-            rep.warnings.push(format!("packet record {} cut short at byte {o} (file ends inside its 16-byte header); the {} packets before it were analysed", rep.packets + 1, rep.packets));
+    loop {
+        w.release(o);
+        let Some(r) = w.get(o, 16) else {
+            if w.avail(o, 16) > 0 {
+                rep.warnings.push(format!("packet record {} cut short at byte {o} (file ends inside its 16-byte header); the {} packets before it were analysed", rep.packets + 1, rep.packets));
+            }
             break;
-        }
-        let sec = u32_at(data, o, be) as i64;
-        let frac = u32_at(data, o + 4, be) as i64;
-        let incl = u32_at(data, o + 8, be) as usize;
-        let orig = u32_at(data, o + 12, be);
+        };
+        let sec = u32_at(r, 0, be) as i64;
+        let frac = u32_at(r, 4, be) as i64;
+        let incl = u32_at(r, 8, be) as usize;
+        let orig = u32_at(r, 12, be);
         if incl > 0x0400_0000 {
             rep.warnings.push(format!("packet record {} at byte {o} claims {incl} captured bytes (corrupt record); the {} packets before it were analysed", rep.packets + 1, rep.packets));
             break;
         }
-        if data.len() - o - 16 < incl {
-            rep.warnings.push(format!("packet record {} at byte {o} cut short ({} of {incl} bytes present); the {} packets before it were analysed", rep.packets + 1, data.len() - o - 16, rep.packets));
+        let Some(data) = w.get(o + 16, incl) else {
+            let have = w.avail(o + 16, incl);
+            rep.warnings.push(format!("packet record {} at byte {o} cut short ({have} of {incl} bytes present); the {} packets before it were analysed", rep.packets + 1, rep.packets));
             break;
-        }
+        };
         let t_ns = sec * 1_000_000_000 + if nanos { frac } else { frac * 1000 };
-        f(Pkt { t_ns, linktype, data: &data[o + 16..o + 16 + incl], orig_len: orig.max(incl as u32) });
+        f(Pkt { t_ns, linktype, data, orig_len: orig.max(incl as u32) });
         rep.packets += 1;
         o += 16 + incl;
     }
@@ -92,23 +142,24 @@ fn read_pcap(data: &[u8], f: &mut impl FnMut(Pkt<'_>)) -> Result<ReadReport, Cap
 }
 
 #[derive(Clone, Copy)]
-struct Iface { linktype: u32, snaplen: u32, /// ticks per second
-    units: u64, offset_s: i64 }
+struct Iface { linktype: u32, snaplen: u32, units: u64, offset_s: i64 }
 
-fn read_pcapng(data: &[u8], f: &mut impl FnMut(Pkt<'_>)) -> Result<ReadReport, CaptureError> {
+fn read_pcapng<R: std::io::Read>(w: &mut Window<R>, f: &mut impl FnMut(Pkt<'_>)) -> Result<ReadReport, CaptureError> {
     let mut rep = ReadReport { format: "pcapng", ..Default::default() };
     let mut ifaces: Vec<Iface> = Vec::new();
     let mut be = false;
     let mut o = 0usize;
     let mut first = true;
-    while o < data.len() {
-        if data.len() - o < 12 {
-            rep.warnings.push(format!("block at byte {o} cut short (file ends inside its header); the {} packets before it were analysed", rep.packets));
+    loop {
+        w.release(o);
+        let Some(h) = w.get(o, 12).map(|h| [u32_at(h, 0, false), u32_at(h, 8, false), u32_at(h, 4, false), u32_at(h, 4, true), u32_at(h, 0, true)]) else {
+            if w.avail(o, 12) > 0 {
+                rep.warnings.push(format!("block at byte {o} cut short (file ends inside its header); the {} packets before it were analysed", rep.packets));
+            }
             break;
-        }
-        let raw_type = u32_at(data, o, false);
+        };
+        let [raw_type, bom, len_le, len_be, type_be] = h;
         if raw_type == 0x0a0d_0d0a {
-            let bom = u32_at(data, o + 8, false);
             be = match bom { 0x1a2b_3c4d => false, 0x4d3c_2b1a => true, _ => {
                 let msg = format!("section header at byte {o} has byte-order magic {bom:08x} (expected 1a2b3c4d)");
                 if first { return Err(CaptureError(format!("not a valid pcapng capture: {msg}"))); }
@@ -120,14 +171,17 @@ fn read_pcapng(data: &[u8], f: &mut impl FnMut(Pkt<'_>)) -> Result<ReadReport, C
             return Err(CaptureError("not a valid pcapng capture: it does not start with a section header block".into()));
         }
         first = false;
-        let btype = u32_at(data, o, be);
-        let blen = u32_at(data, o + 4, be) as usize;
-        if blen < 12 || blen % 4 != 0 || blen > data.len() - o {
-            let why = if blen > data.len() - o { "runs past the end of the file" } else { "has an impossible length" };
-            rep.warnings.push(format!("pcapng block {btype:#x} at byte {o} {why} ({blen} bytes); the {} packets before it were analysed", rep.packets));
+        let btype = if be { type_be } else { raw_type };
+        let blen = (if be { len_be } else { len_le }) as usize;
+        if blen < 12 || blen % 4 != 0 || blen > 0x0400_0000 {
+            rep.warnings.push(format!("pcapng block {btype:#x} at byte {o} has an impossible length ({blen} bytes); the {} packets before it were analysed", rep.packets));
             break;
         }
-        let body = &data[o + 8..o + blen - 4];
+        let Some(block) = w.get(o, blen) else {
+            rep.warnings.push(format!("pcapng block {btype:#x} at byte {o} runs past the end of the file ({blen} bytes); the {} packets before it were analysed", rep.packets));
+            break;
+        };
+        let body = &block[8..blen - 4];
         match btype {
             1 => {
                 if body.len() < 8 { rep.warnings.push(format!("interface description at byte {o} too short; skipped")); }
@@ -143,10 +197,10 @@ fn read_pcapng(data: &[u8], f: &mut impl FnMut(Pkt<'_>)) -> Result<ReadReport, C
                             let r = v[0];
                             let e = (r & 0x7f) as u32;
                             ifc.units = if r & 0x80 != 0 { 1u64.checked_shl(e).unwrap_or(0) } else { 10u64.checked_pow(e).unwrap_or(0) };
-                            if ifc.units == 0 || e > 30 && r & 0x80 == 0 { ifc.units = 1_000_000; rep.warnings.push(format!("interface {} has an unusable if_tsresol {r:#x}; microseconds assumed", ifaces.len())); }
+                            if ifc.units == 0 { ifc.units = 1_000_000; rep.warnings.push(format!("interface {} has an unusable if_tsresol {r:#x}; microseconds assumed", ifaces.len())); }
                         } else if code == 14 && len >= 8 {
-                            ifc.offset_s = u64::from_le_bytes(v[..8].try_into().unwrap()) as i64;
-                            if be { ifc.offset_s = u64::from_be_bytes(v[..8].try_into().unwrap()) as i64; }
+                            let b: [u8; 8] = v[..8].try_into().unwrap();
+                            ifc.offset_s = if be { i64::from_be_bytes(b) } else { i64::from_le_bytes(b) };
                         }
                         p += 4 + ((len + 3) & !3);
                     }
@@ -179,7 +233,7 @@ fn read_pcapng(data: &[u8], f: &mut impl FnMut(Pkt<'_>)) -> Result<ReadReport, C
                         let orig = u32_at(body, 0, be);
                         let mut cap = (orig as usize).min(body.len() - 4);
                         if ifc.snaplen > 0 { cap = cap.min(ifc.snaplen as usize); }
-                        // Simple packet blocks have no timestamp: they get the previous packet's time (0 if none).
+                        // Simple packet blocks have no timestamp: the caller gives them the previous packet's time.
                         f(Pkt { t_ns: 0, linktype: ifc.linktype, data: &body[4..4 + cap], orig_len: orig.max(cap as u32) });
                         rep.packets += 1;
                     }

@@ -232,6 +232,7 @@ type Key = ([u8; 16], u16, [u8; 16], u16);
 pub struct Tracker {
     pub conns: Vec<Conn>,
     map: HashMap<Key, u32, BuildHasherDefault<Fx>>,
+    last: Option<(Key, u32)>,
     pub cols: Option<Columns>,
 }
 
@@ -245,7 +246,9 @@ impl Tracker {
     pub fn packet(&mut self, t: i64, p: &TcpPkt) {
         let k = key(p);
         let pure_syn = p.flags & SYN != 0 && p.flags & ACK == 0;
-        let idx = match self.map.get(&k) {
+        // Consecutive packets mostly belong to the same connection: skip the map then.
+        let cached = match &self.last { Some((lk, i)) if !pure_syn && *lk == k => Some(*i), _ => None };
+        let idx = if let Some(i) = cached { i } else { match self.map.get(&k) {
             Some(&i) => {
                 let c = &self.conns[i as usize];
                 let d = if (p.src, p.sport) == (c.addr[0], c.port[0]) { 0 } else { 1 };
@@ -254,7 +257,8 @@ impl Tracker {
                 if reuse { self.new_conn(k, p, t) } else { i }
             }
             None => self.new_conn(k, p, t),
-        };
+        } };
+        self.last = Some((k, idx));
         let c = &mut self.conns[idx as usize];
         let d = if (p.src, p.sport) == (c.addr[0], c.port[0]) { 0 } else { 1 };
         process(c, d, t, p, self.cols.as_mut());

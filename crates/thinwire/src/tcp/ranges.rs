@@ -7,6 +7,11 @@ impl Ranges {
     /// Inserts `[s, e)`, merging; returns the merged range containing it.
     pub fn insert(&mut self, s: u64, e: u64) -> (u64, u64) {
         if s >= e { return (s, e); }
+        // Fast path: in-order data extends (or follows) the last range.
+        if let Some(last) = self.v.last_mut() {
+            if s >= last.0 && s <= last.1 { last.1 = last.1.max(e); return *last; }
+            if s > last.1 { self.v.push((s, e)); return (s, e); }
+        } else { self.v.push((s, e)); return (s, e); }
         let i = self.v.partition_point(|r| r.1 < s);
         let mut j = i;
         let (mut ns, mut ne) = (s, e);
