@@ -219,8 +219,15 @@ def _cmd_plot(a) -> int:
         kw["conn"] = a.conn
     if a.dir is not None:
         kw["direction"] = {"a2b": 0, "b2a": 1}[a.dir]
+    if a.sender_state:
+        if not Path(a.sender_state).is_file():
+            _die(f"--sender-state {a.sender_state}: no such file (give an 'ss -tin' log or tcp_probe trace output)")
+        kw["sender_state"] = a.sender_state
+    from .analysis.sender_state import SenderStateError
     try:
         written = plot(src, a.kind, out, layers=layers, **kw)
+    except SenderStateError as e:
+        _die(f"--sender-state: {e}")
     except ValueError as e:
         _die(f"{a.path}: {e}")
     except OSError as e:
@@ -282,6 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     pl_.add_argument("--dir", choices=("a2b", "b2a"), help="data direction of the connection (captures; default: the one with more data)")
     pl_.add_argument("--windows", type=float, nargs="+", help="goodput window lengths in seconds (default 10 100 1000)")
     pl_.add_argument("--max-rate", type=float, help="normalise goodput to this rate in bytes/s")
+    pl_.add_argument("--sender-state", metavar="FILE", help="captures: TCP sender state from the sending host, either 'ss -tin' samples "
+                     "each preceded by a Unix-time line (date +%%s.%%N), or tcp_probe tracepoint output (aligned to the capture by matching ACKs)")
     pl_.set_defaults(fn=_cmd_plot)
     c = sub.add_parser("check", help="validate a scenario without running it")
     c.add_argument("scenario")

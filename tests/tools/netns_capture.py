@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -64,14 +65,36 @@ def _sh(*args, check=True):
     return subprocess.run(list(args), check=check, capture_output=True, text=True)
 
 
+TRACEFS = Path("/sys/kernel/tracing")
+
+
+def probe_available() -> bool:
+    """Whether the tcp:tcp_probe tracepoint can be used (tracefs mounted or mountable)."""
+    if not (TRACEFS / "events").is_dir():
+        subprocess.run(["mount", "-t", "tracefs", "nodev", str(TRACEFS)], capture_output=True)
+    return (TRACEFS / "events" / "tcp" / "tcp_probe" / "enable").is_file()
+
+
+def _ss_sampler(ns: str, out: Path, stop: threading.Event, period: float = 0.02):
+    """`ss -tin` every `period` seconds in namespace `ns`, each sample preceded by
+    a line holding the Unix time (as `date +%s.%N` would print it)."""
+    with out.open("w") as f:
+        while not stop.is_set():
+            t = time.time()
+            r = subprocess.run(["ip", "netns", "exec", ns, "ss", "-tin", "sport", "=", ":40001"], capture_output=True, text=True)
+            f.write(f"{t:.6f}\n{r.stdout}")
+            stop.wait(period)
+
+
 def capture(out: Path, nbytes: int = 2_000_000, v6: bool = False, any_if: bool = False, rate: str = "4mbit",
-            transfers: int = 1, snaplen: int = 128) -> Path:
+            transfers: int = 1, snaplen: int = 128, probe: Path | None = None, ss: Path | None = None) -> Path:
     """Makes a capture of `transfers` bulk transfers of `nbytes` each; returns `out`.
 
     Topology: sender A -- router R -- receiver B. R shapes its egress toward B with
     tbf and a short queue, so it drops packets; the capture runs on A's interface,
     before the drop point, and so sees every original and every retransmission
-    (and A's TSO super-segments, which R splits)."""
+    (and A's TSO super-segments, which R splits). `probe` records the tcp:tcp_probe
+    tracepoint (clock: time since boot) and `ss` samples `ss -tin` at the sender."""
     why = available()
     if why:
         raise RuntimeError(f"cannot make namespace captures: {why}")
@@ -103,10 +126,28 @@ def capture(out: Path, nbytes: int = 2_000_000, v6: bool = False, any_if: bool =
         if any_if:
             cmd[7:7] = ["-y", "LINUX_SLL2"]
         dump = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if probe is not None:
+            if not probe_available():
+                raise RuntimeError("the tcp:tcp_probe tracepoint is not available")
+            (TRACEFS / "trace").write_text("")
+            (TRACEFS / "events/tcp/tcp_probe/enable").write_text("1")
+        stop = threading.Event()
+        sampler = None
+        if ss is not None:
+            sampler = threading.Thread(target=_ss_sampler, args=(a, ss, stop), daemon=True)
+            sampler.start()
         time.sleep(0.7)
-        for _ in range(transfers):
-            _sh("ip", "netns", "exec", a, sys.executable, "-c", CLIENT, dst, str(nbytes))
-        srv.wait(timeout=300)
+        try:
+            for _ in range(transfers):
+                _sh("ip", "netns", "exec", a, sys.executable, "-c", CLIENT, dst, str(nbytes))
+            srv.wait(timeout=300)
+        finally:
+            stop.set()
+            if sampler:
+                sampler.join()
+            if probe is not None:
+                (TRACEFS / "events/tcp/tcp_probe/enable").write_text("0")
+                probe.write_text((TRACEFS / "trace").read_text())
         time.sleep(1.0)
         dump.send_signal(signal.SIGINT)
         dump.wait(timeout=30)
@@ -124,5 +165,7 @@ if __name__ == "__main__":
     p.add_argument("--v6", action="store_true")
     p.add_argument("--any", action="store_true", help="capture on 'any' (Linux cooked v2)")
     p.add_argument("--rate", default="4mbit")
+    p.add_argument("--probe", help="also record tcp:tcp_probe output to this file")
+    p.add_argument("--ss", help="also record `ss -tin` samples to this file")
     a = p.parse_args()
-    print(capture(Path(a.out), a.bytes, a.v6, a.any, a.rate, a.transfers))
+    print(capture(Path(a.out), a.bytes, a.v6, a.any, a.rate, a.transfers, probe=Path(a.probe) if a.probe else None, ss=Path(a.ss) if a.ss else None))

@@ -73,8 +73,11 @@ fn conn_dict<'py>(py: Python<'py>, c: &Conn) -> PyResult<Bound<'py, PyDict>> {
     d.set_item("last_s", c.last_ns as f64 * 1e-9)?;
     d.set_item("duration_s", el)?;
     d.set_item("complete", c.complete())?;
-    d.set_item("a2b", dir_dict(py, &c.dirs[0], el)?)?;
-    d.set_item("b2a", dir_dict(py, &c.dirs[1], el)?)?;
+    let (a2b, b2a) = (dir_dict(py, &c.dirs[0], el)?, dir_dict(py, &c.dirs[1], el)?);
+    a2b.set_item("first_seq", c.first_seq(0))?;
+    b2a.set_item("first_seq", c.first_seq(1))?;
+    d.set_item("a2b", a2b)?;
+    d.set_item("b2a", b2a)?;
     Ok(d)
 }
 

@@ -32,8 +32,11 @@ def rfc6298(samples_s: np.ndarray, min_rto_s: float = 0.2) -> tuple[np.ndarray, 
 
 
 def build_series(src, kind: str, flow: int | None = None, conn: int = 0, direction: int | None = None,
-                 windows=(10.0, 100.0, 1000.0), max_rate_Bps: float | None = None) -> tuple[list[Series], dict]:
-    """The series of one plot and its labels (title, xlabel, ylabel)."""
+                 windows=(10.0, 100.0, 1000.0), max_rate_Bps: float | None = None,
+                 sender_state: str | Path | None = None) -> tuple[list[Series], dict]:
+    """The series of one plot and its labels (title, xlabel, ylabel). For captures,
+    `sender_state` names an `ss -tin` log or tcp_probe output (see sender_state.py)
+    that supplies the TCP sender's cwnd, ssthresh, SRTT and RTO."""
     import polars as pl
     from .capture import CaptureAnalysis
     from .goodput import window_goodput
@@ -51,8 +54,16 @@ def build_series(src, kind: str, flow: int | None = None, conn: int = 0, directi
             flow = flows[0]
         label = f"{src.summary.get('scenario', 'run')}, flow {flow}"
     meta = {"title": label}
+    state = None
+    if sender_state is not None:
+        if not is_cap:
+            raise ValueError("--sender-state applies to captures; a simulated run traces its sender itself")
+        from .sender_state import sender_series
+        state, meta["note"] = sender_series(sender_state, src, conn, direction)
     if kind == "tsq":
         s = capture_tsq(src, conn, direction) if is_cap else sim_tsq(src, flow)
+        if state:
+            s.append(Series("TcpSnd_cwnd", *state["cwnd"], "step"))
         meta.update(xlabel="time (s)", ylabel="sequence number (bytes)")
         return s, meta
     if kind == "rtt":
@@ -62,9 +73,15 @@ def build_series(src, kind: str, flow: int | None = None, conn: int = 0, directi
             t0 = src.packets.filter(pl.col("conn") == conn)["time_s"].min()
             x = r["time_s"].to_numpy() - (t0 or 0)
             y = r["rtt_s"].to_numpy()
+            out = [Series("RTT", x, y, "points", "s")]
+            if state:
+                out.append(Series("SRTT", *state["srtt"], "step", "s"))
+                if "rto" in state:
+                    out.append(Series("RTO", *state["rto"], "step", "s"))
+                return out, meta
             srtt, rto = rfc6298(y)
             meta["note"] = "SRTT and RTO estimated from the samples (RFC 6298, minimum RTO 200 ms)"
-            return [Series("RTT", x, y, "points", "s"), Series("SRTT", x, srtt, "step", "s"), Series("RTO", x, rto, "step", "s")], meta
+            return out + [Series("SRTT", x, srtt, "step", "s"), Series("RTO", x, rto, "step", "s")], meta
         out = []
         t0 = src._need_trace("tcp").filter(pl.col("flow") == flow)["time_ns"].min()
         for var, name in (("srtt", "SRTT"), ("rto", "RTO")):
@@ -74,7 +91,10 @@ def build_series(src, kind: str, flow: int | None = None, conn: int = 0, directi
     if kind == "cwnd":
         meta.update(xlabel="time (s)", ylabel="bytes")
         if is_cap:
-            meta["note"] = "a capture shows outstanding data; import ss/tcp_probe samples for cwnd"
+            if state:
+                return [Series("TcpSnd_cwnd", *state["cwnd"], "step"), Series("TcpSnd_ssthresh", *state["ssthresh"], "step"),
+                        capture_outstanding(src, conn, direction)], meta
+            meta["note"] = "a capture shows outstanding data; give --sender-state (ss or tcp_probe) for cwnd"
             return [capture_outstanding(src, conn, direction)], meta
         t0 = src._need_trace("tcp").filter(pl.col("flow") == flow)["time_ns"].min() / 1e9
         out = []
@@ -126,9 +146,10 @@ def render(series: list[Series], meta: dict, out: str | Path, kind: str) -> Path
     import matplotlib.pyplot as plt
     if kind == "goodput":
         fig, axes = plt.subplots(len(series), 1, figsize=(6.4, 1.9 * len(series) + 0.6), sharex=True, squeeze=False)
+        top = max([float(s.y.max()) for s in series if len(s.y)] or [1.0])
         for ax, s in zip(axes[:, 0], series):
             v = s.y
-            hi = 1.0 if s.unit == "fraction" else (float(v.max()) if len(v) else 1.0)
+            hi = 1.0 if s.unit == "fraction" else top
             w = np.ones_like(v) / max(len(v), 1)
             ax.hist(v, bins=50, range=(0, max(hi, 1e-12)), weights=w, color="#1f4e9c")
             ax.set_ylabel(meta["ylabel"], fontsize=8)
@@ -145,9 +166,12 @@ def render(series: list[Series], meta: dict, out: str | Path, kind: str) -> Path
         ax.set_title(meta["title"], fontsize=10)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="upper left", markerscale=2)
-        if meta.get("note"):
-            ax.text(0.99, 0.01, meta["note"], transform=ax.transAxes, ha="right", va="bottom", fontsize=6, color="#555")
-    fig.tight_layout()
+    if meta.get("note"):
+        import textwrap
+        fig.text(0.01, 0.005, "\n".join(textwrap.wrap(meta["note"], 140)), ha="left", va="bottom", fontsize=6, color="#555")
+        fig.tight_layout(rect=(0, 0.04, 1, 1))
+    else:
+        fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=150)
     plt.close(fig)

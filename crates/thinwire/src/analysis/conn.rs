@@ -210,6 +210,9 @@ impl Conn {
         self.dirs[0].syn_pkts > 0 && self.dirs[1].syn_pkts > 0
             && ((self.dirs[0].fin_pkts > 0 && self.dirs[1].fin_pkts > 0) || self.dirs[0].rst_pkts + self.dirs[1].rst_pkts > 0)
     }
+    /// The first sequence number seen from host `d` (its ISN when the SYN was captured):
+    /// relative sequence and ACK numbers are counted from it.
+    pub fn first_seq(&self, d: usize) -> Option<u32> { self.st[d].base }
     pub fn addr_string(&self, i: usize) -> String {
         let a = &self.addr[i];
         if !self.v6 { return format!("{}.{}.{}.{}", a[12], a[13], a[14], a[15]); }
