@@ -36,6 +36,34 @@ function px(x){return M.l+(x-view.x0)/(view.x1-view.x0)*W();} function py(y){ret
 function ticks(a,b,n){const st=Math.pow(10,Math.floor(Math.log10((b-a)/n)));const m=[1,2,5,10].find(k=>(b-a)/(st*k)<=n)||10;const s=st*m;const out=[];for(let v=Math.ceil(a/s)*s;v<=b;v+=s)out.push(v);return out;}
 function fmt(v){const a=Math.abs(v);if(v===0)return '0';return a>=1e6?(v/1e6).toFixed(2)+'M':a>=1e4?(v/1e3).toFixed(1)+'k':a>=100?v.toFixed(0):a>=1?v.toFixed(2):v.toPrecision(3);}
 function lo(a,v){let l=0,h=a.length;while(l<h){const m=(l+h)>>1;if(a[m]<v)l=m+1;else h=m;}return l;}
+// Dense series (more points in view than RASTER) are drawn straight into pixels:
+// points set their pixels, lines and steps fill each pixel column from its lowest
+// to its highest value (joined to the previous column), then the layer is blended
+// onto the canvas. This is linear in the points with a few operations each.
+const RASTER=20000;
+let layer=null;
+function raster(s,i0,i1){
+ const r=window.devicePixelRatio||1, w=Math.max(1,Math.round(W()*r)), h=Math.max(1,Math.round(H()*r));
+ if(!layer||layer.width!==w||layer.height!==h){layer=document.createElement('canvas');layer.width=w;layer.height=h;}
+ const lc=layer.getContext('2d'), img=lc.createImageData(w,h), buf=new Uint32Array(img.data.buffer);
+ const c=parseInt(s.color.slice(1),16), col=(0xff<<24)|((c&0xff)<<16)|(c&0xff00)|((c>>16)&0xff);
+ const sx=w/(view.x1-view.x0), sy=h/(view.y1-view.y0), x0=view.x0, y1=view.y1;
+ if(s.style==='points'){
+  for(let i=i0;i<i1;i++){const X=((s.x[i]-x0)*sx)|0, Y=((y1-s.y[i])*sy)|0;
+   if(X<0||X>=w-1||Y<0||Y>=h-1)continue; const k=Y*w+X; buf[k]=col;buf[k+1]=col;buf[k+w]=col;buf[k+w+1]=col;}
+ } else {
+  const lo_=new Int32Array(w).fill(2147483647), hi_=new Int32Array(w).fill(-2147483648);
+  let px_=-1,py_=0;
+  for(let i=i0;i<i1;i++){const v=s.y[i]; if(!isFinite(v))continue; let X=((s.x[i]-x0)*sx)|0, Y=((y1-v)*sy)|0;
+   if(Y<0)Y=0; if(Y>=h)Y=h-1; if(X>=w)break;
+   if(px_>=0){ for(let x=Math.max(px_,0);x<Math.min(X,w);x++){ if(py_<lo_[x])lo_[x]=py_; if(py_>hi_[x])hi_[x]=py_; } }
+   if(X>=0){ const a=s.style==='step'?py_:Y; for(const q of (px_>=0?[a,Y]:[Y])){ if(q<lo_[X])lo_[X]=q; if(q>hi_[X])hi_[X]=q; } }
+   px_=X;py_=Y;}
+  for(let x=0;x<w;x++){ if(hi_[x]<lo_[x])continue; for(let y=lo_[x];y<=hi_[x];y++)buf[y*w+x]=col; }
+ }
+ lc.putImageData(img,0,0);
+ ctx.drawImage(layer,M.l,M.t,W(),H());
+}
 function draw(){
  const t0=performance.now();
  ctx.clearRect(0,0,cv.clientWidth,cv.clientHeight);ctx.font='11px sans-serif';ctx.fillStyle='#000';
@@ -47,6 +75,7 @@ function draw(){
  ctx.save();ctx.beginPath();ctx.rect(M.l,M.t,W(),H());ctx.clip();
  for(const s of S){ if(!s.on||!s.x.length)continue; ctx.fillStyle=s.color;ctx.strokeStyle=s.color;
   const i0=Math.max(0,lo(s.x,view.x0)-1), i1=Math.min(s.x.length,lo(s.x,view.x1)+1);
+  if(i1-i0>RASTER&&s.style!=='events'){raster(s,i0,i1);continue;}
   if(s.style==='step'||s.style==='line'){ctx.beginPath();let first=true,lx=-1e9,ly=0;
    for(let i=i0;i<i1;i++){const X=px(s.x[i]),Y=py(s.y[i]);if(!isFinite(Y))continue;if(first){ctx.moveTo(X,Y);first=false;}else{if(s.style==='step')ctx.lineTo(X,ly);if(Math.abs(X-lx)>=0.5||Math.abs(Y-ly)>=0.5)ctx.lineTo(X,Y);}lx=X;ly=Y;}
    ctx.lineWidth=1.2;ctx.stroke();}
@@ -55,13 +84,22 @@ function draw(){
     if(s.style==='events'){ctx.beginPath();ctx.moveTo(X-r,Y-2*r);ctx.lineTo(X+r,Y-2*r);ctx.lineTo(X,Y);ctx.closePath();ctx.stroke();}
     else if(r>2){ctx.beginPath();ctx.moveTo(X-r,Y-r);ctx.lineTo(X+r,Y+r);ctx.moveTo(X-r,Y+r);ctx.lineTo(X+r,Y-r);ctx.lineWidth=1.2;ctx.stroke();}
     else ctx.fillRect(X-r,Y-r,2*r,2*r);}}}
- if(drag&&drag.box){ctx.strokeStyle='#333';ctx.setLineDash([4,3]);ctx.strokeRect(drag.sx,drag.sy,drag.cx-drag.sx,drag.cy-drag.sy);ctx.setLineDash([]);}
- if(hover){ctx.strokeStyle='#000';ctx.beginPath();ctx.arc(px(hover.x),py(hover.y),5,0,7);ctx.stroke();}
  ctx.restore(); ctx.strokeStyle='#888';ctx.strokeRect(M.l,M.t,W(),H());
+ snap=ctx.getImageData(0,0,cv.width,cv.height); overlay();
  const st=document.getElementById('tw-status');
  st.textContent='drawn '+S.filter(s=>s.on).reduce((a,s)=>a+s.x.length,0)+' points';
  st.dataset.drawMs=(performance.now()-t0).toFixed(1);
  window.twDrawn=(window.twDrawn||0)+1;
+}
+// Hover marks and the zoom box are drawn over a snapshot of the last full drawing,
+// so moving the mouse does not redraw the data.
+let snap=null;
+function overlay(){
+ if(!snap)return; ctx.putImageData(snap,0,0);
+ ctx.save();ctx.beginPath();ctx.rect(M.l,M.t,W(),H());ctx.clip();
+ if(drag&&drag.box){ctx.strokeStyle='#333';ctx.setLineDash([4,3]);ctx.strokeRect(drag.sx,drag.sy,drag.cx-drag.sx,drag.cy-drag.sy);ctx.setLineDash([]);}
+ if(hover){ctx.strokeStyle='#000';ctx.lineWidth=1.2;ctx.beginPath();ctx.arc(px(hover.x),py(hover.y),5,0,7);ctx.stroke();}
+ ctx.restore();
 }
 function legend(){const L=document.getElementById('tw-legend');L.innerHTML='';
  S.forEach((s,i)=>{const b=document.createElement('label');b.style.color=s.color;const c=document.createElement('input');c.type='checkbox';c.checked=true;c.dataset.series=s.name;
@@ -73,10 +111,10 @@ cv.addEventListener('mousedown',e=>{drag={sx:e.offsetX,sy:e.offsetY,cx:e.offsetX
 window.addEventListener('mouseup',e=>{if(drag&&drag.box&&Math.abs(drag.cx-drag.sx)>4&&Math.abs(drag.cy-drag.sy)>4){const a=inv(drag.sx,drag.sy),b=inv(drag.cx,drag.cy);
  view={x0:Math.min(a.x,b.x),x1:Math.max(a.x,b.x),y0:Math.min(a.y,b.y),y1:Math.max(a.y,b.y)};} drag=null;draw();});
 cv.addEventListener('mousemove',e=>{ if(drag){drag.cx=e.offsetX;drag.cy=e.offsetY; if(!drag.box){const dx=(e.offsetX-drag.sx)/W()*(drag.v.x1-drag.v.x0),dy=(e.offsetY-drag.sy)/H()*(drag.v.y1-drag.v.y0);
-  view={x0:drag.v.x0-dx,x1:drag.v.x1-dx,y0:drag.v.y0+dy,y1:drag.v.y1+dy};} draw();return;}
+  view={x0:drag.v.x0-dx,x1:drag.v.x1-dx,y0:drag.v.y0+dy,y1:drag.v.y1+dy}; draw();} else overlay(); return;}
  let best=null,bd=64; for(const s of S){if(!s.on)continue;const a=inv(e.offsetX-8,0).x,b=inv(e.offsetX+8,0).x;const i0=lo(s.x,a),i1=Math.min(s.x.length,lo(s.x,b)+1);
   for(let i=i0;i<i1;i++){const dx=px(s.x[i])-e.offsetX,dy=py(s.y[i])-e.offsetY,d=dx*dx+dy*dy;if(d<bd){bd=d;best={s:s,x:s.x[i],y:s.y[i]};}}}
- hover=best; if(best){tip.style.display='block';tip.style.left=(e.pageX+12)+'px';tip.style.top=(e.pageY+12)+'px';tip.textContent=best.s.name+': t='+best.x.toFixed(4)+' s, '+fmt(best.y)+' '+(best.s.unit||'');} else tip.style.display='none'; draw();});
+ hover=best; if(best){tip.style.display='block';tip.style.left=(e.pageX+12)+'px';tip.style.top=(e.pageY+12)+'px';tip.textContent=best.s.name+': t='+best.x.toFixed(4)+' s, '+fmt(best.y)+' '+(best.s.unit||'');} else tip.style.display='none'; overlay();});
 cv.addEventListener('dblclick',()=>{view=bounds();draw();});
 window.addEventListener('resize',()=>{size();draw();});
 size(); legend(); full=bounds(); view=Object.assign({},full); draw();
