@@ -158,10 +158,11 @@ def _cmd_reproduce(a) -> int:
 
 def _open_analysis(path: str, columns: bool = True):
     """A SimRun or CaptureAnalysis for PATH; exits 2 with one line if it cannot be read."""
-    from .analysis import CaptureError, SimRun, analyze_capture
+    from .analysis import CaptureError, analyze_capture
     p = Path(path)
     try:
         if p.is_dir() or p.name == "trace.parquet":
+            from .analysis.simtrace import SimRun
             return SimRun.from_dir(p if p.is_dir() else p.parent)
         return analyze_capture(p, columns=columns)
     except CaptureError as e:

@@ -14,14 +14,22 @@ import os
 from pathlib import Path
 
 from .capture import CaptureAnalysis, CaptureError, analyze_capture
-from .goodput import goodput_histograms, window_goodput
-from .simtrace import SimRun
 
 __all__ = ["CaptureAnalysis", "CaptureError", "SimRun", "analyze_capture", "goodput_histograms", "open_path", "window_goodput"]
+_LAZY = {"SimRun": "simtrace", "goodput_histograms": "goodput", "window_goodput": "goodput"}
+
+
+def __getattr__(name: str):
+    # Imported on first use: `thinwire analyze CAPTURE` needs none of them.
+    if name in _LAZY:
+        import importlib
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def open_path(path: str | os.PathLike):
     """A `SimRun` for a run directory (or its trace.parquet), else a `CaptureAnalysis`."""
+    from .simtrace import SimRun
     p = Path(path)
     if p.is_dir():
         return SimRun.from_dir(p)

@@ -7,7 +7,6 @@ definition); this module turns its output into polars DataFrames.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import _core
@@ -23,12 +22,15 @@ def _i64(b):
     return np.frombuffer(b, dtype="<i8")
 
 
-@dataclass
 class CaptureAnalysis:
     """The analysis of one capture file."""
 
-    path: Path
-    raw: dict = field(repr=False)
+    def __init__(self, path: Path, raw: dict):
+        self.path = path
+        self.raw = raw
+
+    def __repr__(self) -> str:
+        return f"CaptureAnalysis({str(self.path)!r}: {self.raw['packets']} packets, {len(self.raw['connections'])} connections)"
 
     @property
     def warnings(self) -> list[str]:

@@ -3,9 +3,10 @@
 //! `if_tsoffset`, enhanced, simple and obsolete packet blocks; several sections).
 //!
 //! Sources: the libpcap file format (draft-ietf-opsawg-pcap) and pcapng
-//! (draft-ietf-opsawg-pcapng). Files are read in a sliding window of a few MB (no
-//! copy of the whole file); packets are handed to a callback as borrowed slices, so
-//! reading allocates nothing per packet.
+//! (draft-ietf-opsawg-pcapng). Files are read as a stream of 1 MiB chunks (never
+//! whole); packets are handed to a callback as slices of the chunks (a record that
+//! straddles two chunks is joined in a scratch buffer), so reading copies and
+//! allocates nothing per packet.
 //!
 //! A file that is not a capture at all is an error. Damage later in the file (a
 //! record cut short, an impossible length) ends the reading with a warning: the
@@ -42,39 +43,72 @@ pub struct ReadReport {
 fn u16_at(b: &[u8], o: usize, be: bool) -> u16 { let x = [b[o], b[o + 1]]; if be { u16::from_be_bytes(x) } else { u16::from_le_bytes(x) } }
 fn u32_at(b: &[u8], o: usize, be: bool) -> u32 { let x = [b[o], b[o + 1], b[o + 2], b[o + 3]]; if be { u32::from_be_bytes(x) } else { u32::from_le_bytes(x) } }
 
-/// A sliding window over a byte stream: `get(o, n)` returns the `n` bytes at file
-/// offset `o` (at or after the window start) if the stream has them.
-struct Window<R: std::io::Read> { r: R, buf: Vec<u8>, base: usize, len: usize, eof: bool, err: Option<String> }
+/// A source of consecutive chunks of a capture file.
+pub trait Chunks {
+    /// The next chunk; `None` at the end of the stream.
+    fn next_chunk(&mut self) -> Option<std::io::Result<Vec<u8>>>;
+    /// Gives a chunk back once read, for reuse.
+    fn recycle(&mut self, _chunk: Vec<u8>) {}
+}
 
-impl<R: std::io::Read> Window<R> {
-    fn new(r: R) -> Self { Window { r, buf: vec![0; 4 << 20], base: 0, len: 0, eof: false, err: None } }
-    /// Drops everything before file offset `o`.
+/// Chunks of 1 MiB read from any reader.
+pub struct ReadChunks<R: std::io::Read>(pub R);
+impl<R: std::io::Read> Chunks for ReadChunks<R> {
+    fn next_chunk(&mut self) -> Option<std::io::Result<Vec<u8>>> {
+        let mut c = Vec::with_capacity(1 << 20);
+        use std::io::Read;
+        match (&mut self.0).take(1 << 20).read_to_end(&mut c) {
+            Ok(0) => None,
+            Ok(_) => Some(Ok(c)),
+            Err(e) => Some(Err(e)),
+        }
+    }
+}
+
+/// A window over a chunked byte stream: `get(o, n)` returns the `n` bytes at file
+/// offset `o` (at or after the last `release`) if the stream has them — a slice of
+/// the chunk when they lie in one (almost always), else a copy joined in `scratch`.
+struct Window<C: Chunks> { src: C, chunks: std::collections::VecDeque<(usize, Vec<u8>)>, end: usize, scratch: Vec<u8>, eof: bool, err: Option<String> }
+
+impl<C: Chunks> Window<C> {
+    fn new(src: C) -> Self { Window { src, chunks: Default::default(), end: 0, scratch: Vec::new(), eof: false, err: None } }
+    /// Drops the chunks that end at or before file offset `o`.
     fn release(&mut self, o: usize) {
-        let k = o.saturating_sub(self.base).min(self.len);
-        if k > self.buf.len() / 2 {
-            self.buf.copy_within(k..self.len, 0);
-            self.len -= k;
-            self.base += k;
+        while self.chunks.len() > 1 && self.chunks[0].0 + self.chunks[0].1.len() <= o {
+            let (_, c) = self.chunks.pop_front().unwrap();
+            self.src.recycle(c);
+        }
+    }
+    fn pull(&mut self, upto: usize) {
+        while self.end < upto && !self.eof {
+            match self.src.next_chunk() {
+                None => self.eof = true,
+                Some(Ok(c)) => { let at = self.end; self.end += c.len(); self.chunks.push_back((at, c)); }
+                Some(Err(e)) => { self.err = Some(e.to_string()); self.eof = true; }
+            }
         }
     }
     fn get(&mut self, o: usize, n: usize) -> Option<&[u8]> {
-        let rel = o - self.base;
-        while self.len < rel + n && !self.eof {
-            if rel + n > self.buf.len() { self.buf.resize((rel + n).next_power_of_two(), 0); }
-            let end = self.buf.len();
-            match self.r.read(&mut self.buf[self.len..end]) {
-                Ok(0) => self.eof = true,
-                Ok(k) => self.len += k,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => { self.err = Some(e.to_string()); self.eof = true; }
-            }
+        self.pull(o + n);
+        if self.end < o + n { return None; }
+        let i = self.chunks.partition_point(|(at, c)| at + c.len() <= o);
+        let (at, c) = &self.chunks[i];
+        if o + n <= at + c.len() { return Some(&self.chunks[i].1[o - self.chunks[i].0..o - self.chunks[i].0 + n]); }
+        self.scratch.clear();
+        let mut p = o;
+        for (at, c) in self.chunks.iter().skip(i) {
+            if p >= o + n { break; }
+            let from = p - at;
+            let take = (c.len() - from).min(o + n - p);
+            self.scratch.extend_from_slice(&c[from..from + take]);
+            p += take;
         }
-        (self.len >= rel + n).then(|| &self.buf[rel..rel + n])
+        Some(&self.scratch[..n])
     }
     /// Bytes available from offset `o` to the end of the stream, up to `cap`.
     fn avail(&mut self, o: usize, cap: usize) -> usize {
-        let _ = self.get(o, cap);
-        (self.base + self.len).saturating_sub(o).min(cap)
+        self.pull(o + cap);
+        self.end.saturating_sub(o).min(cap)
     }
 }
 
@@ -84,8 +118,13 @@ pub fn read_capture(data: &[u8], f: impl FnMut(Pkt<'_>)) -> Result<ReadReport, C
 }
 
 /// Reads every packet of a pcap or pcapng stream, calling `f` for each.
-pub fn read_capture_from<R: std::io::Read>(r: R, mut f: impl FnMut(Pkt<'_>)) -> Result<ReadReport, CaptureError> {
-    let mut w = Window::new(r);
+pub fn read_capture_from<R: std::io::Read>(r: R, f: impl FnMut(Pkt<'_>)) -> Result<ReadReport, CaptureError> {
+    read_capture_chunks(ReadChunks(r), f)
+}
+
+/// Reads every packet of a chunked pcap or pcapng stream, calling `f` for each.
+pub fn read_capture_chunks<C: Chunks>(src: C, mut f: impl FnMut(Pkt<'_>)) -> Result<ReadReport, CaptureError> {
+    let mut w = Window::new(src);
     let n = w.avail(0, 4);
     let rep = match w.get(0, 4).map(|b| [b[0], b[1], b[2], b[3]]) {
         None => return Err(CaptureError(match w.err.take() { Some(e) => format!("cannot read it ({e})"), None => format!("only {n} bytes: not a pcap or pcapng capture (too short for a file header)") })),
@@ -102,7 +141,7 @@ pub fn read_capture_from<R: std::io::Read>(r: R, mut f: impl FnMut(Pkt<'_>)) -> 
     Ok(rep)
 }
 
-fn read_pcap<R: std::io::Read>(w: &mut Window<R>, f: &mut impl FnMut(Pkt<'_>)) -> Result<ReadReport, CaptureError> {
+fn read_pcap<C: Chunks>(w: &mut Window<C>, f: &mut impl FnMut(Pkt<'_>)) -> Result<ReadReport, CaptureError> {
     let Some(h) = w.get(0, 24).map(|h| h.to_vec()) else {
         return Err(CaptureError(format!("pcap file header cut short ({} of 24 bytes)", w.avail(0, 24))));
     };
@@ -144,7 +183,7 @@ fn read_pcap<R: std::io::Read>(w: &mut Window<R>, f: &mut impl FnMut(Pkt<'_>)) -
 #[derive(Clone, Copy)]
 struct Iface { linktype: u32, snaplen: u32, units: u64, offset_s: i64 }
 
-fn read_pcapng<R: std::io::Read>(w: &mut Window<R>, f: &mut impl FnMut(Pkt<'_>)) -> Result<ReadReport, CaptureError> {
+fn read_pcapng<C: Chunks>(w: &mut Window<C>, f: &mut impl FnMut(Pkt<'_>)) -> Result<ReadReport, CaptureError> {
     let mut rep = ReadReport { format: "pcapng", ..Default::default() };
     let mut ifaces: Vec<Iface> = Vec::new();
     let mut be = false;
@@ -295,6 +334,37 @@ mod tests {
         assert!(read_capture(b"hello world, not a capture", |_| {}).unwrap_err().0.contains("not a pcap"));
         assert!(read_capture(b"ab", |_| {}).is_err());
         assert!(read_capture(&pcap(false, false, &[])[..20], |_| {}).is_err());
+    }
+
+    /// Tiny chunks: records straddle chunk boundaries all the time.
+    struct Tiny(Vec<u8>, usize, usize);
+    impl Chunks for Tiny {
+        fn next_chunk(&mut self) -> Option<std::io::Result<Vec<u8>>> {
+            if self.1 >= self.0.len() { return None; }
+            let e = (self.1 + self.2).min(self.0.len());
+            let c = self.0[self.1..e].to_vec();
+            self.1 = e;
+            Some(Ok(c))
+        }
+    }
+
+    #[test]
+    fn records_straddling_chunks_read_the_same() {
+        let recs: Vec<Vec<u8>> = (0..50u8).map(|i| vec![i; 1 + (i as usize * 7) % 40]).collect();
+        let f = pcap(true, false, &recs.iter().enumerate().map(|(i, r)| (i as u32, 0, r.as_slice())).collect::<Vec<_>>());
+        let mut whole = Vec::new();
+        read_capture(&f, |p| whole.push((p.t_ns, p.data.to_vec()))).unwrap();
+        assert_eq!(whole.len(), 50);
+        for size in [1, 3, 7, 16, 64] {
+            let mut got = Vec::new();
+            let r = read_capture_chunks(Tiny(f.clone(), 0, size), |p| got.push((p.t_ns, p.data.to_vec()))).unwrap();
+            assert_eq!(got, whole, "chunks of {size}");
+            assert!(r.warnings.is_empty());
+        }
+        let mut cut = f.clone();
+        cut.truncate(f.len() - 3);
+        let r = read_capture_chunks(Tiny(cut, 0, 5), |_| {}).unwrap();
+        assert_eq!((r.packets, r.warnings.len()), (49, 1));
     }
 
     fn block(t: u32, body: &[u8]) -> Vec<u8> {

@@ -12,7 +12,7 @@ pub mod capture;
 pub mod conn;
 pub mod decode;
 
-pub use capture::{read_capture, read_capture_from, CaptureError, ReadReport};
+pub use capture::{read_capture, read_capture_chunks, read_capture_from, Chunks, CaptureError, ReadReport};
 pub use conn::{Columns, Conn, DirStats, Tracker};
 
 /// Everything found in one capture.
@@ -32,12 +32,17 @@ pub fn analyze(data: &[u8], keep_columns: bool) -> Result<Analysis, CaptureError
 
 /// Analyses a capture read from a stream (a file), holding only a few MB at a time.
 pub fn analyze_from<R: std::io::Read>(src: R, keep_columns: bool) -> Result<Analysis, CaptureError> {
+    analyze_chunks(capture::ReadChunks(src), keep_columns)
+}
+
+/// Analyses a capture given as consecutive chunks.
+pub fn analyze_chunks<C: Chunks>(src: C, keep_columns: bool) -> Result<Analysis, CaptureError> {
     let mut tracker = Tracker::new(keep_columns);
     let (mut tcp, mut other, mut short) = (0u64, 0u64, 0u64);
     let mut unknown: Option<u32> = None;
     let mut short_why: Option<&'static str> = None;
     let mut last_t = 0i64;
-    let mut report = read_capture_from(src, |p| {
+    let mut report = read_capture_chunks(src, |p| {
         // Simple packet blocks carry no time: they take the previous packet's.
         let t = if p.t_ns == 0 { last_t } else { p.t_ns };
         last_t = t;
@@ -57,30 +62,14 @@ pub fn analyze_from<R: std::io::Read>(src: R, keep_columns: bool) -> Result<Anal
     Ok(Analysis { report, tracker, tcp_packets: tcp, other_packets: other, short_packets: short })
 }
 
-/// A reader fed by a thread that reads the file ahead in 1 MiB chunks, so the
-/// kernel's copying overlaps the analysis. Used chunks go back to the reader, so
-/// the memory is neither zeroed nor faulted in again.
-struct ReadAhead {
-    rx: std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>>,
-    back: std::sync::mpsc::Sender<Vec<u8>>,
-    cur: Vec<u8>,
-    pos: usize,
-}
+/// Chunks read ahead by a second thread, so the kernel's copying overlaps the
+/// analysis. Used chunks go back to the reader, so their memory is neither zeroed
+/// nor faulted in again.
+struct ReadAhead { rx: std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>>, back: std::sync::mpsc::Sender<Vec<u8>> }
 
-impl std::io::Read for ReadAhead {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        while self.pos == self.cur.len() {
-            match self.rx.recv() {
-                Ok(Ok(c)) => { let old = std::mem::replace(&mut self.cur, c); let _ = self.back.send(old); self.pos = 0; }
-                Ok(Err(e)) => return Err(e),
-                Err(_) => return Ok(0),
-            }
-        }
-        let n = buf.len().min(self.cur.len() - self.pos);
-        buf[..n].copy_from_slice(&self.cur[self.pos..self.pos + n]);
-        self.pos += n;
-        Ok(n)
-    }
+impl capture::Chunks for ReadAhead {
+    fn next_chunk(&mut self) -> Option<std::io::Result<Vec<u8>>> { self.rx.recv().ok() }
+    fn recycle(&mut self, c: Vec<u8>) { let _ = self.back.send(c); }
 }
 
 /// Analyses a capture file, reading it ahead on a second thread.
@@ -99,7 +88,7 @@ pub fn analyze_file(path: &std::path::Path, keep_columns: bool) -> Result<Analys
             Err(e) => { let _ = tx.send(Err(e)); return; }
         }
     });
-    let r = analyze_from(ReadAhead { rx, back, cur: Vec::new(), pos: 0 }, keep_columns);
+    let r = analyze_chunks(ReadAhead { rx, back }, keep_columns);
     let _ = reader.join();
     r
 }
