@@ -16,8 +16,9 @@
 //!   segment that was sent once, unless an earlier segment covered by the same ACK
 //!   was sent (or retransmitted) later (tcptrace's rule); the SYN is a segment too;
 //! - a *duplicate ACK* is a packet without data, SYN, FIN or RST repeating the
-//!   previous ACK value and window while data is outstanding (the BSD rule tcptrace
-//!   uses); the third in a row is a *triple duplicate ACK*;
+//!   previous ACK value and window while data is outstanding (RFC 5681 §2; tcptrace's
+//!   BSD rule also counts FINs and only ACKs at whole-segment ends); the third in a
+//!   row is a *triple duplicate ACK*;
 //! - a retransmission covering the first unacknowledged byte starts a recovery
 //!   episode: a *fast retransmit* when it is sent in answer to an ACK — within
 //!   10 ms of the last ACK seen for this data (plus the smallest RTT sample when
