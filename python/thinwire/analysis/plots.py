@@ -87,6 +87,12 @@ def build_series(src, kind: str, flow: int | None = None, conn: int = 0, directi
         for var, name in (("srtt", "SRTT"), ("rto", "RTO")):
             v = src.sender_vars(flow, var)
             out.append(Series(name, v["time_s"].to_numpy() - t0 / 1e9, v["value"].to_numpy() / 1e9, "step", "s"))
+        if src.trace is not None and src.trace.filter(pl.col("event") == "packet_deliver").height:
+            from .simtrace import _flow_dir
+            d = _flow_dir(src._need_trace("tcp").filter(pl.col("flow") == flow), flow)
+            q = src.queue_delay(flow).filter(pl.col("dir") == ("down", "up")[d])
+            out.append(Series("link_delay", q["time_s"].to_numpy() - t0 / 1e9, q["delay_s"].to_numpy(), "points", "s"))
+            meta["note"] = "link_delay: time each data packet of the flow spent in the link layer (queueing, ARQ, transmission)"
         return out, meta
     if kind == "cwnd":
         meta.update(xlabel="time (s)", ylabel="bytes")

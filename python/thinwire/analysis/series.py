@@ -30,7 +30,7 @@ COLORS = {
     "TcpRcv_data": "#17a2b8", "TcpRcv_ack": "#8c9a1b",
     "RlpSnd_data": "#ff7f0e", "RlpSnd_rexmt": "#8b0000", "RlpSnd_rst": "#000000",
     "TcpSnd_ssthresh": "#b07cc6", "RTT": "#1f4e9c", "SRTT": "#2ca02c", "RTO": "#d62728",
-    "outstanding": "#7f7f7f", "fast_retransmit": "#e377c2", "timeout": "#000000", "spurious_timeout": "#bcbd22",
+    "outstanding": "#7f7f7f", "link_delay": "#ff7f0e", "fast_retransmit": "#e377c2", "timeout": "#000000", "spurious_timeout": "#bcbd22",
 }
 TSQ_LAYERS = ["TcpSnd_data", "TcpSnd_rexmt", "TcpSnd_ack", "TcpSnd_cwnd", "TcpRcv_data", "TcpRcv_ack", "RlpSnd_data", "RlpSnd_rexmt", "RlpSnd_rst"]
 
