@@ -9,6 +9,7 @@ pub mod checksum;
 pub mod ipv4;
 pub mod tcp;
 pub mod udp;
+pub mod ppp;
 pub mod vj;
 pub mod packet;
 
