@@ -69,6 +69,9 @@ BAD = [
     (["flow.0.tcp.variant=vegas"], "flow[0].tcp.variant"),
     (["flow.5.bytes=1MB"], "flow"),
     (["flow.0.bytes=unlimited"], "flow[0].bytes"),
+    (["wireless.arq.protocol=is707", "wireless.arq.idle_frames=lots"], "wireless.arq.idle_frames"),
+    (["wireless.arq.protocol=is707", "wireless.arq.nak_rounds=[1, 0]"], "wireless.arq.nak_rounds"),
+    (["wireless.arq.protocol=is707", "wireless.arq.nak_timer=0ms"], "wireless.arq.nak_timer"),
 ]
 
 

@@ -61,6 +61,7 @@ fn result_to_py<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDi
         x.set_item("nack_frames", l.nack_frames)?;
         x.set_item("status_frames", l.status_frames)?;
         x.set_item("sdu_discards", l.sdu_discards)?;
+        x.set_item("idle_frames", l.idle_frames)?;
         x.set_item("bytes_sent", l.bytes_sent)?;
         x.set_item("arq_timeouts", l.arq_timeouts)?;
         x.set_item("queue_drops", l.queue_drops)?;

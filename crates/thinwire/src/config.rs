@@ -117,12 +117,25 @@ pub struct ArqCfg {
     #[serde(default)] pub status_prohibit: Option<Timer>,
     #[serde(default)] pub mrw_timer: Option<Dur>,
     #[serde(default)] pub pad: Option<bool>,
+    /// IS-707: NAKs per recovery round, e.g. [1, 2, 3].
+    #[serde(default)] pub nak_rounds: Option<Vec<u32>>,
+    /// IS-707: how long each NAK round waits.
+    #[serde(default)] pub nak_timer: Option<Dur>,
+    /// IS-707: idle frames after the last data frame: a number or "unlimited".
+    #[serde(default)] pub idle_frames: Option<IdleFrames>,
 }
+
+/// `idle_frames = 5` or `idle_frames = "unlimited"`.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum IdleFrames { Count(u32), Word(String) }
+
 impl Default for ArqCfg {
     fn default() -> Self {
         ArqCfg { protocol: "raw".into(), window: None, ack_delay: None, timeout: None, policy: None, initial_srtt: None, renack: None, preset: None,
             max_retransmissions: None, poll_timer: None, poll_window: None, poll_last_tx: None, poll_last_retx: None, poll_prohibit: None,
-            status_missing: None, status_periodic: None, status_prohibit: None, mrw_timer: None, pad: None }
+            status_missing: None, status_periodic: None, status_prohibit: None, mrw_timer: None, pad: None,
+            nak_rounds: None, nak_timer: None, idle_frames: None }
     }
 }
 
@@ -335,9 +348,16 @@ fn validate(sc: &Scenario) -> Result<(), ConfigError> {
         if let Some(c) = d.as_ref().and_then(|d| d.channel.as_ref()) { validate_channel(c, &format!("wireless.{n}.channel"))?; }
     }
     if let Some(a) = &w.arq {
-        if !["raw", "sr", "asr", "rlc"].contains(&a.protocol.as_str()) {
-            return Err(cerr("wireless.arq.protocol", format!("{:?} is not a link protocol; use one of \"raw\", \"sr\", \"asr\", \"rlc\"", a.protocol)));
+        if !["raw", "sr", "asr", "rlc", "is707"].contains(&a.protocol.as_str()) {
+            return Err(cerr("wireless.arq.protocol", format!("{:?} is not a link protocol; use one of \"raw\", \"sr\", \"asr\", \"rlc\", \"is707\"", a.protocol)));
         }
+        if let Some(IdleFrames::Word(w)) = &a.idle_frames {
+            if w != "unlimited" { return Err(cerr("wireless.arq.idle_frames", format!("{w:?}: give a number of frames or \"unlimited\""))); }
+        }
+        if let Some(r) = &a.nak_rounds {
+            if r.len() > 10 || r.iter().any(|&n| n == 0 || n > 10) { return Err(cerr("wireless.arq.nak_rounds", "give at most 10 rounds of 1 to 10 NAKs each, e.g. [1, 2, 3]")); }
+        }
+        if a.nak_timer.is_some_and(|d| d.0 <= Duration::ZERO) { return Err(cerr("wireless.arq.nak_timer", "must be a positive duration")); }
         if let Some(p) = &a.preset {
             if crate::link::rlc_am::RlcConfig::preset(p).is_none() {
                 return Err(cerr("wireless.arq.preset", format!("{p:?} is not an RLC preset; use \"uniform\" or \"two-state\" (seed 002 Table I)")));

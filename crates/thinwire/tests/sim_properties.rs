@@ -8,7 +8,7 @@ use thinwire::engine::run_scenario;
 fn scenario(case: u64) -> String {
     let mut r = Rng::stream(case, 0, "prop.sim");
     let pick = |r: &mut Rng, xs: &[&str]| xs[r.below(xs.len() as u64) as usize].to_string();
-    let proto = pick(&mut r, &["raw", "sr", "asr", "rlc"]);
+    let proto = pick(&mut r, &["raw", "sr", "asr", "rlc", "is707"]);
     let mux = pick(&mut r, &["pull", "shared-queue"]);
     let sched = pick(&mut r, &["round-robin", "arq-first", "bypass-first"]);
     let p = [0.0, 0.02, 0.1][r.below(3) as usize];
@@ -25,12 +25,13 @@ model = "uniform"
 p = {p}
 [wireless.arq]
 protocol = "{proto}"
+idle_frames = {}
 [[flow]]
 app = "bulk"
 bytes = "{bulk}B"
 direction = "{}"
 tcp = {{ variant = "{}", mss = 210, rcv_buf = "{}B" }}
-"#, pick(&mut r, &["down", "up"]), pick(&mut r, &["tahoe", "reno", "newreno", "sack"]), 2000 + r.below(60_000));
+"#, pick(&mut r, &["0", "3", "\"unlimited\""]), pick(&mut r, &["down", "up"]), pick(&mut r, &["tahoe", "reno", "newreno", "sack"]), 2000 + r.below(60_000));
     if r.bernoulli(0.7) { s += "[[flow]]\napp = \"web\"\n"; }
     if r.bernoulli(0.5) { s += &format!("[[flow]]\napp = \"media\"\ndirection = \"{}\"\n", pick(&mut r, &["down", "up"])); }
     s

@@ -2,7 +2,7 @@
 use crate::channel::{Channel, Fading, TwoState};
 use crate::config::{ArqCfg, ChannelCfg, FlowCfg, Limit, Scenario};
 use crate::engine::rng::Rng;
-use crate::link::{raw::Raw, rlc_am::{Rlc, RlcConfig}, sr::{Sr, SrConfig}, Arq};
+use crate::link::{is707::{Is707, Is707Config}, raw::Raw, rlc_am::{Rlc, RlcConfig}, sr::{Sr, SrConfig}, Arq};
 use crate::tcp::{TcpConfig, Variant};
 use crate::time::Duration;
 
@@ -28,7 +28,18 @@ pub fn arq(sc: &Scenario) -> Arq {
     match a.protocol.as_str() {
         "raw" => Arq::Raw(Raw::new(max_payload)),
         "rlc" => Arq::Rlc(Box::new(Rlc::new(rlc_config(&a, max_payload)))),
+        "is707" => Arq::Is707(Box::new(Is707::new(is707_config(&a, max_payload)))),
         _ => Arq::Sr(Box::new(Sr::new(sr_config(&a, max_payload)))),
+    }
+}
+
+pub fn is707_config(a: &ArqCfg, max_payload: u32) -> Is707Config {
+    let d = Is707Config::default();
+    Is707Config {
+        max_payload,
+        nak_rounds: a.nak_rounds.clone().unwrap_or(d.nak_rounds),
+        nak_timer: a.nak_timer.map(|x| x.0).unwrap_or(d.nak_timer),
+        idle_frames: match &a.idle_frames { None => d.idle_frames, Some(crate::config::IdleFrames::Count(n)) => Some(*n), Some(_) => None },
     }
 }
 

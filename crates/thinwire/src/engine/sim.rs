@@ -60,8 +60,10 @@ pub struct LinkStats {
     pub nack_frames: u64,
     /// RLC Status PDUs.
     pub status_frames: u64,
-    /// SDUs the link layer gave up (RLC SDU discard).
+    /// SDUs the link layer gave up (RLC SDU discard), or frames (IS-707 after its NAK rounds).
     pub sdu_discards: u64,
+    /// IS-707 idle frames.
+    pub idle_frames: u64,
     pub bytes_sent: u64,
     pub arq_timeouts: u64,
     pub queue_drops: u64,
@@ -567,6 +569,7 @@ impl Sim {
                 FrameKind::Ack => { r.stats.ack_frames += 1; Ev::AckSend }
                 FrameKind::Nack => { r.stats.nack_frames += 1; Ev::NackSend }
                 FrameKind::Status => { r.stats.status_frames += 1; Ev::StatusSend }
+                FrameKind::Idle => { r.stats.idle_frames += 1; Ev::IdleSend }
             };
             if lost { r.stats.frames_lost += 1; }
             if self.mask.has(Layer::Link) {

@@ -8,7 +8,7 @@ use crate::wire::Packet;
 use std::rc::Rc;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FrameKind { Data, Ack, Nack, Status }
+pub enum FrameKind { Data, Ack, Nack, Status, Idle }
 
 /// Contents of an RLC Status PDU (3GPP TS 25.322 §9.2.1.6): an ACK SUFI with a
 /// BITMAP SUFI, and/or the MRW and MRW_ACK SUFIs of the SDU discard procedure.

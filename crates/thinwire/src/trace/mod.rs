@@ -3,7 +3,7 @@
 //! | layer | events |
 //! |---|---|
 //! | `tcp` | `send`, `retransmit` (any segment sent again: data, SYN or FIN), `recv`, variable changes `cwnd`, `ssthresh`, `srtt`, `rttvar`, `rto` (value column), and sender events `timeout`, `fast_retransmit` (value = running count) |
-//! | `link` | `frame_send`, `frame_retransmit`, `frame_lost` (channel), `frame_recv`, `ack_send`, `nack_send`, `status_send` (RLC Status PDU), `packet_deliver` |
+//! | `link` | `frame_send`, `frame_retransmit`, `frame_lost` (channel), `frame_recv`, `ack_send`, `nack_send`, `status_send` (RLC Status PDU), `idle_send` (IS-707 idle frame), `packet_deliver` |
 //! | `queue` | `enqueue`, `drop` (value = queue length after the event) |
 //! | `channel` | `state` (value 1 = entered the bad state, 0 = the good one; two-state model; logged lazily as frames are sent, stamped with the exact transition time) |
 //!
@@ -16,7 +16,7 @@ pub const LAYERS: &[&str] = &["tcp", "link", "queue", "channel"];
 pub const EVENTS: &[&str] = &[
     "send", "retransmit", "recv", "cwnd", "ssthresh", "srtt", "rttvar", "rto",
     "frame_send", "frame_retransmit", "frame_lost", "frame_recv", "ack_send", "nack_send", "packet_deliver",
-    "enqueue", "drop", "state", "status_send", "timeout", "fast_retransmit",
+    "enqueue", "drop", "state", "status_send", "timeout", "fast_retransmit", "idle_send",
 ];
 pub const NODES: &[&str] = &["server", "gateway", "mobile"];
 pub const DIRS: &[&str] = &["down", "up", "-"];
@@ -30,7 +30,7 @@ pub enum Layer { Tcp = 0, Link = 1, Queue = 2, Channel = 3 }
 pub enum Ev {
     Send = 0, Retransmit, Recv, Cwnd, Ssthresh, Srtt, Rttvar, Rto,
     FrameSend, FrameRetransmit, FrameLost, FrameRecv, AckSend, NackSend, PacketDeliver,
-    Enqueue, Drop, State, StatusSend, Timeout, FastRetransmit,
+    Enqueue, Drop, State, StatusSend, Timeout, FastRetransmit, IdleSend,
 }
 
 /// Which layers to record.

@@ -1,0 +1,106 @@
+//! IS-707 RLP (seed 001 §II): NAK rounds of 1, 2 and 3 NAKs, partial recovery
+//! (the receiver gives up and passes the hole on), and idle frames that reveal a
+//! lost last frame.
+use thinwire::link::is707::{Is707, Is707Config, Is707Stats};
+use thinwire::link::Arq;
+use thinwire::testkit::{ArqPair, DropFn};
+use thinwire::time::{Duration, Instant};
+use thinwire::wire::{Packet, UdpRepr, L4};
+
+/// 576-byte packets: 31 frames of 19 bytes (the last one padded to the slot).
+fn pkt(ident: u16) -> Packet { Packet::new([10, 0, 0, 1], [10, 0, 1, 2], ident, L4::Udp(UdpRepr { src_port: 1, dst_port: 2 }), 576 - 28, 0, Instant::ZERO) }
+fn is707(idle: Option<u32>) -> Arq { Arq::Is707(Box::new(Is707::new(Is707Config { idle_frames: idle, ..Is707Config::default() }))) }
+fn st(a: &Arq) -> Is707Stats { match a { Arq::Is707(i) => i.stats.clone(), _ => panic!() } }
+
+fn transfer(n: u16, idle: Option<u32>, drop: DropFn, limit_s: i64) -> ArqPair {
+    let mut p = ArqPair::new(is707(idle), is707(Some(0)), 9600, Duration::from_millis(40), drop);
+    p.header = 5; // 24-byte frames: one 20 ms slot each
+    for i in 0..n { p.send(0, pkt(i)); }
+    p.run(Duration::from_secs(limit_s));
+    p
+}
+fn idents(p: &ArqPair) -> Vec<u16> { p.delivered[1].iter().map(|p| p.ip.ident).collect() }
+fn none() -> DropFn { Box::new(|_, _, _| false) }
+/// Drops frames of side 0 by index (originals and retransmissions are numbered together).
+fn drop0(list: &[u64]) -> DropFn { let l = list.to_vec(); Box::new(move |s, i, _| s == 0 && l.contains(&i)) }
+
+#[test]
+fn clean_channel_delivers_everything_one_frame_per_slot_without_naks() {
+    let p = transfer(5, Some(0), none(), 60);
+    assert_eq!(idents(&p), vec![0, 1, 2, 3, 4]);
+    assert_eq!(p.frames[0], 5 * 31, "31 frames per 576-byte packet");
+    assert_eq!(p.frames[1], 0, "the receiver acknowledges nothing");
+    let s = st(&p.side[1]);
+    assert_eq!((s.naks_sent, s.frames_abandoned), (0, 0));
+}
+
+#[test]
+fn one_lost_frame_costs_one_nak_and_one_retransmission() {
+    let p = transfer(5, Some(0), drop0(&[40]), 60);
+    assert_eq!(idents(&p), vec![0, 1, 2, 3, 4]);
+    assert_eq!(st(&p.side[1]).naks_sent, 1);
+    assert_eq!(st(&p.side[0]).retransmissions, 1);
+}
+
+#[test]
+fn a_lost_retransmission_escalates_to_two_naks_then_three() {
+    // Frame 40 is lost, so is its first retransmission: when the round-1 timer
+    // expires, round 2 sends 2 NAKs and the sender retransmits twice.
+    let mut seen = 0;
+    let drop: DropFn = Box::new(move |s, i, retx| {
+        if s != 0 { return false; }
+        if i == 40 { return true; }
+        if retx { seen += 1; return seen == 1; }
+        false
+    });
+    let p = transfer(5, Some(0), drop, 60);
+    assert_eq!(idents(&p), vec![0, 1, 2, 3, 4]);
+    assert_eq!(st(&p.side[1]).naks_sent, 1 + 2);
+    assert_eq!(st(&p.side[0]).retransmissions, 1 + 2);
+    assert_eq!(st(&p.side[1]).frames_abandoned, 0);
+}
+
+#[test]
+fn after_three_rounds_the_receiver_gives_up_and_the_packet_is_lost() {
+    // Frame 40 (packet 1) and every retransmission are lost: 1 + 2 + 3 NAKs, then the
+    // hole is passed on; packet 1 is lost, the others arrive.
+    let drop: DropFn = Box::new(|s, i, retx| s == 0 && (i == 40 || retx));
+    let p = transfer(5, Some(0), drop, 60);
+    assert_eq!(idents(&p), vec![0, 2, 3, 4]);
+    let r = st(&p.side[1]);
+    assert_eq!((r.naks_sent, r.frames_abandoned), (6, 1));
+    assert_eq!(st(&p.side[0]).retransmissions, 6);
+}
+
+#[test]
+fn a_lost_last_frame_needs_idle_frames_to_be_noticed() {
+    let last = 3 * 31 - 1;
+    let p = transfer(3, Some(0), drop0(&[last]), 60);
+    assert_eq!(idents(&p), vec![0, 1], "without idle frames the receiver never learns of the loss");
+    assert_eq!(st(&p.side[1]).naks_sent, 0);
+    let p = transfer(3, Some(3), drop0(&[last]), 60);
+    assert_eq!(idents(&p), vec![0, 1, 2], "an idle frame carrying V(S) reveals it");
+    assert_eq!(st(&p.side[1]).naks_sent, 1);
+    assert!(st(&p.side[0]).idle_sent >= 3);
+}
+
+#[test]
+fn idle_frame_budget_zero_n_or_unlimited() {
+    for (idle, want) in [(Some(0), 0u64), (Some(5), 5)] {
+        let p = transfer(2, idle, none(), 60);
+        assert_eq!(st(&p.side[0]).idle_sent, want);
+    }
+    // Unlimited: one idle frame per 20 ms slot once the data is out (62 data slots).
+    let p = transfer(2, None, none(), 10);
+    let idle = st(&p.side[0]).idle_sent;
+    assert!((10_000 / 20 - 62 - 2..=10_000 / 20 - 62 + 1).contains(&idle), "{idle}");
+}
+
+#[test]
+fn a_lost_nak_is_repeated_in_the_next_round() {
+    // The receiver's first NAK (its first frame on the reverse channel) is lost.
+    let drop: DropFn = Box::new(|s, i, _| (s == 0 && i == 40) || (s == 1 && i == 0));
+    let p = transfer(5, Some(0), drop, 60);
+    assert_eq!(idents(&p), vec![0, 1, 2, 3, 4]);
+    assert_eq!(st(&p.side[1]).naks_sent, 1 + 2);
+}
