@@ -163,3 +163,11 @@ def test_html_viewer_in_headless_chromium(tmp_path):
     assert errs and errs.group(1).strip() == "", errs and errs.group(1)
     assert "Uncaught" not in r.stderr, r.stderr[-2000:]
     assert dom.count('type="checkbox"') >= 3
+
+
+def test_delivered_counts_data_bytes_only():
+    # 100 KB (SI) of application data: the SYN and FIN take sequence numbers but
+    # are not delivered bytes; the first delivery is exactly one MSS.
+    d = SimRun.from_result(thinwire.run(SMALL, trace=["tcp"])).delivered(0)
+    assert d["bytes"][-1] == 100_000
+    assert d.filter(pl.col("bytes") > 0)["bytes"][0] % 210 == 0

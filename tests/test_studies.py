@@ -35,3 +35,30 @@ def test_reproduce_shared_link_arq_quick(tmp_path):
 def test_reproduce_unknown_study():
     p = thinwire_cli("reproduce", "no-such-study")
     assert p.returncode == 2 and "available: shared-link-arq" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_reproduce_is707_idle_frames_quick(tmp_path):
+    out = tmp_path / "i"
+    p = thinwire_cli("reproduce", "is707-idle-frames", "--quick", "--json", "--out", out, "--workers", "2")
+    assert p.returncode == 0, p.stderr[-2000:]
+    claims = json.loads(p.stdout)
+    assert len(claims) == 9
+    for c in claims:
+        assert set(c) == {"claim", "section", "expected", "measured", "pass"} and isinstance(c["pass"], bool)
+    for fig in range(3, 13):
+        pngs = list(out.glob(f"fig{fig:02d}_*.png"))
+        assert len(pngs) == 1 and pngs[0].stat().st_size > 10_000 and pngs[0].with_suffix(".pdf").exists(), fig
+    import polars as pl
+    s = pl.read_parquet(out / "summary.parquet")
+    # 3 fdT × 6 Pe without and with unlimited idle frames, 3 fdT × 7 idle counts.
+    assert s.height == 2 * 18 + 21 and s["n"].min() == 3
+    # Physics the claims do not test: goodput falls with Pe on every curve, and the
+    # histograms hold every 10 s window of the runs.
+    for (sweep, fdt), g in s.filter(pl.col("sweep") != "idle-n").group_by(["sweep", "fdt"]):
+        m = g.sort("pe")["mean"].to_list()
+        assert m[0] > m[-1] + 0.3, (sweep, fdt, m)
+    h = json.loads((out / "data" / "histograms.json").read_text())
+    assert all(len(ws["10.0"]) >= 1990 for ws in h["values"].values())
+    # Rerunning resumes from the saved results and gives the same claims.
+    p2 = thinwire_cli("reproduce", "is707-idle-frames", "--quick", "--json", "--out", out, "--workers", "1")
+    assert p2.returncode == 0 and json.loads(p2.stdout) == claims

@@ -224,21 +224,47 @@ def _save(states, only_dirty: bool):
             st["dirty"] = False
 
 
+def _client(scheduler, n_workers):
+    """A Dask client on `scheduler`, or on a local cluster of `n_workers` processes
+    (spawned, so no thread state of the parent is forked)."""
+    from dask.distributed import Client, LocalCluster
+    if scheduler:
+        try:
+            return Client(scheduler, timeout="5s"), None
+        except OSError as e:
+            raise SweepError(f"--scheduler {scheduler}: cannot connect ({e})") from None
+    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40)
+    return Client(cluster), cluster
+
+
+def map_jobs(fn, args: list, scheduler: str | None = None, workers: int | None = None, progress: bool = True, desc: str = "jobs") -> list:
+    """`[fn(a) for a in args]` on the sweep's Dask cluster (local or `scheduler`), in
+    order, with a progress bar; for long single runs a study needs besides its sweeps."""
+    from dask.distributed import as_completed
+    from tqdm import tqdm
+    client, cluster = _client(scheduler, workers or os.cpu_count() or 1)
+    bar = tqdm(total=len(args), unit="run", disable=not progress, file=sys.stderr, desc=desc)
+    try:
+        futures = {client.submit(fn, a, pure=False): i for i, a in enumerate(args)}
+        out: list = [None] * len(args)
+        for fut in as_completed(list(futures)):
+            out[futures[fut]] = fut.result()
+            bar.update(1)
+        return out
+    finally:
+        bar.close()
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
 def _execute(states, scheduler, workers, progress, batch, desc):
-    from dask.distributed import Client, LocalCluster, as_completed
+    from dask.distributed import as_completed
     from tqdm import tqdm
     n_workers = workers or os.cpu_count() or 1
     total = sum(len(st["todo"]) for st in states)
     size = batch or max(1, min(20, total // (4 * n_workers)))
-    cluster = None
-    if scheduler:
-        try:
-            client = Client(scheduler, timeout="5s")
-        except OSError as e:
-            raise SweepError(f"--scheduler {scheduler}: cannot connect ({e})") from None
-    else:
-        cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40)
-        client = Client(cluster)
+    client, cluster = _client(scheduler, n_workers)
     last_save = time.monotonic()
     bar = tqdm(total=total, unit="run", disable=not progress, file=sys.stderr, desc=desc)
     try:

@@ -184,12 +184,15 @@ def render(series: list[Series], meta: dict, out: str | Path, kind: str) -> Path
     return out
 
 
-def plot(src, kind: str = "tsq", out: str | Path = "plot.png", layers: list[str] | None = None, **kw) -> Path:
-    """Builds and writes one plot. `src` is a SimRun, a CaptureAnalysis or a path."""
+def plot(src, kind: str = "tsq", out: str | Path = "plot.png", layers: list[str] | None = None, title: str | None = None, **kw) -> Path:
+    """Builds and writes one plot. `src` is a SimRun, a CaptureAnalysis or a path;
+    `title` replaces the default (scenario or capture name and flow)."""
     from . import open_path
     if isinstance(src, (str, Path)):
         src = open_path(src)
     series, meta = build_series(src, kind, **kw)
+    if title:
+        meta["title"] = title
     if layers:
         names = {s.name for s in series}
         unknown = [l for l in layers if l not in names and l not in TSQ_LAYERS]

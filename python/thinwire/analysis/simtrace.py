@@ -130,8 +130,13 @@ class SimRun:
         tcp = self._need_trace("tcp")
         d = _flow_dir(tcp, flow)
         rnode = ("mobile", "server")[d]
-        a = tcp.filter((pl.col("flow") == flow) & (pl.col("node") == rnode) & pl.col("event").is_in(DATA_EVENTS) & (pl.col("ack") >= 0))
-        return a.select("time_s", pl.col("ack").cum_max().alias("bytes"))
+        f = tcp.filter(pl.col("flow") == flow)
+        a = f.filter((pl.col("node") == rnode) & pl.col("event").is_in(DATA_EVENTS) & (pl.col("ack") >= 0))
+        # Sequence numbers are relative to the ISN: the SYN takes number 0 and a FIN
+        # the number after the last data byte; neither is a delivered byte.
+        fins = f.filter((pl.col("node") != rnode) & pl.col("event").is_in(DATA_EVENTS) & ((pl.col("value") & 1) == 1))
+        top = pl.col("ack") if fins.height == 0 else pl.min_horizontal(pl.col("ack"), pl.lit(int((fins["seq"] + fins["len"]).min())))
+        return a.select("time_s", (top - 1).clip(lower_bound=0).cum_max().alias("bytes"))
 
     def queue_delay(self, flow: int | None = None):
         """Link-layer delay of delivered packets (queueing + ARQ + transmission): time_s, dir, flow, delay_s."""

@@ -19,7 +19,9 @@
 //! - Idle frames: when the sender has nothing to send it sends idle frames carrying
 //!   V(S) — `idle_frames` of them after each data frame (seed 001's proposed
 //!   control: 0, N, or unlimited), so that a lost last frame is noticed without
-//!   waiting for more data.
+//!   waiting for more data. The seed sends idle frames as IS-95 eighth-rate frames
+//!   (less power, same 20 ms); here an idle frame takes one slot and sees the
+//!   same channel as any frame (the seed's channel model is per slot too).
 //!
 //! Defaults: `nak_rounds` = [1, 2, 3] (seed 001), `nak_timer` = 200 ms per round
 //! (neither the seed nor the public text gives it: about twice the RLP round trip
