@@ -57,7 +57,7 @@ def test_reproduce_is707_idle_frames_quick(tmp_path):
     for (sweep, fdt), g in s.filter(pl.col("sweep") != "idle-n").group_by(["sweep", "fdt"]):
         m = g.sort("pe")["mean"].to_list()
         assert m[0] > m[-1] + 0.3, (sweep, fdt, m)
-    h = json.loads((out / "data" / "histograms.json").read_text())
+    h = json.loads((out / "data" / "histograms-first-arrivals.json").read_text())
     assert all(len(ws["10.0"]) >= 1990 for ws in h["values"].values())
     # Rerunning resumes from the saved results and gives the same claims.
     p2 = thinwire_cli("reproduce", "is707-idle-frames", "--quick", "--json", "--out", out, "--workers", "1")

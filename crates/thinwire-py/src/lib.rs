@@ -62,6 +62,14 @@ fn result_to_py<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDi
         x.set_item("status_frames", l.status_frames)?;
         x.set_item("sdu_discards", l.sdu_discards)?;
         x.set_item("idle_frames", l.idle_frames)?;
+        x.set_item("reset_frames", l.reset_frames)?;
+        x.set_item("link_resets", l.link_resets)?;
+        x.set_item("flushed_bytes", l.flushed_bytes)?;
+        x.set_item("call_dropped", l.call_dropped)?;
+        x.set_item("ppp_damaged", l.ppp_damaged)?;
+        x.set_item("vj_tossed", l.vj_tossed)?;
+        x.set_item("checksum_drops", l.checksum_drops)?;
+        x.set_item("l2r_busy", l.l2r_busy)?;
         x.set_item("bytes_sent", l.bytes_sent)?;
         x.set_item("arq_timeouts", l.arq_timeouts)?;
         x.set_item("queue_drops", l.queue_drops)?;

@@ -123,6 +123,18 @@ pub struct ArqCfg {
     #[serde(default)] pub nak_timer: Option<Dur>,
     /// IS-707: idle frames after the last data frame: a number or "unlimited".
     #[serde(default)] pub idle_frames: Option<IdleFrames>,
+    /// GSM RLP: maximum retransmissions of a frame (and of a poll) before the link is reset.
+    #[serde(default)] pub n2: Option<u32>,
+    /// GSM RLP: acknowledgement timer T1.
+    #[serde(default)] pub t1: Option<Dur>,
+    /// GSM RLP: what exceeding N2 does, "reset" (default) or "drop-call".
+    #[serde(default)] pub on_n2: Option<String>,
+    /// GSM RLP: VJ TCP/IP header compression (RFC 1144) on the PPP link.
+    #[serde(default)] pub header_compression: Option<bool>,
+    /// GSM RLP: L2R relay rate at the network side (seed 000: 960 bytes/s = "7680bps").
+    #[serde(default)] pub l2r_rate: Option<Rate>,
+    /// GSM RLP: L2R buffer above which the network side's RLP signals "not ready".
+    #[serde(default)] pub l2r_buffer: Option<Size>,
 }
 
 /// `idle_frames = 5` or `idle_frames = "unlimited"`.
@@ -135,7 +147,7 @@ impl Default for ArqCfg {
         ArqCfg { protocol: "raw".into(), window: None, ack_delay: None, timeout: None, policy: None, initial_srtt: None, renack: None, preset: None,
             max_retransmissions: None, poll_timer: None, poll_window: None, poll_last_tx: None, poll_last_retx: None, poll_prohibit: None,
             status_missing: None, status_periodic: None, status_prohibit: None, mrw_timer: None, pad: None,
-            nak_rounds: None, nak_timer: None, idle_frames: None }
+            nak_rounds: None, nak_timer: None, idle_frames: None, n2: None, t1: None, on_n2: None, header_compression: None, l2r_rate: None, l2r_buffer: None }
     }
 }
 
@@ -348,9 +360,22 @@ fn validate(sc: &Scenario) -> Result<(), ConfigError> {
         if let Some(c) = d.as_ref().and_then(|d| d.channel.as_ref()) { validate_channel(c, &format!("wireless.{n}.channel"))?; }
     }
     if let Some(a) = &w.arq {
-        if !["raw", "sr", "asr", "rlc", "is707"].contains(&a.protocol.as_str()) {
-            return Err(cerr("wireless.arq.protocol", format!("{:?} is not a link protocol; use one of \"raw\", \"sr\", \"asr\", \"rlc\", \"is707\"", a.protocol)));
+        if !["raw", "sr", "asr", "rlc", "is707", "rlp-gsm"].contains(&a.protocol.as_str()) {
+            return Err(cerr("wireless.arq.protocol", format!("{:?} is not a link protocol; use one of \"raw\", \"sr\", \"asr\", \"rlc\", \"is707\", \"rlp-gsm\"", a.protocol)));
         }
+        let gsm = a.protocol == "rlp-gsm";
+        for (k, present) in [("n2", a.n2.is_some()), ("t1", a.t1.is_some()), ("on_n2", a.on_n2.is_some()), ("header_compression", a.header_compression.is_some()),
+                             ("l2r_rate", a.l2r_rate.is_some()), ("l2r_buffer", a.l2r_buffer.is_some())] {
+            if present && !gsm { return Err(cerr(format!("wireless.arq.{k}"), "applies to protocol = \"rlp-gsm\" only")); }
+        }
+        if let Some(o) = &a.on_n2 {
+            if !["reset", "drop-call"].contains(&o.as_str()) { return Err(cerr("wireless.arq.on_n2", format!("{o:?}: use \"reset\" or \"drop-call\""))); }
+        }
+        if a.n2.is_some_and(|n| n == 0 || n > 255) { return Err(cerr("wireless.arq.n2", "must be between 1 and 255 retransmissions")); }
+        if a.t1.is_some_and(|d| d.0 <= Duration::ZERO) { return Err(cerr("wireless.arq.t1", "must be a positive duration")); }
+        if a.l2r_rate.is_some_and(|r| r.0 < 8) { return Err(cerr("wireless.arq.l2r_rate", "must be at least 8bps (one byte per second)")); }
+        if a.l2r_buffer.is_some_and(|b| b.0 == 0 || b.0 > 1 << 20) { return Err(cerr("wireless.arq.l2r_buffer", "must be between 1B and 1MiB")); }
+        if gsm && a.window.is_some_and(|w| w > 61) { return Err(cerr("wireless.arq.window", "GSM RLP (modulus 64) allows at most 61 frames")); }
         if let Some(IdleFrames::Word(w)) = &a.idle_frames {
             if w != "unlimited" { return Err(cerr("wireless.arq.idle_frames", format!("{w:?}: give a number of frames or \"unlimited\""))); }
         }

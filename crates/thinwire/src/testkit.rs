@@ -100,12 +100,14 @@ pub struct ArqPair {
     pub frames: [u64; 2],
     drop: DropFn,
     pub delivered: [Vec<Packet>; 2],
+    /// Outages: frames side `.0` starts sending in [`.1`, `.2`) are lost.
+    pub outages: Vec<(usize, Instant, Instant)>,
 }
 
 impl ArqPair {
     pub fn new(a: Arq, b: Arq, rate: u64, delay: Duration, drop: DropFn) -> ArqPair {
         ArqPair { side: [a, b], rate, delay, header: 4, q: EventQueue::new(), busy: [false; 2], backlog: Default::default(), sched: [None; 2], frames: [0; 2], drop,
-            delivered: [vec![], vec![]] }
+            delivered: [vec![], vec![]], outages: vec![] }
     }
     pub fn send(&mut self, s: usize, p: Packet) { self.backlog[s].push_back(p); }
     fn kick(&mut self, s: usize) {
@@ -118,7 +120,8 @@ impl ArqPair {
                 self.frames[s] += 1;
                 self.busy[s] = true;
                 self.q.schedule(now + tx, ArqEv::Done(s));
-                if !(self.drop)(s, i, f.tx > 1) { self.q.schedule(now + tx + self.delay, ArqEv::Arrive(1 - s, f)); }
+                let out = self.outages.iter().any(|&(side, a, b)| side == s && now >= a && now < b);
+                if !(self.drop)(s, i, f.tx > 1) && !out { self.q.schedule(now + tx + self.delay, ArqEv::Arrive(1 - s, f)); }
             }
         }
         if let Some(t) = self.side[s].poll_timeout() {
@@ -144,6 +147,7 @@ impl ArqPair {
                     if self.sched[s] != Some(now) { continue; }
                     self.sched[s] = None;
                     self.side[s].handle_timeout(now);
+                    while let Some(p) = self.side[s].poll_deliver() { self.delivered[s].push(p); }
                     self.kick(s);
                 }
             }

@@ -2,7 +2,7 @@
 use crate::channel::{Channel, Fading, TwoState};
 use crate::config::{ArqCfg, ChannelCfg, FlowCfg, Limit, Scenario};
 use crate::engine::rng::Rng;
-use crate::link::{is707::{Is707, Is707Config}, raw::Raw, rlc_am::{Rlc, RlcConfig}, sr::{Sr, SrConfig}, Arq};
+use crate::link::{gsm_csd::{CsdConfig, GsmCsd}, rlp_gsm::{OnN2, RlpConfig}, is707::{Is707, Is707Config}, raw::Raw, rlc_am::{Rlc, RlcConfig}, sr::{Sr, SrConfig}, Arq};
 use crate::tcp::{TcpConfig, Variant};
 use crate::time::Duration;
 
@@ -22,15 +22,30 @@ pub fn channel(sc: &Scenario, dir: usize, frame_airtime: Duration) -> Channel {
     }
 }
 
-pub fn arq(sc: &Scenario) -> Arq {
+/// `side` 0 is the gateway (network side), 1 the mobile.
+pub fn arq(sc: &Scenario, side: usize) -> Arq {
     let a = sc.wireless.arq.clone().unwrap_or_default();
     let max_payload = sc.wireless.frame.0 as u32;
     match a.protocol.as_str() {
         "raw" => Arq::Raw(Raw::new(max_payload)),
         "rlc" => Arq::Rlc(Box::new(Rlc::new(rlc_config(&a, max_payload)))),
         "is707" => Arq::Is707(Box::new(Is707::new(is707_config(&a, max_payload)))),
+        "rlp-gsm" => Arq::Gsm(Box::new(GsmCsd::new(csd_config(&a, max_payload, side == 0)))),
         _ => Arq::Sr(Box::new(Sr::new(sr_config(&a, max_payload)))),
     }
+}
+
+pub fn csd_config(a: &ArqCfg, max_payload: u32, network_side: bool) -> CsdConfig {
+    let d = RlpConfig::default();
+    let rlp = RlpConfig {
+        payload: max_payload,
+        window: a.window.unwrap_or(d.window),
+        t1: a.t1.map(|x| x.0).unwrap_or(d.t1),
+        n2: a.n2.unwrap_or(d.n2),
+        on_n2: if a.on_n2.as_deref() == Some("drop-call") { OnN2::DropCall } else { OnN2::Reset },
+    };
+    let c = CsdConfig::default();
+    CsdConfig { rlp, vj: a.header_compression.unwrap_or(c.vj), l2r_rate: a.l2r_rate.map(|r| r.0 / 8), l2r_buffer: a.l2r_buffer.map(|b| b.0 as u32).unwrap_or(c.l2r_buffer), network_side }
 }
 
 pub fn is707_config(a: &ArqCfg, max_payload: u32) -> Is707Config {

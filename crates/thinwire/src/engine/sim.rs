@@ -64,6 +64,24 @@ pub struct LinkStats {
     pub sdu_discards: u64,
     /// IS-707 idle frames.
     pub idle_frames: u64,
+    /// GSM RLP link-reset frames (SABM, UA, DISC) sent.
+    pub reset_frames: u64,
+    /// GSM RLP: resets started by this direction's sender (N2 exceeded).
+    pub link_resets: u64,
+    /// GSM RLP: this direction's user bytes thrown away by resets (sender's window
+    /// and receiver's out-of-sequence buffer).
+    pub flushed_bytes: u64,
+    /// GSM RLP: the call was dropped (`on_n2 = "drop-call"`, or SABM unanswered).
+    pub call_dropped: bool,
+    /// PPP frames of this direction discarded by the receiver's deframer (bad FCS).
+    pub ppp_damaged: u64,
+    /// VJ-compressed packets tossed by the decompressor after a reported error.
+    pub vj_tossed: u64,
+    /// Packets whose rebuilt bytes failed the IP/TCP checksum at the receiver (VJ
+    /// decompression against a stale base).
+    pub checksum_drops: u64,
+    /// Times the network side's L2R buffer turned this direction's RLP to "not ready".
+    pub l2r_busy: u64,
     pub bytes_sent: u64,
     pub arq_timeouts: u64,
     pub queue_drops: u64,
@@ -267,11 +285,11 @@ impl Sim {
             Stop::End => Instant::ZERO + sc.max_time.map(|d| d.0).unwrap_or(Duration::from_secs(100_000)),
         };
         let pcap = if sc.trace.pcap { [Some(PcapWriter::new()), Some(PcapWriter::new())] } else { [None, None] };
-        Sim { q, wired: [mk_wired(0), mk_wired(1)], radio, arq: [Self::sessions(sc), Self::sessions(sc)], arq_sched: [None, None],
+        Sim { q, wired: [mk_wired(0), mk_wired(1)], radio, arq: [Self::sessions(sc, 0), Self::sessions(sc, 1)], arq_sched: [None, None],
             flows, media, webs, slots, session, stop: sc.stop, max_time, pending_finite, mask, trace: TraceTable::default(), pcap }
     }
 
-    fn sessions(sc: &Scenario) -> [Arq; 2] { [build::arq(sc), Arq::Raw(Raw::new(sc.wireless.frame.0 as u32))] }
+    fn sessions(sc: &Scenario, side: usize) -> [Arq; 2] { [build::arq(sc, side), Arq::Raw(Raw::new(sc.wireless.frame.0 as u32))] }
 
     fn now(&self) -> Instant { self.q.now() }
 
@@ -315,6 +333,7 @@ impl Sim {
                 if self.arq_sched[s as usize] != Some(now) { return; }
                 self.arq_sched[s as usize] = None;
                 self.arq[s as usize][0].handle_timeout(now);
+                self.deliver(s as usize, 0);
                 self.kick_radio(s as usize); // also reschedules the ARQ timer
             }
         }
@@ -570,6 +589,7 @@ impl Sim {
                 FrameKind::Nack => { r.stats.nack_frames += 1; Ev::NackSend }
                 FrameKind::Status => { r.stats.status_frames += 1; Ev::StatusSend }
                 FrameKind::Idle => { r.stats.idle_frames += 1; Ev::IdleSend }
+                FrameKind::Reset => { r.stats.reset_frames += 1; Ev::Reset }
             };
             if lost { r.stats.frames_lost += 1; }
             if self.mask.has(Layer::Link) {
@@ -607,6 +627,14 @@ impl Sim {
         }
         let sess = frame.session as usize;
         self.arq[side][sess].on_frame(now, frame);
+        self.deliver(side, sess);
+        self.kick_radio(side); // also reschedules the ARQ timer
+    }
+
+    /// Hands on what the link layer of `side` has delivered.
+    fn deliver(&mut self, side: usize, sess: usize) {
+        let now = self.now();
+        let d = 1 - side;
         while let Some(p) = self.arq[side][sess].poll_deliver() {
             if self.mask.has(Layer::Link) {
                 self.trace.push(Row { t: now.nanos(), layer: Layer::Link, ev: Ev::PacketDeliver, node: if side == 0 { NODE_GATEWAY } else { NODE_MOBILE }, dir: d as u8,
@@ -614,7 +642,6 @@ impl Sim {
             }
             if side == 1 { self.to_endpoint(1, p); } else { self.enqueue_wired(1, p); }
         }
-        self.kick_radio(side); // also reschedules the ARQ timer
     }
 
     fn sched_arq(&mut self, s: usize) {
@@ -671,6 +698,18 @@ impl Sim {
                     }
                 }
             });
+        }
+        for d in 0..2 {
+            if let (Arq::Gsm(tx), Arq::Gsm(rx)) = (&self.arq[d][0], &self.arq[1 - d][0]) {
+                let s = &mut self.radio[d].stats;
+                s.link_resets = tx.rlp.stats.resets;
+                s.flushed_bytes = tx.rlp.stats.flushed_tx + rx.rlp.stats.flushed_rx;
+                s.call_dropped = !tx.rlp.is_up() || !rx.rlp.is_up();
+                s.ppp_damaged = rx.stats.ppp_damaged;
+                s.vj_tossed = rx.stats.vj_tossed;
+                s.checksum_drops = rx.stats.checksum_drops;
+                s.l2r_busy = rx.stats.l2r_busy;
+            }
         }
         for d in 0..2 { self.radio[d].stats.arq_timeouts = self.arq[d][0].timeouts(); self.radio[d].stats.sdu_discards = self.arq[d][0].discards(); self.radio[d].stats.rate_bps = self.radio[d].rate; }
         let [p0, p1] = std::mem::take(&mut self.pcap);

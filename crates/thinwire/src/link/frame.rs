@@ -8,7 +8,7 @@ use crate::wire::Packet;
 use std::rc::Rc;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FrameKind { Data, Ack, Nack, Status, Idle }
+pub enum FrameKind { Data, Ack, Nack, Status, Idle, Reset }
 
 /// Contents of an RLC Status PDU (3GPP TS 25.322 §9.2.1.6): an ACK SUFI with a
 /// BITMAP SUFI, and/or the MRW and MRW_ACK SUFIs of the SDU discard procedure.
@@ -53,11 +53,33 @@ pub struct Frame {
     pub poll: bool,
     /// RLC: the super-fields of a Status PDU.
     pub status: Option<Box<Status>>,
+    /// Byte-stream links (GSM RLP): the user bytes of the frame.
+    pub bytes: Option<Rc<Chunk>>,
+    /// Link-specific control bits (GSM RLP: [`CTL_POLL`], [`CTL_FINAL`], [`CTL_BUSY`]).
+    pub ctl: u8,
 }
+
+/// HDLC poll bit of a command (GSM RLP: checkpoint enquiry).
+pub const CTL_POLL: u8 = 1;
+/// HDLC final bit of a response to a poll.
+pub const CTL_FINAL: u8 = 2;
+/// Receiver not ready (RNR instead of RR): the sender must stop sending new data.
+pub const CTL_BUSY: u8 = 4;
+/// On a [`FrameKind::Reset`] frame: DISC (disconnect) rather than SABM (poll) or UA (final).
+pub const CTL_DISC: u8 = 8;
+
+/// Where an upper-layer frame ends in a byte stream, with the packet's trace metadata.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mark { pub flow: u16, pub born: crate::time::Instant }
+
+/// User bytes of one byte-stream frame; `marks` holds (offset of an upper-layer
+/// frame's last byte, its metadata), so a receiver can label what it reassembles.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Chunk { pub bytes: Vec<u8>, pub marks: Vec<(u16, Mark)> }
 
 impl Frame {
     pub fn control(kind: FrameKind, seq: u32, ack: Option<u32>) -> Frame {
-        Frame { kind, seq, ack, payload: 0, first: false, last: false, packet: None, tx: 1, flow: u16::MAX, session: 0, poll: false, status: None }
+        Frame { kind, seq, ack, payload: 0, first: false, last: false, packet: None, tx: 1, flow: u16::MAX, session: 0, poll: false, status: None, bytes: None, ctl: 0 }
     }
     /// Bytes on the air given the link-layer header size.
     pub fn size(&self, header: u32) -> u32 { header + self.payload as u32 }
@@ -72,7 +94,7 @@ pub fn fragment(pkt: Packet, max_payload: u32, mut push: impl FnMut(Frame)) {
     for i in 0..n {
         let len = if i + 1 == n { size - max_payload * (n - 1) } else { max_payload };
         push(Frame { kind: FrameKind::Data, seq: 0, ack: None, payload: len as u16, first: i == 0, last: i + 1 == n,
-            packet: if i + 1 == n { pkt.take() } else { None }, tx: 1, flow, session: 0, poll: false, status: None });
+            packet: if i + 1 == n { pkt.take() } else { None }, tx: 1, flow, session: 0, poll: false, status: None, bytes: None, ctl: 0 });
     }
 }
 

@@ -272,7 +272,7 @@ impl Rlc {
                 if let Some(sn) = st.mrw { self.on_mrw(sn); }
                 if let Some(sn) = st.mrw_ack { self.on_mrw_ack(sn); }
             }
-            FrameKind::Ack | FrameKind::Nack | FrameKind::Idle => {}
+            FrameKind::Ack | FrameKind::Nack | FrameKind::Idle | FrameKind::Reset => {}
         }
     }
 

@@ -179,7 +179,7 @@ impl Sr {
         if let Some(a) = f.ack.take() { self.on_ack(now, a); }
         match f.kind {
             FrameKind::Data => self.on_data(now, f),
-            FrameKind::Ack | FrameKind::Status | FrameKind::Idle => {}
+            FrameKind::Ack | FrameKind::Status | FrameKind::Idle | FrameKind::Reset => {}
             FrameKind::Nack => self.on_nack(f.seq),
         }
     }

@@ -16,7 +16,7 @@ pub const LAYERS: &[&str] = &["tcp", "link", "queue", "channel"];
 pub const EVENTS: &[&str] = &[
     "send", "retransmit", "recv", "cwnd", "ssthresh", "srtt", "rttvar", "rto",
     "frame_send", "frame_retransmit", "frame_lost", "frame_recv", "ack_send", "nack_send", "packet_deliver",
-    "enqueue", "drop", "state", "status_send", "timeout", "fast_retransmit", "idle_send",
+    "enqueue", "drop", "state", "status_send", "timeout", "fast_retransmit", "idle_send", "reset",
 ];
 pub const NODES: &[&str] = &["server", "gateway", "mobile"];
 pub const DIRS: &[&str] = &["down", "up", "-"];
@@ -30,7 +30,7 @@ pub enum Layer { Tcp = 0, Link = 1, Queue = 2, Channel = 3 }
 pub enum Ev {
     Send = 0, Retransmit, Recv, Cwnd, Ssthresh, Srtt, Rttvar, Rto,
     FrameSend, FrameRetransmit, FrameLost, FrameRecv, AckSend, NackSend, PacketDeliver,
-    Enqueue, Drop, State, StatusSend, Timeout, FastRetransmit, IdleSend,
+    Enqueue, Drop, State, StatusSend, Timeout, FastRetransmit, IdleSend, Reset,
 }
 
 /// Which layers to record.

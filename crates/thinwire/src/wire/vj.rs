@@ -219,11 +219,33 @@ impl Decompressor {
                 self.toss = false;
                 Ok(h)
             }
-            Kind::Compressed => self.compressed(bytes, payload_len).inspect_err(|e| if *e == VjError::Bad { self.toss = true; }),
+            Kind::Compressed => self.compressed(bytes, Some(payload_len)).map(|(h, _)| h).inspect_err(|e| if *e == VjError::Bad { self.toss = true; }),
         }
     }
 
-    fn compressed(&mut self, b: &[u8], payload_len: usize) -> Result<Vec<u8>, VjError> {
+    /// Rebuilds a whole packet from the information field of a frame of `kind`
+    /// (the link header followed by the payload), as a PPP receiver hands it on.
+    pub fn decompress_packet(&mut self, kind: Kind, info: &[u8]) -> Result<Vec<u8>, VjError> {
+        match kind {
+            Kind::Compressed => {
+                let (mut h, used) = self.compressed(info, None).inspect_err(|e| if *e == VjError::Bad { self.toss = true; })?;
+                h.extend_from_slice(&info[used..]);
+                Ok(h)
+            }
+            Kind::Ip => Ok(info.to_vec()),
+            Kind::Uncompressed => {
+                let Some((ihl, thl)) = lens(info) else { self.toss = true; return Err(VjError::Bad) };
+                let mut h = self.decompress(kind, &info[..ihl + thl], 0)?;
+                h.extend_from_slice(&info[ihl + thl..]);
+                Ok(h)
+            }
+        }
+    }
+
+    /// Decodes a compressed header at the start of `b`; with `payload_len` the header
+    /// must be all of `b`, without it the rest of `b` is the payload. Returns the
+    /// rebuilt header and the bytes the compressed header took.
+    fn compressed(&mut self, b: &[u8], payload_len: Option<usize>) -> Result<(Vec<u8>, usize), VjError> {
         let mut p = 0usize;
         let next = |p: &mut usize| -> Result<u8, VjError> { let v = *b.get(*p).ok_or(VjError::Bad)?; *p += 1; Ok(v) };
         let changes = next(&mut p)?;
@@ -264,12 +286,12 @@ impl Decompressor {
         }
         let di = if changes & NEW_I != 0 { decode(&mut p)? as u16 } else { 1 };
         add16(&mut h, 4, di);
-        if p != b.len() { return Err(VjError::Bad); }
+        let payload_len = match payload_len { Some(n) if p == b.len() => n, Some(_) => return Err(VjError::Bad), None => b.len() - p };
         put16(&mut h, 2, (hlen + payload_len) as u16);
         put16(&mut h, 10, 0);
         let c = checksum::checksum(&h[..ihl]);
         put16(&mut h, 10, c);
         self.slots[self.last_recv as usize] = h.clone();
-        Ok(h)
+        Ok((h, p))
     }
 }

@@ -1,0 +1,271 @@
+//! `rlp-gsm` link layer, part 2: GSM circuit-switched data as the IP layer sees it —
+//! PPP framing (RFC 1662) with optional VJ TCP/IP header compression (RFC 1144)
+//! over the GSM RLP byte stream ([`super::rlp_gsm`]), with L2R flow control at the
+//! network side (seed 000 §3.1, §5.3, §5.5).
+//!
+//! Sending: a packet's real bytes (headers and checksums over the virtual payload)
+//! are compressed (if `vj`), framed by PPP (flag, address, control, protocol,
+//! escaped information, FCS-16; 7 bytes of overhead before escapes with shared
+//! flags, the seed's accounting) and written into the RLP byte stream. The link
+//! takes the next packet from the interface queue only when less than two RLP
+//! frames' worth of bytes wait to be framed, so packets queue in the interface
+//! buffer (BSD: 50 packets), where the seed saw them.
+//!
+//! Receiving: RLP's in-sequence bytes go through the PPP deframer. A frame whose FCS
+//! fails (cut by a link reset, or glued to the start of another) is discarded and
+//! reported to the VJ decompressor, which then tosses compressed packets until an
+//! uncompressed one (RFC 1144 §4.3). Frames that vanish whole are not noticed: the
+//! decompressor applies later deltas to a stale base and the rebuilt packets fail
+//! the TCP checksum, which is verified here for real (as the receiving host's TCP
+//! input would) and the segment dropped.
+//!
+//! L2R (`l2r_rate`, default off; seed 000 §5.5 measured 960 bytes/s, "9.6 kbit/s
+//! asynchronous"): the interworking function relays to and from a modem at that
+//! rate. Uplink, bytes RLP delivers at the network side wait in an L2R buffer drained
+//! at the rate; above `l2r_buffer` bytes (default 768, 32 frames) the network side's
+//! RLP says "not ready" until the buffer is half empty, which gives the mobile's RLP
+//! sender the periodic pauses of about a second the seed traced (Fig. 12).
+//! Downlink, bytes enter the network side's RLP no faster than the rate.
+use super::frame::{Frame, Mark};
+use super::rlp_gsm::{Rlp, RlpConfig};
+use crate::time::{Duration, Instant};
+use crate::wire::ppp::{Deframer, Framer, Received, PROTO_IP, PROTO_VJ_COMPRESSED, PROTO_VJ_UNCOMPRESSED};
+use crate::wire::vj::{Compressor, Decompressor, Kind, VjError};
+use crate::wire::Packet;
+use std::collections::VecDeque;
+
+#[derive(Clone, Debug)]
+pub struct CsdConfig {
+    pub rlp: RlpConfig,
+    /// VJ TCP/IP header compression on this link.
+    pub vj: bool,
+    /// L2R relay rate at the network side in bytes/s (`None`: no L2R limit).
+    pub l2r_rate: Option<u64>,
+    /// L2R buffer at the network side (bytes) above which RLP signals "not ready".
+    pub l2r_buffer: u32,
+    /// This side is the network side (the IWF, at the gateway).
+    pub network_side: bool,
+}
+
+impl Default for CsdConfig {
+    fn default() -> Self { CsdConfig { rlp: RlpConfig::default(), vj: false, l2r_rate: None, l2r_buffer: 768, network_side: false } }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct CsdStats {
+    /// PPP frames discarded by the deframer (bad FCS, cut, too long).
+    pub ppp_damaged: u64,
+    /// Compressed packets the VJ decompressor tossed after an error.
+    pub vj_tossed: u64,
+    /// Packets whose rebuilt bytes failed the IP or TCP/UDP checksum.
+    pub checksum_drops: u64,
+    /// Times the network side's L2R buffer turned RLP to "not ready".
+    pub l2r_busy: u64,
+}
+
+/// Byte-rate gate: bytes may pass as credit accrues at `rate` bytes/s. Credit is
+/// kept in nano-bytes (integer time throughout).
+struct Gate { rate: i128, credit: i128, last: Instant, cap: i128 }
+
+const NANO: i128 = 1_000_000_000;
+
+impl Gate {
+    fn new(rate: u64, cap_bytes: u32) -> Gate { Gate { rate: rate as i128, credit: 0, last: Instant::ZERO, cap: cap_bytes as i128 * NANO } }
+    fn refill(&mut self, now: Instant) {
+        self.credit = (self.credit + (now - self.last).nanos() as i128 * self.rate).min(self.cap);
+        self.last = now;
+    }
+    /// Takes as many whole bytes as there is credit for, at most `max`.
+    fn take(&mut self, max: usize) -> usize {
+        let n = ((self.credit / NANO) as usize).min(max);
+        self.credit -= n as i128 * NANO;
+        n
+    }
+    /// When `need` bytes of credit will be there.
+    fn ready_at(&self, need: usize) -> Instant {
+        let missing = need as i128 * NANO - self.credit;
+        if missing <= 0 { return self.last; }
+        self.last + Duration::from_nanos(((missing + self.rate - 1) / self.rate) as i64)
+    }
+}
+
+/// Bytes waiting in an L2R buffer, each PPP frame's last byte marked.
+#[derive(Default)]
+struct ByteQueue { bytes: VecDeque<u8>, marks: VecDeque<(u64, Mark)>, base: u64 }
+
+impl ByteQueue {
+    fn push(&mut self, bytes: &[u8], marks: impl IntoIterator<Item = (usize, Mark)>) {
+        let start = self.base + self.bytes.len() as u64;
+        self.marks.extend(marks.into_iter().map(|(o, m)| (start + o as u64, m)));
+        self.bytes.extend(bytes);
+    }
+    /// Takes up to `n` bytes with the marks among them (offsets relative to the taken bytes).
+    fn take(&mut self, n: usize) -> (Vec<u8>, Vec<(usize, Mark)>) {
+        let n = n.min(self.bytes.len());
+        let b: Vec<u8> = self.bytes.drain(..n).collect();
+        let end = self.base + n as u64;
+        let mut marks = vec![];
+        while let Some(&(at, m)) = self.marks.front() {
+            if at >= end { break; }
+            marks.push(((at - self.base) as usize, m));
+            self.marks.pop_front();
+        }
+        self.base = end;
+        (b, marks)
+    }
+    fn len(&self) -> usize { self.bytes.len() }
+}
+
+pub struct GsmCsd {
+    cfg: CsdConfig,
+    pub rlp: Rlp,
+    framer: Framer,
+    comp: Compressor,
+    deframer: Deframer,
+    decomp: Decompressor,
+    delivered: VecDeque<Packet>,
+    /// Downlink L2R at the network side: PPP bytes waiting to enter RLP.
+    staged: ByteQueue,
+    send_gate: Option<Gate>,
+    /// Uplink L2R at the network side: bytes RLP delivered, waiting for the modem.
+    relay: ByteQueue,
+    recv_gate: Option<Gate>,
+    pub stats: CsdStats,
+}
+
+impl GsmCsd {
+    pub fn new(cfg: CsdConfig) -> GsmCsd {
+        let gate = |r: u64| Gate::new(r, cfg.rlp.payload * 2);
+        let l2r = cfg.l2r_rate.filter(|_| cfg.network_side);
+        GsmCsd { rlp: Rlp::new(cfg.rlp.clone()), framer: Framer::default(), comp: Compressor::new(), deframer: Deframer::new(), decomp: Decompressor::new(),
+            delivered: VecDeque::new(), staged: ByteQueue::default(), send_gate: l2r.map(gate), relay: ByteQueue::default(), recv_gate: l2r.map(gate),
+            stats: CsdStats::default(), cfg }
+    }
+
+    pub fn wants_packet(&self) -> bool {
+        self.rlp.is_up() && self.rlp.unframed() + self.staged.len() < 2 * self.cfg.rlp.payload as usize
+    }
+
+    pub fn send(&mut self, p: Packet) {
+        let bytes = p.emit();
+        let (proto, info) = if self.cfg.vj && p.tcp().is_some() {
+            let hl = bytes.len() - p.payload_len as usize;
+            let (kind, mut hdr) = self.comp.compress(&bytes[..hl]);
+            hdr.extend_from_slice(&bytes[hl..]);
+            (match kind { Kind::Ip => PROTO_IP, Kind::Uncompressed => PROTO_VJ_UNCOMPRESSED, Kind::Compressed => PROTO_VJ_COMPRESSED }, hdr)
+        } else {
+            (PROTO_IP, bytes)
+        };
+        let mut wire = Vec::with_capacity(info.len() + 16);
+        self.framer.frame(proto, &info, &mut wire);
+        let mark = Mark { flow: p.flow, born: p.born };
+        if self.send_gate.is_some() {
+            let last = wire.len() - 1;
+            self.staged.push(&wire, [(last, mark)]);
+        } else {
+            self.rlp.write(&wire, Some(mark));
+        }
+    }
+
+    fn pass_gate(&mut self, now: Instant) {
+        let Some(g) = &mut self.send_gate else { return };
+        g.refill(now);
+        let n = g.take(self.staged.len());
+        if n == 0 { return; }
+        let (b, marks) = self.staged.take(n);
+        let mut from = 0;
+        for (at, m) in marks {
+            self.rlp.write(&b[from..=at], Some(m));
+            from = at + 1;
+        }
+        self.rlp.write(&b[from..], None);
+    }
+
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Frame> {
+        self.pass_gate(now);
+        self.relay_out(now);
+        self.rlp.poll_transmit(now)
+    }
+
+    pub fn on_frame(&mut self, now: Instant, f: Frame) {
+        self.rlp.on_frame(now, f);
+        while let Some(c) = self.rlp.read() {
+            if self.recv_gate.is_some() {
+                self.relay.push(&c.bytes, c.marks.iter().map(|&(o, m)| (o as usize, m)));
+            } else {
+                self.deframe(&c.bytes, c.marks.iter().map(|&(o, m)| (o as usize, m)).collect());
+            }
+        }
+        self.relay_out(now);
+    }
+
+    /// Uplink L2R: hands bytes to the modem side at the relay rate; flow control.
+    fn relay_out(&mut self, now: Instant) {
+        let Some(g) = &mut self.recv_gate else { return };
+        g.refill(now);
+        let n = g.take(self.relay.len());
+        if n > 0 {
+            let (b, marks) = self.relay.take(n);
+            self.deframe(&b, marks);
+        }
+        let len = self.relay.len() as u32;
+        if len > self.cfg.l2r_buffer {
+            if !self.rlp.busy() { self.stats.l2r_busy += 1; }
+            self.rlp.set_busy(true);
+        } else if len <= self.cfg.l2r_buffer / 2 {
+            self.rlp.set_busy(false);
+        }
+    }
+
+    /// Feeds bytes to the PPP deframer, labelling each frame that ends on a mark.
+    fn deframe(&mut self, b: &[u8], marks: Vec<(usize, Mark)>) {
+        let mut out = Vec::new();
+        let mut from = 0;
+        for (at, m) in marks.into_iter().map(|(a, m)| (a, Some(m))).chain(std::iter::once((b.len().wrapping_sub(1), None))) {
+            if from > at || at >= b.len() { continue; }
+            self.deframer.push(&b[from..=at], &mut out);
+            from = at + 1;
+            for r in out.drain(..) { self.received(r, m); }
+        }
+    }
+
+    fn received(&mut self, r: Received, mark: Option<Mark>) {
+        let (proto, info) = match r {
+            Received::Damaged => { self.stats.ppp_damaged += 1; self.decomp.report_error(); return; }
+            Received::Frame { protocol, info } => (protocol, info),
+        };
+        let kind = match proto { PROTO_IP => Kind::Ip, PROTO_VJ_UNCOMPRESSED => Kind::Uncompressed, PROTO_VJ_COMPRESSED => Kind::Compressed, _ => return };
+        let bytes = match self.decomp.decompress_packet(kind, &info) {
+            Ok(b) => b,
+            Err(VjError::Tossed) => { self.stats.vj_tossed += 1; return; }
+            Err(VjError::Bad) => { self.stats.checksum_drops += 1; return; }
+        };
+        match Packet::parse(&bytes) {
+            Ok(mut p) => {
+                // Only a frame that ended where one was written carries a mark; an
+                // intact frame always does.
+                let m = mark.unwrap_or(Mark { flow: u16::MAX, born: Instant::ZERO });
+                p.flow = m.flow;
+                p.born = m.born;
+                if m.flow != u16::MAX { self.delivered.push_back(p); }
+            }
+            Err(_) => self.stats.checksum_drops += 1,
+        }
+    }
+
+    pub fn poll_deliver(&mut self) -> Option<Packet> { self.delivered.pop_front() }
+
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let mut t = self.rlp.poll_timeout();
+        let mut at = |x: Instant| t = Some(t.map_or(x, |y: Instant| y.min(x)));
+        if let Some(g) = &self.send_gate { if self.staged.len() > 0 { at(g.ready_at(self.staged.len().min(self.cfg.rlp.payload as usize))); } }
+        if let Some(g) = &self.recv_gate { if self.relay.len() > 0 { at(g.ready_at(self.relay.len().min(self.cfg.rlp.payload as usize))); } }
+        t
+    }
+
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.rlp.handle_timeout(now);
+        self.pass_gate(now);
+        self.relay_out(now);
+    }
+}
