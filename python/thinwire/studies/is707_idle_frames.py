@@ -264,9 +264,9 @@ def claims(summary, hists) -> list[dict]:
         full = unl["mean"] - none["mean"]
         share[f] = (five["mean"] - none["mean"]) / full if full > 0 else float("nan")  # nan: no gain to share
     for f in (0.1, 1.0):
-        add("III Figs. 7-9", f"about 5 idle frames give most of the gain at fdT {f:g}", "5 idle frames: ≥ 70 % of the unlimited gain",
+        add("III Fig. 9", f"about 5 idle frames give most of the gain at fdT {f:g}", "5 idle frames: ≥ 70 % of the unlimited gain",
             f"{share[f] * 100:.0f} %", share[f] >= 0.7)
-    add("III Figs. 7-9", "at fdT 0.01 the gain grows slowly with the number of idle frames", "share of the gain at 5 idle frames smaller at fdT 0.01 than at 0.1 and 1.0",
+    add("III Fig. 9", "at fdT 0.01 the gain grows slowly with the number of idle frames", "share of the gain at 5 idle frames smaller at fdT 0.01 than at 0.1 and 1.0",
         ", ".join(f"fdT {f:g}: {share[f] * 100:.0f} %" for f in FDTS), share[0.01] < min(share[0.1], share[1.0]))  # False when any is nan
     segs = []
     for f in FDTS:
