@@ -72,6 +72,12 @@ BAD = [
     (["wireless.arq.protocol=is707", "wireless.arq.idle_frames=lots"], "wireless.arq.idle_frames"),
     (["wireless.arq.protocol=is707", "wireless.arq.nak_rounds=[1, 0]"], "wireless.arq.nak_rounds"),
     (["wireless.arq.protocol=is707", "wireless.arq.nak_timer=0ms"], "wireless.arq.nak_timer"),
+    (["wireless.arq.protocol=rlp-gsm", "wireless.arq.on_n2=hangup"], "wireless.arq.on_n2"),
+    (["wireless.arq.protocol=rlp-gsm", "wireless.arq.n2=0"], "wireless.arq.n2"),
+    (["wireless.arq.protocol=rlp-gsm", "wireless.arq.window=62"], "wireless.arq.window"),
+    (["wireless.arq.protocol=rlp-gsm", "wireless.arq.t1=-1s"], "wireless.arq.t1"),
+    (["wireless.arq.protocol=rlp-gsm", "wireless.arq.l2r_rate=fast"], "wireless.arq.l2r_rate"),
+    (["wireless.arq.protocol=rlp-gsm", "wireless.arq.header_compression=maybe"], "wireless.arq.header_compression"),
 ]
 
 

@@ -364,10 +364,6 @@ fn validate(sc: &Scenario) -> Result<(), ConfigError> {
             return Err(cerr("wireless.arq.protocol", format!("{:?} is not a link protocol; use one of \"raw\", \"sr\", \"asr\", \"rlc\", \"is707\", \"rlp-gsm\"", a.protocol)));
         }
         let gsm = a.protocol == "rlp-gsm";
-        for (k, present) in [("n2", a.n2.is_some()), ("t1", a.t1.is_some()), ("on_n2", a.on_n2.is_some()), ("header_compression", a.header_compression.is_some()),
-                             ("l2r_rate", a.l2r_rate.is_some()), ("l2r_buffer", a.l2r_buffer.is_some())] {
-            if present && !gsm { return Err(cerr(format!("wireless.arq.{k}"), "applies to protocol = \"rlp-gsm\" only")); }
-        }
         if let Some(o) = &a.on_n2 {
             if !["reset", "drop-call"].contains(&o.as_str()) { return Err(cerr("wireless.arq.on_n2", format!("{o:?}: use \"reset\" or \"drop-call\""))); }
         }
