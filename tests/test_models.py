@@ -1,9 +1,12 @@
 """End-to-end model checks through the public API."""
+from pathlib import Path
+
 import polars as pl
 import pytest
 
 import thinwire
 from conftest import SMALL
+from thinwire.analysis import SimRun
 
 
 def run(extra="", **kw):
@@ -222,3 +225,50 @@ def test_web_config_errors():
             thinwire.run(WEB, set=[f"{key}={val}"])
     with pytest.raises(thinwire.ScenarioError, match="transactions"):
         thinwire.run(WEB.replace("transactions = 12\n", ""))
+
+
+GSM = (Path(__file__).resolve().parent.parent / "scenarios" / "gsm-csd-upload.toml").read_text()
+
+
+def _gsm(**over):
+    return thinwire.run(GSM, set={"wireless.channel.p": 0.0, **over}, trace=["tcp", "queue"])
+
+
+def test_gsm_csd_upload_fills_the_l2r_rate_with_ppp_overhead():
+    # 460-byte segments + 40 bytes of headers + 12 of timestamps + 7 of PPP over
+    # 960 bytes/s: at most 851 bytes/s of payload (seed 000 §4.4: 848 measured).
+    r = _gsm()
+    f = r.summary["flows"][0]
+    bps = f["throughput_bps"] / 8
+    assert 0.96 * 851 < bps < 851, bps
+    assert r.summary["link"]["up"]["l2r_busy"] > 10
+    # Without L2R the link carries 1200 bytes/s of RLP payload.
+    fast = _gsm(**{"wireless.arq.l2r_rate": "1Gbps"}).summary["flows"][0]["throughput_bps"] / 8
+    assert fast > 1.2 * bps
+
+
+def test_bsd_profile_quenches_the_sender_on_a_local_interface_drop():
+    # An interface buffer of 6 packets below the 8 KiB window overflows (seed 000
+    # Fig. 7): each drop at the mobile puts its sender's cwnd back to one segment.
+    for quench in (True, False):
+        r = _gsm(**{"wireless.queue.limit": "6pkt", "flow.0.tcp.source_quench": quench})
+        t = SimRun.from_result(r).trace
+        drops = t.filter((pl.col("event") == "drop") & (pl.col("node") == "mobile"))["time_ns"].to_list()
+        assert drops, "the small buffer must overflow"
+        cw = t.filter((pl.col("event") == "cwnd") & (pl.col("node") == "mobile"))
+        at_drop = cw.filter(pl.col("time_ns").is_in(drops))
+        one_seg = at_drop.filter(pl.col("value") <= 460)
+        if quench:
+            assert one_seg.height >= 1, "cwnd falls to one segment at a drop"
+        else:
+            assert one_seg.height == 0
+
+
+def test_bsd_profile_values():
+    r = thinwire.run(GSM, set={"stop": "30s", "flow.0.bytes": "unlimited"}, trace=["tcp"])
+    t = SimRun.from_result(r).trace
+    rto = t.filter((pl.col("event") == "rto") & (pl.col("node") == "mobile"))["value"].to_list()
+    assert rto[0] == 6_000_000_000, "initial RTO 6 s"
+    assert all(v % 500_000_000 == 0 for v in rto), "RTO in 500 ms ticks"
+    cw = t.filter((pl.col("event") == "cwnd") & (pl.col("node") == "mobile"))["value"].to_list()
+    assert cw[0] <= 460, "initial window of one segment"

@@ -185,6 +185,8 @@ pub struct DelAckCfg { #[serde(default)] pub count: Option<u32>, #[serde(default
 #[derive(Clone, Debug, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct TcpCfg {
+    /// Preset the other fields override: "default" or "bsd".
+    #[serde(default)] pub profile: Option<String>,
     #[serde(default)] pub variant: Option<String>,
     #[serde(default)] pub mss: Option<u32>,
     #[serde(default)] pub sack: Option<bool>,
@@ -198,6 +200,7 @@ pub struct TcpCfg {
     #[serde(default)] pub timer_granularity: Option<Dur>,
     #[serde(default)] pub rcv_buf: Option<Size>,
     #[serde(default)] pub snd_buf: Option<Size>,
+    #[serde(default)] pub source_quench: Option<bool>,
 }
 
 /// `bytes = "10MB"` or `bytes = "unlimited"`.
@@ -431,6 +434,9 @@ fn validate(sc: &Scenario) -> Result<(), ConfigError> {
         }
         if !["down", "up"].contains(&f.direction.as_str()) { return Err(cerr(format!("flow[{i}].direction"), format!("{:?} is not \"down\" or \"up\"", f.direction))); }
         if let Some(t) = &f.tcp {
+            if let Some(p) = &t.profile { if crate::tcp::TcpConfig::profile(p).is_none() {
+                return Err(cerr(format!("flow[{i}].tcp.profile"), format!("{p:?} is not a TCP profile; use \"default\" or \"bsd\"")));
+            } }
             if let Some(v) = &t.variant { if crate::tcp::Variant::parse(v).is_none() {
                 return Err(cerr(format!("flow[{i}].tcp.variant"), format!("{v:?} is not a TCP variant; use one of \"tahoe\", \"reno\", \"newreno\", \"sack\"")));
             } }

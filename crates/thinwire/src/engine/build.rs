@@ -94,13 +94,13 @@ pub fn rlc_config(a: &ArqCfg, max_payload: u32) -> RlcConfig {
 }
 
 pub fn tcp_config(f: &FlowCfg) -> TcpConfig {
-    let d = TcpConfig::default();
-    let Some(t) = &f.tcp else { return d; };
+    let Some(t) = &f.tcp else { return TcpConfig::default(); };
+    let d = t.profile.as_deref().and_then(TcpConfig::profile).unwrap_or_default();
     let variant = t.variant.as_deref().and_then(Variant::parse).unwrap_or(d.variant);
     TcpConfig {
         variant,
         mss: t.mss.unwrap_or(d.mss),
-        sack: t.sack.unwrap_or(variant == Variant::Sack),
+        sack: t.sack.unwrap_or(if t.profile.is_some() { d.sack } else { variant == Variant::Sack }),
         timestamps: t.timestamps.unwrap_or(d.timestamps),
         window_scaling: t.window_scaling.unwrap_or(d.window_scaling),
         initial_window: t.initial_window.unwrap_or(d.initial_window),
@@ -112,6 +112,7 @@ pub fn tcp_config(f: &FlowCfg) -> TcpConfig {
         timer_granularity: t.timer_granularity.map(|x| x.0).unwrap_or(d.timer_granularity),
         rcv_buf: t.rcv_buf.map(|x| x.0 as u32).unwrap_or(d.rcv_buf),
         snd_buf: t.snd_buf.map(|x| x.0 as u32).unwrap_or(d.snd_buf),
+        source_quench: t.source_quench.unwrap_or(d.source_quench),
     }
 }
 

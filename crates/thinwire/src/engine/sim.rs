@@ -394,6 +394,16 @@ impl Sim {
         }
     }
 
+    /// The TCP connection whose mobile end sent `p` (for a local drop at the mobile).
+    fn local_sender(&self, p: &Packet) -> Option<usize> {
+        let L4::Tcp(r) = &p.l4 else { return None };
+        match self.slots[p.flow as usize] {
+            Slot::Tcp(f) => Some(f),
+            Slot::Web(w) => self.webs[w].ports.get(&r.src_port).copied(),
+            Slot::Media(_) => None,
+        }
+    }
+
     fn to_endpoint(&mut self, end: usize, p: Packet) {
         let now = self.now();
         if let Some(w) = &mut self.pcap[end] { w.record(now.nanos(), &p.emit()); }
@@ -520,9 +530,13 @@ impl Sim {
         let node = if d == 0 { NODE_GATEWAY } else { NODE_MOBILE };
         let (flow, len) = (p.flow as i32, p.size() as i64);
         let sess = self.session[p.flow as usize] as usize;
+        let quench = if d == 1 { self.local_sender(&p) } else { None };
         let r = &mut self.radio[d];
         let dropped = r.qs[sess].push(p).is_err();
         if dropped { r.stats.queue_drops += 1; }
+        if let (true, Some(f)) = (dropped, quench) {
+            if self.flows[f].ep[1].config().source_quench { self.flows[f].ep[1].source_quench(now); }
+        }
         let qlen = r.qs[sess].len();
         r.stats.queue_max = r.stats.queue_max.max(qlen as u64);
         if self.mask.has(Layer::Queue) {

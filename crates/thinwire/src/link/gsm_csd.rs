@@ -22,7 +22,7 @@
 //! L2R (`l2r_rate`, default off; seed 000 §5.5 measured 960 bytes/s, "9.6 kbit/s
 //! asynchronous"): the interworking function relays to and from a modem at that
 //! rate. Uplink, bytes RLP delivers at the network side wait in an L2R buffer drained
-//! at the rate; above `l2r_buffer` bytes (default 768, 32 frames) the network side's
+//! at the rate; above `l2r_buffer` bytes (default 1200, 50 frames) the network side's
 //! RLP says "not ready" until the buffer is half empty, which gives the mobile's RLP
 //! sender the periodic pauses of about a second the seed traced (Fig. 12).
 //! Downlink, bytes enter the network side's RLP no faster than the rate.
@@ -48,7 +48,7 @@ pub struct CsdConfig {
 }
 
 impl Default for CsdConfig {
-    fn default() -> Self { CsdConfig { rlp: RlpConfig::default(), vj: false, l2r_rate: None, l2r_buffer: 768, network_side: false } }
+    fn default() -> Self { CsdConfig { rlp: RlpConfig::default(), vj: false, l2r_rate: None, l2r_buffer: 1200, network_side: false } }
 }
 
 #[derive(Clone, Debug, Default)]

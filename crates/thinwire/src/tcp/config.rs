@@ -49,6 +49,32 @@ pub struct TcpConfig {
     pub rcv_buf: u32,
     /// Send buffer: ceiling on unacknowledged data. Default 64 KiB.
     pub snd_buf: u32,
+    /// A drop at the sending host's own interface queue is reported to TCP as a
+    /// source quench (BSD `tcp_quench`: cwnd to one segment; seed 000 Fig. 7).
+    /// Default false (Linux-like: the queue pushes back instead).
+    pub source_quench: bool,
+}
+
+impl TcpConfig {
+    /// Named presets; the scenario's own fields override them.
+    /// - `"default"`: the defaults above.
+    /// - `"bsd"`: a 4.4BSD-derived stack as in seed 000 (BSD/OS 3.0): Reno, 500 ms
+    ///   timer ticks (TCP's slow timer), timestamps (RFC 1323, which BSD/OS used), initial RTO 6 s,
+    ///   minimum RTO 1 s (two ticks), maximum 64 s, initial window of one segment,
+    ///   8 KiB socket buffers, no SACK, no window scaling, source quench on local
+    ///   interface-queue drops.
+    pub fn profile(name: &str) -> Option<TcpConfig> {
+        let d = TcpConfig::default();
+        match name {
+            "default" => Some(d),
+            "bsd" => Some(TcpConfig {
+                variant: Variant::Reno, sack: false, timestamps: true, window_scaling: false, initial_window: 1,
+                initial_rto: Duration::from_secs(6), min_rto: Duration::from_secs(1), max_rto: Duration::from_secs(64),
+                timer_granularity: Duration::from_millis(500), rcv_buf: 8192, snd_buf: 8192, source_quench: true, ..d
+            }),
+            _ => None,
+        }
+    }
 }
 
 impl Default for TcpConfig {
@@ -56,7 +82,7 @@ impl Default for TcpConfig {
         TcpConfig {
             variant: Variant::NewReno, mss: 1460, sack: false, timestamps: false, window_scaling: true, initial_window: 2,
             delack_count: 2, delack_timeout: Duration::from_millis(200), min_rto: Duration::from_secs(1), max_rto: Duration::from_secs(64),
-            initial_rto: Duration::from_secs(1), timer_granularity: Duration::from_millis(10), rcv_buf: 65536, snd_buf: 65536,
+            initial_rto: Duration::from_secs(1), timer_granularity: Duration::from_millis(10), rcv_buf: 65536, snd_buf: 65536, source_quench: false,
         }
     }
 }

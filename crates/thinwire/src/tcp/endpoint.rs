@@ -135,6 +135,7 @@ impl Tcp {
     /// Application bytes acknowledged by the peer.
     pub fn acked_bytes(&self) -> u64 { self.snd_una.saturating_sub(1).min(self.app_limit.unwrap_or(u64::MAX)) }
     pub fn cwnd(&self) -> u64 { self.cwnd }
+    pub fn config(&self) -> &TcpConfig { &self.cfg }
     pub fn ssthresh(&self) -> u64 { self.ssthresh }
     pub fn smss(&self) -> u64 { self.smss }
     pub fn is_closed(&self) -> bool { self.state == State::Done }
@@ -143,6 +144,16 @@ impl Tcp {
     fn push_var(&mut self, now: Instant, var: TcpVar, value: i64) {
         if let Some(t) = &mut self.trace { t.push(VarEvent { at: now, var, value }); }
     }
+    /// ICMP source quench, or BSD's `tcp_quench` on a local interface-queue drop
+    /// (seed 000 §5.2, Fig. 7): the congestion window drops to one segment; ssthresh
+    /// and recovery state are left alone, so the lost packet is still repaired by
+    /// fast retransmit or the timer.
+    pub fn source_quench(&mut self, now: Instant) {
+        if self.state == State::Done { return; }
+        let one = self.smss;
+        self.set_cwnd(now, one);
+    }
+
     fn set_cwnd(&mut self, now: Instant, v: u64) { if v != self.cwnd { self.cwnd = v; self.push_var(now, TcpVar::Cwnd, v as i64); } }
     fn set_ssthresh(&mut self, now: Instant, v: u64) { if v != self.ssthresh { self.ssthresh = v; self.push_var(now, TcpVar::Ssthresh, v as i64); } }
     fn trace_all(&mut self, now: Instant) {
