@@ -62,3 +62,29 @@ def test_reproduce_is707_idle_frames_quick(tmp_path):
     # Rerunning resumes from the saved results and gives the same claims.
     p2 = thinwire_cli("reproduce", "is707-idle-frames", "--quick", "--json", "--out", out, "--workers", "1")
     assert p2.returncode == 0 and json.loads(p2.stdout) == claims
+
+
+def test_reproduce_gsm_multilayer_quick(tmp_path):
+    out = tmp_path / "g"
+    p = thinwire_cli("reproduce", "gsm-multilayer", "--quick", "--json", "--out", out)
+    assert p.returncode == 0, p.stderr[-2000:]
+    claims = json.loads(p.stdout)
+    assert len(claims) == 9 and {c["section"] for c in claims} == {"4.4", "5.1", "5.2", "5.3", "5.4"}
+    for c in claims:
+        assert set(c) == {"claim", "section", "expected", "measured", "pass"} and isinstance(c["pass"], bool)
+    for fig in range(5, 13):
+        pngs = list(out.glob(f"fig{fig:02d}_*.png"))
+        assert len(pngs) == 1 and pngs[0].stat().st_size > 10_000, fig
+    import polars as pl
+    runs = pl.read_csv(out / "runs.csv")
+    good = runs.filter((pl.col("radio") == "good") & ~pl.col("hc"))
+    # Facts the claims do not check: without radio trouble nothing is reset, flushed
+    # or dropped by checksum, and compression (no timestamps) raises throughput.
+    assert good["link_resets"].sum() == 0 and good["flushed_bytes"].sum() == 0 and good["checksum_drops"].sum() == 0
+    hc = runs.filter((pl.col("radio") == "good") & pl.col("hc"))
+    assert hc["throughput_Bps"].mean() > good["throughput_Bps"].mean() * 1.05
+    poor = runs.filter(pl.col("radio") == "poor")
+    assert poor.filter(pl.col("n2") == 6)["link_resets"].sum() > poor.filter(pl.col("n2") == 20)["link_resets"].sum()
+    # Same command, same numbers.
+    p2 = thinwire_cli("reproduce", "gsm-multilayer", "--quick", "--json", "--out", tmp_path / "g2")
+    assert json.loads(p2.stdout) == claims

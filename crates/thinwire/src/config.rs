@@ -131,6 +131,8 @@ pub struct ArqCfg {
     #[serde(default)] pub on_n2: Option<String>,
     /// GSM RLP: VJ TCP/IP header compression (RFC 1144) on the PPP link.
     #[serde(default)] pub header_compression: Option<bool>,
+    /// GSM RLP: PPP reports damaged frames to the VJ decompressor (RFC 1144 toss).
+    #[serde(default)] pub vj_toss_on_error: Option<bool>,
     /// GSM RLP: L2R relay rate at the network side (seed 000: 960 bytes/s = "7680bps").
     #[serde(default)] pub l2r_rate: Option<Rate>,
     /// GSM RLP: L2R buffer above which the network side's RLP signals "not ready".
@@ -147,7 +149,7 @@ impl Default for ArqCfg {
         ArqCfg { protocol: "raw".into(), window: None, ack_delay: None, timeout: None, policy: None, initial_srtt: None, renack: None, preset: None,
             max_retransmissions: None, poll_timer: None, poll_window: None, poll_last_tx: None, poll_last_retx: None, poll_prohibit: None,
             status_missing: None, status_periodic: None, status_prohibit: None, mrw_timer: None, pad: None,
-            nak_rounds: None, nak_timer: None, idle_frames: None, n2: None, t1: None, on_n2: None, header_compression: None, l2r_rate: None, l2r_buffer: None }
+            nak_rounds: None, nak_timer: None, idle_frames: None, n2: None, t1: None, on_n2: None, header_compression: None, vj_toss_on_error: None, l2r_rate: None, l2r_buffer: None }
     }
 }
 

@@ -335,3 +335,26 @@ fn a_reset_with_vj_makes_the_receiver_drop_segments_until_an_uncompressed_one() 
 
 const FADE_MIN: i64 = 2_000;
 const FADE_VAR: u64 = 2_000;
+
+#[test]
+fn without_error_reports_the_stale_base_fails_the_tcp_checksum() {
+    // The same reset, but PPP does not tell the decompressor: deltas applied to a
+    // stale base rebuild wrong headers, and the checksum (over the rebuilt header and
+    // the real payload bytes) rejects them; with reports they are tossed instead.
+    let mut counts = vec![];
+    for toss in [true, false] {
+        let mk = |net| Arq::Gsm(Box::new(GsmCsd::new(CsdConfig { vj: true, vj_toss_on_error: toss, network_side: net, ..CsdConfig::default() })));
+        let mut p = ArqPair::new(mk(false), mk(true), 12_000, DELAY, Box::new(|_, _, _| false));
+        p.header = 6;
+        p.outages.push((0, Instant::ZERO + Duration::from_secs(3), Instant::ZERO + Duration::from_secs(7)));
+        for i in 0..60 { p.send(0, seg(1 + i * 460, 460)); }
+        p.run(Duration::from_secs(120));
+        let Arq::Gsm(rx) = &p.side[1] else { panic!() };
+        counts.push((rx.stats.vj_tossed, rx.stats.checksum_drops, p.delivered[1].len()));
+    }
+    let (tossed, ck_toss, n_toss) = counts[0];
+    let (tossed_silent, ck_silent, n_silent) = counts[1];
+    assert!(tossed > 0 && ck_toss == 0, "{counts:?}");
+    assert!(tossed_silent == 0 && ck_silent > 0, "{counts:?}");
+    assert_eq!(n_toss, n_silent, "either way the same packets are lost");
+}

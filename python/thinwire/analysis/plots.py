@@ -138,7 +138,13 @@ def _draw(ax, s: Series):
     elif s.style == "line":
         ax.plot(s.x, s.y, color=c, label=s.name, lw=0.9)
     elif s.style == "events":
-        ax.plot(s.x, s.y, "v", color=c, label=s.name, ms=6, mfc="none")
+        # Time marks: a triangle at the foot of the axes and a faint line across,
+        # whatever the value axis shows.
+        from matplotlib.transforms import blended_transform_factory
+        tr = blended_transform_factory(ax.transData, ax.transAxes)
+        ax.plot(s.x, np.full(len(s.x), 0.03), "^", color=c, label=s.name, ms=7, transform=tr, clip_on=False)
+        for x in s.x:
+            ax.axvline(x, color=c, lw=0.6, alpha=0.35)
 
 
 def render(series: list[Series], meta: dict, out: str | Path, kind: str) -> Path:
@@ -172,6 +178,15 @@ def render(series: list[Series], meta: dict, out: str | Path, kind: str) -> Path
         ax.set_title(meta["title"], fontsize=10)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="upper left", markerscale=2)
+        if meta.get("xlim"):
+            a, b = meta["xlim"]
+            ax.set_xlim(a, b)
+            ys = [s.y[(s.x >= a) & (s.x <= b)] for s in series if s.style != "events" and len(s.x)]
+            ys = np.concatenate([y[np.isfinite(y)] for y in ys]) if ys else np.array([])
+            if ys.size:
+                lo, hi = float(ys.min()), float(ys.max())
+                pad = (hi - lo) * 0.05 or 1.0
+                ax.set_ylim(lo - pad, hi + pad)
     if meta.get("note"):
         import textwrap
         fig.text(0.01, 0.005, "\n".join(textwrap.wrap(meta["note"], 140)), ha="left", va="bottom", fontsize=6, color="#555")
@@ -184,15 +199,19 @@ def render(series: list[Series], meta: dict, out: str | Path, kind: str) -> Path
     return out
 
 
-def plot(src, kind: str = "tsq", out: str | Path = "plot.png", layers: list[str] | None = None, title: str | None = None, **kw) -> Path:
+def plot(src, kind: str = "tsq", out: str | Path = "plot.png", layers: list[str] | None = None, title: str | None = None,
+         xlim: tuple[float, float] | None = None, **kw) -> Path:
     """Builds and writes one plot. `src` is a SimRun, a CaptureAnalysis or a path;
-    `title` replaces the default (scenario or capture name and flow)."""
+    `title` replaces the default (scenario or capture name and flow); `xlim` zooms
+    to a time range (seconds), fitting the value axis to what is in it."""
     from . import open_path
     if isinstance(src, (str, Path)):
         src = open_path(src)
     series, meta = build_series(src, kind, **kw)
     if title:
         meta["title"] = title
+    if xlim:
+        meta["xlim"] = xlim
     if layers:
         names = {s.name for s in series}
         unknown = [l for l in layers if l not in names and l not in TSQ_LAYERS]

@@ -81,7 +81,10 @@ def sim_tsq(run, flow: int, offset: int = 10_000) -> list[Series]:
             rx = link.filter(pl.col("event") == "frame_retransmit")
             ry = np.array([pos.get(s, np.nan) for s in rx["seq"].to_list()], dtype=float)
             out.append(Series("RlpSnd_rexmt", ts(rx), ry, "points"))
-        rst = link.filter(pl.col("event") == "reset") if "reset" in set(link["event"].cast(pl.Utf8).unique().to_list()) else link.clear()
+        # A reset belongs to the link, not to a flow: every reset frame sent in the
+        # flow's data direction (SABM, UA, DISC).
+        all_link = run.trace.filter((pl.col("layer") == "link") & (pl.col("dir") == ("down", "up")[d]))
+        rst = all_link.filter(pl.col("event") == "reset") if "reset" in set(all_link["event"].cast(pl.Utf8).unique().to_list()) else all_link.clear()
         if rst.height:
             out.append(Series("RlpSnd_rst", ts(rst), np.zeros(rst.height), "events"))
     return out

@@ -45,7 +45,7 @@ pub fn csd_config(a: &ArqCfg, max_payload: u32, network_side: bool) -> CsdConfig
         on_n2: if a.on_n2.as_deref() == Some("drop-call") { OnN2::DropCall } else { OnN2::Reset },
     };
     let c = CsdConfig::default();
-    CsdConfig { rlp, vj: a.header_compression.unwrap_or(c.vj), l2r_rate: a.l2r_rate.map(|r| r.0 / 8), l2r_buffer: a.l2r_buffer.map(|b| b.0 as u32).unwrap_or(c.l2r_buffer), network_side }
+    CsdConfig { rlp, vj: a.header_compression.unwrap_or(c.vj), vj_toss_on_error: a.vj_toss_on_error.unwrap_or(c.vj_toss_on_error), l2r_rate: a.l2r_rate.map(|r| r.0 / 8), l2r_buffer: a.l2r_buffer.map(|b| b.0 as u32).unwrap_or(c.l2r_buffer), network_side }
 }
 
 pub fn is707_config(a: &ArqCfg, max_payload: u32) -> Is707Config {

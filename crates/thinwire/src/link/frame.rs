@@ -73,9 +73,10 @@ pub const CTL_DISC: u8 = 8;
 pub struct Mark { pub flow: u16, pub born: crate::time::Instant }
 
 /// User bytes of one byte-stream frame; `marks` holds (offset of an upper-layer
-/// frame's last byte, its metadata), so a receiver can label what it reassembles.
+/// frame's last byte, its metadata), so a receiver can label what it reassembles;
+/// `flow` is the flow of the packet its first byte belongs to (trace metadata).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Chunk { pub bytes: Vec<u8>, pub marks: Vec<(u16, Mark)> }
+pub struct Chunk { pub bytes: Vec<u8>, pub marks: Vec<(u16, Mark)>, pub flow: u16 }
 
 impl Frame {
     pub fn control(kind: FrameKind, seq: u32, ack: Option<u32>) -> Frame {

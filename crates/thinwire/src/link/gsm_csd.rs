@@ -39,6 +39,11 @@ pub struct CsdConfig {
     pub rlp: RlpConfig,
     /// VJ TCP/IP header compression on this link.
     pub vj: bool,
+    /// PPP tells the VJ decompressor about damaged frames, which then tosses
+    /// compressed packets until an uncompressed one (RFC 1144 §4.3). Default true;
+    /// false models a receiver that is not told, whose stale base turns later
+    /// deltas into checksum failures (what seed 000 §5.3 traced).
+    pub vj_toss_on_error: bool,
     /// L2R relay rate at the network side in bytes/s (`None`: no L2R limit).
     pub l2r_rate: Option<u64>,
     /// L2R buffer at the network side (bytes) above which RLP signals "not ready".
@@ -48,7 +53,7 @@ pub struct CsdConfig {
 }
 
 impl Default for CsdConfig {
-    fn default() -> Self { CsdConfig { rlp: RlpConfig::default(), vj: false, l2r_rate: None, l2r_buffer: 1200, network_side: false } }
+    fn default() -> Self { CsdConfig { rlp: RlpConfig::default(), vj: false, vj_toss_on_error: true, l2r_rate: None, l2r_buffer: 1200, network_side: false } }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -231,7 +236,11 @@ impl GsmCsd {
 
     fn received(&mut self, r: Received, mark: Option<Mark>) {
         let (proto, info) = match r {
-            Received::Damaged => { self.stats.ppp_damaged += 1; self.decomp.report_error(); return; }
+            Received::Damaged => {
+                self.stats.ppp_damaged += 1;
+                if self.cfg.vj_toss_on_error { self.decomp.report_error(); }
+                return;
+            }
             Received::Frame { protocol, info } => (protocol, info),
         };
         let kind = match proto { PROTO_IP => Kind::Ip, PROTO_VJ_UNCOMPRESSED => Kind::Uncompressed, PROTO_VJ_COMPRESSED => Kind::Compressed, _ => return };

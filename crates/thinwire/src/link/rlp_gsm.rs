@@ -162,6 +162,8 @@ impl Rlp {
 
     fn take_chunk(&mut self) -> Chunk {
         let n = (self.cfg.payload as usize).min(self.input.len());
+        // The upper-layer frame holding the first byte ends at the next mark.
+        let flow = self.input_marks.front().map(|m| m.1.flow).unwrap_or(u16::MAX);
         let bytes: Vec<u8> = self.input.drain(..n).collect();
         let end = self.input_base + n as u64;
         let mut marks = Vec::new();
@@ -171,12 +173,12 @@ impl Rlp {
             self.input_marks.pop_front();
         }
         self.input_base = end;
-        Chunk { bytes, marks }
+        Chunk { bytes, marks, flow }
     }
 
     fn data_frame(&mut self, n: u32, chunk: Rc<Chunk>, tx: u16, ctl: u8) -> Frame {
         let mut f = self.frame(FrameKind::Data, n, ctl);
-        f.flow = chunk.marks.first().map(|m| m.1.flow).unwrap_or(u16::MAX);
+        f.flow = chunk.flow;
         f.bytes = Some(chunk);
         f.tx = tx;
         f
