@@ -34,7 +34,7 @@ def test_reproduce_shared_link_arq_quick(tmp_path):
 
 def test_reproduce_unknown_study():
     p = thinwire_cli("reproduce", "no-such-study")
-    assert p.returncode == 2 and "available: shared-link-arq" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    assert p.returncode == 2 and "available: gsm-multilayer, is707-idle-frames, shared-link-arq" in p.stderr and len(p.stderr.strip().splitlines()) == 1
 
 
 def test_reproduce_is707_idle_frames_quick(tmp_path):
