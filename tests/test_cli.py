@@ -73,6 +73,7 @@ BAD = [
     (["wireless.arq.protocol=is707", "wireless.arq.nak_rounds=[1, 0]"], "wireless.arq.nak_rounds"),
     (["wireless.arq.protocol=is707", "wireless.arq.nak_timer=0ms"], "wireless.arq.nak_timer"),
     (["wireless.arq.protocol=rlp-gsm", "wireless.arq.on_n2=hangup"], "wireless.arq.on_n2"),
+    (["flow.0.tcp.profile=solaris"], "flow[0].tcp.profile"),
     (["wireless.arq.protocol=rlp-gsm", "wireless.arq.n2=0"], "wireless.arq.n2"),
     (["wireless.arq.protocol=rlp-gsm", "wireless.arq.window=62"], "wireless.arq.window"),
     (["wireless.arq.protocol=rlp-gsm", "wireless.arq.t1=-1s"], "wireless.arq.t1"),

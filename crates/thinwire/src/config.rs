@@ -187,7 +187,7 @@ pub struct DelAckCfg { #[serde(default)] pub count: Option<u32>, #[serde(default
 #[derive(Clone, Debug, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct TcpCfg {
-    /// Preset the other fields override: "default" or "bsd".
+    /// Preset the other fields override: "default", "bsd" or "linux".
     #[serde(default)] pub profile: Option<String>,
     #[serde(default)] pub variant: Option<String>,
     #[serde(default)] pub mss: Option<u32>,
@@ -203,6 +203,8 @@ pub struct TcpCfg {
     #[serde(default)] pub rcv_buf: Option<Size>,
     #[serde(default)] pub snd_buf: Option<Size>,
     #[serde(default)] pub source_quench: Option<bool>,
+    #[serde(default)] pub rcv_wnd_initial: Option<Size>,
+    #[serde(default)] pub slow_start_after_idle: Option<bool>,
 }
 
 /// `bytes = "10MB"` or `bytes = "unlimited"`.
@@ -437,7 +439,7 @@ fn validate(sc: &Scenario) -> Result<(), ConfigError> {
         if !["down", "up"].contains(&f.direction.as_str()) { return Err(cerr(format!("flow[{i}].direction"), format!("{:?} is not \"down\" or \"up\"", f.direction))); }
         if let Some(t) = &f.tcp {
             if let Some(p) = &t.profile { if crate::tcp::TcpConfig::profile(p).is_none() {
-                return Err(cerr(format!("flow[{i}].tcp.profile"), format!("{p:?} is not a TCP profile; use \"default\" or \"bsd\"")));
+                return Err(cerr(format!("flow[{i}].tcp.profile"), format!("{p:?} is not a TCP profile; use \"default\", \"bsd\" or \"linux\"")));
             } }
             if let Some(v) = &t.variant { if crate::tcp::Variant::parse(v).is_none() {
                 return Err(cerr(format!("flow[{i}].tcp.variant"), format!("{v:?} is not a TCP variant; use one of \"tahoe\", \"reno\", \"newreno\", \"sack\"")));

@@ -12,7 +12,7 @@ use crate::wire::{Packet, TcpRepr};
 
 pub type DropFn = Box<dyn FnMut(usize, u64, bool) -> bool>;
 
-enum PairEv { Arrive(usize, TcpRepr, u32), Timer(usize) }
+enum PairEv { Arrive(usize, TcpRepr, u32), Timer(usize), Kick(usize) }
 
 /// Which end is which: index 0 = client (receives data), 1 = server (sends data).
 pub struct TcpPair {
@@ -46,6 +46,10 @@ impl TcpPair {
     pub fn drop_data(list: &[u64]) -> DropFn { let l = list.to_vec(); Box::new(move |from, i, _| from == 1 && l.contains(&i)) }
     pub fn drop_none() -> DropFn { Box::new(|_, _, _| false) }
 
+    /// Lets end `e` send what it can at `at` (after the test changed its application
+    /// data); `run` must then go past `at`.
+    pub fn kick_at(&mut self, e: usize, at: Instant) { self.q.schedule(at, PairEv::Kick(e)); }
+
     fn drain(&mut self, e: usize) {
         let now = self.q.now();
         while let Some(Segment { repr, len, retransmission }) = self.ep[e].poll_transmit(now) {
@@ -73,6 +77,7 @@ impl TcpPair {
             let (now, ev) = self.q.pop().unwrap();
             match ev {
                 PairEv::Arrive(to, repr, len) => { self.ep[to].on_segment(now, &repr, len); self.drain(to); }
+                PairEv::Kick(e) => self.drain(e),
                 PairEv::Timer(e) => {
                     if self.sched[e] != Some(now) { continue; }
                     self.sched[e] = None;

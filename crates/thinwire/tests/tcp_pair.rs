@@ -193,3 +193,44 @@ fn sack_sender_retransmits_at_once_on_entering_recovery_without_sack_blocks() {
     assert_eq!(p.ep[0].delivered(), BYTES);
     assert_eq!((s.fast_retransmits, s.timeouts, s.retransmits), (1, 0, 1));
 }
+
+/// Segments the server sent at the instant of its `k`-th data send burst (the first
+/// data segments of a flight leave together).
+fn burst_at(p: &TcpPair, from: usize) -> usize {
+    let data: Vec<_> = p.log[1].iter().filter(|s| s.2 > 0).skip(from).collect();
+    let t0 = data[0].0;
+    data.iter().take_while(|s| s.0 == t0).count()
+}
+
+#[test]
+fn a_small_initial_receive_window_limits_the_first_flight_and_grows() {
+    // Linux-like receiver (seed 003): 5392 bytes offered at first, two segments more
+    // per data segment received. A sender allowed 10 segments sends only 5.
+    let server = TcpConfig { mss: 1000, initial_window: 10, ..Default::default() };
+    for (initial, first) in [(Some(5392), 5), (None, 10)] {
+        let client = TcpConfig { mss: 1000, rcv_wnd_initial: initial, ..Default::default() };
+        let mut p = TcpPair::new(client, server.clone(), Some(100_000), 2_000_000, Duration::from_millis(50), TcpPair::drop_none());
+        finish(&mut p);
+        assert_eq!(burst_at(&p, 0), first, "initial window {initial:?}");
+        assert_eq!(p.ep[0].delivered(), 100_000);
+    }
+}
+
+#[test]
+fn slow_start_restarts_after_an_idle_period_longer_than_the_rto() {
+    for (ssr, restart) in [(true, 2usize), (false, 0)] {
+        let c = TcpConfig { mss: 1000, initial_window: 2, slow_start_after_idle: ssr, ..Default::default() };
+        let mut p = TcpPair::new(c.clone(), c.clone(), Some(60_000), 2_000_000, Duration::from_millis(50), TcpPair::drop_none());
+        p.ep[1].set_app_data(Some(60_000), false);
+        p.run(Duration::from_secs(20));
+        assert_eq!(p.ep[0].delivered(), 60_000);
+        let before = p.ep[1].cwnd();
+        let sent = p.log[1].iter().filter(|s| s.2 > 0).count();
+        p.ep[1].set_app_data(Some(120_000), false);
+        p.kick_at(1, thinwire::time::Instant::ZERO + Duration::from_secs(20));
+        p.run(Duration::from_secs(40));
+        assert_eq!(p.ep[0].delivered(), 120_000);
+        let burst = burst_at(&p, sent);
+        if restart > 0 { assert_eq!(burst, restart, "restart window"); } else { assert!(burst as u64 > 2 && before > 4_000, "burst {burst}, cwnd {before}"); }
+    }
+}

@@ -113,6 +113,8 @@ pub fn tcp_config(f: &FlowCfg) -> TcpConfig {
         rcv_buf: t.rcv_buf.map(|x| x.0 as u32).unwrap_or(d.rcv_buf),
         snd_buf: t.snd_buf.map(|x| x.0 as u32).unwrap_or(d.snd_buf),
         source_quench: t.source_quench.unwrap_or(d.source_quench),
+        rcv_wnd_initial: t.rcv_wnd_initial.map(|x| Some(x.0 as u32)).unwrap_or(d.rcv_wnd_initial),
+        slow_start_after_idle: t.slow_start_after_idle.unwrap_or(d.slow_start_after_idle),
     }
 }
 

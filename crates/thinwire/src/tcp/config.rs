@@ -53,6 +53,13 @@ pub struct TcpConfig {
     /// source quench (BSD `tcp_quench`: cwnd to one segment; seed 000 Fig. 7).
     /// Default false (Linux-like: the queue pushes back instead).
     pub source_quench: bool,
+    /// Initial advertised window; it then grows by two segments per data segment
+    /// received, up to `rcv_buf` (Linux's `rcv_ssthresh`; seed 003: 5392 bytes).
+    /// Default none: the whole buffer from the start.
+    pub rcv_wnd_initial: Option<u32>,
+    /// RFC 5681 §4.1 / Linux `tcp_slow_start_after_idle`: after an idle period longer
+    /// than the RTO, cwnd restarts from min(cwnd, initial window). Default false.
+    pub slow_start_after_idle: bool,
 }
 
 impl TcpConfig {
@@ -63,6 +70,10 @@ impl TcpConfig {
     ///   minimum RTO 1 s (two ticks), maximum 64 s, initial window of one segment,
     ///   8 KiB socket buffers, no SACK, no window scaling, source quench on local
     ///   interface-queue drops.
+    /// - `"linux"`: a Linux 2.4-era stack as in seeds 003/004: SACK, timestamps,
+    ///   initial window 2, no window scaling (so a 64 KB window limit), an initial
+    ///   advertised window of 5392 bytes growing as data arrives, slow-start restart
+    ///   after idle, initial RTO 3 s, minimum RTO 200 ms, maximum 120 s.
     pub fn profile(name: &str) -> Option<TcpConfig> {
         let d = TcpConfig::default();
         match name {
@@ -71,6 +82,11 @@ impl TcpConfig {
                 variant: Variant::Reno, sack: false, timestamps: true, window_scaling: false, initial_window: 1,
                 initial_rto: Duration::from_secs(6), min_rto: Duration::from_secs(1), max_rto: Duration::from_secs(64),
                 timer_granularity: Duration::from_millis(500), rcv_buf: 8192, snd_buf: 8192, source_quench: true, ..d
+            }),
+            "linux" => Some(TcpConfig {
+                variant: Variant::Sack, sack: true, timestamps: true, window_scaling: false, initial_window: 2,
+                initial_rto: Duration::from_secs(3), min_rto: Duration::from_millis(200), max_rto: Duration::from_secs(120),
+                timer_granularity: Duration::from_millis(10), rcv_buf: 65535, snd_buf: 65535, rcv_wnd_initial: Some(5392), slow_start_after_idle: true, ..d
             }),
             _ => None,
         }
@@ -82,7 +98,7 @@ impl Default for TcpConfig {
         TcpConfig {
             variant: Variant::NewReno, mss: 1460, sack: false, timestamps: false, window_scaling: true, initial_window: 2,
             delack_count: 2, delack_timeout: Duration::from_millis(200), min_rto: Duration::from_secs(1), max_rto: Duration::from_secs(64),
-            initial_rto: Duration::from_secs(1), timer_granularity: Duration::from_millis(10), rcv_buf: 65536, snd_buf: 65536, source_quench: false,
+            initial_rto: Duration::from_secs(1), timer_granularity: Duration::from_millis(10), rcv_buf: 65536, snd_buf: 65536, source_quench: false, rcv_wnd_initial: None, slow_start_after_idle: false,
         }
     }
 }

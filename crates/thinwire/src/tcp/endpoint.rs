@@ -54,6 +54,10 @@ pub struct Segment { pub repr: TcpRepr, pub len: u32, pub retransmission: bool }
 pub struct Tcp {
     pub cfg: TcpConfig,
     pub state: State,
+    /// Window the receiver is willing to advertise now (grows from `rcv_wnd_initial`).
+    rcv_ssthresh: u64,
+    /// When data was last sent (for slow-start restart after idle).
+    last_data_sent: Option<Instant>,
     local_port: u16,
     remote_port: u16,
     // --- sender ---
@@ -112,7 +116,9 @@ impl Tcp {
     pub fn new(cfg: TcpConfig, local_port: u16, remote_port: u16, iss: u32) -> Tcp {
         let rtt = RttEstimator::new(cfg.initial_rto, cfg.timer_granularity, cfg.min_rto, cfg.max_rto);
         let smss = cfg.mss as u64;
+        let rcv_ssthresh = cfg.rcv_wnd_initial.map_or(cfg.rcv_buf, |w| w.min(cfg.rcv_buf)) as u64;
         Tcp {
+            rcv_ssthresh, last_data_sent: None,
             cfg, state: State::Closed, local_port, remote_port, iss, snd_una: 0, snd_nxt: 0, snd_max: 0, app_limit: Some(0), close_when_done: false,
             fin_sent: false, cwnd: smss * cfg.initial_window as u64, ssthresh: u64::MAX / 4, snd_wnd: 65535, snd_wscale: 0, rcv_wscale: 0, smss,
             dupacks: 0, in_recovery: false, recover: 0, high_rxt: 0, rexmit: None, scoreboard: Ranges::default(), rtt, timing: None,
@@ -214,7 +220,9 @@ impl Tcp {
     /// Advertised window: free receive-buffer space. As in BSD (`sbspace`), the
     /// reassembly queue is not counted, so the right edge never moves left; the
     /// simulated application reads in-order data at once.
-    fn adv_window(&self) -> u16 { ((self.cfg.rcv_buf as u64) >> self.rcv_wscale).min(65535) as u16 }
+    /// With `rcv_wnd_initial` the window offered starts smaller and grows as data
+    /// arrives (Linux's `rcv_ssthresh`).
+    fn adv_window(&self) -> u16 { (self.rcv_ssthresh >> self.rcv_wscale).min(65535) as u16 }
 
     fn header(&self, now: Instant, seq_off: u64, flags: u8) -> TcpRepr {
         let mut r = TcpRepr {
@@ -225,7 +233,7 @@ impl Tcp {
         let syn = flags & TcpFlags::SYN != 0;
         if syn {
             r.mss = Some(self.cfg.mss as u16);
-            r.window = self.cfg.rcv_buf.min(65535) as u16;
+            r.window = self.rcv_ssthresh.min(65535) as u16;
             let offer_ws = self.cfg.window_scaling && (self.state == State::SynSent || self.snd_wscale_offered());
             if offer_ws { r.wscale = Some(self.rcv_wscale_for_buf()); }
             let passive = self.state == State::SynRcvd;
@@ -312,6 +320,12 @@ impl Tcp {
             return self.emit(now, end, 0, TcpFlags::FIN | TcpFlags::ACK, retx);
         }
         let len = max_len.min(self.smss).min(end - seq);
+        if !retx && self.cfg.slow_start_after_idle && self.snd_una == self.snd_max && self.last_data_sent.is_some_and(|t| now - t > self.rtt.rto()) {
+            // RFC 5681 §4.1: restart window = min(IW, cwnd) after an idle RTO.
+            let rw = self.cwnd.min(self.smss * self.cfg.initial_window as u64);
+            self.set_cwnd(now, rw);
+        }
+        self.last_data_sent = Some(now);
         if retx { self.timing = None; } else if self.timing.is_none() && !self.ts_ok { self.timing = Some((seq + len, now)); }
         self.snd_nxt = self.snd_nxt.max(seq + len);
         self.snd_max = self.snd_max.max(seq + len);
@@ -586,6 +600,10 @@ impl Tcp {
         let s = unwrap_seq(self.rcv_nxt, self.irs, seg.seq);
         let e = s + len as u64;
         let had_holes = !self.ooo.is_empty();
+        if len > 0 && e > self.rcv_nxt {
+            // Linux tcp_grow_window: two segments more per data segment, up to the buffer.
+            self.rcv_ssthresh = (self.rcv_ssthresh + 2 * self.cfg.mss as u64).min(self.cfg.rcv_buf as u64);
+        }
         if e > self.rcv_nxt && s <= self.rcv_nxt {
             self.rcv_nxt = e;
             while let Some(end) = self.ooo.pop_at(self.rcv_nxt) { self.rcv_nxt = self.rcv_nxt.max(end); }
