@@ -70,6 +70,8 @@ fn result_to_py<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDi
         x.set_item("vj_tossed", l.vj_tossed)?;
         x.set_item("checksum_drops", l.checksum_drops)?;
         x.set_item("l2r_busy", l.l2r_busy)?;
+        x.set_item("tbf_setups", l.tbf_setups)?;
+        x.set_item("outages", l.outages)?;
         x.set_item("bytes_sent", l.bytes_sent)?;
         x.set_item("arq_timeouts", l.arq_timeouts)?;
         x.set_item("queue_drops", l.queue_drops)?;

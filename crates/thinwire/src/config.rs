@@ -137,6 +137,21 @@ pub struct ArqCfg {
     #[serde(default)] pub l2r_rate: Option<Rate>,
     /// GSM RLP: L2R buffer above which the network side's RLP signals "not ready".
     #[serde(default)] pub l2r_buffer: Option<Size>,
+    /// GPRS: idle time after which the next packet pays a TBF set-up delay.
+    #[serde(default)] pub tbf_idle: Option<Dur>,
+    /// GPRS: set-up delay range [min, max] on the downlink / uplink.
+    #[serde(default)] pub setup_down: Option<Vec<Dur>>,
+    #[serde(default)] pub setup_up: Option<Vec<Dur>>,
+    /// GPRS: packets the link layer holds (the rest wait in the interface queue).
+    #[serde(default)] pub rlc_buffer: Option<u32>,
+    /// GPRS: packets held longer than this are dropped when an outage ends.
+    #[serde(default)] pub pdu_lifetime: Option<Dur>,
+    /// GPRS: mean time between outages (exponential); absent: none.
+    #[serde(default)] pub outage_every: Option<Dur>,
+    /// GPRS: outage length range [min, max] (uniform).
+    #[serde(default)] pub outage_duration: Option<Vec<Dur>>,
+    /// GPRS: uplink allocation period (ACK bunching); absent: none.
+    #[serde(default)] pub uplink_period: Option<Dur>,
 }
 
 /// `idle_frames = 5` or `idle_frames = "unlimited"`.
@@ -149,7 +164,8 @@ impl Default for ArqCfg {
         ArqCfg { protocol: "raw".into(), window: None, ack_delay: None, timeout: None, policy: None, initial_srtt: None, renack: None, preset: None,
             max_retransmissions: None, poll_timer: None, poll_window: None, poll_last_tx: None, poll_last_retx: None, poll_prohibit: None,
             status_missing: None, status_periodic: None, status_prohibit: None, mrw_timer: None, pad: None,
-            nak_rounds: None, nak_timer: None, idle_frames: None, n2: None, t1: None, on_n2: None, header_compression: None, vj_toss_on_error: None, l2r_rate: None, l2r_buffer: None }
+            nak_rounds: None, nak_timer: None, idle_frames: None, n2: None, t1: None, on_n2: None, header_compression: None, vj_toss_on_error: None, l2r_rate: None, l2r_buffer: None,
+            tbf_idle: None, setup_down: None, setup_up: None, rlc_buffer: None, pdu_lifetime: None, outage_every: None, outage_duration: None, uplink_period: None }
     }
 }
 
@@ -367,9 +383,20 @@ fn validate(sc: &Scenario) -> Result<(), ConfigError> {
         if let Some(c) = d.as_ref().and_then(|d| d.channel.as_ref()) { validate_channel(c, &format!("wireless.{n}.channel"))?; }
     }
     if let Some(a) = &w.arq {
-        if !["raw", "sr", "asr", "rlc", "is707", "rlp-gsm"].contains(&a.protocol.as_str()) {
-            return Err(cerr("wireless.arq.protocol", format!("{:?} is not a link protocol; use one of \"raw\", \"sr\", \"asr\", \"rlc\", \"is707\", \"rlp-gsm\"", a.protocol)));
+        if !["raw", "sr", "asr", "rlc", "is707", "rlp-gsm", "gprs"].contains(&a.protocol.as_str()) {
+            return Err(cerr("wireless.arq.protocol", format!("{:?} is not a link protocol; use one of \"raw\", \"sr\", \"asr\", \"rlc\", \"is707\", \"rlp-gsm\", \"gprs\"", a.protocol)));
         }
+        for (k, r) in [("setup_down", &a.setup_down), ("setup_up", &a.setup_up), ("outage_duration", &a.outage_duration)] {
+            if let Some(v) = r {
+                if v.len() != 2 || v[0].0 < Duration::ZERO || v[1].0 < v[0].0 {
+                    return Err(cerr(format!("wireless.arq.{k}"), "give a range [min, max] of durations, min ≤ max, e.g. [\"300ms\", \"2s\"]"));
+                }
+            }
+        }
+        for (k, d) in [("tbf_idle", a.tbf_idle), ("pdu_lifetime", a.pdu_lifetime), ("outage_every", a.outage_every), ("uplink_period", a.uplink_period)] {
+            if d.is_some_and(|d| d.0 <= Duration::ZERO) { return Err(cerr(format!("wireless.arq.{k}"), "must be a positive duration")); }
+        }
+        if a.rlc_buffer == Some(0) { return Err(cerr("wireless.arq.rlc_buffer", "must be at least 1 packet")); }
         let gsm = a.protocol == "rlp-gsm";
         if let Some(o) = &a.on_n2 {
             if !["reset", "drop-call"].contains(&o.as_str()) { return Err(cerr("wireless.arq.on_n2", format!("{o:?}: use \"reset\" or \"drop-call\""))); }

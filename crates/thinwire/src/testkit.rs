@@ -118,7 +118,7 @@ impl ArqPair {
     fn kick(&mut self, s: usize) {
         let now = self.q.now();
         if !self.busy[s] {
-            while self.side[s].wants_packet() { match self.backlog[s].pop_front() { Some(p) => self.side[s].send(p), None => break } }
+            while self.side[s].wants_packet() { match self.backlog[s].pop_front() { Some(p) => self.side[s].send(now, p), None => break } }
             if let Some(f) = self.side[s].poll_transmit(now) {
                 let tx = Duration::transmission(f.size(self.header) as u64, self.rate);
                 let i = self.frames[s];

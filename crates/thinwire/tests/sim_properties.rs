@@ -8,7 +8,7 @@ use thinwire::engine::run_scenario;
 fn scenario(case: u64) -> String {
     let mut r = Rng::stream(case, 0, "prop.sim");
     let pick = |r: &mut Rng, xs: &[&str]| xs[r.below(xs.len() as u64) as usize].to_string();
-    let proto = pick(&mut r, &["raw", "sr", "asr", "rlc", "is707", "rlp-gsm"]);
+    let proto = pick(&mut r, &["raw", "sr", "asr", "rlc", "is707", "rlp-gsm", "gprs"]);
     let mux = pick(&mut r, &["pull", "shared-queue"]);
     let sched = pick(&mut r, &["round-robin", "arq-first", "bypass-first"]);
     let p = [0.0, 0.02, 0.1][r.below(3) as usize];

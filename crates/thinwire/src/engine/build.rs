@@ -2,7 +2,7 @@
 use crate::channel::{Channel, Fading, TwoState};
 use crate::config::{ArqCfg, ChannelCfg, FlowCfg, Limit, Scenario};
 use crate::engine::rng::Rng;
-use crate::link::{gsm_csd::{CsdConfig, GsmCsd}, rlp_gsm::{OnN2, RlpConfig}, is707::{Is707, Is707Config}, raw::Raw, rlc_am::{Rlc, RlcConfig}, sr::{Sr, SrConfig}, Arq};
+use crate::link::{gprs::{Gprs, GprsConfig}, gsm_csd::{CsdConfig, GsmCsd}, rlp_gsm::{OnN2, RlpConfig}, is707::{Is707, Is707Config}, raw::Raw, rlc_am::{Rlc, RlcConfig}, sr::{Sr, SrConfig}, Arq};
 use crate::tcp::{TcpConfig, Variant};
 use crate::time::Duration;
 
@@ -30,8 +30,27 @@ pub fn arq(sc: &Scenario, side: usize) -> Arq {
         "raw" => Arq::Raw(Raw::new(max_payload)),
         "rlc" => Arq::Rlc(Box::new(Rlc::new(rlc_config(&a, max_payload)))),
         "is707" => Arq::Is707(Box::new(Is707::new(is707_config(&a, max_payload)))),
+        "gprs" => {
+            let c = gprs_config(&a, side);
+            Arq::Gprs(Box::new(Gprs::new(c, Rng::stream(sc.seed, sc.run, "gprs.outage"), Rng::stream(sc.seed, sc.run, &format!("gprs.setup.{}", DIR_NAMES[side])))))
+        }
         "rlp-gsm" => Arq::Gsm(Box::new(GsmCsd::new(csd_config(&a, max_payload, side == 0)))),
         _ => Arq::Sr(Box::new(Sr::new(sr_config(&a, max_payload)))),
+    }
+}
+
+/// `side` 0 sends the downlink, 1 the uplink.
+pub fn gprs_config(a: &ArqCfg, side: usize) -> GprsConfig {
+    let d = if side == 0 { GprsConfig::downlink() } else { GprsConfig::uplink() };
+    let range = |v: &Option<Vec<crate::config::Dur>>, d: (Duration, Duration)| v.as_ref().map(|v| (v[0].0, v[1].0)).unwrap_or(d);
+    GprsConfig {
+        tbf_idle: a.tbf_idle.map(|x| x.0).unwrap_or(d.tbf_idle),
+        setup: range(if side == 0 { &a.setup_down } else { &a.setup_up }, d.setup),
+        rlc_buffer: a.rlc_buffer.map(|x| x as usize).unwrap_or(d.rlc_buffer),
+        pdu_lifetime: a.pdu_lifetime.map(|x| x.0).unwrap_or(d.pdu_lifetime),
+        outage_every: a.outage_every.map(|x| x.0).or(d.outage_every),
+        outage_duration: range(&a.outage_duration, d.outage_duration),
+        period: if side == 1 { a.uplink_period.map(|x| x.0) } else { None },
     }
 }
 

@@ -82,6 +82,10 @@ pub struct LinkStats {
     pub checksum_drops: u64,
     /// Times the network side's L2R buffer turned this direction's RLP to "not ready".
     pub l2r_busy: u64,
+    /// GPRS: temporary block flows set up (first packet after idle) in this direction.
+    pub tbf_setups: u64,
+    /// GPRS: outages seen by this direction's sender.
+    pub outages: u64,
     pub bytes_sent: u64,
     pub arq_timeouts: u64,
     pub queue_drops: u64,
@@ -551,7 +555,7 @@ impl Sim {
         let order = match r.mux { Mux::RoundRobin => [r.rr, 1 - r.rr], Mux::ArqFirst => [0, 1], Mux::BypassFirst => [1, 0] };
         for s in order {
             let arq = &mut self.arq[d][s];
-            while arq.wants_packet() { match r.qs[s].pop() { Some(p) => arq.send(p), None => break } }
+            while arq.wants_packet() { match r.qs[s].pop() { Some(p) => arq.send(now, p), None => break } }
             if let Some(mut f) = arq.poll_transmit(now) {
                 f.session = s as u8;
                 r.rr = 1 - s;
@@ -714,6 +718,10 @@ impl Sim {
             });
         }
         for d in 0..2 {
+            if let Arq::Gprs(g) = &self.arq[d][0] {
+                self.radio[d].stats.tbf_setups = g.stats.tbf_setups;
+                self.radio[d].stats.outages = g.stats.outages;
+            }
             if let (Arq::Gsm(tx), Arq::Gsm(rx)) = (&self.arq[d][0], &self.arq[1 - d][0]) {
                 let s = &mut self.radio[d].stats;
                 s.link_resets = tx.rlp.stats.resets;

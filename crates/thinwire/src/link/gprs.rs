@@ -1,0 +1,166 @@
+//! `gprs` link layer: a GPRS "long thin" link as the IP layer sees it (seed 003 §III–IV,
+//! seed 004 §II–III), with persistent RLC ARQ underneath abstracted away.
+//!
+//! What the seeds measured and how it is modelled (every value configurable):
+//! - Packets are carried whole and in order (RLC acknowledged mode: losses above RLC
+//!   are rare, no reordering). The scenario's `rate` is the multislot rate — e.g.
+//!   "3+1" with CS-2 measured at about 4.15 KB/s down and 1.4 KB/s up — set per
+//!   direction with `[wireless.down] rate` / `[wireless.up] rate`; residual loss, if
+//!   wanted, comes from the channel model applied to whole packets.
+//! - Temporary block flow set-up: when a direction has been idle for longer than
+//!   `tbf_idle` (default 1 s), the first packet waits a set-up delay drawn
+//!   uniformly from `setup_down` (default 300 ms–2 s) or `setup_up` (default 100–600
+//!   ms) — paging and channel assignment — and the packets queued behind it follow
+//!   without it (seed 003 §III: "only the first packet in a burst experiences the
+//!   high jitter"). With the scenario's one-way `delay` this gives latencies of
+//!   roughly 0.6–3 s down and 0.4–1.3 s up.
+//! - Outages (`outage_every`, mean time between outages, exponential; default off;
+//!   `outage_duration` uniform, default 5–40 s, seed 003 §III): nothing is sent either
+//!   way; packets wait. The link layer holds at most `rlc_buffer` packets (default
+//!   10) — the rest wait in the interface queue (the gateway's ~120 KB buffer is
+//!   `[wireless] queue`) — and drops those it has held longer than `pdu_lifetime`
+//!   (default 20 s) when it can send again, so long outages lose packets in bursts.
+//! - ACK bunching on the uplink: with `uplink_period` (default off) the mobile sends
+//!   only from the start of an uplink allocation period, then everything it holds
+//!   back to back.
+//!
+//! Both ends draw the same outage schedule (one random stream), so an outage stops
+//! both directions at once.
+use super::frame::{Frame, FrameKind};
+use crate::engine::rng::Rng;
+use crate::time::{Duration, Instant};
+use crate::wire::Packet;
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+#[derive(Clone, Debug)]
+pub struct GprsConfig {
+    pub tbf_idle: Duration,
+    /// Set-up delay range for this side's direction.
+    pub setup: (Duration, Duration),
+    pub rlc_buffer: usize,
+    pub pdu_lifetime: Duration,
+    /// Mean time between outages (None: no outages).
+    pub outage_every: Option<Duration>,
+    pub outage_duration: (Duration, Duration),
+    /// Uplink allocation period (None: send at once); used by the mobile side.
+    pub period: Option<Duration>,
+}
+
+impl GprsConfig {
+    pub fn downlink() -> GprsConfig {
+        GprsConfig { tbf_idle: Duration::from_secs(1), setup: (Duration::from_millis(300), Duration::from_millis(2000)), rlc_buffer: 10,
+            pdu_lifetime: Duration::from_secs(20), outage_every: None, outage_duration: (Duration::from_secs(5), Duration::from_secs(40)), period: None }
+    }
+    pub fn uplink() -> GprsConfig { GprsConfig { setup: (Duration::from_millis(100), Duration::from_millis(600)), ..GprsConfig::downlink() } }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct GprsStats { pub tbf_setups: u64, pub outages: u64, pub lifetime_drops: u64 }
+
+/// The outage schedule, generated lazily in order (so both ends see the same one).
+struct Outages { rng: Rng, every: Option<Duration>, dur: (Duration, Duration), cur: (Instant, Instant) }
+
+impl Outages {
+    fn new(rng: Rng, every: Option<Duration>, dur: (Duration, Duration)) -> Outages {
+        let mut o = Outages { rng, every, dur, cur: (Instant::ZERO, Instant::ZERO) };
+        o.cur = o.next_after(Instant::ZERO);
+        o
+    }
+    fn draw(&mut self, (a, b): (Duration, Duration)) -> Duration { a + Duration::from_nanos(((b - a).nanos() as f64 * self.rng.uniform()) as i64) }
+    fn next_after(&mut self, t: Instant) -> (Instant, Instant) {
+        let Some(every) = self.every else { return (Instant::ZERO + Duration::MAX, Instant::ZERO + Duration::MAX) };
+        let start = t + Duration::from_secs_f64(self.rng.exponential(every.as_secs_f64()));
+        let d = self.dur;
+        (start, start + self.draw(d))
+    }
+    /// The end of the outage under way at `now`, if any.
+    fn active(&mut self, now: Instant) -> Option<Instant> {
+        while self.cur.1 <= now { self.cur = self.next_after(self.cur.1); }
+        (self.cur.0 <= now).then_some(self.cur.1)
+    }
+}
+
+pub struct Gprs {
+    cfg: GprsConfig,
+    held: VecDeque<(Instant, Packet)>,
+    last_tx: Option<Instant>,
+    hold_until: Option<Instant>,
+    wake: Option<Instant>,
+    outages: Outages,
+    in_outage: bool,
+    setup_rng: Rng,
+    delivered: VecDeque<Packet>,
+    pub stats: GprsStats,
+}
+
+impl Gprs {
+    /// `outage_rng` must be the same stream at both ends; `setup_rng` this end's own.
+    pub fn new(cfg: GprsConfig, outage_rng: Rng, setup_rng: Rng) -> Gprs {
+        let outages = Outages::new(outage_rng, cfg.outage_every, cfg.outage_duration);
+        Gprs { cfg, held: VecDeque::new(), last_tx: None, hold_until: None, wake: None, outages, in_outage: false, setup_rng, delivered: VecDeque::new(), stats: GprsStats::default() }
+    }
+
+    pub fn wants_packet(&self) -> bool { self.held.len() < self.cfg.rlc_buffer }
+
+    /// A packet handed down at `now` (the engine calls `poll_transmit` right after).
+    pub fn send_at(&mut self, now: Instant, p: Packet) { self.held.push_back((now, p)); }
+
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Frame> {
+        self.wake = None;
+        if let Some(end) = self.outages.active(now) {
+            if !self.in_outage { self.in_outage = true; self.stats.outages += 1; }
+            self.wake = Some(end);
+            return None;
+        }
+        if self.in_outage {
+            self.in_outage = false;
+            // Packets that outlived their lifetime during the outage are dropped.
+            let life = self.cfg.pdu_lifetime;
+            let before = self.held.len();
+            self.held.retain(|(t, _)| now - *t <= life);
+            self.stats.lifetime_drops += (before - self.held.len()) as u64;
+            self.last_tx = None; // the TBF was released during the outage
+        }
+        if self.held.is_empty() { return None; }
+        let idle = self.last_tx.is_none_or(|t| now - t > self.cfg.tbf_idle);
+        if idle && self.hold_until.is_none() {
+            let (a, b) = self.cfg.setup;
+            let d = a + Duration::from_nanos(((b - a).nanos() as f64 * self.setup_rng.uniform()) as i64);
+            let mut at = now + d;
+            if let Some(p) = self.cfg.period {
+                // The first uplink allocation after the set-up.
+                let pn = p.nanos().max(1);
+                let k = (at.nanos() + pn - 1) / pn;
+                at = Instant::ZERO + Duration::from_nanos(k * p.nanos());
+            }
+            self.hold_until = Some(at);
+            self.stats.tbf_setups += 1;
+        }
+        if let Some(h) = self.hold_until {
+            if now < h { self.wake = Some(h); return None; }
+            self.hold_until = None;
+        }
+        let (_, p) = self.held.pop_front()?;
+        self.last_tx = Some(now);
+        let size = p.size();
+        let flow = p.flow;
+        let mut f = Frame::control(FrameKind::Data, 0, None);
+        f.payload = size.min(u16::MAX as u32) as u16;
+        f.first = true;
+        f.last = true;
+        f.flow = flow;
+        f.packet = Some(Rc::new(p));
+        Some(f)
+    }
+
+    pub fn on_frame(&mut self, _now: Instant, f: Frame) {
+        if let Some(p) = f.packet { self.delivered.push_back(Rc::try_unwrap(p).unwrap_or_else(|p| (*p).clone())); }
+    }
+
+    pub fn poll_deliver(&mut self) -> Option<Packet> { self.delivered.pop_front() }
+
+    pub fn poll_timeout(&self) -> Option<Instant> { self.wake }
+
+    pub fn handle_timeout(&mut self, _now: Instant) {}
+}
