@@ -272,3 +272,31 @@ def test_bsd_profile_values():
     assert all(v % 500_000_000 == 0 for v in rto), "RTO in 500 ms ticks"
     cw = t.filter((pl.col("event") == "cwnd") & (pl.col("node") == "mobile"))["value"].to_list()
     assert cw[0] <= 460, "initial window of one segment"
+
+
+GPRS = (Path(__file__).resolve().parent.parent / "scenarios" / "gprs-download.toml").read_text()
+
+
+def test_gprs_download_fills_the_link_and_the_gateway_buffer():
+    # Seed 003 §IV: a 600 KB download runs at about the link rate while TCP's 64 KB
+    # window fills the gateway buffer, inflating the RTT to tens of seconds.
+    text = GPRS.replace('outage_every = "300s"\n', "")
+    r = thinwire.run(text, trace=["tcp"])
+    f = r.summary["flows"][0]
+    rate = 33200 / 8
+    assert 0.85 * rate < f["throughput_bps"] / 8 < rate
+    assert f["rtt_avg_s"] > 5
+    assert r.summary["link"]["down"]["queue_max"] > 20
+    assert r.summary["link"]["down"]["tbf_setups"] >= 1 and r.summary["link"]["down"]["outages"] == 0
+    # The Linux receiver's first advertised window is 5392 bytes.
+    t = SimRun.from_result(r).trace
+    syn = t.filter((pl.col("node") == "mobile") & (pl.col("event") == "send")).row(0, named=True)
+    assert syn["value"] & 2  # the SYN
+
+
+def test_gprs_outages_stall_the_transfer():
+    long = GPRS.replace('outage_every = "300s"', 'outage_every = "20s"')
+    r = thinwire.run(long)
+    assert r.summary["link"]["down"]["outages"] >= 1
+    calm = thinwire.run(GPRS.replace('outage_every = "300s"\n', ""))
+    assert r.summary["flows"][0]["completion_s"] > calm.summary["flows"][0]["completion_s"] + 5
