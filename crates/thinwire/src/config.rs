@@ -221,6 +221,7 @@ pub struct TcpCfg {
     #[serde(default)] pub source_quench: Option<bool>,
     #[serde(default)] pub rcv_wnd_initial: Option<Size>,
     #[serde(default)] pub slow_start_after_idle: Option<bool>,
+    #[serde(default)] pub cwnd_clamp: Option<Size>,
 }
 
 /// `bytes = "10MB"` or `bytes = "unlimited"`.

@@ -234,3 +234,18 @@ fn slow_start_restarts_after_an_idle_period_longer_than_the_rto() {
         if restart > 0 { assert_eq!(burst, restart, "restart window"); } else { assert!(burst as u64 > 2 && before > 4_000, "burst {burst}, cwnd {before}"); }
     }
 }
+
+#[test]
+fn a_clamped_window_is_used_from_the_start_and_kept_through_losses() {
+    // Seed 003's "TCP clamp": 10 segments at once, no slow start, and neither fast
+    // retransmit nor a timeout reduces the window.
+    let mut c = cfg(Variant::Reno);
+    c.cwnd_clamp = Some(10_000);
+    let client = cfg(Variant::Reno);
+    let mut p = TcpPair::new(client, c, Some(BYTES), 2_000_000, Duration::from_millis(50), TcpPair::drop_data(&[30, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69]));
+    finish(&mut p);
+    assert_eq!(burst_at(&p, 0), 10);
+    assert_eq!(p.ep[1].cwnd(), 10_000);
+    assert!(p.ep[1].stats.retransmits >= 11);
+    assert_eq!(p.ep[0].delivered(), BYTES);
+}

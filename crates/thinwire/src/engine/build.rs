@@ -134,6 +134,7 @@ pub fn tcp_config(f: &FlowCfg) -> TcpConfig {
         source_quench: t.source_quench.unwrap_or(d.source_quench),
         rcv_wnd_initial: t.rcv_wnd_initial.map(|x| Some(x.0 as u32)).unwrap_or(d.rcv_wnd_initial),
         slow_start_after_idle: t.slow_start_after_idle.unwrap_or(d.slow_start_after_idle),
+        cwnd_clamp: t.cwnd_clamp.map(|x| Some(x.0.min(1 << 30) as u32)).unwrap_or(d.cwnd_clamp),
     }
 }
 

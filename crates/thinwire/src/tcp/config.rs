@@ -60,6 +60,10 @@ pub struct TcpConfig {
     /// RFC 5681 §4.1 / Linux `tcp_slow_start_after_idle`: after an idle period longer
     /// than the RTO, cwnd restarts from min(cwnd, initial window). Default false.
     pub slow_start_after_idle: bool,
+    /// Fixed congestion window in bytes, kept through losses and timeouts (seed 003
+    /// §V "TCP clamp": no slow start, no reduction; C_clamp ≈ the link's bandwidth-
+    /// delay product plus headroom). Default none.
+    pub cwnd_clamp: Option<u32>,
 }
 
 impl TcpConfig {
@@ -98,7 +102,7 @@ impl Default for TcpConfig {
         TcpConfig {
             variant: Variant::NewReno, mss: 1460, sack: false, timestamps: false, window_scaling: true, initial_window: 2,
             delack_count: 2, delack_timeout: Duration::from_millis(200), min_rto: Duration::from_secs(1), max_rto: Duration::from_secs(64),
-            initial_rto: Duration::from_secs(1), timer_granularity: Duration::from_millis(10), rcv_buf: 65536, snd_buf: 65536, source_quench: false, rcv_wnd_initial: None, slow_start_after_idle: false,
+            initial_rto: Duration::from_secs(1), timer_granularity: Duration::from_millis(10), rcv_buf: 65536, snd_buf: 65536, source_quench: false, rcv_wnd_initial: None, slow_start_after_idle: false, cwnd_clamp: None,
         }
     }
 }

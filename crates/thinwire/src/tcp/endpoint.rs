@@ -120,7 +120,7 @@ impl Tcp {
         Tcp {
             rcv_ssthresh, last_data_sent: None,
             cfg, state: State::Closed, local_port, remote_port, iss, snd_una: 0, snd_nxt: 0, snd_max: 0, app_limit: Some(0), close_when_done: false,
-            fin_sent: false, cwnd: smss * cfg.initial_window as u64, ssthresh: u64::MAX / 4, snd_wnd: 65535, snd_wscale: 0, rcv_wscale: 0, smss,
+            fin_sent: false, cwnd: cfg.cwnd_clamp.map_or(smss * cfg.initial_window as u64, |c| c as u64), ssthresh: u64::MAX / 4, snd_wnd: 65535, snd_wscale: 0, rcv_wscale: 0, smss,
             dupacks: 0, in_recovery: false, recover: 0, high_rxt: 0, rexmit: None, scoreboard: Ranges::default(), rtt, timing: None,
             rto_deadline: None, syn_retx: false, ts_ok: false, sack_ok: false, ts_recent: 0, snd_wscale_peer_offered: false, irs: 0, rcv_nxt: 0, ooo: Ranges::default(),
             last_block: None, delivered: 0, fin_rcvd: false, pending_fin: None, unacked_segs: 0, ack_deadline: None, ack_now: false, trace: None, stats: TcpStats::default(),
@@ -160,7 +160,10 @@ impl Tcp {
         self.set_cwnd(now, one);
     }
 
-    fn set_cwnd(&mut self, now: Instant, v: u64) { if v != self.cwnd { self.cwnd = v; self.push_var(now, TcpVar::Cwnd, v as i64); } }
+    fn set_cwnd(&mut self, now: Instant, v: u64) {
+        // A clamped sender (seed 003 §V) keeps its fixed window whatever happens.
+        let v = self.cfg.cwnd_clamp.map_or(v, |c| c as u64);
+        if v != self.cwnd { self.cwnd = v; self.push_var(now, TcpVar::Cwnd, v as i64); } }
     fn set_ssthresh(&mut self, now: Instant, v: u64) { if v != self.ssthresh { self.ssthresh = v; self.push_var(now, TcpVar::Ssthresh, v as i64); } }
     fn trace_all(&mut self, now: Instant) {
         if self.trace.is_none() { return; }
@@ -472,7 +475,7 @@ impl Tcp {
             self.rcv_wscale = self.rcv_wscale_for_buf();
         }
         self.smss = self.cfg.mss.min(peer_mss as u32) as u64 - if self.ts_ok { 12 } else { 0 };
-        self.cwnd = self.smss * self.cfg.initial_window as u64;
+        self.cwnd = self.cfg.cwnd_clamp.map_or(self.smss * self.cfg.initial_window as u64, |c| c as u64);
         self.trace_all(now);
     }
 
