@@ -77,6 +77,7 @@ BAD = [
     (["wireless.arq.protocol=gprs", "wireless.arq.setup_down=[\"2s\", \"1s\"]"], "wireless.arq.setup_down"),
     (["wireless.arq.protocol=gprs", "wireless.arq.outage_every=0s"], "wireless.arq.outage_every"),
     (["wireless.arq.protocol=gprs", "wireless.arq.rlc_buffer=0"], "wireless.arq.rlc_buffer"),
+    (["wireless.arq.protocol=gprs", "wireless.arq.poor_share=1.5"], "wireless.arq.poor_share"),
     (["wireless.arq.protocol=rlp-gsm", "wireless.arq.n2=0"], "wireless.arq.n2"),
     (["wireless.arq.protocol=rlp-gsm", "wireless.arq.window=62"], "wireless.arq.window"),
     (["wireless.arq.protocol=rlp-gsm", "wireless.arq.t1=-1s"], "wireless.arq.t1"),

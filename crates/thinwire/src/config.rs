@@ -152,6 +152,10 @@ pub struct ArqCfg {
     #[serde(default)] pub outage_duration: Option<Vec<Dur>>,
     /// GPRS: uplink allocation period (ACK bunching); absent: none.
     #[serde(default)] pub uplink_period: Option<Dur>,
+    /// GPRS: mean time between poor-radio periods; their length range; the rate share left.
+    #[serde(default)] pub poor_every: Option<Dur>,
+    #[serde(default)] pub poor_duration: Option<Vec<Dur>>,
+    #[serde(default)] pub poor_share: Option<f64>,
 }
 
 /// `idle_frames = 5` or `idle_frames = "unlimited"`.
@@ -165,7 +169,7 @@ impl Default for ArqCfg {
             max_retransmissions: None, poll_timer: None, poll_window: None, poll_last_tx: None, poll_last_retx: None, poll_prohibit: None,
             status_missing: None, status_periodic: None, status_prohibit: None, mrw_timer: None, pad: None,
             nak_rounds: None, nak_timer: None, idle_frames: None, n2: None, t1: None, on_n2: None, header_compression: None, vj_toss_on_error: None, l2r_rate: None, l2r_buffer: None,
-            tbf_idle: None, setup_down: None, setup_up: None, rlc_buffer: None, pdu_lifetime: None, outage_every: None, outage_duration: None, uplink_period: None }
+            tbf_idle: None, setup_down: None, setup_up: None, rlc_buffer: None, pdu_lifetime: None, outage_every: None, outage_duration: None, uplink_period: None, poor_every: None, poor_duration: None, poor_share: None }
     }
 }
 
@@ -387,16 +391,17 @@ fn validate(sc: &Scenario) -> Result<(), ConfigError> {
         if !["raw", "sr", "asr", "rlc", "is707", "rlp-gsm", "gprs"].contains(&a.protocol.as_str()) {
             return Err(cerr("wireless.arq.protocol", format!("{:?} is not a link protocol; use one of \"raw\", \"sr\", \"asr\", \"rlc\", \"is707\", \"rlp-gsm\", \"gprs\"", a.protocol)));
         }
-        for (k, r) in [("setup_down", &a.setup_down), ("setup_up", &a.setup_up), ("outage_duration", &a.outage_duration)] {
+        for (k, r) in [("setup_down", &a.setup_down), ("setup_up", &a.setup_up), ("outage_duration", &a.outage_duration), ("poor_duration", &a.poor_duration)] {
             if let Some(v) = r {
                 if v.len() != 2 || v[0].0 < Duration::ZERO || v[1].0 < v[0].0 {
                     return Err(cerr(format!("wireless.arq.{k}"), "give a range [min, max] of durations, min ≤ max, e.g. [\"300ms\", \"2s\"]"));
                 }
             }
         }
-        for (k, d) in [("tbf_idle", a.tbf_idle), ("pdu_lifetime", a.pdu_lifetime), ("outage_every", a.outage_every), ("uplink_period", a.uplink_period)] {
+        for (k, d) in [("tbf_idle", a.tbf_idle), ("pdu_lifetime", a.pdu_lifetime), ("outage_every", a.outage_every), ("uplink_period", a.uplink_period), ("poor_every", a.poor_every)] {
             if d.is_some_and(|d| d.0 <= Duration::ZERO) { return Err(cerr(format!("wireless.arq.{k}"), "must be a positive duration")); }
         }
+        if a.poor_share.is_some_and(|s| !(s > 0.0 && s <= 1.0)) { return Err(cerr("wireless.arq.poor_share", "must be a share of the rate in (0, 1]")); }
         if a.rlc_buffer == Some(0) { return Err(cerr("wireless.arq.rlc_buffer", "must be at least 1 packet")); }
         let gsm = a.protocol == "rlp-gsm";
         if let Some(o) = &a.on_n2 {

@@ -8,7 +8,7 @@ use thinwire::wire::{Packet, UdpRepr, L4};
 
 fn pkt(i: u16) -> Packet { Packet::new([10, 0, 0, 1], [10, 0, 1, 2], i, L4::Udp(UdpRepr { src_port: 1, dst_port: 2 }), 500, 0, Instant::ZERO) }
 fn at(ms: i64) -> Instant { Instant::ZERO + Duration::from_millis(ms) }
-fn gprs(cfg: GprsConfig, seed: u64) -> Gprs { Gprs::new(cfg, Rng::stream(seed, 0, "gprs.outage"), Rng::stream(seed, 0, "gprs.setup")) }
+fn gprs(cfg: GprsConfig, seed: u64) -> Gprs { Gprs::new(cfg, Rng::stream(seed, 0, "gprs.outage"), Rng::stream(seed, 0, "gprs.poor"), Rng::stream(seed, 0, "gprs.setup")) }
 
 /// Drives one sender: packets handed down at the given times, one frame per `tx`
 /// of airtime; returns the send time of every packet (None: dropped).
@@ -88,4 +88,26 @@ fn uplink_sends_start_on_allocation_periods() {
     // 130 ms of set-up, then the next 60 ms boundary (180 ms); the rest back to back.
     assert_eq!(t[..3], [180, 200, 220]);
     assert_eq!(t[3] % 60, 0);
+}
+
+#[test]
+fn poor_radio_periods_stretch_airtime_in_both_directions_alike() {
+    let cfg = GprsConfig { poor_every: Some(Duration::from_secs(60)), poor_share: 0.25, setup: (Duration::from_millis(1), Duration::from_millis(1)), ..GprsConfig::downlink() };
+    let mut ends = [gprs(cfg.clone(), 9), gprs(cfg, 9)];
+    let mut sizes = [vec![], vec![]];
+    for k in 0..6000i64 {
+        let now = at(k * 200);
+        for (e, s) in ends.iter_mut().zip(sizes.iter_mut()) {
+            e.send_at(now, pkt(k as u16));
+            // Past the set-up hold: poll again 1 ms later if needed.
+            let f = e.poll_transmit(now).or_else(|| e.poll_transmit(now + Duration::from_millis(1))).expect("a frame");
+            s.push(f.payload);
+        }
+    }
+    assert_eq!(sizes[0], sizes[1], "one schedule for both directions");
+    let poor = sizes[0].iter().filter(|&&p| p == 4 * 528).count();
+    let normal = sizes[0].iter().filter(|&&p| p == 528).count();
+    assert_eq!(poor + normal, 6000);
+    assert!(poor > 300 && normal > 300, "poor {poor}, normal {normal}");
+    assert_eq!(ends[0].stats.poor_packets as usize, poor);
 }

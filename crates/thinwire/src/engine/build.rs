@@ -32,7 +32,7 @@ pub fn arq(sc: &Scenario, side: usize) -> Arq {
         "is707" => Arq::Is707(Box::new(Is707::new(is707_config(&a, max_payload)))),
         "gprs" => {
             let c = gprs_config(&a, side);
-            Arq::Gprs(Box::new(Gprs::new(c, Rng::stream(sc.seed, sc.run, "gprs.outage"), Rng::stream(sc.seed, sc.run, &format!("gprs.setup.{}", DIR_NAMES[side])))))
+            Arq::Gprs(Box::new(Gprs::new(c, Rng::stream(sc.seed, sc.run, "gprs.outage"), Rng::stream(sc.seed, sc.run, "gprs.poor"), Rng::stream(sc.seed, sc.run, &format!("gprs.setup.{}", DIR_NAMES[side])))))
         }
         "rlp-gsm" => Arq::Gsm(Box::new(GsmCsd::new(csd_config(&a, max_payload, side == 0)))),
         _ => Arq::Sr(Box::new(Sr::new(sr_config(&a, max_payload)))),
@@ -51,6 +51,9 @@ pub fn gprs_config(a: &ArqCfg, side: usize) -> GprsConfig {
         outage_every: a.outage_every.map(|x| x.0).or(d.outage_every),
         outage_duration: range(&a.outage_duration, d.outage_duration),
         period: if side == 1 { a.uplink_period.map(|x| x.0) } else { None },
+        poor_every: a.poor_every.map(|x| x.0).or(d.poor_every),
+        poor_duration: range(&a.poor_duration, d.poor_duration),
+        poor_share: a.poor_share.unwrap_or(d.poor_share),
     }
 }
 

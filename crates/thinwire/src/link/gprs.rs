@@ -20,6 +20,11 @@
 //!   10) — the rest wait in the interface queue (the gateway's ~120 KB buffer is
 //!   `[wireless] queue`) — and drops those it has held longer than `pdu_lifetime`
 //!   (default 20 s) when it can send again, so long outages lose packets in bursts.
+//! - Bandwidth varying with radio conditions: poor-radio periods (`poor_every`, mean
+//!   time between them, exponential; default off; `poor_duration` default 10–60 s)
+//!   leave `poor_share` (default 0.5) of the rate, both directions at once; a packet
+//!   sent then occupies the link 1/share as long (traces show its airtime-equivalent
+//!   size).
 //! - ACK bunching on the uplink: with `uplink_period` (default off) the mobile sends
 //!   only from the start of an uplink allocation period, then everything it holds
 //!   back to back.
@@ -45,18 +50,25 @@ pub struct GprsConfig {
     pub outage_duration: (Duration, Duration),
     /// Uplink allocation period (None: send at once); used by the mobile side.
     pub period: Option<Duration>,
+    /// Poor-radio periods: mean time between them (None: none), their length range,
+    /// and the share of the rate left during them (a lower coding scheme, more RLC
+    /// retransmissions).
+    pub poor_every: Option<Duration>,
+    pub poor_duration: (Duration, Duration),
+    pub poor_share: f64,
 }
 
 impl GprsConfig {
     pub fn downlink() -> GprsConfig {
         GprsConfig { tbf_idle: Duration::from_secs(1), setup: (Duration::from_millis(300), Duration::from_millis(2000)), rlc_buffer: 10,
-            pdu_lifetime: Duration::from_secs(20), outage_every: None, outage_duration: (Duration::from_secs(5), Duration::from_secs(40)), period: None }
+            pdu_lifetime: Duration::from_secs(20), outage_every: None, outage_duration: (Duration::from_secs(5), Duration::from_secs(40)), period: None,
+            poor_every: None, poor_duration: (Duration::from_secs(10), Duration::from_secs(60)), poor_share: 0.5 }
     }
     pub fn uplink() -> GprsConfig { GprsConfig { setup: (Duration::from_millis(100), Duration::from_millis(600)), ..GprsConfig::downlink() } }
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct GprsStats { pub tbf_setups: u64, pub outages: u64, pub lifetime_drops: u64 }
+pub struct GprsStats { pub tbf_setups: u64, pub outages: u64, pub lifetime_drops: u64, pub poor_packets: u64 }
 
 /// The outage schedule, generated lazily in order (so both ends see the same one).
 struct Outages { rng: Rng, every: Option<Duration>, dur: (Duration, Duration), cur: (Instant, Instant) }
@@ -88,6 +100,7 @@ pub struct Gprs {
     hold_until: Option<Instant>,
     wake: Option<Instant>,
     outages: Outages,
+    poor: Outages,
     in_outage: bool,
     setup_rng: Rng,
     delivered: VecDeque<Packet>,
@@ -95,10 +108,12 @@ pub struct Gprs {
 }
 
 impl Gprs {
-    /// `outage_rng` must be the same stream at both ends; `setup_rng` this end's own.
-    pub fn new(cfg: GprsConfig, outage_rng: Rng, setup_rng: Rng) -> Gprs {
+    /// `outage_rng` and `poor_rng` must be the same streams at both ends; `setup_rng`
+    /// this end's own.
+    pub fn new(cfg: GprsConfig, outage_rng: Rng, poor_rng: Rng, setup_rng: Rng) -> Gprs {
         let outages = Outages::new(outage_rng, cfg.outage_every, cfg.outage_duration);
-        Gprs { cfg, held: VecDeque::new(), last_tx: None, hold_until: None, wake: None, outages, in_outage: false, setup_rng, delivered: VecDeque::new(), stats: GprsStats::default() }
+        let poor = Outages::new(poor_rng, cfg.poor_every, cfg.poor_duration);
+        Gprs { cfg, held: VecDeque::new(), last_tx: None, hold_until: None, wake: None, outages, poor, in_outage: false, setup_rng, delivered: VecDeque::new(), stats: GprsStats::default() }
     }
 
     pub fn wants_packet(&self) -> bool { self.held.len() < self.cfg.rlc_buffer }
@@ -143,7 +158,12 @@ impl Gprs {
         }
         let (_, p) = self.held.pop_front()?;
         self.last_tx = Some(now);
-        let size = p.size();
+        let mut size = p.size();
+        if self.poor.active(now).is_some() {
+            // Airtime-equivalent size: the packet takes 1/share of its usual time.
+            size = (size as f64 / self.cfg.poor_share.clamp(0.01, 1.0)).round() as u32;
+            self.stats.poor_packets += 1;
+        }
         let flow = p.flow;
         let mut f = Frame::control(FrameKind::Data, 0, None);
         f.payload = size.min(u16::MAX as u32) as u16;
