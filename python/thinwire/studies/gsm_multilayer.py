@@ -36,6 +36,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .report import save_figure
+
 BASE = """
 seed = 1
 stop = "end"
@@ -141,7 +143,7 @@ def run_all(out: Path, quick: bool, progress: bool):
     return pl.DataFrame(rows)
 
 
-def second_connection(quick: bool) -> dict:
+def second_connection() -> dict:
     """A second connection opened while a bulk upload fills the interface buffer."""
     import polars as pl
     import thinwire
@@ -153,13 +155,6 @@ def second_connection(quick: bool) -> dict:
     first = res.summary["flows"][0]
     return {"syn_sent": syn.height, "syn_retransmitted": int((syn["event"] == "retransmit").sum()), "flow1_timeouts": res.summary["flows"][1]["tcp_timeouts"],
             "flow0_rtt_avg_s": first["rtt_avg_s"], "flow1_completion_s": res.summary["flows"][1]["completion_s"]}
-
-
-def _save(fig, out: Path, stem: str, written: list):
-    for ext in (".png", ".pdf"):
-        p = out / f"{stem}{ext}"
-        fig.savefig(p, dpi=150)
-        written.append(p)
 
 
 def plot(df, out: Path, quick: bool) -> list[Path]:
@@ -211,7 +206,7 @@ def plot(df, out: Path, quick: bool) -> list[Path]:
     ax.set_title(f"Fig. 6: TCP channel utilization ({len(u)} transfers, N2 = 6, good and poor radio; ≤85 % pooled at 85)", fontsize=9)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    _save(fig, out, "fig06_utilization", written)
+    save_figure(fig, out, "fig06_utilization", written)
     plt.close(fig)
     return written
 
@@ -267,14 +262,12 @@ def reproduce(out: Path, quick: bool = False, scheduler=None, workers=None, prog
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     df = run_all(out, quick, progress)
-    second = second_connection(quick)
+    second = second_connection()
     t1 = time.perf_counter()
     df.drop("stalls_s", "stall_at_s").write_csv(out / "runs.csv")
     plot(df, out, quick)
     cl = claims(df, second)
-    (out / "claims.json").write_text(json.dumps(cl, indent=2) + "\n")
-    lines = ["| section | claim | expected | measured | result |", "|---|---|---|---|---|"]
-    lines += [f"| {c['section']} | {c['claim']} | {c['expected']} | {c['measured']} | {'PASS' if c['pass'] else 'FAIL'} |" for c in cl]
-    (out / "claims.md").write_text("\n".join(lines) + "\n")
+    from .report import write_claims
+    write_claims(out, cl)
     (out / "timing.json").write_text(json.dumps({"runs": df.height, "simulate_and_analyse_s": t1 - t0}, indent=2) + "\n")
     return cl

@@ -25,6 +25,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .report import save_figure
+
 FDTS = [0.01, 0.1, 1.0]
 PES = [0.01, 0.03, 0.05, 0.1, 0.2, 0.3]
 IDLE_NS = [0, 1, 2, 3, 5, 10, 20]
@@ -166,10 +168,7 @@ def _fig(out: Path, stem: str, title: str, xlabel: str, ylabel: str, lines, writ
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    for ext in (".png", ".pdf"):
-        p = out / f"{stem}{ext}"
-        fig.savefig(p, dpi=150)
-        written.append(p)
+    save_figure(fig, out, stem, written)
     plt.close(fig)
 
 
@@ -204,10 +203,7 @@ def plot(summary, hists, out: Path, quick: bool) -> list[Path]:
         axes[-1].set_xlabel("goodput (of 7600 bit/s)")
         fig.suptitle(f"Fig. {10 + i}: short-time goodput, fdT = {f:g}, Pe = 0.3, unlimited idle frames", fontsize=10)
         fig.tight_layout()
-        for ext in (".png", ".pdf"):
-            p = out / f"fig{10 + i:02d}_goodput-histograms-fdt{f:g}{ext}"
-            fig.savefig(p, dpi=150)
-            written.append(p)
+        save_figure(fig, out, f"fig{10 + i:02d}_goodput-histograms-fdt{f:g}", written)
         plt.close(fig)
     written += _sample_paths(out, quick)
     return written
@@ -292,10 +288,8 @@ def reproduce(out: Path, quick: bool = False, scheduler=None, workers=None, prog
     summary.write_csv(out / "summary.csv")
     plot(summary, hists, out, quick)
     cl = claims(summary, hists)
-    (out / "claims.json").write_text(json.dumps(cl, indent=2) + "\n")
-    lines = ["| section | claim | expected | measured | result |", "|---|---|---|---|---|"]
-    lines += [f"| {c['section']} | {c['claim']} | {c['expected']} | {c['measured']} | {'PASS' if c['pass'] else 'FAIL'} |" for c in cl]
-    (out / "claims.md").write_text("\n".join(lines) + "\n")
+    from .report import write_claims
+    write_claims(out, cl)
     (out / "timing.json").write_text(json.dumps({"sweeps_s": t1 - t0, "histograms_s": t2 - t1,
                                                  "histogram_simulated_s_per_fdt": 20_000 if quick else 10_000_000}, indent=2) + "\n")
     return cl

@@ -30,7 +30,6 @@ retransmissions, as the paper does. Claims are checked at FLR 5.4 %, as the pape
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 FLRS = [0.0, 0.015, 0.025, 0.054, 0.098]
@@ -375,8 +374,6 @@ def reproduce(out: Path, quick: bool = False, scheduler=None, workers=None, prog
     summary.write_csv(out / "summary.csv")
     plot(summary, out)
     cl = claims(summary)
-    (out / "claims.json").write_text(json.dumps(cl, indent=2) + "\n")
-    lines = ["| section | claim | expected | measured | result |", "|---|---|---|---|---|"]
-    lines += [f"| {c['section']} | {c['claim']} | {c['expected']} | {c['measured']} | {'PASS' if c['pass'] else 'FAIL'} |" for c in cl]
-    (out / "claims.md").write_text("\n".join(lines) + "\n")
+    from .report import write_claims
+    write_claims(out, cl)
     return cl

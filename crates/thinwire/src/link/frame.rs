@@ -5,6 +5,7 @@
 //! pieces of two packets. The last fragment carries the packet itself (the
 //! simulator's stand-in for the bytes), so reassembly hands on exactly what was sent.
 use crate::wire::Packet;
+use std::collections::VecDeque;
 use std::rc::Rc;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,6 +85,38 @@ impl Frame {
     }
     /// Bytes on the air given the link-layer header size.
     pub fn size(&self, header: u32) -> u32 { header + self.payload as u32 }
+}
+
+/// Bytes of a byte stream waiting to go on (RLP's unframed input, an L2R buffer),
+/// with the marks of upper-layer frames that end among them.
+#[derive(Default)]
+pub struct ByteQueue { bytes: VecDeque<u8>, marks: VecDeque<(u64, Mark)>, base: u64 }
+
+impl ByteQueue {
+    pub fn push(&mut self, bytes: &[u8], marks: impl IntoIterator<Item = (usize, Mark)>) {
+        let start = self.base + self.bytes.len() as u64;
+        self.marks.extend(marks.into_iter().map(|(o, m)| (start + o as u64, m)));
+        self.bytes.extend(bytes);
+    }
+    /// Takes up to `n` bytes with the marks among them (offsets relative to the taken bytes).
+    pub fn take(&mut self, n: usize) -> (Vec<u8>, Vec<(usize, Mark)>) {
+        let n = n.min(self.bytes.len());
+        let b: Vec<u8> = self.bytes.drain(..n).collect();
+        let end = self.base + n as u64;
+        let mut marks = vec![];
+        while let Some(&(at, m)) = self.marks.front() {
+            if at >= end { break; }
+            marks.push(((at - self.base) as usize, m));
+            self.marks.pop_front();
+        }
+        self.base = end;
+        (b, marks)
+    }
+    pub fn len(&self) -> usize { self.bytes.len() }
+    pub fn is_empty(&self) -> bool { self.bytes.is_empty() }
+    /// The mark of the upper-layer frame the next byte belongs to (it ends at the next mark).
+    pub fn next_mark(&self) -> Option<Mark> { self.marks.front().map(|m| m.1) }
+    pub fn clear(&mut self) { self.base += self.bytes.len() as u64; self.bytes.clear(); self.marks.clear(); }
 }
 
 /// Cuts a packet into fragments of at most `max_payload` bytes.

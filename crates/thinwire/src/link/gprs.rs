@@ -70,6 +70,9 @@ impl GprsConfig {
 #[derive(Clone, Debug, Default)]
 pub struct GprsStats { pub tbf_setups: u64, pub outages: u64, pub lifetime_drops: u64, pub poor_packets: u64 }
 
+/// A duration drawn uniformly from [a, b].
+fn uniform_in(rng: &mut Rng, (a, b): (Duration, Duration)) -> Duration { a + Duration::from_nanos(((b - a).nanos() as f64 * rng.uniform()) as i64) }
+
 /// The outage schedule, generated lazily in order (so both ends see the same one).
 struct Outages { rng: Rng, every: Option<Duration>, dur: (Duration, Duration), cur: (Instant, Instant) }
 
@@ -79,12 +82,10 @@ impl Outages {
         o.cur = o.next_after(Instant::ZERO);
         o
     }
-    fn draw(&mut self, (a, b): (Duration, Duration)) -> Duration { a + Duration::from_nanos(((b - a).nanos() as f64 * self.rng.uniform()) as i64) }
     fn next_after(&mut self, t: Instant) -> (Instant, Instant) {
         let Some(every) = self.every else { return (Instant::ZERO + Duration::MAX, Instant::ZERO + Duration::MAX) };
         let start = t + Duration::from_secs_f64(self.rng.exponential(every.as_secs_f64()));
-        let d = self.dur;
-        (start, start + self.draw(d))
+        (start, start + uniform_in(&mut self.rng, self.dur))
     }
     /// The end of the outage under way at `now`, if any.
     fn active(&mut self, now: Instant) -> Option<Instant> {
@@ -140,9 +141,7 @@ impl Gprs {
         if self.held.is_empty() { return None; }
         let idle = self.last_tx.is_none_or(|t| now - t > self.cfg.tbf_idle);
         if idle && self.hold_until.is_none() {
-            let (a, b) = self.cfg.setup;
-            let d = a + Duration::from_nanos(((b - a).nanos() as f64 * self.setup_rng.uniform()) as i64);
-            let mut at = now + d;
+            let mut at = now + uniform_in(&mut self.setup_rng, self.cfg.setup);
             if let Some(p) = self.cfg.period {
                 // The first uplink allocation after the set-up.
                 let pn = p.nanos().max(1);

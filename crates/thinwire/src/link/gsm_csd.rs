@@ -26,7 +26,7 @@
 //! RLP says "not ready" until the buffer is half empty, which gives the mobile's RLP
 //! sender the periodic pauses of about a second the seed traced (Fig. 12).
 //! Downlink, bytes enter the network side's RLP no faster than the rate.
-use super::frame::{Frame, Mark};
+use super::frame::{ByteQueue, Frame, Mark};
 use super::rlp_gsm::{Rlp, RlpConfig};
 use crate::time::{Duration, Instant};
 use crate::wire::ppp::{Deframer, Framer, Received, PROTO_IP, PROTO_VJ_COMPRESSED, PROTO_VJ_UNCOMPRESSED};
@@ -92,33 +92,6 @@ impl Gate {
         if missing <= 0 { return self.last; }
         self.last + Duration::from_nanos(((missing + self.rate - 1) / self.rate) as i64)
     }
-}
-
-/// Bytes waiting in an L2R buffer, each PPP frame's last byte marked.
-#[derive(Default)]
-struct ByteQueue { bytes: VecDeque<u8>, marks: VecDeque<(u64, Mark)>, base: u64 }
-
-impl ByteQueue {
-    fn push(&mut self, bytes: &[u8], marks: impl IntoIterator<Item = (usize, Mark)>) {
-        let start = self.base + self.bytes.len() as u64;
-        self.marks.extend(marks.into_iter().map(|(o, m)| (start + o as u64, m)));
-        self.bytes.extend(bytes);
-    }
-    /// Takes up to `n` bytes with the marks among them (offsets relative to the taken bytes).
-    fn take(&mut self, n: usize) -> (Vec<u8>, Vec<(usize, Mark)>) {
-        let n = n.min(self.bytes.len());
-        let b: Vec<u8> = self.bytes.drain(..n).collect();
-        let end = self.base + n as u64;
-        let mut marks = vec![];
-        while let Some(&(at, m)) = self.marks.front() {
-            if at >= end { break; }
-            marks.push(((at - self.base) as usize, m));
-            self.marks.pop_front();
-        }
-        self.base = end;
-        (b, marks)
-    }
-    fn len(&self) -> usize { self.bytes.len() }
 }
 
 pub struct GsmCsd {

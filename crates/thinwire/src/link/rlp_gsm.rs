@@ -35,7 +35,7 @@
 //! Flow control (L2R's X bit / RLP's RNR) is driven from outside: [`Rlp::set_busy`]
 //! makes every frame this side sends say "not ready", and a peer that hears it
 //! sends no new I frames (retransmissions and polls still go).
-use super::frame::{Chunk, Frame, FrameKind, Mark, CTL_BUSY, CTL_DISC, CTL_FINAL, CTL_POLL};
+use super::frame::{ByteQueue, Chunk, Frame, FrameKind, Mark, CTL_BUSY, CTL_DISC, CTL_FINAL, CTL_POLL};
 use crate::time::{Duration, Instant};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::rc::Rc;
@@ -82,10 +82,7 @@ enum State { Up, Resetting { deadline: Instant, tries: u32 }, Down }
 pub struct Rlp {
     cfg: RlpConfig,
     // transmit side
-    input: VecDeque<u8>,
-    /// Marks of bytes in `input`: (index of the marked byte counted from the start of the stream, mark).
-    input_marks: VecDeque<(u64, Mark)>,
-    input_base: u64,
+    input: ByteQueue,
     sent: VecDeque<Sent>,
     v_a: u32,
     v_s: u32,
@@ -117,13 +114,11 @@ pub struct Rlp {
 
 impl Rlp {
     pub fn new(cfg: RlpConfig) -> Rlp {
-        Rlp { cfg, input: VecDeque::new(), input_marks: VecDeque::new(), input_base: 0, sent: VecDeque::new(), v_a: 0, v_s: 0, rexmit: VecDeque::new(),
+        Rlp { cfg, input: ByteQueue::default(), sent: VecDeque::new(), v_a: 0, v_s: 0, rexmit: VecDeque::new(),
             t1: None, poll_due: false, poll_tries: 0, awaiting_final: false, peer_busy: false, v_r: 0, held: BTreeMap::new(), srej_asked: BTreeSet::new(),
             srej_due: VecDeque::new(), ack_due: false, final_due: false, busy: false, busy_told: false, out: VecDeque::new(), state: State::Up,
             sabm_due: false, ua_due: false, disc_due: false, disc_tries: 0, disc_deadline: None, stats: RlpStats::default() }
     }
-
-    pub fn config(&self) -> &RlpConfig { &self.cfg }
 
     /// Bytes handed down but not yet put in a frame.
     pub fn unframed(&self) -> usize { self.input.len() }
@@ -134,8 +129,7 @@ impl Rlp {
     /// Queues bytes for transmission; `mark` labels the last of them.
     pub fn write(&mut self, bytes: &[u8], mark: Option<Mark>) {
         if self.state == State::Down || bytes.is_empty() { return; }
-        self.input.extend(bytes);
-        if let Some(m) = mark { self.input_marks.push_back((self.input_base + self.input.len() as u64 - 1, m)); }
+        self.input.push(bytes, mark.map(|m| (bytes.len() - 1, m)));
     }
 
     /// In-sequence bytes received, in order.
@@ -161,19 +155,10 @@ impl Rlp {
     }
 
     fn take_chunk(&mut self) -> Chunk {
-        let n = (self.cfg.payload as usize).min(self.input.len());
         // The upper-layer frame holding the first byte ends at the next mark.
-        let flow = self.input_marks.front().map(|m| m.1.flow).unwrap_or(u16::MAX);
-        let bytes: Vec<u8> = self.input.drain(..n).collect();
-        let end = self.input_base + n as u64;
-        let mut marks = Vec::new();
-        while let Some(&(at, m)) = self.input_marks.front() {
-            if at >= end { break; }
-            marks.push(((at - self.input_base) as u16, m));
-            self.input_marks.pop_front();
-        }
-        self.input_base = end;
-        Chunk { bytes, marks, flow }
+        let flow = self.input.next_mark().map_or(u16::MAX, |m| m.flow);
+        let (bytes, marks) = self.input.take(self.cfg.payload as usize);
+        Chunk { bytes, marks: marks.into_iter().map(|(o, m)| (o as u16, m)).collect(), flow }
     }
 
     fn data_frame(&mut self, n: u32, chunk: Rc<Chunk>, tx: u16, ctl: u8) -> Frame {
@@ -295,7 +280,6 @@ impl Rlp {
         self.flush();
         self.stats.flushed_tx += self.input.len() as u64;
         self.input.clear();
-        self.input_marks.clear();
         self.state = State::Down;
         self.stats.call_dropped = true;
         self.disc_due = true;

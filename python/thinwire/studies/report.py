@@ -1,0 +1,22 @@
+"""What every study writes the same way: its claims (JSON and a Markdown table) and
+figures (PNG and PDF)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def write_claims(out: Path, claims: list[dict]) -> None:
+    """`claims.json` and `claims.md` (one table row per claim, PASS/FAIL)."""
+    (out / "claims.json").write_text(json.dumps(claims, indent=2) + "\n")
+    lines = ["| section | claim | expected | measured | result |", "|---|---|---|---|---|"]
+    lines += [f"| {c['section']} | {c['claim']} | {c['expected']} | {c['measured']} | {'PASS' if c['pass'] else 'FAIL'} |" for c in claims]
+    (out / "claims.md").write_text("\n".join(lines) + "\n")
+
+
+def save_figure(fig, out: Path, stem: str, written: list) -> None:
+    """Writes `fig` as `stem.png` and `stem.pdf` in `out` and records the paths."""
+    for ext in (".png", ".pdf"):
+        p = out / f"{stem}{ext}"
+        fig.savefig(p, dpi=150)
+        written.append(p)
