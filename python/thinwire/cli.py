@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -41,23 +42,24 @@ def print_summary(s: dict, out=sys.stdout) -> None:
     w = out.write
     w(f"scenario {s['scenario']}: simulated {s['sim_time_s']:.3f} s in {s['wall_s'] * 1e3:.1f} ms wall "
       f"({s['events']:,} events, {s['events_per_s'] / 1e6:.2f} M events/s)\n\n")
-    head = f"{'flow':>4}  {'app':<5} {'dir':<4} {'tcp':<8} {'delivered':>12} {'throughput':>15} {'complete':>10} {'rexmits':>7} {'RTOs':>5} {'FR':>4} {'avg RTT':>9}"
+    head = f"{'flow':>4}  {'app':<11} {'dir':<4} {'tcp':<8} {'delivered':>12} {'throughput':>15} {'complete':>10} {'rexmits':>7} {'RTOs':>5} {'FR':>4} {'avg RTT':>9}"
     w(head + "\n" + "-" * len(head) + "\n")
     for f in s["flows"]:
         if f["app"] == "media":
             continue
         comp = f"{f['completion_s']:.2f} s" if f["completion_s"] is not None else "-"
         rtt = f"{f['rtt_avg_s'] * 1e3:.0f} ms" if f["rtt_avg_s"] is not None else "-"
-        w(f"{f['id']:>4}  {f['app']:<5} {f['direction']:<4} {f['variant']:<8} {f['bytes_delivered']:>12,} {_fmt_rate(f['throughput_bps']):>15} "
+        w(f"{f['id']:>4}  {f['app']:<11} {f['direction']:<4} {f['variant']:<8} {f['bytes_delivered']:>12,} {_fmt_rate(f['throughput_bps']):>15} "
           f"{comp:>10} {f['tcp_retransmits']:>7} {f['tcp_timeouts']:>5} {f['tcp_fast_retransmits']:>4} {rtt:>9}\n")
-    media = [f for f in s["flows"] if f["app"] == "media"]
+    # Media packets and interactive messages: delivery and one-way latency.
+    media = [f for f in s["flows"] if f["packets_sent"] is not None]
     if media:
         w("\n")
-        head = f"{'flow':>4}  {'app':<5} {'dir':<4} {'sent':>8} {'received':>9} {'loss':>7} {'mean delay':>11} {'p95 delay':>10} {'max delay':>10}"
+        head = f"{'flow':>4}  {'app':<11} {'dir':<4} {'sent':>8} {'received':>9} {'loss':>7} {'mean delay':>11} {'p95 delay':>10} {'max delay':>10}"
         w(head + "\n" + "-" * len(head) + "\n")
         ms = lambda x: f"{x * 1e3:.0f} ms" if x is not None else "-"
         for f in media:
-            w(f"{f['id']:>4}  {f['app']:<5} {f['direction']:<4} {f['packets_sent']:>8,} {f['packets_received']:>9,} {f['loss'] * 100:>6.2f}% "
+            w(f"{f['id']:>4}  {f['app']:<11} {f['direction']:<4} {f['packets_sent']:>8,} {f['packets_received']:>9,} {f['loss'] * 100:>6.2f}% "
               f"{ms(f['delay_mean_s']):>11} {ms(f['delay_p95_s']):>10} {ms(f['delay_max_s']):>10}\n")
     w("\n")
     head = f"{'link':<5} {'frames':>9} {'lost':>7} {'FLR':>7} {'rexmit':>7} {'NACKs':>6} {'ACKs':>6} {'STATUS':>6} {'discard':>7} {'ARQ RTOs':>8} {'q drops':>7} {'q max':>5} {'fq drops':>8} {'busy':>6}"
@@ -306,7 +308,12 @@ def main(argv: list[str] | None = None) -> int:
     for kv in getattr(a, "set", []) or []:
         if "=" not in kv:
             _die(f"--set {kv!r}: expected KEY=VALUE, e.g. --set flow.0.bytes=1MB")
-    return a.fn(a)
+    try:
+        return a.fn(a)
+    except BrokenPipeError:
+        # The reader (e.g. `| head`) went away: not an error of ours.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

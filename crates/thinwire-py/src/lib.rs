@@ -35,6 +35,7 @@ fn result_to_py<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDi
         x.set_item("rtt_avg_s", f.rtt_avg_s)?;
         x.set_item("segments_sent", f.segments_sent)?;
         x.set_item("transactions", f.transactions)?;
+        x.set_item("durations_s", PyList::new(py, &f.durations_s)?)?;
         let m = f.media.as_ref();
         x.set_item("packets_sent", m.map(|m| m.packets_sent))?;
         x.set_item("packets_received", m.map(|m| m.packets_received))?;

@@ -260,8 +260,58 @@ pub struct FlowCfg {
     #[serde(default)] pub silence: Option<Dur>,
     /// Web: pause between transactions (default 0 s).
     #[serde(default)] pub think: Option<Dur>,
-    /// Web: number of transactions, then the flow is finished (default: unlimited).
+    /// Web and http: number of transactions (pages), then the flow is finished
+    /// (default: unlimited).
     #[serde(default)] pub transactions: Option<u64>,
+    /// ttcp: number of downloads, one connection each, one after another (default 1).
+    #[serde(default)] pub repeat: Option<u64>,
+    /// http: objects per page, each `bytes` long (default 4).
+    #[serde(default)] pub objects: Option<u64>,
+    /// http: request size (default 300 B).
+    #[serde(default)] pub request: Option<Size>,
+    /// http: HTTP/1.1 persistent connection per page (true) or HTTP/1.0, a
+    /// connection per object (false, the default).
+    #[serde(default)] pub persistent: Option<bool>,
+    /// interactive: time between messages (default 1 s).
+    #[serde(default)] pub interval: Option<Dur>,
+    /// interactive: number of messages, then the flow is finished (default: unlimited).
+    #[serde(default)] pub messages: Option<u64>,
+}
+
+/// Fields each application takes (besides `app`, `start`, `tcp`).
+pub const APP_FIELDS: &[(&str, &[&str])] = &[
+    ("bulk", &["bytes", "direction", "link"]),
+    ("media", &["direction", "link", "rate", "packet", "talk", "silence"]),
+    ("web", &["think", "transactions", "link"]),
+    ("ttcp", &["bytes", "repeat", "think", "link"]),
+    ("http", &["bytes", "objects", "request", "persistent", "think", "transactions", "link"]),
+    ("interactive", &["packet", "interval", "messages", "link"]),
+];
+
+impl FlowCfg {
+    /// The optional fields this flow sets.
+    fn present(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        let fields: [(&'static str, bool); 16] = [
+            ("bytes", self.bytes.is_some()), ("direction", self.direction != "down"), ("tcp", self.tcp.is_some()), ("link", self.link.is_some()),
+            ("rate", self.rate.is_some()), ("packet", self.packet.is_some()), ("talk", self.talk.is_some()), ("silence", self.silence.is_some()),
+            ("think", self.think.is_some()), ("transactions", self.transactions.is_some()), ("repeat", self.repeat.is_some()),
+            ("objects", self.objects.is_some()), ("request", self.request.is_some()), ("persistent", self.persistent.is_some()),
+            ("interval", self.interval.is_some()), ("messages", self.messages.is_some()),
+        ];
+        for (k, p) in fields { if p { v.push(k); } }
+        v
+    }
+    /// Whether the flow ends by itself (so `stop = "end"` can wait for it).
+    pub fn finite(&self) -> bool {
+        match self.app.as_str() {
+            "bulk" => self.bytes.is_some_and(|b| b.0.is_some()),
+            "web" | "http" => self.transactions.is_some(),
+            "ttcp" => true,
+            "interactive" => self.messages.is_some(),
+            _ => false,
+        }
+    }
 }
 fn default_dir() -> String { "down".into() }
 
@@ -440,36 +490,39 @@ fn validate(sc: &Scenario) -> Result<(), ConfigError> {
         }
     }
     for (i, f) in sc.flow.iter().enumerate() {
-        if !["bulk", "media", "web"].contains(&f.app.as_str()) { return Err(cerr(format!("flow[{i}].app"), format!("{:?} is not an application; use \"bulk\", \"media\" or \"web\"", f.app))); }
-        if f.app != "web" {
-            for (k, present) in [("think", f.think.is_some()), ("transactions", f.transactions.is_some())] {
-                if present { return Err(cerr(format!("flow[{i}].{k}"), "applies to web flows only")); }
+        let Some((_, allowed)) = APP_FIELDS.iter().find(|(a, _)| *a == f.app) else {
+            let names: Vec<String> = APP_FIELDS.iter().map(|(a, _)| format!("{a:?}")).collect();
+            return Err(cerr(format!("flow[{i}].app"), format!("{:?} is not an application; use one of {}", f.app, names.join(", "))));
+        };
+        for k in f.present() {
+            if k == "tcp" && f.app != "media" { continue; }
+            if !allowed.contains(&k) {
+                return Err(cerr(format!("flow[{i}].{k}"), format!("does not apply to a {} flow, which takes {}", f.app, allowed.join(", "))));
             }
-        }
-        if f.app == "web" {
-            if f.direction != "down" { return Err(cerr(format!("flow[{i}].direction"), "web flows are \"down\": the mobile host is the client")); }
-            if f.transactions == Some(0) { return Err(cerr(format!("flow[{i}].transactions"), "must be at least 1")); }
-            for (k, present) in [("bytes", f.bytes.is_some()), ("rate", f.rate.is_some()), ("packet", f.packet.is_some()), ("talk", f.talk.is_some()), ("silence", f.silence.is_some())] {
-                if present { return Err(cerr(format!("flow[{i}].{k}"), "does not apply to a web flow (sizes come from Mah's model)")); }
-            }
-            if sc.stop == Stop::End && f.transactions.is_none() {
-                return Err(cerr(format!("flow[{i}].transactions"), "stop = \"end\" needs a web flow to have a number of transactions; or give stop a duration such as \"2000s\""));
-            }
-            continue;
-        }
-        if let Some(l) = &f.link { if !["arq", "bypass"].contains(&l.as_str()) { return Err(cerr(format!("flow[{i}].link"), format!("{l:?} is not a link session; use \"arq\" or \"bypass\""))); } }
-        if f.app == "media" {
-            for (k, present) in [("tcp", f.tcp.is_some()), ("bytes", f.bytes.is_some())] {
-                if present { return Err(cerr(format!("flow[{i}].{k}"), "does not apply to a media flow (an endless UDP on/off source)")); }
-            }
-            if let Some(Size(p)) = f.packet { if !(29..=65535).contains(&p) { return Err(cerr(format!("flow[{i}].packet"), "must be between 29B and 65535B (an IP packet with a UDP header)")); } }
-            for (k, d) in [("talk", f.talk), ("silence", f.silence)] { if let Some(Dur(d)) = d { if d.nanos() <= 0 { return Err(cerr(format!("flow[{i}].{k}"), "must be a positive duration")); } } }
-            continue;
-        }
-        for (k, present) in [("rate", f.rate.is_some()), ("packet", f.packet.is_some()), ("talk", f.talk.is_some()), ("silence", f.silence.is_some())] {
-            if present { return Err(cerr(format!("flow[{i}].{k}"), "applies to media flows only")); }
         }
         if !["down", "up"].contains(&f.direction.as_str()) { return Err(cerr(format!("flow[{i}].direction"), format!("{:?} is not \"down\" or \"up\"", f.direction))); }
+        if let Some(l) = &f.link { if !["arq", "bypass"].contains(&l.as_str()) { return Err(cerr(format!("flow[{i}].link"), format!("{l:?} is not a link session; use \"arq\" or \"bypass\""))); } }
+        for (k, n) in [("transactions", f.transactions), ("repeat", f.repeat), ("objects", f.objects), ("messages", f.messages)] {
+            if n == Some(0) { return Err(cerr(format!("flow[{i}].{k}"), "must be at least 1")); }
+        }
+        for (k, d) in [("talk", f.talk), ("silence", f.silence), ("interval", f.interval)] {
+            if let Some(Dur(d)) = d { if d.nanos() <= 0 { return Err(cerr(format!("flow[{i}].{k}"), "must be a positive duration")); } }
+        }
+        if let Some(Dur(d)) = f.think { if d.nanos() < 0 { return Err(cerr(format!("flow[{i}].think"), "must not be negative")); } }
+        match f.app.as_str() {
+            "media" => {
+                if let Some(Size(p)) = f.packet { if !(29..=65535).contains(&p) { return Err(cerr(format!("flow[{i}].packet"), "must be between 29B and 65535B (an IP packet with a UDP header)")); } }
+            }
+            "interactive" => {
+                if let Some(Size(p)) = f.packet { if !(1..=65535).contains(&p) { return Err(cerr(format!("flow[{i}].packet"), "must be a message of 1B to 65535B")); } }
+            }
+            "ttcp" | "http" => {
+                if f.bytes.map_or(true, |b| b.0.is_none() || b.0 == Some(0)) {
+                    return Err(cerr(format!("flow[{i}].bytes"), format!("a {} flow needs a finite size per download, e.g. bytes = \"10KB\"", f.app)));
+                }
+            }
+            _ => {}
+        }
         if let Some(t) = &f.tcp {
             if let Some(p) = &t.profile { if crate::tcp::TcpConfig::profile(p).is_none() {
                 return Err(cerr(format!("flow[{i}].tcp.profile"), format!("{p:?} is not a TCP profile; use \"default\", \"bsd\" or \"linux\"")));
@@ -483,12 +536,13 @@ fn validate(sc: &Scenario) -> Result<(), ConfigError> {
             }
             if t.initial_window == Some(0) { return Err(cerr(format!("flow[{i}].tcp.initial_window"), "must be at least 1 segment")); }
         }
-        if sc.stop == Stop::End && f.bytes.map_or(true, |b| b.0.is_none()) {
-            return Err(cerr(format!("flow[{i}].bytes"), "stop = \"end\" needs every flow to have a finite size; give bytes = \"10MB\" or set stop to a duration"));
+        if sc.stop == Stop::End && f.app != "media" && !f.finite() {
+            let what = match f.app.as_str() { "bulk" => "bytes = \"10MB\"", "interactive" => "messages = 100", _ => "transactions = 10" };
+            return Err(cerr(format!("flow[{i}].{}", what.split(' ').next().unwrap()), format!("stop = \"end\" needs every flow to end by itself; give {what} or set stop to a duration such as \"2000s\"")));
         }
     }
-    if sc.stop == Stop::End && !sc.flow.iter().any(|f| f.app == "bulk" || f.app == "web") {
-        return Err(cerr("stop", "\"end\" needs at least one bulk flow with a finite size; media flows never end, so give a duration such as \"60s\""));
+    if sc.stop == Stop::End && !sc.flow.iter().any(|f| f.finite()) {
+        return Err(cerr("stop", "\"end\" needs at least one flow that ends by itself; media flows never end, so give a duration such as \"60s\""));
     }
     for t in &sc.trace.layers {
         if !["tcp", "link", "queue", "channel"].contains(&t.as_str()) { return Err(cerr("trace.layers", format!("{t:?} is not a layer; use \"tcp\", \"link\", \"queue\", \"channel\""))); }

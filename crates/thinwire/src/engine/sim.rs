@@ -39,6 +39,9 @@ use crate::trace::{pcap::PcapWriter, Ev, Layer, LayerMask, Row, TraceTable};
 use crate::wire::{Packet, L4};
 use std::collections::VecDeque;
 
+mod apps;
+use apps::{Interactive, Web};
+
 pub const SERVER_ADDR: [u8; 4] = [10, 0, 0, 1];
 pub const MOBILE_ADDR: [u8; 4] = [10, 0, 1, 2];
 const NODE_SERVER: u8 = 0;
@@ -46,7 +49,7 @@ const NODE_GATEWAY: u8 = 1;
 const NODE_MOBILE: u8 = 2;
 
 #[derive(Clone, Copy, Debug)]
-enum Event { FlowStart(u16), TcpTimer(u16, u8), MediaNext(u16), WebNext(u16), WiredArrive(u8), RadioDone(u8), FrameArrive(u8), ArqTimer(u8) }
+enum Event { FlowStart(u16), TcpTimer(u16, u8), MediaNext(u16), WebNext(u16), Tick(u16), WiredArrive(u8), RadioDone(u8), FrameArrive(u8), ArqTimer(u8) }
 
 struct Wire { link: WiredLink, in_flight: VecDeque<Packet> }
 
@@ -114,6 +117,8 @@ struct Flow {
     /// Which end sends the data: 0 = server (down), 1 = mobile (up).
     sender: usize,
     completed: Option<Instant>,
+    /// An interactive flow's message source and latencies.
+    chat: Option<Interactive>,
 }
 
 /// A media (UDP on/off) flow and what its receiver saw.
@@ -144,30 +149,6 @@ pub struct MediaResult {
     pub delays_ns: Vec<i64>,
 }
 
-/// A web-browsing flow (app/web.rs): a sequence of transactions, each a series of
-/// request/response exchanges on fresh TCP connections, one at a time.
-struct Web {
-    id: usize,
-    cfg: crate::config::FlowCfg,
-    model: WebModel,
-    rng: Rng,
-    think: Duration,
-    limit: Option<u64>,
-    start: Instant,
-    tx: Option<Transaction>,
-    /// Index of the exchange in progress within `tx`, and its connection (index
-    /// into `flows`).
-    step: usize,
-    conn: Option<usize>,
-    /// Client port -> connection, for every connection not yet closed.
-    ports: std::collections::HashMap<u16, usize>,
-    next_port: u16,
-    done: u64,
-    bytes_done: u64,
-    last_done: Option<Instant>,
-    conns: Vec<usize>,
-}
-
 #[derive(Clone, Copy)]
 enum Slot { Tcp(usize), Media(usize), Web(usize) }
 
@@ -187,8 +168,11 @@ pub struct FlowResult {
     pub rtt_avg_s: Option<f64>,
     pub segments_sent: u64,
     pub media: Option<MediaResult>,
-    /// Web: completed transactions.
+    /// Web, http, ttcp: completed transactions (pages, downloads).
     pub transactions: Option<u64>,
+    /// Web, http, ttcp: each completed transaction's duration, from its first
+    /// connection request to its last byte (ttcp: to the FIN).
+    pub durations_s: Vec<f64>,
 }
 
 #[derive(Clone, Debug)]
@@ -266,24 +250,26 @@ impl Sim {
                 media.push(Media { id: i, src, sender, ident: 1, sent_born: vec![], recv_born: vec![], delays: vec![], bytes: 0, start });
                 continue;
             }
-            if f.app == "web" {
+            if ["web", "ttcp", "http"].contains(&f.app.as_str()) {
                 q.schedule(start, Event::WebNext(webs.len() as u16));
                 slots.push(Slot::Web(webs.len()));
-                webs.push(Web { id: i, cfg: f.clone(), model: WebModel::new(Rng::stream(sc.seed, sc.run, &format!("flow.{i}.web"))),
-                    rng: Rng::stream(sc.seed, sc.run, &format!("flow.{i}.isn")), think: f.think.map(|d| d.0).unwrap_or(Duration::ZERO),
-                    limit: f.transactions, start, tx: None, step: 0, conn: None, ports: Default::default(), next_port: 0, done: 0, bytes_done: 0,
-                    last_done: None, conns: vec![] });
+                webs.push(Web::new(sc, i, f, start));
                 continue;
             }
             let mut rng = Rng::stream(sc.seed, sc.run, &format!("flow.{i}.isn"));
-            let [mut server, mut mobile] = endpoint_pair(f, 5001, 40000 + i as u16, &mut rng, mask);
-            let bytes = f.bytes.and_then(|b| b.0);
-            if sender == 0 { server.set_app_data(bytes, true); } else { mobile.set_app_data(bytes, true); }
+            let chat = (f.app == "interactive").then(|| Interactive::new(f));
+            let port = if chat.is_some() { 23 } else { 5001 };
+            let [mut server, mut mobile] = endpoint_pair(f, port, 40000 + i as u16, &mut rng, mask);
+            let bytes = match &chat { Some(c) => c.total(), None => f.bytes.and_then(|b| b.0) };
+            if let Some(c) = &chat {
+                server.set_app_data(Some(0), false);
+                q.schedule(c.first_tick(start), Event::Tick(flows.len() as u16));
+            } else if sender == 0 { server.set_app_data(bytes, true); } else { mobile.set_app_data(bytes, true); }
             q.schedule(start, Event::FlowStart(flows.len() as u16));
             slots.push(Slot::Tcp(flows.len()));
-            flows.push(Flow { id: i, cfg: f.clone(), ep: [server, mobile], sched: [None, None], ident: [1, 1], start, bytes, sender, completed: None });
+            flows.push(Flow { id: i, cfg: f.clone(), ep: [server, mobile], sched: [None, None], ident: [1, 1], start, bytes, sender, completed: None, chat });
         }
-        let pending_finite = flows.iter().filter(|f| f.bytes.is_some()).count() + webs.iter().filter(|w| w.limit.is_some()).count();
+        let pending_finite = flows.iter().filter(|f| f.bytes.is_some()).count() + webs.iter().filter(|w| w.finite()).count();
         let max_time = match sc.stop {
             Stop::At(d) => Instant::ZERO + d,
             Stop::End => Instant::ZERO + sc.max_time.map(|d| d.0).unwrap_or(Duration::from_secs(100_000)),
@@ -326,6 +312,7 @@ impl Sim {
             }
             Event::MediaNext(m) => self.media_send(m as usize),
             Event::WebNext(w) => self.web_next(w as usize),
+            Event::Tick(f) => self.chat_tick(f as usize),
             Event::WiredArrive(d) => {
                 let p = self.wired[d as usize].in_flight.pop_front().expect("packet in flight");
                 if d == 0 { self.enqueue_radio(0, p); } else { self.to_endpoint(0, p); }
@@ -437,6 +424,8 @@ impl Sim {
         if let Slot::Web(w) = self.slots[fl.id] {
             self.web_progress(w, f, end);
         } else if fl.completed.is_none() && end != fl.sender {
+            if end == 1 && fl.chat.is_some() { self.chat_progress(f); }
+            let fl = &mut self.flows[f];
             if let Some(b) = fl.bytes { if fl.ep[end].delivered() >= b { fl.completed = Some(now); self.pending_finite -= 1; } }
         }
         self.drain_tcp(f, end);
@@ -458,57 +447,6 @@ impl Sim {
         }
         let next = self.media[m].src.poll_timeout();
         self.q.schedule(next, Event::MediaNext(m as u16));
-    }
-
-    // ----- web browsing -----
-    /// Starts the next transaction (or the next exchange of the current one).
-    fn web_next(&mut self, w: usize) {
-        let now = self.now();
-        let web = &mut self.webs[w];
-        if web.limit.is_some_and(|l| web.done >= l) { return; }
-        if web.tx.is_none() { web.tx = Some(web.model.transaction()); web.step = 0; }
-        let (req, _) = web.tx.as_ref().unwrap().exchanges[web.step];
-        // Client ports cycle through 32768..65535 (the Linux ephemeral range).
-        let mport = 32768 + web.next_port % 32768;
-        web.next_port = web.next_port.wrapping_add(1);
-        let [mut server, mut mobile] = endpoint_pair(&web.cfg, 80, mport, &mut web.rng, self.mask);
-        server.set_app_data(Some(0), false);
-        mobile.set_app_data(Some(req), false);
-        mobile.connect(now);
-        let f = self.flows.len();
-        web.ports.insert(mport, f);
-        web.conn = Some(f);
-        web.conns.push(f);
-        self.flows.push(Flow { id: web.id, cfg: web.cfg.clone(), ep: [server, mobile], sched: [None, None], ident: [1, 1], start: now, bytes: None, sender: 0, completed: None });
-        self.drain_tcp(f, 1);
-    }
-
-    /// After a segment reached end `end` of web connection `f`.
-    fn web_progress(&mut self, w: usize, f: usize, end: usize) {
-        let now = self.now();
-        let web = &mut self.webs[w];
-        let fl = &mut self.flows[f];
-        if fl.ep[0].is_closed() && fl.ep[1].is_closed() { web.ports.remove(&fl.ep[1].local_port()); }
-        if web.conn != Some(f) { return; }
-        let (req, reply) = web.tx.as_ref().unwrap().exchanges[web.step];
-        if end == 0 && fl.ep[0].app_limit() == Some(0) && fl.ep[0].delivered() >= req {
-            fl.ep[0].set_app_data(Some(reply), true); // the server answers, then closes
-        }
-        if end == 1 && fl.ep[1].delivered() >= reply && fl.completed.is_none() {
-            fl.completed = Some(now);
-            web.conn = None;
-            web.step += 1;
-            if web.step == web.tx.as_ref().unwrap().exchanges.len() {
-                web.done += 1;
-                web.bytes_done += web.tx.take().unwrap().bytes_down();
-                web.last_done = Some(now);
-                if web.limit == Some(web.done) { self.pending_finite -= 1; return; }
-                let at = now + web.think;
-                self.q.schedule(at, Event::WebNext(w as u16));
-            } else {
-                self.q.schedule(now, Event::WebNext(w as u16));
-            }
-        }
     }
 
     // ----- wired link -----
@@ -689,7 +627,7 @@ impl Sim {
                         bytes_delivered: delivered, throughput_bps: if span > 0.0 { delivered as f64 * 8.0 / span } else { 0.0 },
                         completion_s: f.completed.map(|c| (c - f.start).as_secs_f64()), tcp_retransmits: st.retransmits, tcp_timeouts: st.timeouts,
                         tcp_fast_retransmits: st.fast_retransmits, rtt_avg_s: (st.rtt_samples > 0).then(|| st.rtt_sum.as_secs_f64() / st.rtt_samples as f64),
-                        segments_sent: st.segments_sent, media: None, transactions: None,
+                        segments_sent: st.segments_sent, media: f.chat.as_ref().map(|c| c.result()), transactions: None, durations_s: vec![],
                     }
                 }
                 Slot::Web(w) => {
@@ -698,11 +636,11 @@ impl Sim {
                     let sum = |g: &dyn Fn(&crate::tcp::TcpStats) -> u64| wb.conns.iter().map(|&c| g(&self.flows[c].ep[0].stats)).sum::<u64>();
                     let (n, rtt): (u64, f64) = wb.conns.iter().map(|&c| &self.flows[c].ep[0].stats).fold((0, 0.0), |a, s| (a.0 + s.rtt_samples, a.1 + s.rtt_sum.as_secs_f64()));
                     FlowResult {
-                        id: wb.id, app: "web".into(), direction: "down".into(), variant: build::tcp_config(&wb.cfg).variant.name().into(), start_s: wb.start.as_secs_f64(),
+                        id: wb.id, app: wb.cfg.app.clone(), direction: "down".into(), variant: build::tcp_config(&wb.cfg).variant.name().into(), start_s: wb.start.as_secs_f64(),
                         bytes_delivered: wb.bytes_done, throughput_bps: if span > 0.0 { wb.bytes_done as f64 * 8.0 / span } else { 0.0 },
                         completion_s: wb.last_done.map(|t| (t - wb.start).as_secs_f64()), tcp_retransmits: sum(&|s| s.retransmits), tcp_timeouts: sum(&|s| s.timeouts),
                         tcp_fast_retransmits: sum(&|s| s.fast_retransmits), rtt_avg_s: (n > 0).then(|| rtt / n as f64), segments_sent: sum(&|s| s.segments_sent),
-                        media: None, transactions: Some(wb.done),
+                        media: None, transactions: Some(wb.done), durations_s: wb.durations.clone(),
                     }
                 }
                 Slot::Media(m) => {
@@ -712,7 +650,7 @@ impl Sim {
                         id: m.id, app: "media".into(), direction: if m.sender == 0 { "down".into() } else { "up".into() }, variant: "udp".into(),
                         start_s: m.start.as_secs_f64(), bytes_delivered: m.bytes, throughput_bps: if span > 0.0 { m.bytes as f64 * 8.0 / span } else { 0.0 },
                         completion_s: None, tcp_retransmits: 0, tcp_timeouts: 0, tcp_fast_retransmits: 0, rtt_avg_s: None, segments_sent: m.sent_born.len() as u64,
-                        media: Some(media_result(m, end)), transactions: None,
+                        media: Some(media_result(m, end)), transactions: None, durations_s: vec![],
                     }
                 }
             });
@@ -760,18 +698,24 @@ fn media_result(m: &Media, end: Instant) -> MediaResult {
     let cutoff = end.nanos() - Duration::from_secs(5).nanos();
     let sent = m.sent_born.iter().filter(|&&t| t <= cutoff).count();
     let got = m.recv_born.iter().filter(|&&t| t <= cutoff).count();
-    let mut d = m.delays.clone();
+    let loss = if sent > 0 { 1.0 - got as f64 / sent as f64 } else { 0.0 };
+    delay_stats(m.sent_born.len() as u64, m.recv_born.len() as u64, &m.delays, loss)
+}
+
+/// Delay statistics over `delays` (ns, in arrival order).
+fn delay_stats(sent: u64, received: u64, delays: &[i64], loss: f64) -> MediaResult {
+    let mut d = delays.to_vec();
     d.sort_unstable();
     let q = |p: f64| (!d.is_empty()).then(|| d[((d.len() - 1) as f64 * p).round() as usize] as f64 * 1e-9);
     MediaResult {
-        packets_sent: m.sent_born.len() as u64,
-        packets_received: m.recv_born.len() as u64,
-        loss: if sent > 0 { 1.0 - got as f64 / sent as f64 } else { 0.0 },
+        packets_sent: sent,
+        packets_received: received,
+        loss,
         delay_mean_s: (!d.is_empty()).then(|| d.iter().sum::<i64>() as f64 / d.len() as f64 * 1e-9),
         delay_p50_s: q(0.5),
         delay_p95_s: q(0.95),
         delay_max_s: d.last().map(|&x| x as f64 * 1e-9),
-        delays_ns: m.delays.clone(),
+        delays_ns: delays.to_vec(),
     }
 }
 

@@ -145,6 +145,8 @@ impl Tcp {
     pub fn ssthresh(&self) -> u64 { self.ssthresh }
     pub fn smss(&self) -> u64 { self.smss }
     pub fn is_closed(&self) -> bool { self.state == State::Done }
+    /// The peer's FIN has arrived in order (the application saw end of file).
+    pub fn fin_received(&self) -> bool { self.fin_rcvd }
 
     // ----- tracing helpers -----
     fn push_var(&mut self, now: Instant, var: TcpVar, value: i64) {

@@ -1,0 +1,203 @@
+//! Request/response and interactive applications driven by the simulator.
+//!
+//! Session applications (one `Web` each), all with the mobile host as the client:
+//! - `web`: Mah's HTTP model (app/web.rs), HTTP/1.0, a connection per exchange.
+//! - `ttcp` (seed 004 §VI-A): `repeat` downloads of `bytes` (default 1), each on a
+//!   fresh connection the mobile opens; the server sends at once and closes. A
+//!   download's time runs from the SYN to the FIN reaching the mobile (the ttcp
+//!   receiver's EOF), so it includes connection set-up and termination as in the
+//!   seed's Fig. 9. `think` (default 0 s) separates downloads.
+//! - `http` (seed 004 §VI-A, last paragraph): pages of `objects` (default 4)
+//!   objects of `bytes`, each requested with `request` bytes (default 300 B), one
+//!   request at a time (no pipelining). `persistent = false` (HTTP/1.0): a connection
+//!   per object, closed by the server. `persistent = true` (HTTP/1.1): one
+//!   connection per page; the server waits idle for each next request, and the
+//!   client closes after the last object. `think` (default 0 s) separates pages.
+//!
+//! `interactive` (seed 004 §IV, a telnet-like flow the proxy should prioritise):
+//! the server writes a `packet`-byte message (default 40 B) every `interval`
+//! (default 1 s) on one long connection to port 23, starting one interval after
+//! the connection request; each message's latency runs from the write to its last
+//! byte reaching the mobile's application in order. `messages` ends the flow.
+use super::*;
+
+/// Where a session's transactions come from.
+pub(super) enum TxSource { Mah(WebModel), Fixed(Vec<(u64, u64)>) }
+
+impl TxSource {
+    fn transaction(&mut self) -> Transaction {
+        match self { TxSource::Mah(m) => m.transaction(), TxSource::Fixed(x) => Transaction { exchanges: x.clone() } }
+    }
+}
+
+/// A session flow: transactions, each a series of request/response exchanges on
+/// one connection per exchange (or one per transaction when persistent).
+pub(super) struct Web {
+    pub(super) id: usize,
+    pub(super) cfg: crate::config::FlowCfg,
+    source: TxSource,
+    rng: Rng,
+    think: Duration,
+    limit: Option<u64>,
+    pub(super) start: Instant,
+    persistent: bool,
+    /// An exchange ends only when the server's FIN has reached the mobile (ttcp).
+    wait_fin: bool,
+    server_port: u16,
+    tx: Option<Transaction>,
+    tx_start: Instant,
+    /// Index of the exchange in progress within `tx`, and its connection (index
+    /// into `flows`).
+    step: usize,
+    conn: Option<usize>,
+    /// Request and response bytes of the exchanges so far on `conn`.
+    req_cum: u64,
+    reply_cum: u64,
+    /// Client port -> connection, for every connection not yet closed.
+    pub(super) ports: std::collections::HashMap<u16, usize>,
+    next_port: u16,
+    pub(super) done: u64,
+    pub(super) bytes_done: u64,
+    pub(super) last_done: Option<Instant>,
+    pub(super) durations: Vec<f64>,
+    pub(super) conns: Vec<usize>,
+}
+
+impl Web {
+    pub(super) fn new(sc: &Scenario, i: usize, f: &crate::config::FlowCfg, start: Instant) -> Web {
+        let bytes = f.bytes.and_then(|b| b.0).unwrap_or(0);
+        let (source, limit, wait_fin, server_port) = match f.app.as_str() {
+            "ttcp" => (TxSource::Fixed(vec![(0, bytes)]), Some(f.repeat.unwrap_or(1)), true, 5001),
+            "http" => {
+                let req = f.request.map(|r| r.0).unwrap_or(300);
+                (TxSource::Fixed(vec![(req, bytes); f.objects.unwrap_or(4) as usize]), f.transactions, false, 80)
+            }
+            _ => (TxSource::Mah(WebModel::new(Rng::stream(sc.seed, sc.run, &format!("flow.{i}.web")))), f.transactions, false, 80),
+        };
+        Web {
+            id: i, cfg: f.clone(), source, rng: Rng::stream(sc.seed, sc.run, &format!("flow.{i}.isn")), think: f.think.map(|d| d.0).unwrap_or(Duration::ZERO),
+            limit, start, persistent: f.persistent.unwrap_or(false), wait_fin, server_port, tx: None, tx_start: start, step: 0, conn: None,
+            req_cum: 0, reply_cum: 0, ports: Default::default(), next_port: 0, done: 0, bytes_done: 0, last_done: None, durations: vec![], conns: vec![],
+        }
+    }
+    pub(super) fn finite(&self) -> bool { self.limit.is_some() }
+}
+
+/// An interactive flow's message source and what the mobile's application saw.
+pub(super) struct Interactive {
+    packet: u64,
+    interval: Duration,
+    limit: Option<u64>,
+    written: u64,
+    /// Writes not yet fully delivered: (time, stream offset of the last byte + 1).
+    pending: VecDeque<(Instant, u64)>,
+    pub(super) delays: Vec<i64>,
+}
+
+impl Interactive {
+    pub(super) fn new(f: &crate::config::FlowCfg) -> Interactive {
+        Interactive { packet: f.packet.map(|p| p.0).unwrap_or(40), interval: f.interval.map(|d| d.0).unwrap_or(Duration::from_secs(1)),
+            limit: f.messages, written: 0, pending: VecDeque::new(), delays: vec![] }
+    }
+    pub(super) fn total(&self) -> Option<u64> { self.limit.map(|n| n * self.packet) }
+    pub(super) fn first_tick(&self, start: Instant) -> Instant { start + self.interval }
+    /// Delay statistics of the delivered messages.
+    pub(super) fn result(&self) -> MediaResult {
+        let sent = self.written / self.packet.max(1);
+        delay_stats(sent, self.delays.len() as u64, &self.delays, if sent > 0 { 1.0 - self.delays.len() as f64 / sent as f64 } else { 0.0 })
+    }
+}
+
+impl Sim {
+    /// Starts the next transaction, or the next exchange of the current one.
+    pub(super) fn web_next(&mut self, w: usize) {
+        let now = self.now();
+        let web = &mut self.webs[w];
+        if web.limit.is_some_and(|l| web.done >= l) { return; }
+        if web.tx.is_none() { web.tx = Some(web.source.transaction()); web.step = 0; web.tx_start = now; }
+        let (req, _) = web.tx.as_ref().unwrap().exchanges[web.step];
+        if let (true, Some(f)) = (web.persistent, web.conn) {
+            // HTTP/1.1: the next request on the open connection.
+            web.req_cum += req;
+            let cum = web.req_cum;
+            self.flows[f].ep[1].set_app_data(Some(cum), false);
+            self.drain_tcp(f, 1);
+            return;
+        }
+        // Client ports cycle through 32768..65535 (the Linux ephemeral range).
+        let mport = 32768 + web.next_port % 32768;
+        web.next_port = web.next_port.wrapping_add(1);
+        let [mut server, mut mobile] = endpoint_pair(&web.cfg, web.server_port, mport, &mut web.rng, self.mask);
+        server.set_app_data(Some(0), false);
+        mobile.set_app_data(Some(req), false);
+        mobile.connect(now);
+        let f = self.flows.len();
+        web.ports.insert(mport, f);
+        web.conn = Some(f);
+        web.conns.push(f);
+        web.req_cum = req;
+        web.reply_cum = 0;
+        self.flows.push(Flow { id: web.id, cfg: web.cfg.clone(), ep: [server, mobile], sched: [None, None], ident: [1, 1], start: now, bytes: None, sender: 0,
+            completed: None, chat: None });
+        self.drain_tcp(f, 1);
+    }
+
+    /// After a segment reached end `end` of session connection `f`.
+    pub(super) fn web_progress(&mut self, w: usize, f: usize, end: usize) {
+        let now = self.now();
+        let web = &mut self.webs[w];
+        let fl = &mut self.flows[f];
+        if fl.ep[0].is_closed() && fl.ep[1].is_closed() { web.ports.remove(&fl.ep[1].local_port()); }
+        if web.conn != Some(f) { return; }
+        let n = web.tx.as_ref().unwrap().exchanges.len();
+        let (_, reply) = web.tx.as_ref().unwrap().exchanges[web.step];
+        let target = web.reply_cum + reply;
+        if end == 0 && fl.ep[0].app_limit().unwrap_or(0) < target && fl.ep[0].delivered() >= web.req_cum {
+            // The server answers; HTTP/1.0 and ttcp servers then close.
+            fl.ep[0].set_app_data(Some(target), !web.persistent);
+        }
+        if end == 1 && fl.ep[1].delivered() >= target && (!web.wait_fin || fl.ep[1].fin_received()) {
+            web.reply_cum = target;
+            web.step += 1;
+            let last = web.step == n;
+            if last || !web.persistent {
+                fl.completed = Some(now);
+                web.conn = None;
+                // The HTTP/1.1 client closes after its last object.
+                if web.persistent { fl.ep[1].set_app_data(Some(web.req_cum), true); }
+            }
+            if !last { self.q.schedule(now, Event::WebNext(w as u16)); return; }
+            web.done += 1;
+            web.bytes_done += web.tx.take().unwrap().bytes_down();
+            web.durations.push((now - web.tx_start).as_secs_f64());
+            web.last_done = Some(now);
+            if web.limit == Some(web.done) { self.pending_finite -= 1; return; }
+            self.q.schedule(now + web.think, Event::WebNext(w as u16));
+        }
+    }
+
+    /// An interactive flow's server writes its next message.
+    pub(super) fn chat_tick(&mut self, f: usize) {
+        let now = self.now();
+        let fl = &mut self.flows[f];
+        let Some(c) = fl.chat.as_mut() else { return };
+        c.written += c.packet;
+        c.pending.push_back((now, c.written));
+        fl.ep[0].set_app_data(Some(c.written), false);
+        if c.limit.map_or(true, |l| c.written < l * c.packet) { self.q.schedule(now + c.interval, Event::Tick(f as u16)); }
+        self.drain_tcp(f, 0);
+    }
+
+    /// Records the latency of every message the mobile's application now has.
+    pub(super) fn chat_progress(&mut self, f: usize) {
+        let now = self.now();
+        let fl = &mut self.flows[f];
+        let delivered = fl.ep[1].delivered();
+        let Some(c) = fl.chat.as_mut() else { return };
+        while let Some(&(t, end)) = c.pending.front() {
+            if end > delivered { break; }
+            c.delays.push((now - t).nanos());
+            c.pending.pop_front();
+        }
+    }
+}

@@ -1,0 +1,62 @@
+"""Applications over the GPRS model: ttcp repetitions, HTTP/1.0 vs 1.1, interactive."""
+import re
+from pathlib import Path
+
+import pytest
+
+import thinwire
+
+GPRS = (Path(__file__).resolve().parent.parent / "scenarios" / "gprs-download.toml").read_text()
+# The link without outages and without the 600 KB flow.
+LINK = GPRS.replace('outage_every = "300s"\n', "").split("[[flow]]")[0]
+
+
+def run(flows: str, **kw):
+    return thinwire.run(LINK + flows, **kw)
+
+
+def test_ttcp_repeats_downloads_one_after_another():
+    r = run('[[flow]]\napp = "ttcp"\nbytes = "10KB"\nrepeat = 6\nthink = "2s"\ntcp = { profile = "linux" }\n')
+    f = r.raw["flows"][0]
+    assert f["transactions"] == 6 and f["bytes_delivered"] == 60_000
+    d = f["durations_s"]
+    assert len(d) == 6
+    # Each download needs at least a handshake and the data at ~4.15 KB/s.
+    assert all(x > 10_000 / 4150 for x in d)
+    # Downloads are sequential, separated by the think time.
+    assert f["completion_s"] >= sum(d) + 5 * 2.0 - 1e-6
+
+
+def test_http11_persistent_saves_connection_setups():
+    page = '[[flow]]\napp = "http"\nbytes = "5KB"\nobjects = 5\ntransactions = 3\npersistent = {}\ntcp = {{ profile = "linux" }}\n'
+    h10 = run(page.format("false")).raw["flows"][0]
+    h11 = run(page.format("true")).raw["flows"][0]
+    assert h10["bytes_delivered"] == h11["bytes_delivered"] == 3 * 5 * 5000
+    # A handshake per object costs about an RTT (~2 s) each over GPRS.
+    assert sum(h11["durations_s"]) < sum(h10["durations_s"]) - 3 * 4 * 1.0
+
+
+def test_interactive_messages_wait_behind_a_bulk_download():
+    chat = '[[flow]]\napp = "interactive"\nmessages = 30\nstart = "1s"\ntcp = { profile = "linux" }\n'
+    bulk = '[[flow]]\napp = "bulk"\nbytes = "200KB"\ntcp = { profile = "linux" }\n'
+    alone = run(chat).raw["flows"][0]
+    busy = run(bulk + chat).raw["flows"][1]
+    assert alone["packets_sent"] == alone["packets_received"] == 30
+    assert busy["packets_received"] == 30
+    # Alone a message takes about a one-way GPRS latency; behind a download it
+    # waits in the 120 KB gateway buffer for many seconds (seed 004 §III).
+    assert alone["delay_mean_s"] < 2.0
+    assert busy["delay_mean_s"] > 5 * alone["delay_mean_s"]
+
+
+@pytest.mark.parametrize("bad,field", [
+    ('app = "ttcp"\nrepeat = 3\n', "flow[0].bytes"),
+    ('app = "ttcp"\nbytes = "10KB"\nrepeat = 0\n', "flow[0].repeat"),
+    ('app = "http"\nbytes = "10KB"\nrepeat = 2\n', "flow[0].repeat"),
+    ('app = "interactive"\ninterval = "0s"\nmessages = 3\n', "flow[0].interval"),
+    ('app = "interactive"\n', "flow[0].messages"),
+    ('app = "chat"\n', "flow[0].app"),
+])
+def test_bad_application_fields_name_the_field(bad, field):
+    with pytest.raises(thinwire.ScenarioError, match=re.escape(field)):
+        run("[[flow]]\n" + bad)
