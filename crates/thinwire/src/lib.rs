@@ -6,6 +6,7 @@ pub mod channel;
 pub mod config;
 pub mod engine;
 pub mod link;
+pub mod proxy;
 pub mod queue;
 pub mod tcp;
 pub mod testkit;

@@ -56,6 +56,11 @@ pub struct Tcp {
     pub state: State,
     /// Window the receiver is willing to advertise now (grows from `rcv_wnd_initial`).
     rcv_ssthresh: u64,
+    /// Ceiling on the advertised window set by the application (a split proxy's
+    /// flow control, seed 004 §IV-D); None = the buffer alone decides.
+    wnd_cap: Option<u64>,
+    /// The window last advertised (to send a window update when it opens).
+    last_adv: u64,
     /// When data was last sent (for slow-start restart after idle).
     last_data_sent: Option<Instant>,
     local_port: u16,
@@ -118,7 +123,7 @@ impl Tcp {
         let smss = cfg.mss as u64;
         let rcv_ssthresh = cfg.rcv_wnd_initial.map_or(cfg.rcv_buf, |w| w.min(cfg.rcv_buf)) as u64;
         Tcp {
-            rcv_ssthresh, last_data_sent: None,
+            rcv_ssthresh, last_data_sent: None, wnd_cap: None, last_adv: 0,
             cfg, state: State::Closed, local_port, remote_port, iss, snd_una: 0, snd_nxt: 0, snd_max: 0, app_limit: Some(0), close_when_done: false,
             fin_sent: false, cwnd: cfg.cwnd_clamp.map_or(smss * cfg.initial_window as u64, |c| c as u64), ssthresh: u64::MAX / 4, snd_wnd: 65535, snd_wscale: 0, rcv_wscale: 0, smss,
             dupacks: 0, in_recovery: false, recover: 0, high_rxt: 0, rexmit: None, scoreboard: Ranges::default(), rtt, timing: None,
@@ -227,7 +232,20 @@ impl Tcp {
     /// simulated application reads in-order data at once.
     /// With `rcv_wnd_initial` the window offered starts smaller and grows as data
     /// arrives (Linux's `rcv_ssthresh`).
-    fn adv_window(&self) -> u16 { (self.rcv_ssthresh >> self.rcv_wscale).min(65535) as u16 }
+    fn adv_window(&self) -> u16 { (self.rcv_ssthresh.min(self.wnd_cap.unwrap_or(u64::MAX)) >> self.rcv_wscale).min(65535) as u16 }
+
+    /// Caps the advertised window (None lifts the cap). When the window opens by
+    /// at least min(SMSS, half the buffer) over the last one advertised, a window
+    /// update is sent at once (RFC 1122 §4.2.3.3 receiver SWS avoidance), so a
+    /// sender held at a zero window resumes without a persist probe.
+    pub fn set_window_cap(&mut self, cap: Option<u64>) {
+        self.wnd_cap = cap;
+        let now_adv = (self.adv_window() as u64) << self.rcv_wscale;
+        let step = self.smss.min(self.cfg.rcv_buf as u64 / 2).max(1);
+        if now_adv >= self.last_adv + step && self.state == State::Established { self.ack_now = true; }
+    }
+    /// Our FIN has been sent and acknowledged.
+    pub fn fin_acked(&self) -> bool { self.fin_sent && self.app_limit.is_some() && self.snd_una > self.fin_off() }
 
     fn header(&self, now: Instant, seq_off: u64, flags: u8) -> TcpRepr {
         let mut r = TcpRepr {
@@ -299,6 +317,7 @@ impl Tcp {
         let repr = self.header(now, seq, flags);
         self.stats.segments_sent += 1;
         if flags & TcpFlags::ACK != 0 {
+            self.last_adv = (repr.window as u64) << if flags & TcpFlags::SYN != 0 { 0 } else { self.rcv_wscale };
             self.ack_now = false;
             self.ack_deadline = None;
             self.unacked_segs = 0;

@@ -1,0 +1,264 @@
+//! The Aggregate Control Block (seed 004 §IV-B, Fig. 6): the wireless-side state
+//! shared by every connection to one mobile host — one fixed congestion window
+//! (the clamp, §IV-C / seed 003 §V), one RTT estimate and retransmission timer,
+//! and one list of unacknowledged segments of all its connections in sending
+//! order — with the aggregate loss recovery of §IV-E:
+//!
+//! - ACK or SACK feedback for a segment raises the counter of every unSACKed
+//!   segment of the aggregate sent before it (the GPRS link does not reorder).
+//!   Counters rise once per feedback event (an ACK that covers two segments is one
+//!   event), the reading of the seed's rule that keeps delayed ACKs from counting
+//!   twice.
+//! - A segment whose counter reaches `retransmit_at` (3) is retransmitted, the
+//!   window unchanged; SACKed segments are never retransmitted.
+//! - On a timeout the window drops to one probe segment (the oldest unSACKed one,
+//!   resent); any ACK or SACK then restores the full window. Consecutive timeouts
+//!   back off linearly: the k-th waits k·max(SRTT, `min_rto`) (capped at
+//!   `max_rto`) instead of doubling. The timeout is also the "wireless link
+//!   timeout" of §IV-D that zeroes the advertised windows until recovery.
+//!
+//! Flow control (§IV-D; the seed's formulas are lost in its text, so this is an
+//! equivalent stated exactly). Per connection c, Q_c is the data in its queue at
+//! the proxy (early-ACKed, not yet sent over the wireless link) and Q = Σ Q_c;
+//! the aggregate's buffer target is T = (1 + β)·BDP with β = 0.5. Each connection
+//! has an allowance W_c, and the window advertised to its wired sender is
+//! max(0, W_c − Q_c), or 0 while the link is stalled (the previous windows return
+//! with recovery, since W_c is kept). A new connection starts with
+//! W_c = max(2·MSS, T/n), n counting it among the aggregate's open connections —
+//! its share of the target, bringing it at once to the others' level instead of
+//! a slow start. Afterwards, with W̄ the mean allowance,
+//!
+//!   dW_c/dt = α·(1 − (Q/T)·(W_c/W̄)),
+//!
+//! evaluated at every proxy event: the allowance grows at the constant rate α and
+//! shrinks with the aggregate's occupancy, each connection in proportion to its
+//! allowance (additive increase, proportional decrease), so Q settles at T and the
+//! allowances converge to equal shares. W_c stays within [2·MSS, 64 KB]; α
+//! defaults to one BDP per second.
+use super::sched::Stride;
+use crate::tcp::rtt::RttEstimator;
+use crate::time::{Duration, Instant};
+
+/// One unacknowledged segment on the wireless side.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub conn: usize,
+    /// Sequence offsets [start, end) in the connection's server→mobile stream
+    /// (a FIN occupies one offset).
+    pub start: u64,
+    pub end: u64,
+    pub fin: bool,
+    /// Sending order across the aggregate (renewed on retransmission).
+    pub order: u64,
+    pub sent_at: Instant,
+    pub tx: u32,
+    pub counter: u32,
+    pub sacked: bool,
+    /// Retransmission decided, not yet sent.
+    pub due: bool,
+}
+
+impl Entry {
+    pub fn payload(&self) -> u64 { self.end - self.start - self.fin as u64 }
+}
+
+pub struct Acb {
+    pub mobile: [u8; 4],
+    pub clamp: u64,
+    /// One-segment probing after a timeout.
+    pub probing: bool,
+    pub backoff: u32,
+    pub stalled: bool,
+    pub rtt: RttEstimator,
+    pub deadline: Option<Instant>,
+    pub list: Vec<Entry>,
+    pub conns: Vec<usize>,
+    pub sched: Stride,
+    pub next_order: u64,
+}
+
+/// What one ACK from the mobile told the aggregate.
+#[derive(Default, Debug)]
+pub struct Feedback {
+    /// Some entry was newly ACKed or SACKed.
+    pub progress: bool,
+    /// (connection, start offset, new counter) of every counter raised.
+    pub counters: Vec<(usize, u64, u32)>,
+}
+
+impl Acb {
+    pub fn new(mobile: [u8; 4], clamp: u64, rtt: RttEstimator) -> Acb {
+        Acb { mobile, clamp, probing: false, backoff: 0, stalled: false, rtt, deadline: None, list: Vec::new(), conns: Vec::new(), sched: Stride::default(), next_order: 0 }
+    }
+
+    /// Bytes in flight: unSACKed entries' payload.
+    pub fn outstanding(&self) -> u64 { self.list.iter().filter(|e| !e.sacked).map(|e| e.payload()).sum() }
+
+    pub fn push(&mut self, conn: usize, start: u64, end: u64, fin: bool, now: Instant) {
+        let order = self.next_order;
+        self.next_order += 1;
+        self.list.push(Entry { conn, start, end, fin, order, sent_at: now, tx: 1, counter: 0, sacked: false, due: false });
+    }
+
+    /// Applies connection `conn`'s cumulative ACK (`acked` = first offset not
+    /// acknowledged) and SACK blocks; raises counters; marks retransmissions due.
+    pub fn feedback(&mut self, conn: usize, acked: u64, sacks: &[(u64, u64)], now: Instant, retransmit_at: u32) -> Feedback {
+        let mut fb = Feedback::default();
+        let mut newest: Option<u64> = None;
+        let mut sample: Option<(u64, Duration)> = None;
+        for e in self.list.iter_mut().filter(|e| e.conn == conn) {
+            let acked_now = e.end <= acked;
+            let sacked_now = !acked_now && !e.sacked && sacks.iter().any(|&(l, r)| l <= e.start && e.end <= r);
+            if acked_now || sacked_now {
+                newest = Some(newest.map_or(e.order, |n| n.max(e.order)));
+                if e.tx == 1 && sample.map_or(true, |(o, _)| e.order > o) { sample = Some((e.order, now - e.sent_at)); }
+            }
+            if sacked_now { e.sacked = true; e.due = false; }
+        }
+        self.list.retain(|e| !(e.conn == conn && e.end <= acked));
+        let Some(newest) = newest else { return fb };
+        fb.progress = true;
+        if let Some((_, r)) = sample { self.rtt.sample(r); }
+        for e in self.list.iter_mut().filter(|e| e.order < newest && !e.sacked) {
+            e.counter += 1;
+            fb.counters.push((e.conn, e.start, e.counter));
+            if e.counter >= retransmit_at { e.due = true; }
+        }
+        fb
+    }
+
+    /// Takes the oldest retransmission due, renewing its place in sending order.
+    pub fn take_due(&mut self, now: Instant) -> Option<Entry> {
+        let i = self.list.iter().position(|e| e.due)?;
+        Some(self.resend(i, now))
+    }
+
+    fn resend(&mut self, i: usize, now: Instant) -> Entry {
+        let mut e = self.list.remove(i);
+        e.due = false;
+        e.counter = 0;
+        e.tx += 1;
+        e.sent_at = now;
+        e.order = self.next_order;
+        self.next_order += 1;
+        self.list.push(e.clone());
+        e
+    }
+
+    /// The retransmission timeout: the oldest unSACKed segment goes out again as
+    /// the probe. Returns it, or None if nothing was outstanding.
+    pub fn on_timeout(&mut self, now: Instant, min_rto: Duration, max_rto: Duration) -> Option<Entry> {
+        let i = self.list.iter().position(|e| !e.sacked)?;
+        self.backoff += 1;
+        self.probing = true;
+        self.stalled = true;
+        let base = self.rtt.srtt.unwrap_or(min_rto).max(min_rto);
+        self.deadline = Some(now + Duration(base.nanos().saturating_mul(self.backoff as i64)).min(max_rto));
+        Some(self.resend(i, now))
+    }
+
+    /// After feedback with progress: leave probing, restore the window, re-arm.
+    /// Returns true if the link came back from a stall.
+    pub fn on_progress(&mut self, now: Instant) -> bool {
+        let recovered = self.probing || self.stalled;
+        self.probing = false;
+        self.stalled = false;
+        self.backoff = 0;
+        self.rearm(now);
+        recovered
+    }
+
+    /// (Re)starts the timer if segments are outstanding, stops it otherwise.
+    pub fn rearm(&mut self, now: Instant) {
+        self.deadline = self.list.iter().any(|e| !e.sacked).then(|| now + self.rtt.rto());
+    }
+
+    /// Room for another segment of `mss`: outstanding data at least one MSS below
+    /// the window; while probing, none beyond the probe.
+    pub fn has_room(&self, mss: u64) -> bool {
+        !self.probing && self.outstanding() + mss <= self.clamp
+    }
+}
+
+/// Flow-control allowance step: dW/dt = α·(1 − Q/T), W within [lo, hi].
+pub fn allowance_step(w: f64, alpha: f64, dt_s: f64, q: f64, target: f64, lo: f64, hi: f64) -> f64 {
+    (w + alpha * dt_s * (1.0 - q / target)).clamp(lo, hi)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn acb() -> Acb { Acb::new([0; 4], 10_000, RttEstimator::new(Duration::from_secs(3), Duration::from_millis(10), Duration::from_secs(1), Duration::from_secs(60))) }
+    const T0: Instant = Instant::ZERO;
+
+    #[test]
+    fn later_acks_on_any_connection_raise_counters_and_trigger_retransmission_at_three() {
+        let mut a = acb();
+        a.push(0, 1, 1001, false, T0); // lost
+        for i in 0..3 { a.push(1, 1 + i * 1000, 1001 + i * 1000, false, T0); }
+        for (k, acked) in [1001u64, 2001, 3001].into_iter().enumerate() {
+            let fb = a.feedback(1, acked, &[], T0 + Duration::from_secs(1), 3);
+            assert!(fb.progress);
+            assert_eq!(a.list[0].counter, k as u32 + 1);
+            assert_eq!(a.list[0].due, k == 2);
+        }
+        let e = a.take_due(T0).unwrap();
+        assert_eq!((e.conn, e.start, e.tx), (0, 1, 2));
+        assert!(a.take_due(T0).is_none());
+    }
+
+    #[test]
+    fn sacked_segments_are_never_retransmitted_and_do_not_count_as_outstanding() {
+        let mut a = acb();
+        for i in 0..5 { a.push(0, 1 + i * 1000, 1001 + i * 1000, false, T0); }
+        // Segment 1 lost; SACKs for 2, 3, 4 arrive one by one.
+        for k in 2..5u64 { a.feedback(0, 1001, &[(2001, 1001 + k * 1000)], T0, 3); }
+        assert!(a.list.iter().filter(|e| e.sacked).count() == 3);
+        assert!(a.list.iter().filter(|e| e.due).all(|e| e.start == 1001));
+        assert_eq!(a.outstanding(), 1000);
+        let e = a.take_due(T0).unwrap();
+        assert_eq!(e.start, 1001);
+    }
+
+    #[test]
+    fn one_feedback_event_raises_a_counter_once() {
+        let mut a = acb();
+        a.push(0, 1, 1001, false, T0);
+        a.push(1, 1, 1001, false, T0);
+        a.push(1, 1001, 2001, false, T0);
+        a.feedback(1, 2001, &[], T0, 3); // one delayed ACK for two segments
+        assert_eq!(a.list[0].counter, 1);
+    }
+
+    #[test]
+    fn timeouts_probe_with_one_segment_and_back_off_linearly() {
+        let mut a = acb();
+        a.rtt.sample(Duration::from_secs(2));
+        for i in 0..4 { a.push(0, 1 + i * 1000, 1001 + i * 1000, false, T0); }
+        let mut at = T0 + Duration::from_secs(10);
+        let mut gaps = vec![];
+        for _ in 0..4 {
+            let p = a.on_timeout(at, Duration::from_secs(1), Duration::from_secs(60)).unwrap();
+            assert!(a.probing && !a.has_room(1000));
+            let next = a.deadline.unwrap();
+            gaps.push((next - at).as_secs_f64());
+            at = next;
+            assert_eq!(p.tx, 2); // each probe is the oldest segment not yet probed
+        }
+        assert_eq!(gaps, vec![2.0, 4.0, 6.0, 8.0]);
+        // An ACK restores the full window.
+        let fb = a.feedback(0, 1001, &[], at, 3);
+        assert!(fb.progress && a.on_progress(at));
+        assert!(!a.probing && a.has_room(1000));
+    }
+
+    #[test]
+    fn allowance_grows_below_target_and_shrinks_above() {
+        let up = allowance_step(5000.0, 1000.0, 1.0, 0.0, 10_000.0, 2920.0, 65535.0);
+        let flat = allowance_step(5000.0, 1000.0, 1.0, 10_000.0, 10_000.0, 2920.0, 65535.0);
+        let down = allowance_step(5000.0, 1000.0, 1.0, 20_000.0, 10_000.0, 2920.0, 65535.0);
+        assert_eq!((up, flat, down), (6000.0, 5000.0, 4000.0));
+        assert_eq!(allowance_step(3000.0, 1000.0, 5.0, 30_000.0, 10_000.0, 2920.0, 65535.0), 2920.0);
+    }
+}

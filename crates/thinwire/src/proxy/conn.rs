@@ -1,0 +1,127 @@
+//! One split connection: the wired leg is a full TCP endpoint (`tcp::Tcp`) facing
+//! the server, using the mobile's address, port and initial sequence number; the
+//! wireless leg faces the mobile with the server's address, port and ISN. Both
+//! legs therefore share one sequence space per direction, so the proxy is
+//! transparent: either end host sees the other's numbers, and every byte keeps
+//! its stream offset across the split.
+//!
+//! The wireless leg's sender is driven by the aggregate (acb.rs); this file keeps
+//! its per-connection state: send and acknowledgement offsets, the mobile's
+//! receive window, the held FIN, and the receiving side for the mobile's own
+//! data (requests, uploads), which goes to the wired leg. The wireless leg ACKs
+//! the mobile's data at once (no SACK blocks; GPRS does not reorder), but a FIN
+//! from either end is acknowledged only when the other end has acknowledged the
+//! proxy's FIN (seed 004 §IV-B: never early-ACK a FIN).
+use crate::tcp::ranges::Ranges;
+use crate::tcp::Tcp;
+use crate::time::Instant;
+use crate::wire::{TcpFlags, TcpRepr};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// The mobile's SYN came; the wired leg is connecting to the server.
+    Connecting,
+    /// The server answered; the proxy has answered the mobile.
+    Open,
+    /// Both directions closed, or reset.
+    Closed,
+}
+
+pub struct Conn {
+    pub flow: u16,
+    pub mobile: [u8; 4],
+    pub server: [u8; 4],
+    pub mport: u16,
+    pub sport: u16,
+    pub acb: usize,
+    pub phase: Phase,
+    pub wired: Tcp,
+    /// The server's ISN (our ISN toward the mobile) and the mobile's ISN.
+    pub iss: u32,
+    pub irs: u32,
+    /// The mobile has acknowledged our SYN-ACK.
+    pub established: bool,
+    pub mss: u64,
+    pub sack: bool,
+    // --- wireless sender (offsets in the server→mobile stream; 0 is the SYN) ---
+    pub snd_una: u64,
+    pub snd_nxt: u64,
+    pub rwnd: u64,
+    /// The server's FIN, held until the mobile acknowledges ours: its offset.
+    pub fin_at: Option<u64>,
+    pub fin_sent: bool,
+    pub fin_acked: bool,
+    // --- wireless receiver (offsets in the mobile→server stream) ---
+    pub rcv_nxt: u64,
+    pub ooo: Ranges,
+    pub mobile_fin_at: Option<u64>,
+    pub mobile_fin_in: bool,
+    /// The mobile's FIN has been acknowledged (after the server ACKed ours).
+    pub mobile_fin_acked: bool,
+    pub ack_owed: bool,
+    // --- scheduling and flow control ---
+    pub class: u8,
+    pub tickets: u32,
+    pub pass: u64,
+    pub allowance: f64,
+    pub fc_at: Instant,
+    pub last_cap: Option<u64>,
+    pub last_queue: u64,
+}
+
+impl Conn {
+    /// End of the data the wired leg has received in order (an offset).
+    pub fn avail_end(&self) -> u64 { 1 + self.wired.delivered() }
+    /// Bytes held at the proxy for the mobile: early-ACKed, not yet ACKed by it.
+    pub fn held(&self) -> u64 { self.avail_end().saturating_sub(self.snd_una.max(1)) }
+    /// Bytes in the connection's queue: early-ACKed, not yet sent to the mobile.
+    pub fn unsent(&self) -> u64 { self.avail_end().saturating_sub(self.snd_nxt.max(1)) }
+    /// Mobile data not yet acknowledged by the server.
+    fn upload_backlog(&self) -> u64 { (self.rcv_nxt - 1).saturating_sub(self.wired.acked_bytes()) }
+    /// The window the wireless leg offers the mobile.
+    pub fn window_to_mobile(&self) -> u16 { 65535u64.saturating_sub(self.upload_backlog()) as u16 }
+    /// The acknowledgement number toward the mobile: its FIN only once the
+    /// server has acknowledged the wired leg's.
+    pub fn ack_to_mobile(&self) -> u32 {
+        let fin = self.mobile_fin_in && self.wired.fin_acked();
+        self.irs.wrapping_add((self.rcv_nxt + fin as u64) as u32)
+    }
+
+    /// A wireless-leg header (server → mobile).
+    pub fn header(&self, seq_off: u64, flags: u8) -> TcpRepr {
+        TcpRepr { src_port: self.sport, dst_port: self.mport, seq: self.iss.wrapping_add(seq_off as u32), ack: self.ack_to_mobile(),
+            flags: TcpFlags(flags), window: self.window_to_mobile(), ..Default::default() }
+    }
+
+    /// The next sendable piece for the wireless leg, if any: (start, end, fin).
+    /// Data goes in segments of min(MSS, queued) within the mobile's window (a
+    /// smaller piece only when nothing of this connection is in flight); the FIN
+    /// follows the last byte.
+    pub fn sendable(&self) -> Option<(u64, u64, bool)> {
+        if self.phase != Phase::Open || !self.established { return None; }
+        let end = self.avail_end();
+        if self.snd_nxt < end {
+            let want = self.mss.min(end - self.snd_nxt);
+            let room = (self.snd_una + self.rwnd).saturating_sub(self.snd_nxt);
+            let len = want.min(room);
+            if len == want || (self.snd_nxt == self.snd_una && len > 0) { return Some((self.snd_nxt, self.snd_nxt + len, false)); }
+            return None;
+        }
+        match self.fin_at { Some(f) if !self.fin_sent && self.snd_nxt == f => Some((f, f + 1, true)), _ => None }
+    }
+
+    /// Takes in the mobile's data or FIN; returns true if anything new arrived.
+    pub fn receive(&mut self, seq: u32, len: u32, fin: bool) -> bool {
+        let s = (seq.wrapping_sub(self.irs)) as u64;
+        let e = s + len as u64;
+        let before = (self.rcv_nxt, self.mobile_fin_in);
+        if len > 0 {
+            if s <= self.rcv_nxt && e > self.rcv_nxt { self.rcv_nxt = e; } else if s > self.rcv_nxt { self.ooo.insert(s, e); }
+            while let Some(x) = self.ooo.pop_at(self.rcv_nxt) { self.rcv_nxt = self.rcv_nxt.max(x); }
+        }
+        if fin { self.mobile_fin_at = Some(e); }
+        if self.mobile_fin_at == Some(self.rcv_nxt) { self.mobile_fin_in = true; }
+        self.ack_owed = true;
+        (self.rcv_nxt, self.mobile_fin_in) != before
+    }
+}

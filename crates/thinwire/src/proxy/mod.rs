@@ -1,0 +1,471 @@
+//! A transparent split-TCP proxy for the wired/wireless border, sans-IO (seed 003
+//! §V "TCP clamp"; seed 004 §IV: flow aggregation, scheduling, flow control and
+//! loss recovery). It takes IP packets from either side and a clock, and gives
+//! back IP packets for either side and its next wake-up; it knows nothing of the
+//! simulator, so a real proxy can drive it from sockets or netfilter.
+//!
+//! - **Split** (conn.rs): the mobile's SYN is not forwarded; the wired leg (a full
+//!   TCP endpoint, `wired_tcp`) opens the connection to the server with the
+//!   mobile's address, port and ISN, and when the server answers, the wireless
+//!   leg answers the mobile with the server's ISN — one sequence space per
+//!   direction across the split. A refusal (RST) reaches the mobile as the
+//!   server's RST. The wired leg ACKs data as soon as it is queued at the proxy
+//!   ("early ACK", every segment: `wired_tcp.delayed_ack` count 1), but never a
+//!   FIN: a FIN is acknowledged only when the other end has acknowledged the
+//!   proxy's. RSTs pass through unchanged (same sequence space) and end the split.
+//! - **Aggregate** (acb.rs): all connections to one mobile share an Aggregate
+//!   Control Block: a fixed window `clamp` (seed 003 §V: the link's
+//!   bandwidth-delay product plus ~30 %), one RTT estimate and timer, one list of
+//!   unacknowledged segments, counter-based loss recovery, linear back-off.
+//! - **Scheduler** (sched.rs): whenever the aggregate's outstanding data is at
+//!   least one MSS below the window, the highest-priority class with sendable data
+//!   wins, stride scheduling by tickets inside the class; each connection's
+//!   receive window at the mobile is respected.
+//! - **Flow control** (acb.rs): the window advertised to each wired sender keeps
+//!   the aggregate's buffer near (1 + β)·BDP, and is zero during a link stall.
+//! - **Tracing**: every queue length, advertised window, scheduler pick, counter,
+//!   retransmission, timeout, stall and window change is an [`Event`].
+//!
+//! Parameters ([`ProxyConfig`], defaults for seed 003/004's "3+1" CS-2 link):
+//! `link_rate` 4150 B/s, `link_rtt` 1.8 s, `headroom` 0.3, `clamp` = (1 +
+//! headroom)·link_rate·link_rtt = 9.7 KB unless given; `overprovision` β 0.5;
+//! `growth` α = one BDP per second; `retransmit_at` 3; `min_rto` 1 s,
+//! `initial_rto` 3 s, `max_rto` 60 s; `mss` 1460; classes: port 23 (telnet)
+//! priority 0, everything else priority 1, 100 tickets each; wired leg: SACK,
+//! initial window 2, no timestamps, 64 KB buffer, ACK every segment.
+//!
+//! Simplifications: the wireless leg sends no SACK blocks for the mobile's data,
+//! offers neither timestamps nor window scaling, and keeps no per-connection
+//! congestion state (the aggregate's is the only one); the clamp is configured,
+//! not estimated on line; UDP and connections the proxy did not see open pass
+//! through untouched.
+pub mod acb;
+pub mod conn;
+pub mod sched;
+
+use crate::tcp::rtt::RttEstimator;
+use crate::tcp::{TcpConfig, Variant};
+use crate::time::{Duration, Instant};
+use crate::wire::{Packet, TcpFlags, TcpRepr, L4};
+use acb::{allowance_step, Acb};
+use conn::{Conn, Phase};
+use sched::Stride;
+use std::collections::{HashMap, VecDeque};
+
+/// Which side of the proxy a packet comes from or goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side { Wired, Wireless }
+
+#[derive(Clone, Debug)]
+pub struct ProxyConfig {
+    /// Wireless downlink rate, bytes per second.
+    pub link_rate: u64,
+    /// Typical round-trip time over the wireless link.
+    pub link_rtt: Duration,
+    pub headroom: f64,
+    /// Fixed window; default (1 + headroom)·link_rate·link_rtt.
+    pub clamp: Option<u64>,
+    pub overprovision: f64,
+    /// Allowance growth α in bytes per second; default one BDP per second.
+    pub growth: Option<f64>,
+    pub retransmit_at: u32,
+    pub min_rto: Duration,
+    pub initial_rto: Duration,
+    pub max_rto: Duration,
+    pub mss: u32,
+    /// (server port, priority class, tickets); other ports get `default_class`.
+    pub classes: Vec<(u16, u8, u32)>,
+    pub default_class: (u8, u32),
+    pub wired_tcp: TcpConfig,
+}
+
+impl Default for ProxyConfig {
+    fn default() -> Self {
+        let mut wired = TcpConfig::profile("linux").expect("linux profile");
+        wired.variant = Variant::Sack;
+        wired.timestamps = false;
+        wired.rcv_wnd_initial = None;
+        wired.slow_start_after_idle = false;
+        wired.delack_count = 1;
+        ProxyConfig {
+            link_rate: 4150, link_rtt: Duration::from_millis(1800), headroom: 0.3, clamp: None, overprovision: 0.5, growth: None, retransmit_at: 3,
+            min_rto: Duration::from_secs(1), initial_rto: Duration::from_secs(3), max_rto: Duration::from_secs(60), mss: 1460,
+            classes: vec![(23, 0, 100)], default_class: (1, 100), wired_tcp: wired,
+        }
+    }
+}
+
+impl ProxyConfig {
+    pub fn bdp(&self) -> f64 { self.link_rate as f64 * self.link_rtt.as_secs_f64() }
+    pub fn clamp_bytes(&self) -> u64 { self.clamp.unwrap_or(((1.0 + self.headroom) * self.bdp()).round() as u64) }
+    pub fn target(&self) -> f64 { (1.0 + self.overprovision) * self.bdp() }
+}
+
+/// A traced proxy decision. `flow` is the packet flow id of the connection (or
+/// −1 for the aggregate).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    /// Data queued for the connection, not yet sent to the mobile (value = bytes).
+    Queue,
+    /// Window advertised to the wired sender (value = bytes).
+    Window,
+    /// The scheduler sent this piece (seq = offset, len, value = class).
+    Pick,
+    /// A loss counter rose (seq = offset, value = counter).
+    Counter,
+    /// A segment was sent again (seq, len, value = transmission count).
+    Retransmit,
+    /// The aggregate timer expired (value = consecutive timeouts).
+    Timeout,
+    /// The link stalled (value 1) or recovered (0).
+    Stall,
+    /// The aggregate's usable window (value = bytes).
+    Cwnd,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Event { pub at: Instant, pub kind: EventKind, pub flow: i32, pub seq: i64, pub len: i64, pub value: i64 }
+
+#[derive(Clone, Debug, Default)]
+pub struct ProxyStats {
+    pub connections: u64,
+    pub segments_sent: u64,
+    pub retransmits: u64,
+    pub timeouts: u64,
+    pub stalls: u64,
+    /// Most data held for one mobile host at once (queued or unacknowledged).
+    pub max_buffered: u64,
+}
+
+type Key = ([u8; 4], u16, [u8; 4], u16);
+
+pub struct Proxy {
+    pub cfg: ProxyConfig,
+    conns: Vec<Conn>,
+    by_key: HashMap<Key, usize>,
+    acbs: Vec<Acb>,
+    by_mobile: HashMap<[u8; 4], usize>,
+    out: VecDeque<(Side, Packet)>,
+    ident: u16,
+    pub trace: Option<Vec<Event>>,
+    pub stats: ProxyStats,
+}
+
+impl Proxy {
+    pub fn new(cfg: ProxyConfig) -> Proxy {
+        Proxy { cfg, conns: vec![], by_key: HashMap::new(), acbs: vec![], by_mobile: HashMap::new(), out: VecDeque::new(), ident: 1, trace: None, stats: ProxyStats::default() }
+    }
+
+    /// The next packet to send, and the side it goes to.
+    pub fn poll_transmit(&mut self) -> Option<(Side, Packet)> { self.out.pop_front() }
+
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let a = self.acbs.iter().filter_map(|a| a.deadline).min();
+        let t = self.conns.iter().filter(|c| c.phase != Phase::Closed).filter_map(|c| c.wired.poll_timeout()).min();
+        match (a, t) { (Some(a), Some(t)) => Some(a.min(t)), (a, t) => a.or(t) }
+    }
+
+    pub fn handle_timeout(&mut self, now: Instant) {
+        for c in 0..self.conns.len() {
+            if self.conns[c].phase == Phase::Closed { continue; }
+            if self.conns[c].wired.poll_timeout().is_some_and(|t| t <= now) { self.conns[c].wired.handle_timeout(now); self.drain_wired(c, now); }
+        }
+        for a in 0..self.acbs.len() {
+            if !self.acbs[a].deadline.is_some_and(|t| t <= now) { continue; }
+            let (min, max) = (self.cfg.min_rto, self.cfg.max_rto);
+            match self.acbs[a].on_timeout(now, min, max) {
+                Some(e) => {
+                    self.stats.timeouts += 1;
+                    let backoff = self.acbs[a].backoff;
+                    if backoff == 1 { self.stats.stalls += 1; self.log(now, EventKind::Stall, -1, -1, 0, 1); }
+                    self.log(now, EventKind::Timeout, -1, -1, 0, backoff as i64);
+                    self.log(now, EventKind::Cwnd, -1, -1, 0, self.cfg.mss as i64);
+                    self.emit_entry(&e, now);
+                }
+                None => self.acbs[a].deadline = None,
+            }
+            self.service(a, now);
+        }
+    }
+
+    /// Takes a packet arriving from `from`.
+    pub fn on_packet(&mut self, now: Instant, from: Side, p: Packet) {
+        let L4::Tcp(r) = p.l4 else { return self.pass(from, p) };
+        let key = match from { Side::Wireless => (p.ip.src, r.src_port, p.ip.dst, r.dst_port), Side::Wired => (p.ip.dst, r.dst_port, p.ip.src, r.src_port) };
+        let existing = self.by_key.get(&key).copied().filter(|&c| self.conns[c].phase != Phase::Closed || !is_syn(&r) || from == Side::Wired);
+        if from == Side::Wireless && is_syn(&r) && existing.is_none() { return self.open(now, key, &p, &r); }
+        let Some(c) = existing else { return self.pass(from, p) };
+        if self.conns[c].phase == Phase::Closed {
+            // Late retransmissions after the close: answer a FIN so the peer can finish.
+            if r.flags.has(TcpFlags::FIN) && from == Side::Wireless { self.conns[c].ack_owed = true; self.flush_acks(c, now); }
+            return;
+        }
+        if r.flags.has(TcpFlags::RST) {
+            if from == Side::Wired { self.conns[c].wired.on_segment(now, &r, 0); }
+            self.out.push_back((other(from), p));
+            return self.close(c, now);
+        }
+        match from { Side::Wired => self.from_server(c, now, &r, p.payload_len), Side::Wireless => self.from_mobile(c, now, &r, p.payload_len) }
+        let a = self.conns[c].acb;
+        self.service(a, now);
+    }
+
+    fn pass(&mut self, from: Side, p: Packet) { self.out.push_back((other(from), p)); }
+
+    fn open(&mut self, now: Instant, key: Key, p: &Packet, r: &TcpRepr) {
+        let (mobile, mport, server, sport) = key;
+        let a = match self.by_mobile.get(&mobile) {
+            Some(&a) => a,
+            None => {
+                let rtt = RttEstimator::new(self.cfg.initial_rto, Duration::from_millis(10), self.cfg.min_rto, self.cfg.max_rto);
+                self.acbs.push(Acb::new(mobile, self.cfg.clamp_bytes(), rtt));
+                self.by_mobile.insert(mobile, self.acbs.len() - 1);
+                self.acbs.len() - 1
+            }
+        };
+        let mut wired = crate::tcp::Tcp::new(self.cfg.wired_tcp, mport, sport, r.seq);
+        wired.connect(now);
+        let (class, tickets) = self.cfg.classes.iter().find(|c| c.0 == sport).map(|c| (c.1, c.2)).unwrap_or(self.cfg.default_class);
+        let mss = (self.cfg.mss as u64).min(r.mss.unwrap_or(536) as u64);
+        let c = self.conns.len();
+        self.conns.push(Conn {
+            flow: p.flow, mobile, server, mport, sport, acb: a, phase: Phase::Connecting, wired, iss: 0, irs: r.seq, established: false, mss,
+            sack: r.sack_permitted && self.cfg.wired_tcp.sack, snd_una: 1, snd_nxt: 1, rwnd: r.window as u64, fin_at: None, fin_sent: false, fin_acked: false,
+            rcv_nxt: 1, ooo: Default::default(), mobile_fin_at: None, mobile_fin_in: false, mobile_fin_acked: false, ack_owed: false, class, tickets, pass: 0,
+            allowance: 0.0, fc_at: now, last_cap: None, last_queue: 0,
+        });
+        self.by_key.insert(key, c);
+        self.stats.connections += 1;
+        self.acbs[a].conns.push(c);
+        self.start_allowance(c, now);
+        self.drain_wired(c, now);
+    }
+
+    /// A new connection's allowance: its share of the aggregate's buffer target.
+    fn start_allowance(&mut self, c: usize, now: Instant) {
+        let a = self.conns[c].acb;
+        let n = self.acbs[a].conns.len().max(1) as f64;
+        let lo = 2.0 * self.cfg.mss as f64;
+        let w = (self.cfg.target() / n).max(lo);
+        let conn = &mut self.conns[c];
+        conn.allowance = w;
+        conn.fc_at = now;
+        conn.wired.set_window_cap(Some(w as u64));
+        conn.last_cap = Some(w as u64);
+    }
+
+    fn from_server(&mut self, c: usize, now: Instant, r: &TcpRepr, len: u32) {
+        let conn = &mut self.conns[c];
+        let mut seg = *r;
+        if r.flags.has(TcpFlags::FIN) && !conn.fin_acked {
+            // Hold the FIN: the wired leg must not acknowledge it yet.
+            let off = (r.seq.wrapping_sub(conn.iss) as u64) + len as u64;
+            if conn.phase == Phase::Open { conn.fin_at = Some(off); }
+            seg.flags = TcpFlags(seg.flags.0 & !TcpFlags::FIN);
+            if len == 0 && !seg.flags.has(TcpFlags::ACK) { return; }
+        }
+        let was_connecting = conn.phase == Phase::Connecting;
+        conn.wired.on_segment(now, &seg, len);
+        if was_connecting && r.flags.has(TcpFlags::SYN) && r.flags.has(TcpFlags::ACK) && conn.wired.state == crate::tcp::State::Established {
+            conn.phase = Phase::Open;
+            conn.iss = r.seq;
+            self.send_synack(c, now);
+        }
+        self.drain_wired(c, now);
+    }
+
+    fn send_synack(&mut self, c: usize, now: Instant) {
+        let conn = &self.conns[c];
+        let mut h = conn.header(0, TcpFlags::SYN | TcpFlags::ACK);
+        h.ack = conn.irs.wrapping_add(1);
+        h.mss = Some(self.cfg.mss as u16);
+        h.sack_permitted = conn.sack;
+        self.emit(c, Side::Wireless, h, 0, now);
+    }
+
+    fn from_mobile(&mut self, c: usize, now: Instant, r: &TcpRepr, len: u32) {
+        if is_syn(r) {
+            // The mobile did not get our SYN-ACK.
+            if self.conns[c].phase == Phase::Open && !self.conns[c].established { self.send_synack(c, now); }
+            return;
+        }
+        let conn = &mut self.conns[c];
+        if conn.phase != Phase::Open { return; }
+        if r.flags.has(TcpFlags::ACK) {
+            let acked = conn.snd_una + (r.ack.wrapping_sub(conn.iss.wrapping_add(conn.snd_una as u32)) as i32).max(0) as u64;
+            if !conn.established && acked >= 1 { conn.established = true; }
+            conn.rwnd = r.window as u64;
+            let top = conn.snd_nxt;
+            let acked = acked.min(top);
+            let base = conn.iss;
+            let sacks: Vec<(u64, u64)> = r.sack_blocks().iter().map(|&(l, e)| (off(base, conn.snd_una, l), off(base, conn.snd_una, e))).collect();
+            if acked > conn.snd_una { conn.snd_una = acked; }
+            if conn.fin_sent && acked > conn.fin_at.unwrap_or(u64::MAX) && !conn.fin_acked {
+                conn.fin_acked = true;
+                self.release_fin(c, now);
+            }
+            let a = self.conns[c].acb;
+            let rx = self.cfg.retransmit_at;
+            let fb = self.acbs[a].feedback(c, acked, &sacks, now, rx);
+            for &(k, s, n) in &fb.counters { let f = self.conns[k].flow as i32; self.log(now, EventKind::Counter, f, s as i64, 0, n as i64); }
+            if fb.progress && self.acbs[a].on_progress(now) {
+                self.log(now, EventKind::Stall, -1, -1, 0, 0);
+                let w = self.acbs[a].clamp as i64;
+                self.log(now, EventKind::Cwnd, -1, -1, 0, w);
+            }
+        }
+        let conn = &mut self.conns[c];
+        if len > 0 || r.flags.has(TcpFlags::FIN) {
+            if conn.receive(r.seq, len, r.flags.has(TcpFlags::FIN)) {
+                let (n, fin) = (conn.rcv_nxt - 1, conn.mobile_fin_in);
+                conn.wired.set_app_data(Some(n), fin);
+                self.drain_wired(c, now);
+            }
+            self.flush_acks(c, now);
+        }
+    }
+
+    /// The mobile has acknowledged our FIN: now the wired leg takes the server's.
+    fn release_fin(&mut self, c: usize, now: Instant) {
+        let conn = &mut self.conns[c];
+        let Some(off) = conn.fin_at else { return };
+        let h = TcpRepr { src_port: conn.sport, dst_port: conn.mport, seq: conn.iss.wrapping_add(off as u32), ack: conn.wired.iss().wrapping_add(1 + conn.wired.app_limit().unwrap_or(0) as u32),
+            flags: TcpFlags(TcpFlags::FIN), window: 65535, ..Default::default() };
+        let limit = conn.wired.app_limit();
+        conn.wired.on_segment(now, &h, 0);
+        // The wired leg closes when the mobile does, not on the server's FIN.
+        let fin_in = conn.mobile_fin_in;
+        conn.wired.set_app_data(limit, fin_in);
+        self.drain_wired(c, now);
+    }
+
+    /// Sends the wired leg's segments to the server; closes a finished split.
+    fn drain_wired(&mut self, c: usize, now: Instant) {
+        while let Some(seg) = self.conns[c].wired.poll_transmit(now) {
+            self.emit(c, Side::Wired, seg.repr, seg.len, now);
+        }
+        // The server acknowledged the wired leg's FIN: the mobile's FIN may be ACKed.
+        let conn = &self.conns[c];
+        if conn.mobile_fin_in && conn.wired.fin_acked() && !conn.mobile_fin_acked {
+            self.conns[c].mobile_fin_acked = true;
+            self.conns[c].ack_owed = true;
+            self.flush_acks(c, now);
+        }
+        let conn = &self.conns[c];
+        if conn.phase == Phase::Open && conn.wired.is_closed() && conn.fin_acked && conn.mobile_fin_in { self.close(c, now); }
+    }
+
+    fn flush_acks(&mut self, c: usize, now: Instant) {
+        if !self.conns[c].ack_owed { return; }
+        self.conns[c].ack_owed = false;
+        let conn = &self.conns[c];
+        let h = conn.header(conn.snd_nxt, TcpFlags::ACK);
+        self.emit(c, Side::Wireless, h, 0, now);
+    }
+
+    fn close(&mut self, c: usize, _now: Instant) {
+        let conn = &mut self.conns[c];
+        conn.phase = Phase::Closed;
+        let a = conn.acb;
+        let acb = &mut self.acbs[a];
+        acb.conns.retain(|&x| x != c);
+        acb.list.retain(|e| e.conn != c);
+        if !acb.list.iter().any(|e| !e.sacked) { acb.deadline = None; acb.probing = false; acb.stalled = false; acb.backoff = 0; }
+    }
+
+    /// Sends what the aggregate's window and the scheduler allow, then updates the
+    /// advertised windows.
+    fn service(&mut self, a: usize, now: Instant) {
+        loop {
+            let mss = self.cfg.mss as u64;
+            if !self.acbs[a].has_room(mss) { break; }
+            if let Some(e) = self.acbs[a].take_due(now) {
+                self.emit_entry(&e, now);
+                continue;
+            }
+            let cands: Vec<sched::Candidate> = self.acbs[a].conns.iter().filter(|&&c| self.conns[c].sendable().is_some())
+                .map(|&c| (c, self.conns[c].class, self.acbs[a].sched.join(self.conns[c].class, self.conns[c].pass))).collect();
+            let Some((c, class, pass)) = self.acbs[a].sched.pick(&cands) else { break };
+            let (s, e, fin) = self.conns[c].sendable().unwrap();
+            let conn = &mut self.conns[c];
+            conn.pass = Stride::charge(pass, conn.tickets, (e - s).max(1), conn.mss);
+            conn.snd_nxt = e;
+            if fin { conn.fin_sent = true; }
+            let flow = conn.flow as i32;
+            self.log(now, EventKind::Pick, flow, s as i64, (e - s - fin as u64) as i64, class as i64);
+            self.acbs[a].push(c, s, e, fin, now);
+            if self.acbs[a].deadline.is_none() { self.acbs[a].rearm(now); }
+            self.send_piece(c, s, e, fin, now);
+        }
+        for c in self.acbs[a].conns.clone() { self.flush_acks(c, now); }
+        self.flow_control(a, now);
+    }
+
+    fn emit_entry(&mut self, e: &acb::Entry, now: Instant) {
+        self.stats.retransmits += 1;
+        let flow = self.conns[e.conn].flow as i32;
+        self.log(now, EventKind::Retransmit, flow, e.start as i64, e.payload() as i64, e.tx as i64);
+        self.send_piece(e.conn, e.start, e.end, e.fin, now);
+    }
+
+    fn send_piece(&mut self, c: usize, s: u64, e: u64, fin: bool, now: Instant) {
+        let conn = &mut self.conns[c];
+        let len = e - s - fin as u64;
+        let flags = if fin { TcpFlags::FIN | TcpFlags::ACK } else if s + len == conn.avail_end() { TcpFlags::ACK | TcpFlags::PSH } else { TcpFlags::ACK };
+        conn.ack_owed = false;
+        let h = conn.header(s, flags);
+        self.stats.segments_sent += 1;
+        self.emit(c, Side::Wireless, h, len as u32, now);
+    }
+
+    fn flow_control(&mut self, a: usize, now: Instant) {
+        let target = self.cfg.target();
+        let alpha = self.cfg.growth.unwrap_or(self.cfg.bdp());
+        let lo = 2.0 * self.cfg.mss as f64;
+        let conns = self.acbs[a].conns.clone();
+        let q: u64 = conns.iter().map(|&c| self.conns[c].unsent()).sum();
+        let held: u64 = conns.iter().map(|&c| self.conns[c].held()).sum();
+        self.stats.max_buffered = self.stats.max_buffered.max(held);
+        let open: Vec<usize> = conns.into_iter().filter(|&c| self.conns[c].phase == Phase::Open).collect();
+        let mean = open.iter().map(|&c| self.conns[c].allowance).sum::<f64>() / open.len().max(1) as f64;
+        let stalled = self.acbs[a].stalled;
+        for c in open {
+            let conn = &mut self.conns[c];
+            let dt = (now - conn.fc_at).as_secs_f64();
+            conn.fc_at = now;
+            conn.allowance = allowance_step(conn.allowance, alpha, dt, q as f64 * conn.allowance / mean.max(1.0), target, lo, 65535.0);
+            let qc = conn.unsent();
+            let cap = if stalled { 0 } else { (conn.allowance as u64).saturating_sub(qc) };
+            let (flow, qchange, capchange) = (conn.flow as i32, qc != conn.last_queue, Some(cap) != conn.last_cap);
+            conn.last_queue = qc;
+            if capchange { conn.last_cap = Some(cap); conn.wired.set_window_cap(Some(cap)); }
+            if qchange { self.log(now, EventKind::Queue, flow, -1, 0, qc as i64); }
+            if capchange { self.log(now, EventKind::Window, flow, -1, 0, cap as i64); self.drain_wired(c, now); }
+        }
+    }
+
+    fn emit(&mut self, c: usize, to: Side, h: TcpRepr, len: u32, now: Instant) {
+        let conn = &self.conns[c];
+        let (src, dst) = match to { Side::Wired => (conn.mobile, conn.server), Side::Wireless => (conn.server, conn.mobile) };
+        let p = Packet::new(src, dst, self.ident, L4::Tcp(h), len, conn.flow, now);
+        self.ident = self.ident.wrapping_add(1);
+        self.out.push_back((to, p));
+    }
+
+    fn log(&mut self, at: Instant, kind: EventKind, flow: i32, seq: i64, len: i64, value: i64) {
+        if let Some(t) = &mut self.trace { t.push(Event { at, kind, flow, seq, len, value }); }
+    }
+
+    /// Connections seen (open or closed), for inspection.
+    pub fn connections(&self) -> impl Iterator<Item = &Conn> { self.conns.iter() }
+    /// The aggregate of a mobile host.
+    pub fn aggregate(&self, mobile: [u8; 4]) -> Option<&Acb> { self.by_mobile.get(&mobile).map(|&a| &self.acbs[a]) }
+}
+
+fn is_syn(r: &TcpRepr) -> bool { r.flags.has(TcpFlags::SYN) && !r.flags.has(TcpFlags::ACK) }
+fn other(s: Side) -> Side { match s { Side::Wired => Side::Wireless, Side::Wireless => Side::Wired } }
+/// A wire sequence number as an offset from `base`, near `reference`.
+fn off(base: u32, reference: u64, wire: u32) -> u64 {
+    let d = wire.wrapping_sub(base.wrapping_add(reference as u32)) as i32 as i64;
+    (reference as i64 + d).max(0) as u64
+}

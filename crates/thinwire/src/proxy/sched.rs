@@ -1,0 +1,76 @@
+//! Connection scheduler of an aggregate: strict priority classes (lower number
+//! first), and inside a class ticket-based stride scheduling (C. Waldspurger and
+//! W. Weihl, "Stride Scheduling", MIT TM-528, 1995), as seed 004 §IV-B combines
+//! them. A connection's pass advances by `STRIDE1 / tickets` per MSS sent, so
+//! backlogged connections of one class share the link in proportion to their
+//! tickets. A connection that had nothing to send rejoins at its class's current
+//! pass (the pass of the last pick), so idling earns no credit.
+use std::collections::BTreeMap;
+
+pub const STRIDE1: u64 = 1 << 20;
+
+/// One candidate: (connection, class, pass).
+pub type Candidate = (usize, u8, u64);
+
+#[derive(Default, Debug, Clone)]
+pub struct Stride {
+    /// Pass of the last pick in each class.
+    vtime: BTreeMap<u8, u64>,
+}
+
+impl Stride {
+    /// The pass a connection of `class` continues from.
+    pub fn join(&self, class: u8, pass: u64) -> u64 { pass.max(self.vtime.get(&class).copied().unwrap_or(0)) }
+
+    /// The winner among `cands`: lowest class, then lowest pass, then lowest index.
+    pub fn pick(&mut self, cands: &[Candidate]) -> Option<Candidate> {
+        let best = cands.iter().copied().min_by_key(|&(c, class, pass)| (class, pass, c))?;
+        self.vtime.insert(best.1, best.2);
+        Some(best)
+    }
+
+    /// The pass after sending `len` bytes with `tickets` (segments of `mss`).
+    pub fn charge(pass: u64, tickets: u32, len: u64, mss: u64) -> u64 {
+        pass + (STRIDE1 * len.max(1)) / (tickets.max(1) as u64 * mss.max(1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn share(tickets: [u32; 2], rounds: usize) -> [usize; 2] {
+        let mut s = Stride::default();
+        let mut pass = [0u64; 2];
+        let mut n = [0usize; 2];
+        for _ in 0..rounds {
+            let c: Vec<Candidate> = (0..2).map(|i| (i, 1, pass[i])).collect();
+            let (w, _, _) = s.pick(&c).unwrap();
+            n[w] += 1;
+            pass[w] = Stride::charge(pass[w], tickets[w], 1000, 1000);
+        }
+        n
+    }
+
+    #[test]
+    fn tickets_set_the_shares() {
+        assert_eq!(share([100, 100], 100), [50, 50]);
+        let n = share([300, 100], 400);
+        assert!((n[0] as i64 - 300).abs() <= 1, "{n:?}");
+    }
+
+    #[test]
+    fn a_lower_class_always_wins() {
+        let mut s = Stride::default();
+        assert_eq!(s.pick(&[(0, 1, 0), (1, 0, 1 << 40)]).unwrap().0, 1);
+    }
+
+    #[test]
+    fn idle_connections_earn_no_credit() {
+        let mut s = Stride::default();
+        s.pick(&[(0, 1, 5000)]);
+        assert_eq!(s.join(1, 0), 5000);
+        assert_eq!(s.join(1, 9000), 9000);
+        assert_eq!(s.join(0, 7), 7);
+    }
+}
