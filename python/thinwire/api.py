@@ -66,7 +66,7 @@ class RunResult:
 
     @property
     def summary(self) -> dict:
-        """JSON-ready summary: wall_s, events, events_per_s, sim_time_s, flows, link."""
+        """JSON-ready summary: wall_s, events, events_per_s, sim_time_s, flows, link, proxy (None without one)."""
         r = self.raw
         return {
             "scenario": self.name,
@@ -77,6 +77,7 @@ class RunResult:
             "flows": r["flows"],
             "link": r["link"],
             "wired_queue_drops": r["wired_queue_drops"],
+            "proxy": r.get("proxy"),
         }
 
     @property
@@ -151,7 +152,7 @@ def run(scenario: str | os.PathLike, seed: int | None = None, *, run_index: int 
 
     seed, run_index: override the scenario's root seed and run index.
     set: field overrides, {"flow.0.bytes": "1MB"} or ["flow.0.bytes=1MB"].
-    trace: layers to record ("tcp", "link", "queue", "channel"); default: the scenario's [trace].
+    trace: layers to record ("tcp", "link", "queue", "channel", "proxy"); default: the scenario's [trace].
     pcap: record pcap taps at the server and the mobile host.
     """
     text, name = load_scenario_text(scenario)

@@ -14,7 +14,7 @@ from pathlib import Path
 from . import __version__
 from ._core import ScenarioError
 
-LAYERS = ("tcp", "link", "queue", "channel")
+LAYERS = ("tcp", "link", "queue", "channel", "proxy")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -61,6 +61,10 @@ def print_summary(s: dict, out=sys.stdout) -> None:
         for f in media:
             w(f"{f['id']:>4}  {f['app']:<11} {f['direction']:<4} {f['packets_sent']:>8,} {f['packets_received']:>9,} {f['loss'] * 100:>6.2f}% "
               f"{ms(f['delay_mean_s']):>11} {ms(f['delay_p95_s']):>10} {ms(f['delay_max_s']):>10}\n")
+    px = s.get("proxy")
+    if px:
+        w(f"\nproxy: {px['connections']} connections, {px['segments_sent']:,} segments sent to the mobile, {px['retransmits']} retransmitted, "
+          f"{px['timeouts']} timeouts in {px['stalls']} stalls, at most {px['max_buffered']:,} B held\n")
     w("\n")
     head = f"{'link':<5} {'frames':>9} {'lost':>7} {'FLR':>7} {'rexmit':>7} {'NACKs':>6} {'ACKs':>6} {'STATUS':>6} {'discard':>7} {'ARQ RTOs':>8} {'q drops':>7} {'q max':>5} {'fq drops':>8} {'busy':>6}"
     w(head + "\n" + "-" * len(head) + "\n")

@@ -48,6 +48,19 @@ fn result_to_py<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDi
         if let Some(m) = m { delays.set_item(f.id, i64_bytes(py, &m.delays_ns))?; }
     }
     d.set_item("flows", flows)?;
+    match &r.proxy {
+        Some(p) => {
+            let x = PyDict::new(py);
+            x.set_item("connections", p.connections)?;
+            x.set_item("segments_sent", p.segments_sent)?;
+            x.set_item("retransmits", p.retransmits)?;
+            x.set_item("timeouts", p.timeouts)?;
+            x.set_item("stalls", p.stalls)?;
+            x.set_item("max_buffered", p.max_buffered)?;
+            d.set_item("proxy", x)?;
+        }
+        None => d.set_item("proxy", py.None())?,
+    }
     d.set_item("media_delays", delays)?;
     let link = PyDict::new(py);
     for (i, name) in ["down", "up"].iter().enumerate() {

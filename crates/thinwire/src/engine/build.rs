@@ -142,3 +142,24 @@ pub fn tcp_config(f: &FlowCfg) -> TcpConfig {
 }
 
 pub fn limit(q: &Option<crate::config::QueueCfg>, default: Limit) -> Limit { q.as_ref().map(|q| q.limit).unwrap_or(default) }
+
+/// The split-TCP proxy's configuration from `[proxy]`; the link rate defaults to
+/// the wireless downlink's.
+pub fn proxy_config(sc: &Scenario) -> Option<crate::proxy::ProxyConfig> {
+    let p = sc.proxy.as_ref()?;
+    let mut c = crate::proxy::ProxyConfig::default();
+    let down = sc.wireless.down.as_ref().and_then(|d| d.rate).map(|r| r.0).unwrap_or(sc.wireless.rate.0);
+    c.link_rate = p.link_rate.map(|r| r.0).unwrap_or(down) / 8;
+    if let Some(d) = p.link_rtt { c.link_rtt = d.0; }
+    if let Some(h) = p.headroom { c.headroom = h; }
+    c.clamp = p.clamp.map(|s| s.0);
+    if let Some(o) = p.overprovision { c.overprovision = o; }
+    c.growth = p.growth.map(|g| g.0 as f64);
+    if let Some(n) = p.retransmit_at { c.retransmit_at = n; }
+    if let Some(d) = p.min_rto { c.min_rto = d.0; }
+    if let Some(d) = p.initial_rto { c.initial_rto = d.0; }
+    if let Some(d) = p.max_rto { c.max_rto = d.0; }
+    if let Some(m) = p.mss { c.mss = m; }
+    if let Some(cs) = &p.classes { c.classes = cs.iter().map(|k| (k.port, k.priority, k.tickets)).collect(); }
+    Some(c)
+}

@@ -40,6 +40,7 @@ use crate::wire::{Packet, L4};
 use std::collections::VecDeque;
 
 mod apps;
+mod gateway;
 use apps::{Interactive, Web};
 
 pub const SERVER_ADDR: [u8; 4] = [10, 0, 0, 1];
@@ -49,7 +50,7 @@ const NODE_GATEWAY: u8 = 1;
 const NODE_MOBILE: u8 = 2;
 
 #[derive(Clone, Copy, Debug)]
-enum Event { FlowStart(u16), TcpTimer(u16, u8), MediaNext(u16), WebNext(u16), Tick(u16), WiredArrive(u8), RadioDone(u8), FrameArrive(u8), ArqTimer(u8) }
+enum Event { FlowStart(u16), TcpTimer(u16, u8), MediaNext(u16), WebNext(u16), Tick(u16), WiredArrive(u8), RadioDone(u8), FrameArrive(u8), ArqTimer(u8), ProxyTimer }
 
 struct Wire { link: WiredLink, in_flight: VecDeque<Packet> }
 
@@ -185,6 +186,8 @@ pub struct RunResult {
     pub trace: TraceTable,
     pub pcap_server: Option<Vec<u8>>,
     pub pcap_mobile: Option<Vec<u8>>,
+    /// The split-TCP proxy's counters, if the scenario has one.
+    pub proxy: Option<crate::proxy::ProxyStats>,
 }
 
 pub struct Sim {
@@ -206,6 +209,8 @@ pub struct Sim {
     mask: LayerMask,
     trace: TraceTable,
     pcap: [Option<PcapWriter>; 2],
+    proxy: Option<crate::proxy::Proxy>,
+    proxy_sched: Option<Instant>,
 }
 
 impl Sim {
@@ -276,7 +281,9 @@ impl Sim {
         };
         let pcap = if sc.trace.pcap { [Some(PcapWriter::new()), Some(PcapWriter::new())] } else { [None, None] };
         Sim { q, wired: [mk_wired(0), mk_wired(1)], radio, arq: [Self::sessions(sc, 0), Self::sessions(sc, 1)], arq_sched: [None, None],
-            flows, media, webs, slots, session, stop: sc.stop, max_time, pending_finite, mask, trace: TraceTable::default(), pcap }
+            flows, media, webs, slots, session, stop: sc.stop, max_time, pending_finite, mask, trace: TraceTable::default(), pcap,
+            proxy: build::proxy_config(sc).map(|c| { let mut p = crate::proxy::Proxy::new(c); if mask.has(Layer::Proxy) { p.trace = Some(vec![]); } p }),
+            proxy_sched: None }
     }
 
     fn sessions(sc: &Scenario, side: usize) -> [Arq; 2] { [build::arq(sc, side), Arq::Raw(Raw::new(sc.wireless.frame.0 as u32))] }
@@ -315,8 +322,9 @@ impl Sim {
             Event::Tick(f) => self.chat_tick(f as usize),
             Event::WiredArrive(d) => {
                 let p = self.wired[d as usize].in_flight.pop_front().expect("packet in flight");
-                if d == 0 { self.enqueue_radio(0, p); } else { self.to_endpoint(0, p); }
+                if d == 1 { self.to_endpoint(0, p); } else if self.proxy.is_some() { self.to_proxy(crate::proxy::Side::Wired, p); } else { self.enqueue_radio(0, p); }
             }
+            Event::ProxyTimer => self.proxy_timer(),
             Event::RadioDone(d) => { self.radio[d as usize].busy = false; self.kick_radio(d as usize); }
             Event::FrameArrive(d) => self.frame_arrive(d as usize),
             Event::ArqTimer(s) => {
@@ -596,7 +604,7 @@ impl Sim {
                 self.trace.push(Row { t: now.nanos(), layer: Layer::Link, ev: Ev::PacketDeliver, node: if side == 0 { NODE_GATEWAY } else { NODE_MOBILE }, dir: d as u8,
                     flow: p.flow as i32, seq: -1, ack: -1, len: p.size() as i64, value: (now - p.born).nanos() });
             }
-            if side == 1 { self.to_endpoint(1, p); } else { self.enqueue_wired(1, p); }
+            if side == 1 { self.to_endpoint(1, p); } else if self.proxy.is_some() { self.to_proxy(crate::proxy::Side::Wireless, p); } else { self.enqueue_wired(1, p); }
         }
     }
 
@@ -678,6 +686,7 @@ impl Sim {
             link: [self.radio[0].stats.clone(), self.radio[1].stats.clone()],
             wired_drops: [self.wired[0].link.drops, self.wired[1].link.drops],
             trace: std::mem::take(&mut self.trace), pcap_server: p0.map(|w| w.buf), pcap_mobile: p1.map(|w| w.buf),
+            proxy: self.proxy.as_ref().map(|p| p.stats.clone()),
         }
     }
 }
