@@ -42,15 +42,15 @@ def print_summary(s: dict, out=sys.stdout) -> None:
     w = out.write
     w(f"scenario {s['scenario']}: simulated {s['sim_time_s']:.3f} s in {s['wall_s'] * 1e3:.1f} ms wall "
       f"({s['events']:,} events, {s['events_per_s'] / 1e6:.2f} M events/s)\n\n")
-    head = f"{'flow':>4}  {'app':<11} {'dir':<4} {'tcp':<8} {'delivered':>12} {'throughput':>15} {'complete':>10} {'rexmits':>7} {'RTOs':>5} {'FR':>4} {'avg RTT':>9}"
-    w(head + "\n" + "-" * len(head) + "\n")
-    for f in s["flows"]:
-        if f["app"] == "media":
-            continue
-        comp = f"{f['completion_s']:.2f} s" if f["completion_s"] is not None else "-"
-        rtt = f"{f['rtt_avg_s'] * 1e3:.0f} ms" if f["rtt_avg_s"] is not None else "-"
-        w(f"{f['id']:>4}  {f['app']:<11} {f['direction']:<4} {f['variant']:<8} {f['bytes_delivered']:>12,} {_fmt_rate(f['throughput_bps']):>15} "
-          f"{comp:>10} {f['tcp_retransmits']:>7} {f['tcp_timeouts']:>5} {f['tcp_fast_retransmits']:>4} {rtt:>9}\n")
+    tcp_flows = [f for f in s["flows"] if f["app"] not in ("media", "probe")]
+    if tcp_flows:
+        head = f"{'flow':>4}  {'app':<11} {'dir':<4} {'tcp':<8} {'delivered':>12} {'throughput':>15} {'complete':>10} {'rexmits':>7} {'RTOs':>5} {'FR':>4} {'avg RTT':>9}"
+        w(head + "\n" + "-" * len(head) + "\n")
+        for f in tcp_flows:
+            comp = f"{f['completion_s']:.2f} s" if f["completion_s"] is not None else "-"
+            rtt = f"{f['rtt_avg_s'] * 1e3:.0f} ms" if f["rtt_avg_s"] is not None else "-"
+            w(f"{f['id']:>4}  {f['app']:<11} {f['direction']:<4} {f['variant']:<8} {f['bytes_delivered']:>12,} {_fmt_rate(f['throughput_bps']):>15} "
+              f"{comp:>10} {f['tcp_retransmits']:>7} {f['tcp_timeouts']:>5} {f['tcp_fast_retransmits']:>4} {rtt:>9}\n")
     # Media packets and interactive messages: delivery and one-way latency.
     media = [f for f in s["flows"] if f["packets_sent"] is not None]
     if media:

@@ -150,6 +150,9 @@ pub struct ArqCfg {
     #[serde(default)] pub outage_every: Option<Dur>,
     /// GPRS: outage length range [min, max] (uniform).
     #[serde(default)] pub outage_duration: Option<Vec<Dur>>,
+    /// GPRS: outages at fixed times, each [start, length], e.g. [["90s", "25s"]]
+    /// (instead of random ones).
+    #[serde(default)] pub outages: Option<Vec<Vec<Dur>>>,
     /// GPRS: uplink allocation period (ACK bunching); absent: none.
     #[serde(default)] pub uplink_period: Option<Dur>,
     /// GPRS: mean time between poor-radio periods; their length range; the rate share left.
@@ -169,7 +172,7 @@ impl Default for ArqCfg {
             max_retransmissions: None, poll_timer: None, poll_window: None, poll_last_tx: None, poll_last_retx: None, poll_prohibit: None,
             status_missing: None, status_periodic: None, status_prohibit: None, mrw_timer: None, pad: None,
             nak_rounds: None, nak_timer: None, idle_frames: None, n2: None, t1: None, on_n2: None, header_compression: None, vj_toss_on_error: None, l2r_rate: None, l2r_buffer: None,
-            tbf_idle: None, setup_down: None, setup_up: None, rlc_buffer: None, pdu_lifetime: None, outage_every: None, outage_duration: None, uplink_period: None, poor_every: None, poor_duration: None, poor_share: None }
+            tbf_idle: None, setup_down: None, setup_up: None, rlc_buffer: None, pdu_lifetime: None, outage_every: None, outage_duration: None, outages: None, uplink_period: None, poor_every: None, poor_duration: None, poor_share: None }
     }
 }
 
@@ -274,8 +277,13 @@ pub struct FlowCfg {
     #[serde(default)] pub persistent: Option<bool>,
     /// interactive: time between messages (default 1 s).
     #[serde(default)] pub interval: Option<Dur>,
-    /// interactive: number of messages, then the flow is finished (default: unlimited).
+    /// interactive: number of messages, then the flow is finished; probe: number of
+    /// bursts (default: unlimited).
     #[serde(default)] pub messages: Option<u64>,
+    /// probe: packets per burst (default 1).
+    #[serde(default)] pub burst: Option<u32>,
+    /// probe: spacing between bursts, uniform in [min, max] (default ["5s", "10s"]).
+    #[serde(default)] pub spacing: Option<Vec<Dur>>,
 }
 
 /// Fields each application takes (besides `app`, `start`, `tcp`).
@@ -286,13 +294,15 @@ pub const APP_FIELDS: &[(&str, &[&str])] = &[
     ("ttcp", &["bytes", "repeat", "think", "link"]),
     ("http", &["bytes", "objects", "request", "persistent", "think", "transactions", "link"]),
     ("interactive", &["packet", "interval", "messages", "link"]),
+    ("probe", &["direction", "link", "packet", "burst", "spacing", "messages"]),
 ];
 
 impl FlowCfg {
     /// The optional fields this flow sets.
     fn present(&self) -> Vec<&'static str> {
         let mut v = Vec::new();
-        let fields: [(&'static str, bool); 16] = [
+        let fields: [(&'static str, bool); 18] = [
+            ("burst", self.burst.is_some()), ("spacing", self.spacing.is_some()),
             ("bytes", self.bytes.is_some()), ("direction", self.direction != "down"), ("tcp", self.tcp.is_some()), ("link", self.link.is_some()),
             ("rate", self.rate.is_some()), ("packet", self.packet.is_some()), ("talk", self.talk.is_some()), ("silence", self.silence.is_some()),
             ("think", self.think.is_some()), ("transactions", self.transactions.is_some()), ("repeat", self.repeat.is_some()),
@@ -484,6 +494,16 @@ fn validate(sc: &Scenario) -> Result<(), ConfigError> {
         for (k, d) in [("tbf_idle", a.tbf_idle), ("pdu_lifetime", a.pdu_lifetime), ("outage_every", a.outage_every), ("uplink_period", a.uplink_period), ("poor_every", a.poor_every)] {
             if d.is_some_and(|d| d.0 <= Duration::ZERO) { return Err(cerr(format!("wireless.arq.{k}"), "must be a positive duration")); }
         }
+        if let Some(list) = &a.outages {
+            if a.outage_every.is_some() { return Err(cerr("wireless.arq.outages", "give either fixed outages or outage_every, not both")); }
+            let mut last = Duration::ZERO;
+            for (i, o) in list.iter().enumerate() {
+                if o.len() != 2 || o[0].0 < last || o[1].0 <= Duration::ZERO {
+                    return Err(cerr(format!("wireless.arq.outages[{i}]"), "give [start, length] with a positive length, in time order without overlap, e.g. [\"90s\", \"25s\"]"));
+                }
+                last = o[0].0 + o[1].0;
+            }
+        }
         if a.poor_share.is_some_and(|s| !(s > 0.0 && s <= 1.0)) { return Err(cerr("wireless.arq.poor_share", "must be a share of the rate in (0, 1]")); }
         if a.rlc_buffer == Some(0) { return Err(cerr("wireless.arq.rlc_buffer", "must be at least 1 packet")); }
         let gsm = a.protocol == "rlp-gsm";
@@ -543,6 +563,13 @@ fn validate(sc: &Scenario) -> Result<(), ConfigError> {
         }
         if let Some(Dur(d)) = f.think { if d.nanos() < 0 { return Err(cerr(format!("flow[{i}].think"), "must not be negative")); } }
         match f.app.as_str() {
+            "probe" => {
+                if let Some(Size(p)) = f.packet { if !(29..=65535).contains(&p) { return Err(cerr(format!("flow[{i}].packet"), "must be between 29B and 65535B (an IP packet with a UDP header)")); } }
+                if f.burst == Some(0) { return Err(cerr(format!("flow[{i}].burst"), "must be at least 1 packet")); }
+                if let Some(v) = &f.spacing {
+                    if v.len() != 2 || v[0].0 <= Duration::ZERO || v[1].0 < v[0].0 { return Err(cerr(format!("flow[{i}].spacing"), "give a range [min, max] of positive durations, min ≤ max, e.g. [\"5s\", \"10s\"]")); }
+                }
+            }
             "media" => {
                 if let Some(Size(p)) = f.packet { if !(29..=65535).contains(&p) { return Err(cerr(format!("flow[{i}].packet"), "must be between 29B and 65535B (an IP packet with a UDP header)")); } }
             }
@@ -569,7 +596,7 @@ fn validate(sc: &Scenario) -> Result<(), ConfigError> {
             }
             if t.initial_window == Some(0) { return Err(cerr(format!("flow[{i}].tcp.initial_window"), "must be at least 1 segment")); }
         }
-        if sc.stop == Stop::End && f.app != "media" && !f.finite() {
+        if sc.stop == Stop::End && !["media", "probe"].contains(&f.app.as_str()) && !f.finite() {
             let what = match f.app.as_str() { "bulk" => "bytes = \"10MB\"", "interactive" => "messages = 100", _ => "transactions = 10" };
             return Err(cerr(format!("flow[{i}].{}", what.split(' ').next().unwrap()), format!("stop = \"end\" needs every flow to end by itself; give {what} or set stop to a duration such as \"2000s\"")));
         }

@@ -50,6 +50,7 @@ pub fn gprs_config(a: &ArqCfg, side: usize) -> GprsConfig {
         pdu_lifetime: a.pdu_lifetime.map(|x| x.0).unwrap_or(d.pdu_lifetime),
         outage_every: a.outage_every.map(|x| x.0).or(d.outage_every),
         outage_duration: range(&a.outage_duration, d.outage_duration),
+        outage_list: a.outages.as_ref().map(|v| v.iter().map(|o| (o[0].0, o[1].0)).collect()).unwrap_or_default(),
         period: if side == 1 { a.uplink_period.map(|x| x.0) } else { None },
         poor_every: a.poor_every.map(|x| x.0).or(d.poor_every),
         poor_duration: range(&a.poor_duration, d.poor_duration),

@@ -125,7 +125,7 @@ struct Flow {
 /// A media (UDP on/off) flow and what its receiver saw.
 struct Media {
     id: usize,
-    src: MediaSource,
+    src: crate::app::UdpSource,
     sender: usize,
     ident: u16,
     sent_born: Vec<i64>,
@@ -245,11 +245,19 @@ impl Sim {
             let sender = if f.direction == "up" { 1 } else { 0 };
             let bypass = f.link.as_deref().map(|l| l == "bypass").unwrap_or(f.app == "media");
             session.push(bypass as u8);
-            if f.app == "media" {
-                let d = MediaConfig::default();
-                let cfg = MediaConfig { rate: f.rate.map(|r| r.0).unwrap_or(d.rate), packet: f.packet.map(|p| p.0 as u32).unwrap_or(d.packet),
-                    talk: f.talk.map(|x| x.0).unwrap_or(d.talk), silence: f.silence.map(|x| x.0).unwrap_or(d.silence) };
-                let src = MediaSource::new(cfg, start, Rng::stream(sc.seed, sc.run, &format!("flow.{i}.media")));
+            if f.app == "media" || f.app == "probe" {
+                let rng = Rng::stream(sc.seed, sc.run, &format!("flow.{i}.media"));
+                let src = if f.app == "media" {
+                    let d = MediaConfig::default();
+                    let cfg = MediaConfig { rate: f.rate.map(|r| r.0).unwrap_or(d.rate), packet: f.packet.map(|p| p.0 as u32).unwrap_or(d.packet),
+                        talk: f.talk.map(|x| x.0).unwrap_or(d.talk), silence: f.silence.map(|x| x.0).unwrap_or(d.silence) };
+                    crate::app::UdpSource::Media(MediaSource::new(cfg, start, rng))
+                } else {
+                    let d = crate::app::probe::ProbeConfig::default();
+                    let cfg = crate::app::probe::ProbeConfig { packet: f.packet.map(|p| p.0 as u32).unwrap_or(d.packet), burst: f.burst.unwrap_or(d.burst),
+                        spacing: f.spacing.as_ref().map(|v| (v[0].0, v[1].0)).unwrap_or(d.spacing), bursts: f.messages };
+                    crate::app::UdpSource::Probe(crate::app::probe::ProbeSource::new(cfg, start, rng))
+                };
                 q.schedule(start, Event::MediaNext(media.len() as u16));
                 slots.push(Slot::Media(media.len()));
                 media.push(Media { id: i, src, sender, ident: 1, sent_born: vec![], recv_born: vec![], delays: vec![], bytes: 0, start });
@@ -454,7 +462,7 @@ impl Sim {
             if sender == 0 { self.enqueue_wired(0, pkt); } else { self.enqueue_radio(1, pkt); }
         }
         let next = self.media[m].src.poll_timeout();
-        self.q.schedule(next, Event::MediaNext(m as u16));
+        if next <= self.max_time { self.q.schedule(next, Event::MediaNext(m as u16)); }
     }
 
     // ----- wired link -----
@@ -655,7 +663,7 @@ impl Sim {
                     let m = &self.media[m];
                     let span = (end - m.start).as_secs_f64();
                     FlowResult {
-                        id: m.id, app: "media".into(), direction: if m.sender == 0 { "down".into() } else { "up".into() }, variant: "udp".into(),
+                        id: m.id, app: match m.src { crate::app::UdpSource::Media(_) => "media", crate::app::UdpSource::Probe(_) => "probe" }.into(), direction: if m.sender == 0 { "down".into() } else { "up".into() }, variant: "udp".into(),
                         start_s: m.start.as_secs_f64(), bytes_delivered: m.bytes, throughput_bps: if span > 0.0 { m.bytes as f64 * 8.0 / span } else { 0.0 },
                         completion_s: None, tcp_retransmits: 0, tcp_timeouts: 0, tcp_fast_retransmits: 0, rtt_avg_s: None, segments_sent: m.sent_born.len() as u64,
                         media: Some(media_result(m, end)), transactions: None, durations_s: vec![],

@@ -20,6 +20,7 @@
 //!   10) — the rest wait in the interface queue (the gateway's ~120 KB buffer is
 //!   `[wireless] queue`) — and drops those it has held longer than `pdu_lifetime`
 //!   (default 20 s) when it can send again, so long outages lose packets in bursts.
+//!   `outages = [[start, length], ...]` places outages at fixed times instead.
 //! - Bandwidth varying with radio conditions: poor-radio periods (`poor_every`, mean
 //!   time between them, exponential; default off; `poor_duration` default 10–60 s)
 //!   leave `poor_share` (default 0.5) of the rate, both directions at once; a packet
@@ -48,6 +49,8 @@ pub struct GprsConfig {
     /// Mean time between outages (None: no outages).
     pub outage_every: Option<Duration>,
     pub outage_duration: (Duration, Duration),
+    /// Outages at fixed times: (start, length), in order (used instead of random ones).
+    pub outage_list: Vec<(Duration, Duration)>,
     /// Uplink allocation period (None: send at once); used by the mobile side.
     pub period: Option<Duration>,
     /// Poor-radio periods: mean time between them (None: none), their length range,
@@ -61,7 +64,7 @@ pub struct GprsConfig {
 impl GprsConfig {
     pub fn downlink() -> GprsConfig {
         GprsConfig { tbf_idle: Duration::from_secs(1), setup: (Duration::from_millis(300), Duration::from_millis(2000)), rlc_buffer: 10,
-            pdu_lifetime: Duration::from_secs(20), outage_every: None, outage_duration: (Duration::from_secs(5), Duration::from_secs(40)), period: None,
+            pdu_lifetime: Duration::from_secs(20), outage_every: None, outage_duration: (Duration::from_secs(5), Duration::from_secs(40)), outage_list: vec![], period: None,
             poor_every: None, poor_duration: (Duration::from_secs(10), Duration::from_secs(60)), poor_share: 0.5 }
     }
     pub fn uplink() -> GprsConfig { GprsConfig { setup: (Duration::from_millis(100), Duration::from_millis(600)), ..GprsConfig::downlink() } }
@@ -74,15 +77,16 @@ pub struct GprsStats { pub tbf_setups: u64, pub outages: u64, pub lifetime_drops
 fn uniform_in(rng: &mut Rng, (a, b): (Duration, Duration)) -> Duration { a + Duration::from_nanos(((b - a).nanos() as f64 * rng.uniform()) as i64) }
 
 /// The outage schedule, generated lazily in order (so both ends see the same one).
-struct Outages { rng: Rng, every: Option<Duration>, dur: (Duration, Duration), cur: (Instant, Instant) }
+struct Outages { rng: Rng, every: Option<Duration>, dur: (Duration, Duration), fixed: VecDeque<(Duration, Duration)>, cur: (Instant, Instant) }
 
 impl Outages {
-    fn new(rng: Rng, every: Option<Duration>, dur: (Duration, Duration)) -> Outages {
-        let mut o = Outages { rng, every, dur, cur: (Instant::ZERO, Instant::ZERO) };
+    fn new(rng: Rng, every: Option<Duration>, dur: (Duration, Duration), fixed: &[(Duration, Duration)]) -> Outages {
+        let mut o = Outages { rng, every, dur, fixed: fixed.iter().copied().collect(), cur: (Instant::ZERO, Instant::ZERO) };
         o.cur = o.next_after(Instant::ZERO);
         o
     }
     fn next_after(&mut self, t: Instant) -> (Instant, Instant) {
+        if let Some((at, len)) = self.fixed.pop_front() { return (Instant::ZERO + at, Instant::ZERO + at + len); }
         let Some(every) = self.every else { return (Instant::ZERO + Duration::MAX, Instant::ZERO + Duration::MAX) };
         let start = t + Duration::from_secs_f64(self.rng.exponential(every.as_secs_f64()));
         (start, start + uniform_in(&mut self.rng, self.dur))
@@ -112,8 +116,8 @@ impl Gprs {
     /// `outage_rng` and `poor_rng` must be the same streams at both ends; `setup_rng`
     /// this end's own.
     pub fn new(cfg: GprsConfig, outage_rng: Rng, poor_rng: Rng, setup_rng: Rng) -> Gprs {
-        let outages = Outages::new(outage_rng, cfg.outage_every, cfg.outage_duration);
-        let poor = Outages::new(poor_rng, cfg.poor_every, cfg.poor_duration);
+        let outages = Outages::new(outage_rng, cfg.outage_every, cfg.outage_duration, &cfg.outage_list);
+        let poor = Outages::new(poor_rng, cfg.poor_every, cfg.poor_duration, &[]);
         Gprs { cfg, held: VecDeque::new(), last_tx: None, hold_until: None, wake: None, outages, poor, in_outage: false, setup_rng, delivered: VecDeque::new(), stats: GprsStats::default() }
     }
 
