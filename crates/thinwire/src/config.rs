@@ -275,6 +275,9 @@ pub struct FlowCfg {
     /// http: HTTP/1.1 persistent connection per page (true) or HTTP/1.0, a
     /// connection per object (false, the default).
     #[serde(default)] pub persistent: Option<bool>,
+    /// http: pause before each further request of a page, after the previous
+    /// object arrived (browser parsing, default 0 s).
+    #[serde(default)] pub gap: Option<Dur>,
     /// interactive: time between messages (default 1 s).
     #[serde(default)] pub interval: Option<Dur>,
     /// interactive: number of messages, then the flow is finished; probe: number of
@@ -292,7 +295,7 @@ pub const APP_FIELDS: &[(&str, &[&str])] = &[
     ("media", &["direction", "link", "rate", "packet", "talk", "silence"]),
     ("web", &["think", "transactions", "link"]),
     ("ttcp", &["bytes", "repeat", "think", "link"]),
-    ("http", &["bytes", "objects", "request", "persistent", "think", "transactions", "link"]),
+    ("http", &["bytes", "objects", "request", "persistent", "think", "gap", "transactions", "link"]),
     ("interactive", &["packet", "interval", "messages", "link"]),
     ("probe", &["direction", "link", "packet", "burst", "spacing", "messages"]),
 ];
@@ -301,7 +304,8 @@ impl FlowCfg {
     /// The optional fields this flow sets.
     fn present(&self) -> Vec<&'static str> {
         let mut v = Vec::new();
-        let fields: [(&'static str, bool); 18] = [
+        let fields: [(&'static str, bool); 19] = [
+            ("gap", self.gap.is_some()),
             ("burst", self.burst.is_some()), ("spacing", self.spacing.is_some()),
             ("bytes", self.bytes.is_some()), ("direction", self.direction != "down"), ("tcp", self.tcp.is_some()), ("link", self.link.is_some()),
             ("rate", self.rate.is_some()), ("packet", self.packet.is_some()), ("talk", self.talk.is_some()), ("silence", self.silence.is_some()),
@@ -561,7 +565,9 @@ fn validate(sc: &Scenario) -> Result<(), ConfigError> {
         for (k, d) in [("talk", f.talk), ("silence", f.silence), ("interval", f.interval)] {
             if let Some(Dur(d)) = d { if d.nanos() <= 0 { return Err(cerr(format!("flow[{i}].{k}"), "must be a positive duration")); } }
         }
-        if let Some(Dur(d)) = f.think { if d.nanos() < 0 { return Err(cerr(format!("flow[{i}].think"), "must not be negative")); } }
+        for (k, d) in [("think", f.think), ("gap", f.gap)] {
+            if let Some(Dur(d)) = d { if d.nanos() < 0 { return Err(cerr(format!("flow[{i}].{k}"), "must not be negative")); } }
+        }
         match f.app.as_str() {
             "probe" => {
                 if let Some(Size(p)) = f.packet { if !(29..=65535).contains(&p) { return Err(cerr(format!("flow[{i}].packet"), "must be between 29B and 65535B (an IP packet with a UDP header)")); } }

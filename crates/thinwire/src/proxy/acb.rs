@@ -84,6 +84,8 @@ pub struct Feedback {
     pub progress: bool,
     /// (connection, start offset, new counter) of every counter raised.
     pub counters: Vec<(usize, u64, u32)>,
+    /// The RTT sample taken (Karn: only from segments sent once).
+    pub rtt: Option<Duration>,
 }
 
 impl Acb {
@@ -118,7 +120,7 @@ impl Acb {
         self.list.retain(|e| !(e.conn == conn && e.end <= acked));
         let Some(newest) = newest else { return fb };
         fb.progress = true;
-        if let Some((_, r)) = sample { self.rtt.sample(r); }
+        if let Some((_, r)) = sample { self.rtt.sample(r); fb.rtt = Some(r); }
         for e in self.list.iter_mut().filter(|e| e.order < newest && !e.sacked) {
             e.counter += 1;
             fb.counters.push((e.conn, e.start, e.counter));
@@ -166,6 +168,13 @@ impl Acb {
         self.backoff = 0;
         self.rearm(now);
         recovered
+    }
+
+    /// Starts the timer for a first segment sent after the aggregate was idle: the
+    /// link must set up its temporary block flows again in both directions (seed
+    /// 003 §III), so the timer waits at least `floor` (the initial RTO).
+    pub fn arm_after_idle(&mut self, now: Instant, floor: Duration) {
+        self.deadline = Some(now + self.rtt.rto().max(floor));
     }
 
     /// (Re)starts the timer if segments are outstanding, stops it otherwise.

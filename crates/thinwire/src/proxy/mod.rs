@@ -24,13 +24,14 @@
 //! - **Flow control** (acb.rs): the window advertised to each wired sender keeps
 //!   the aggregate's buffer near (1 + β)·BDP, and is zero during a link stall.
 //! - **Tracing**: every queue length, advertised window, scheduler pick, counter,
-//!   retransmission, timeout, stall and window change is an [`Event`].
+//!   retransmission, timeout, stall, window change and RTT sample is an [`Event`].
 //!
 //! Parameters ([`ProxyConfig`], defaults for seed 003/004's "3+1" CS-2 link):
 //! `link_rate` 4150 B/s, `link_rtt` 1.8 s, `headroom` 0.3, `clamp` = (1 +
 //! headroom)·link_rate·link_rtt = 9.7 KB unless given; `overprovision` β 0.5;
 //! `growth` α = one BDP per second; `retransmit_at` 3; `min_rto` 1 s,
-//! `initial_rto` 3 s, `max_rto` 60 s; `mss` 1460; classes: port 23 (telnet)
+//! `initial_rto` 6 s (also the least wait for a first segment after idle: with
+//! set-ups in both directions it can take over 3 s to be acknowledged), `max_rto` 60 s; `mss` 1460; classes: port 23 (telnet)
 //! priority 0, everything else priority 1, 100 tickets each; wired leg: SACK,
 //! initial window 2, no timestamps, 64 KB buffer, ACK every segment.
 //!
@@ -89,7 +90,7 @@ impl Default for ProxyConfig {
         wired.delack_count = 1;
         ProxyConfig {
             link_rate: 4150, link_rtt: Duration::from_millis(1800), headroom: 0.3, clamp: None, overprovision: 0.5, growth: None, retransmit_at: 3,
-            min_rto: Duration::from_secs(1), initial_rto: Duration::from_secs(3), max_rto: Duration::from_secs(60), mss: 1460,
+            min_rto: Duration::from_secs(1), initial_rto: Duration::from_secs(6), max_rto: Duration::from_secs(60), mss: 1460,
             classes: vec![(23, 0, 100)], default_class: (1, 100), wired_tcp: wired,
         }
     }
@@ -121,6 +122,8 @@ pub enum EventKind {
     Stall,
     /// The aggregate's usable window (value = bytes).
     Cwnd,
+    /// An RTT sample over the wireless leg (value = ns).
+    Rtt,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -307,6 +310,7 @@ impl Proxy {
             let a = self.conns[c].acb;
             let rx = self.cfg.retransmit_at;
             let fb = self.acbs[a].feedback(c, acked, &sacks, now, rx);
+            if let Some(r) = fb.rtt { let f = self.conns[c].flow as i32; self.log(now, EventKind::Rtt, f, -1, 0, r.nanos()); }
             for &(k, s, n) in &fb.counters { let f = self.conns[k].flow as i32; self.log(now, EventKind::Counter, f, s as i64, 0, n as i64); }
             if fb.progress && self.acbs[a].on_progress(now) {
                 self.log(now, EventKind::Stall, -1, -1, 0, 0);
@@ -394,7 +398,7 @@ impl Proxy {
             let flow = conn.flow as i32;
             self.log(now, EventKind::Pick, flow, s as i64, (e - s - fin as u64) as i64, class as i64);
             self.acbs[a].push(c, s, e, fin, now);
-            if self.acbs[a].deadline.is_none() { self.acbs[a].rearm(now); }
+            if self.acbs[a].deadline.is_none() { let f = self.cfg.initial_rto; self.acbs[a].arm_after_idle(now, f); }
             self.send_piece(c, s, e, fin, now);
         }
         for c in self.acbs[a].conns.clone() { self.flush_acks(c, now); }

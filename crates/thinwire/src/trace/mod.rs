@@ -6,7 +6,7 @@
 //! | `link` | `frame_send`, `frame_retransmit`, `frame_lost` (channel), `frame_recv`, `ack_send`, `nack_send`, `status_send` (RLC Status PDU), `idle_send` (IS-707 idle frame), `packet_deliver` |
 //! | `queue` | `enqueue`, `drop` (value = queue length after the event) |
 //! | `channel` | `state` (value 1 = entered the bad state, 0 = the good one; two-state model; logged lazily as frames are sent, stamped with the exact transition time) |
-//! | `proxy` | split-TCP proxy decisions at the gateway: `queue_len` (a connection's unsent bytes), `adv_window` (window advertised to its wired sender), `pick` (scheduler sent seq/len; value = priority class), `loss_counter` (value = the segment's counter), `retransmit` (value = transmissions), `timeout` (value = consecutive timeouts), `stall` (1 = link stalled, 0 = recovered), `cwnd` (the aggregate's usable window) |
+//! | `proxy` | split-TCP proxy decisions at the gateway: `queue_len` (a connection's unsent bytes), `adv_window` (window advertised to its wired sender), `pick` (scheduler sent seq/len; value = priority class), `loss_counter` (value = the segment's counter), `retransmit` (value = transmissions), `timeout` (value = consecutive timeouts), `stall` (1 = link stalled, 0 = recovered), `cwnd` (the aggregate's usable window), `rtt` (an RTT sample over the wireless leg, ns) |
 //!
 //! Columns: `time_ns`, `layer`, `event`, `node`, `dir`, `flow` (−1 if none), `seq`,
 //! `ack`, `len`, `value`. Codes are small integers here; the Python layer turns them
@@ -18,7 +18,7 @@ pub const EVENTS: &[&str] = &[
     "send", "retransmit", "recv", "cwnd", "ssthresh", "srtt", "rttvar", "rto",
     "frame_send", "frame_retransmit", "frame_lost", "frame_recv", "ack_send", "nack_send", "packet_deliver",
     "enqueue", "drop", "state", "status_send", "timeout", "fast_retransmit", "idle_send", "reset",
-    "queue_len", "adv_window", "pick", "loss_counter", "stall",
+    "queue_len", "adv_window", "pick", "loss_counter", "stall", "rtt",
 ];
 pub const NODES: &[&str] = &["server", "gateway", "mobile"];
 pub const DIRS: &[&str] = &["down", "up", "-"];
@@ -33,7 +33,7 @@ pub enum Ev {
     Send = 0, Retransmit, Recv, Cwnd, Ssthresh, Srtt, Rttvar, Rto,
     FrameSend, FrameRetransmit, FrameLost, FrameRecv, AckSend, NackSend, PacketDeliver,
     Enqueue, Drop, State, StatusSend, Timeout, FastRetransmit, IdleSend, Reset,
-    QueueLen, AdvWindow, Pick, LossCounter, Stall,
+    QueueLen, AdvWindow, Pick, LossCounter, Stall, Rtt,
 }
 
 /// Which layers to record.

@@ -12,7 +12,9 @@
 //!   request at a time (no pipelining). `persistent = false` (HTTP/1.0): a connection
 //!   per object, closed by the server. `persistent = true` (HTTP/1.1): one
 //!   connection per page; the server waits idle for each next request, and the
-//!   client closes after the last object. `think` (default 0 s) separates pages.
+//!   client closes after the last object. `think` (default 0 s) separates pages;
+//!   `gap` (default 0 s) delays each further request of a page after the previous
+//!   object arrived (the browser parsing, or a reader following a link).
 //!
 //! `interactive` (seed 004 §IV, a telnet-like flow the proxy should prioritise):
 //! the server writes a `packet`-byte message (default 40 B) every `interval`
@@ -38,6 +40,7 @@ pub(super) struct Web {
     source: TxSource,
     rng: Rng,
     think: Duration,
+    gap: Duration,
     limit: Option<u64>,
     pub(super) start: Instant,
     persistent: bool,
@@ -52,6 +55,8 @@ pub(super) struct Web {
     conn: Option<usize>,
     /// Request and response bytes of the exchanges so far on `conn`.
     req_cum: u64,
+    /// The exchange whose request has been issued (the server answers only then).
+    requested: Option<usize>,
     reply_cum: u64,
     /// Client port -> connection, for every connection not yet closed.
     pub(super) ports: std::collections::HashMap<u16, usize>,
@@ -76,8 +81,8 @@ impl Web {
         };
         Web {
             id: i, cfg: f.clone(), source, rng: Rng::stream(sc.seed, sc.run, &format!("flow.{i}.isn")), think: f.think.map(|d| d.0).unwrap_or(Duration::ZERO),
-            limit, start, persistent: f.persistent.unwrap_or(false), wait_fin, server_port, tx: None, tx_start: start, step: 0, conn: None,
-            req_cum: 0, reply_cum: 0, ports: Default::default(), next_port: 0, done: 0, bytes_done: 0, last_done: None, durations: vec![], conns: vec![],
+            gap: f.gap.map(|d| d.0).unwrap_or(Duration::ZERO), limit, start, persistent: f.persistent.unwrap_or(false), wait_fin, server_port, tx: None, tx_start: start, step: 0, conn: None,
+            req_cum: 0, requested: None, reply_cum: 0, ports: Default::default(), next_port: 0, done: 0, bytes_done: 0, last_done: None, durations: vec![], conns: vec![],
         }
     }
     pub(super) fn finite(&self) -> bool { self.limit.is_some() }
@@ -119,6 +124,7 @@ impl Sim {
         if let (true, Some(f)) = (web.persistent, web.conn) {
             // HTTP/1.1: the next request on the open connection.
             web.req_cum += req;
+            web.requested = Some(web.step);
             let cum = web.req_cum;
             self.flows[f].ep[1].set_app_data(Some(cum), false);
             self.drain_tcp(f, 1);
@@ -136,6 +142,7 @@ impl Sim {
         web.conn = Some(f);
         web.conns.push(f);
         web.req_cum = req;
+        web.requested = Some(web.step);
         web.reply_cum = 0;
         self.flows.push(Flow { id: web.id, cfg: web.cfg.clone(), ep: [server, mobile], sched: [None, None], ident: [1, 1], start: now, bytes: None, sender: 0,
             completed: None, chat: None });
@@ -152,7 +159,7 @@ impl Sim {
         let n = web.tx.as_ref().unwrap().exchanges.len();
         let (_, reply) = web.tx.as_ref().unwrap().exchanges[web.step];
         let target = web.reply_cum + reply;
-        if end == 0 && fl.ep[0].app_limit().unwrap_or(0) < target && fl.ep[0].delivered() >= web.req_cum {
+        if end == 0 && web.requested == Some(web.step) && fl.ep[0].app_limit().unwrap_or(0) < target && fl.ep[0].delivered() >= web.req_cum {
             // The server answers; HTTP/1.0 and ttcp servers then close.
             fl.ep[0].set_app_data(Some(target), !web.persistent);
         }
@@ -166,7 +173,7 @@ impl Sim {
                 // The HTTP/1.1 client closes after its last object.
                 if web.persistent { fl.ep[1].set_app_data(Some(web.req_cum), true); }
             }
-            if !last { self.q.schedule(now, Event::WebNext(w as u16)); return; }
+            if !last { self.q.schedule(now + web.gap, Event::WebNext(w as u16)); return; }
             web.done += 1;
             web.bytes_done += web.tx.take().unwrap().bytes_down();
             web.durations.push((now - web.tx_start).as_secs_f64());

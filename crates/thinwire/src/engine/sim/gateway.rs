@@ -32,7 +32,7 @@ impl Sim {
             for e in evs.drain(..) {
                 let ev = match e.kind {
                     EventKind::Queue => Ev::QueueLen, EventKind::Window => Ev::AdvWindow, EventKind::Pick => Ev::Pick, EventKind::Counter => Ev::LossCounter,
-                    EventKind::Retransmit => Ev::Retransmit, EventKind::Timeout => Ev::Timeout, EventKind::Stall => Ev::Stall, EventKind::Cwnd => Ev::Cwnd,
+                    EventKind::Retransmit => Ev::Retransmit, EventKind::Timeout => Ev::Timeout, EventKind::Stall => Ev::Stall, EventKind::Cwnd => Ev::Cwnd, EventKind::Rtt => Ev::Rtt,
                 };
                 self.trace.push(Row { t: e.at.nanos(), layer: Layer::Proxy, ev, node: NODE_GATEWAY, dir: 0, flow: e.flow, seq: e.seq, ack: -1, len: e.len, value: e.value });
             }
