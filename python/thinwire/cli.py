@@ -64,7 +64,8 @@ def print_summary(s: dict, out=sys.stdout) -> None:
     px = s.get("proxy")
     if px:
         w(f"\nproxy: {px['connections']} connections, {px['segments_sent']:,} segments sent to the mobile, {px['retransmits']} retransmitted, "
-          f"{px['timeouts']} timeouts in {px['stalls']} stalls, at most {px['max_buffered']:,} B held\n")
+          f"{px['timeouts']} timeouts in {px['stalls']} stalls, at most {px['max_buffered']:,} B held; window {px['clamp']:,} B, "
+          f"wireless-leg RTT " + (f"{px['rtt_avg_s'] * 1e3:.0f} ms" if px["rtt_avg_s"] is not None else "-") + " (the flows' RTT column is the wired leg's)\n")
     w("\n")
     head = f"{'link':<5} {'frames':>9} {'lost':>7} {'FLR':>7} {'rexmit':>7} {'NACKs':>6} {'ACKs':>6} {'STATUS':>6} {'discard':>7} {'ARQ RTOs':>8} {'q drops':>7} {'q max':>5} {'fq drops':>8} {'busy':>6}"
     w(head + "\n" + "-" * len(head) + "\n")

@@ -57,6 +57,8 @@ fn result_to_py<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDi
             x.set_item("timeouts", p.timeouts)?;
             x.set_item("stalls", p.stalls)?;
             x.set_item("max_buffered", p.max_buffered)?;
+            x.set_item("rtt_avg_s", (p.rtt_samples > 0).then(|| p.rtt_sum_ns as f64 * 1e-9 / p.rtt_samples as f64))?;
+            x.set_item("clamp", p.clamp)?;
             d.set_item("proxy", x)?;
         }
         None => d.set_item("proxy", py.None())?,

@@ -373,6 +373,8 @@ pub struct Scenario {
 pub struct ProxyCfg {
     /// Fixed wireless-side window; default (1 + headroom)·link_rate·link_rtt.
     #[serde(default)] pub clamp: Option<Size>,
+    /// Estimate the clamp from the minimum RTT measured (default false).
+    #[serde(default)] pub estimate_clamp: Option<bool>,
     /// Default: the wireless downlink's rate.
     #[serde(default)] pub link_rate: Option<Rate>,
     #[serde(default)] pub link_rtt: Option<Dur>,

@@ -329,3 +329,55 @@ fn resets_cross_the_proxy_in_both_directions() {
         assert!(p.aggregate(MOBILE).unwrap().conns.is_empty());
     }
 }
+
+#[test]
+fn a_capped_receive_window_closes_and_reopens_with_a_window_update() {
+    // Hand-driven handshake between two endpoints, then data against a cap.
+    let t = Instant::ZERO;
+    let mut open = linux();
+    open.rcv_wnd_initial = None; // the window is the cap alone
+    let mut rx = Tcp::new(open, 40000, 80, 1000);
+    let mut tx = Tcp::new(linux(), 80, 40000, 9000);
+    tx.set_app_data(Some(50_000), true);
+    tx.listen();
+    rx.connect(t);
+    let mut pump = |a: &mut Tcp, b: &mut Tcp| { let mut n = 0; while let Some(s) = a.poll_transmit(t) { b.on_segment(t, &s.repr, s.len); n += 1; } n };
+    pump(&mut rx, &mut tx); // SYN
+    pump(&mut tx, &mut rx); // SYN-ACK
+    rx.set_window_cap(Some(0));
+    pump(&mut rx, &mut tx); // ACK advertising a zero window
+    assert_eq!(pump(&mut tx, &mut rx), 0, "the sender must hold at a zero window");
+    let mut last = None;
+    while let Some(s) = rx.poll_transmit(t) { last = Some(s); }
+    assert!(last.is_none(), "no update while the window stays shut");
+    rx.set_window_cap(Some(4000));
+    let upd = rx.poll_transmit(t).expect("a window update when the window opens");
+    assert_eq!((upd.len, upd.repr.window), (0, 4000));
+    tx.on_segment(t, &upd.repr, 0);
+    let mut sent = 0;
+    while let Some(s) = tx.poll_transmit(t) { sent += s.len; }
+    assert!(sent > 0 && sent <= 4000, "sent {sent} into a 4000-byte window");
+    // A small opening (less than an MSS) does not trigger an update on its own.
+    rx.set_window_cap(Some(4100));
+    assert!(rx.poll_transmit(t).is_none());
+    rx.set_window_cap(Some(4000 + 1460));
+    assert!(rx.poll_transmit(t).is_some());
+}
+
+#[test]
+fn the_clamp_can_be_estimated_from_the_minimum_rtt() {
+    let cfg = ProxyConfig { estimate_clamp: true, clamp: Some(30_000), ..ProxyConfig::default() };
+    let mut net = Net::new(Some(cfg), no_loss());
+    net.conn(100_000, 0, 5001);
+    net.run(200);
+    net.assert_exact(&[(100_000, 0)]);
+    let p = net.proxy.as_ref().unwrap();
+    let min = net.events(EventKind::Rtt).iter().map(|e| e.value).min().unwrap() as f64 * 1e-9;
+    let want = (1.3 * 4150.0 * min).round() as u64;
+    assert_eq!(p.stats().clamp, want);
+    // The harness's link: ~0.35 s to send a segment, 0.7 s down, 0.5 s up.
+    assert!((1.5..2.2).contains(&min), "min RTT {min:.2} s");
+    // Starting from a 30 KB guess, the window comes down to the estimate at once.
+    let cw = net.events(EventKind::Cwnd);
+    assert!(cw.first().is_some_and(|e| e.value as u64 == want || e.value < 30_000));
+}

@@ -154,6 +154,7 @@ pub fn proxy_config(sc: &Scenario) -> Option<crate::proxy::ProxyConfig> {
     if let Some(d) = p.link_rtt { c.link_rtt = d.0; }
     if let Some(h) = p.headroom { c.headroom = h; }
     c.clamp = p.clamp.map(|s| s.0);
+    c.estimate_clamp = p.estimate_clamp.unwrap_or(false);
     if let Some(o) = p.overprovision { c.overprovision = o; }
     c.growth = p.growth.map(|g| g.0 as f64);
     if let Some(n) = p.retransmit_at { c.retransmit_at = n; }

@@ -694,7 +694,7 @@ impl Sim {
             link: [self.radio[0].stats.clone(), self.radio[1].stats.clone()],
             wired_drops: [self.wired[0].link.drops, self.wired[1].link.drops],
             trace: std::mem::take(&mut self.trace), pcap_server: p0.map(|w| w.buf), pcap_mobile: p1.map(|w| w.buf),
-            proxy: self.proxy.as_ref().map(|p| p.stats.clone()),
+            proxy: self.proxy.as_ref().map(|p| p.stats()),
         }
     }
 }

@@ -70,6 +70,8 @@ pub struct Acb {
     pub backoff: u32,
     pub stalled: bool,
     pub rtt: RttEstimator,
+    /// Smallest RTT sampled.
+    pub min_rtt: Option<Duration>,
     pub deadline: Option<Instant>,
     pub list: Vec<Entry>,
     pub conns: Vec<usize>,
@@ -90,7 +92,7 @@ pub struct Feedback {
 
 impl Acb {
     pub fn new(mobile: [u8; 4], clamp: u64, rtt: RttEstimator) -> Acb {
-        Acb { mobile, clamp, probing: false, backoff: 0, stalled: false, rtt, deadline: None, list: Vec::new(), conns: Vec::new(), sched: Stride::default(), next_order: 0 }
+        Acb { mobile, clamp, probing: false, backoff: 0, stalled: false, rtt, min_rtt: None, deadline: None, list: Vec::new(), conns: Vec::new(), sched: Stride::default(), next_order: 0 }
     }
 
     /// Bytes in flight: unSACKed entries' payload.
@@ -120,7 +122,11 @@ impl Acb {
         self.list.retain(|e| !(e.conn == conn && e.end <= acked));
         let Some(newest) = newest else { return fb };
         fb.progress = true;
-        if let Some((_, r)) = sample { self.rtt.sample(r); fb.rtt = Some(r); }
+        if let Some((_, r)) = sample {
+            self.rtt.sample(r);
+            self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
+            fb.rtt = Some(r);
+        }
         for e in self.list.iter_mut().filter(|e| e.order < newest && !e.sacked) {
             e.counter += 1;
             fb.counters.push((e.conn, e.start, e.counter));

@@ -37,9 +37,13 @@
 //!
 //! Simplifications: the wireless leg sends no SACK blocks for the mobile's data,
 //! offers neither timestamps nor window scaling, and keeps no per-connection
-//! congestion state (the aggregate's is the only one); the clamp is configured,
-//! not estimated on line; UDP and connections the proxy did not see open pass
-//! through untouched.
+//! congestion state (the aggregate's is the only one); UDP and connections the
+//! proxy did not see open pass through untouched.
+//!
+//! The clamp is configured, or with `estimate_clamp` estimated on line as
+//! (1 + headroom)·link_rate·min RTT: the minimum RTT, not the smoothed one, since
+//! with a window above the BDP the RTT grows with the window and the estimate
+//! would feed on itself.
 pub mod acb;
 pub mod conn;
 pub mod sched;
@@ -66,6 +70,9 @@ pub struct ProxyConfig {
     pub headroom: f64,
     /// Fixed window; default (1 + headroom)·link_rate·link_rtt.
     pub clamp: Option<u64>,
+    /// Estimate the clamp on line: (1 + headroom)·link_rate·(minimum RTT sampled
+    /// over the wireless leg), from the first sample on (until then as configured).
+    pub estimate_clamp: bool,
     pub overprovision: f64,
     /// Allowance growth α in bytes per second; default one BDP per second.
     pub growth: Option<f64>,
@@ -89,7 +96,7 @@ impl Default for ProxyConfig {
         wired.slow_start_after_idle = false;
         wired.delack_count = 1;
         ProxyConfig {
-            link_rate: 4150, link_rtt: Duration::from_millis(1800), headroom: 0.3, clamp: None, overprovision: 0.5, growth: None, retransmit_at: 3,
+            link_rate: 4150, link_rtt: Duration::from_millis(1800), headroom: 0.3, clamp: None, estimate_clamp: false, overprovision: 0.5, growth: None, retransmit_at: 3,
             min_rto: Duration::from_secs(1), initial_rto: Duration::from_secs(6), max_rto: Duration::from_secs(60), mss: 1460,
             classes: vec![(23, 0, 100)], default_class: (1, 100), wired_tcp: wired,
         }
@@ -138,6 +145,11 @@ pub struct ProxyStats {
     pub stalls: u64,
     /// Most data held for one mobile host at once (queued or unacknowledged).
     pub max_buffered: u64,
+    /// RTT samples over the wireless leg: count and sum.
+    pub rtt_samples: u64,
+    pub rtt_sum_ns: i64,
+    /// The last aggregate's window at the end (the estimate with `estimate_clamp`).
+    pub clamp: u64,
 }
 
 type Key = ([u8; 4], u16, [u8; 4], u16);
@@ -161,6 +173,9 @@ impl Proxy {
 
     /// The next packet to send, and the side it goes to.
     pub fn poll_transmit(&mut self) -> Option<(Side, Packet)> { self.out.pop_front() }
+
+    /// Counters, with the current window of the most recent aggregate.
+    pub fn stats(&self) -> ProxyStats { ProxyStats { clamp: self.acbs.last().map_or(self.cfg.clamp_bytes(), |a| a.clamp), ..self.stats.clone() } }
 
     pub fn poll_timeout(&self) -> Option<Instant> {
         let a = self.acbs.iter().filter_map(|a| a.deadline).min();
@@ -310,7 +325,18 @@ impl Proxy {
             let a = self.conns[c].acb;
             let rx = self.cfg.retransmit_at;
             let fb = self.acbs[a].feedback(c, acked, &sacks, now, rx);
-            if let Some(r) = fb.rtt { let f = self.conns[c].flow as i32; self.log(now, EventKind::Rtt, f, -1, 0, r.nanos()); }
+            if let Some(r) = fb.rtt {
+                let f = self.conns[c].flow as i32;
+                self.log(now, EventKind::Rtt, f, -1, 0, r.nanos());
+                self.stats.rtt_samples += 1;
+                self.stats.rtt_sum_ns += r.nanos();
+                if self.cfg.estimate_clamp {
+                    let min = self.acbs[a].min_rtt.unwrap_or(Duration::MAX);
+                    let w = ((1.0 + self.cfg.headroom) * self.cfg.link_rate as f64 * min.as_secs_f64()).round() as u64;
+                    let w = w.max(2 * self.cfg.mss as u64);
+                    if w != self.acbs[a].clamp { self.acbs[a].clamp = w; self.log(now, EventKind::Cwnd, -1, -1, 0, w as i64); }
+                }
+            }
             for &(k, s, n) in &fb.counters { let f = self.conns[k].flow as i32; self.log(now, EventKind::Counter, f, s as i64, 0, n as i64); }
             if fb.progress && self.acbs[a].on_progress(now) {
                 self.log(now, EventKind::Stall, -1, -1, 0, 0);
