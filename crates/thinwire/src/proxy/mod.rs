@@ -29,7 +29,9 @@
 //! Parameters ([`ProxyConfig`], defaults for seed 003/004's "3+1" CS-2 link):
 //! `link_rate` 4150 B/s, `link_rtt` 1.8 s, `headroom` 0.3, `clamp` = (1 +
 //! headroom)·link_rate·link_rtt = 9.7 KB unless given; `overprovision` β 0.5;
-//! `growth` α = one BDP per second; `retransmit_at` 3; `min_rto` 1 s,
+//! `growth` α = one BDP per second; `retransmit_at` 3; `min_rto` 3 s (the
+//! uplink's TBF set-up and the mobile's delayed ACK add up to ~1 s of jitter the
+//! RTT variance rarely sees: at 1 s, web sessions timed out spuriously),
 //! `initial_rto` 6 s (also the least wait for a first segment after idle: with
 //! set-ups in both directions it can take over 3 s to be acknowledged), `max_rto` 60 s; `mss` 1460; classes: port 23 (telnet)
 //! priority 0, everything else priority 1, 100 tickets each; wired leg: SACK,
@@ -97,7 +99,7 @@ impl Default for ProxyConfig {
         wired.delack_count = 1;
         ProxyConfig {
             link_rate: 4150, link_rtt: Duration::from_millis(1800), headroom: 0.3, clamp: None, estimate_clamp: false, overprovision: 0.5, growth: None, retransmit_at: 3,
-            min_rto: Duration::from_secs(1), initial_rto: Duration::from_secs(6), max_rto: Duration::from_secs(60), mss: 1460,
+            min_rto: Duration::from_secs(3), initial_rto: Duration::from_secs(6), max_rto: Duration::from_secs(60), mss: 1460,
             classes: vec![(23, 0, 100)], default_class: (1, 100), wired_tcp: wired,
         }
     }
@@ -157,6 +159,8 @@ type Key = ([u8; 4], u16, [u8; 4], u16);
 pub struct Proxy {
     pub cfg: ProxyConfig,
     conns: Vec<Conn>,
+    /// Connections not yet closed (the others keep answering late FINs only).
+    live: Vec<usize>,
     by_key: HashMap<Key, usize>,
     acbs: Vec<Acb>,
     by_mobile: HashMap<[u8; 4], usize>,
@@ -168,7 +172,7 @@ pub struct Proxy {
 
 impl Proxy {
     pub fn new(cfg: ProxyConfig) -> Proxy {
-        Proxy { cfg, conns: vec![], by_key: HashMap::new(), acbs: vec![], by_mobile: HashMap::new(), out: VecDeque::new(), ident: 1, trace: None, stats: ProxyStats::default() }
+        Proxy { cfg, conns: vec![], live: vec![], by_key: HashMap::new(), acbs: vec![], by_mobile: HashMap::new(), out: VecDeque::new(), ident: 1, trace: None, stats: ProxyStats::default() }
     }
 
     /// The next packet to send, and the side it goes to.
@@ -179,12 +183,12 @@ impl Proxy {
 
     pub fn poll_timeout(&self) -> Option<Instant> {
         let a = self.acbs.iter().filter_map(|a| a.deadline).min();
-        let t = self.conns.iter().filter(|c| c.phase != Phase::Closed).filter_map(|c| c.wired.poll_timeout()).min();
+        let t = self.live.iter().filter_map(|&c| self.conns[c].wired.poll_timeout()).min();
         match (a, t) { (Some(a), Some(t)) => Some(a.min(t)), (a, t) => a.or(t) }
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
-        for c in 0..self.conns.len() {
+        for c in self.live.clone() {
             if self.conns[c].phase == Phase::Closed { continue; }
             if self.conns[c].wired.poll_timeout().is_some_and(|t| t <= now) { self.conns[c].wired.handle_timeout(now); self.drain_wired(c, now); }
         }
@@ -253,6 +257,7 @@ impl Proxy {
             allowance: 0.0, fc_at: now, last_cap: None, last_queue: 0,
         });
         self.by_key.insert(key, c);
+        self.live.push(c);
         self.stats.connections += 1;
         self.acbs[a].conns.push(c);
         self.start_allowance(c, now);
@@ -394,6 +399,7 @@ impl Proxy {
     }
 
     fn close(&mut self, c: usize, _now: Instant) {
+        self.live.retain(|&x| x != c);
         let conn = &mut self.conns[c];
         conn.phase = Phase::Closed;
         let a = conn.acb;
