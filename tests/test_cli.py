@@ -83,6 +83,13 @@ BAD = [
     (["wireless.arq.protocol=rlp-gsm", "wireless.arq.t1=-1s"], "wireless.arq.t1"),
     (["wireless.arq.protocol=rlp-gsm", "wireless.arq.l2r_rate=fast"], "wireless.arq.l2r_rate"),
     (["wireless.arq.protocol=rlp-gsm", "wireless.arq.header_compression=maybe"], "wireless.arq.header_compression"),
+    (["wireless.arq.protocol=gprs", "wireless.arq.outages=[[\"60s\", \"0s\"]]"], "wireless.arq.outages[0]"),
+    (["proxy.clamp=10furlongs"], "proxy.clamp"),
+    (["proxy.link_rtt=0s"], "proxy.link_rtt"),
+    (["proxy.estimate_clamp=sometimes"], "proxy.estimate_clamp"),
+    (["flow.0.app=ttcp", "flow.0.repeat=0"], "flow[0].repeat"),
+    (["flow.0.app=http", "flow.0.gap=-1s"], "flow[0].gap"),
+    (["flow.0.app=probe", "flow.0.bytes=1MB"], "flow[0].bytes"),
 ]
 
 
