@@ -184,8 +184,13 @@ fn no_loss() -> Loss { Box::new(|_, _, _| false) }
 fn download_through_the_proxy_is_byte_exact_and_early_acked() {
     let mut net = Net::new(Some(ProxyConfig::default()), no_loss());
     net.conn(100_000, 0, 5001);
+    // Early ACK: the server sees all its data acknowledged long before the mobile has it.
+    net.run_until(Instant::ZERO + Duration::from_secs(200), |n| n.eps[0].0.acked_bytes() == 100_000);
+    let server_done = net.now;
     net.run(200);
     net.assert_exact(&[(100_000, 0)]);
+    let mobile_done = net.now;
+    assert!(mobile_done - server_done > Duration::from_secs(3), "server {server_done:?}, mobile {mobile_done:?}");
     let p = net.proxy.as_ref().unwrap();
     // The clamp bounds what is in flight; flow control bounds what the proxy holds.
     let picks = net.events(EventKind::Pick);
@@ -286,6 +291,11 @@ fn two_downloads_started_apart_share_the_link_fairly() {
     let t20 = Instant::ZERO + Duration::from_secs(20);
     net.run_until(t20, |_| false);
     net.conn(300_000, 0, 5001);
+    // A new connection starts at its share of the buffer target, T/n, at once.
+    let t = net.proxy.as_ref().unwrap().cfg.target();
+    net.run_until(t20 + Duration::from_secs(5), |n| n.events(EventKind::Window).iter().any(|e| e.flow == 1));
+    let first = net.events(EventKind::Window).into_iter().find(|e| e.flow == 1).unwrap();
+    assert_eq!(first.value, (t / 2.0) as i64);
     let a0 = net.eps[0].1.delivered();
     let t50 = t20 + Duration::from_secs(30);
     net.run_until(t50, |_| false);

@@ -275,6 +275,8 @@ impl Proxy {
         conn.fc_at = now;
         conn.wired.set_window_cap(Some(w as u64));
         conn.last_cap = Some(w as u64);
+        let flow = conn.flow as i32;
+        self.log(now, EventKind::Window, flow, -1, 0, w as i64);
     }
 
     fn from_server(&mut self, c: usize, now: Instant, r: &TcpRepr, len: u32) {
