@@ -66,3 +66,19 @@ def test_web_sessions_through_the_proxy_deliver_everything():
 def test_bad_proxy_fields_name_the_field(bad, field):
     with pytest.raises(thinwire.ScenarioError, match=re.escape(field)):
         thinwire.run(LINK + "[proxy]\n" + bad + "\n" + BULK.format("10KB", "0s"))
+
+
+def test_multilayer_plot_shows_the_proxy(tmp_path):
+    from thinwire.analysis import SimRun
+    from thinwire.analysis.plots import build_series, plot
+    text = LINK.replace("protocol = \"gprs\"", "protocol = \"gprs\"\noutages = [[\"20s\", \"25s\"]]")
+    r = thinwire.run(text + "[proxy]\n" + BULK.format("200KB", "0s"), trace=["tcp", "proxy"])
+    run_ = SimRun.from_result(r)
+    series, _ = build_series(run_, "tsq")
+    by = {s.name: s for s in series}
+    assert {"PxySnd_data", "PxySnd_rexmt", "PxySnd_wnd", "Pxy_stall"} <= set(by)
+    # The proxy's wireless-leg sends sit between the server's and the receiver's.
+    assert len(by["PxySnd_data"].x) >= 200_000 // 1460 and len(by["Pxy_stall"].x) == 1
+    assert 20 < by["Pxy_stall"].x[0] < 45
+    out = plot(run_, "tsq", tmp_path / "p.png")
+    assert out.stat().st_size > 20_000

@@ -12,10 +12,15 @@ run or a capture, shared by the static (matplotlib) and interactive (HTML) plots
 | RlpSnd_data | link-layer data frames leaving the link sender (cumulative frame bytes) |
 | RlpSnd_rexmt | link-layer retransmissions (at the height of the frame's first transmission) |
 | RlpSnd_rst | link resets (time/event marks) |
+| PxySnd_data | segments the split-TCP proxy sends on the wireless leg (scheduler picks) |
+| PxySnd_rexmt | the proxy's retransmissions among them |
+| PxySnd_wnd | the window the proxy advertises to the wired sender (bytes) |
+| Pxy_stall | the proxy's aggregate timer expiring (link stall; time/event marks) |
 
 As in the seed, the RlpSnd_*, TcpSnd_* and TcpRcv_* groups are offset from each
-other (default 10,000 bytes: TcpRcv at 0, TcpSnd at +offset, RlpSnd at +2 offset) so
-that they do not overlap; cwnd is drawn without offset. Times are seconds from the
+other (default 10,000 bytes: TcpRcv at 0, TcpSnd at +offset, PxySnd — with a
+proxy — at +2 offset, RlpSnd above them) so that they do not overlap; cwnd and the
+proxy's advertised window are drawn without offset. Times are seconds from the
 flow's (connection's) first packet.
 """
 from __future__ import annotations
@@ -30,9 +35,11 @@ COLORS = {
     "TcpRcv_data": "#17a2b8", "TcpRcv_ack": "#8c9a1b",
     "RlpSnd_data": "#ff7f0e", "RlpSnd_rexmt": "#8b0000", "RlpSnd_rst": "#000000",
     "TcpSnd_ssthresh": "#b07cc6", "RTT": "#1f4e9c", "SRTT": "#2ca02c", "RTO": "#d62728",
+    "PxySnd_data": "#9467bd", "PxySnd_rexmt": "#e6550d", "PxySnd_wnd": "#637939", "Pxy_stall": "#843c39",
     "outstanding": "#7f7f7f", "link_delay": "#ff7f0e", "fast_retransmit": "#e377c2", "timeout": "#000000", "spurious_timeout": "#bcbd22",
 }
-TSQ_LAYERS = ["TcpSnd_data", "TcpSnd_rexmt", "TcpSnd_ack", "TcpSnd_cwnd", "TcpRcv_data", "TcpRcv_ack", "RlpSnd_data", "RlpSnd_rexmt", "RlpSnd_rst"]
+TSQ_LAYERS = ["TcpSnd_data", "TcpSnd_rexmt", "TcpSnd_ack", "TcpSnd_cwnd", "TcpRcv_data", "TcpRcv_ack", "RlpSnd_data", "RlpSnd_rexmt", "RlpSnd_rst",
+              "PxySnd_data", "PxySnd_rexmt", "PxySnd_wnd", "Pxy_stall"]
 
 
 @dataclass
@@ -71,11 +78,24 @@ def sim_tsq(run, flow: int, offset: int = 10_000) -> list[Series]:
     out.append(Series("TcpRcv_data", ts(rdata), _np(rdata["seq"]).astype(float), "points"))
     rack = tcp.filter((pl.col("node") == rcv) & pl.col("event").is_in(DATA_EVENTS) & (pl.col("ack") >= 0))
     out.append(Series("TcpRcv_ack", ts(rack), _np(rack["ack"]).astype(float), "step"))
+    rlp_at = 2 * offset
     if run.trace is not None:
+        px = run.trace.filter((pl.col("layer") == "proxy") & (pl.col("flow") == flow))
+        if px.height and d == 0:
+            rlp_at = 3 * offset
+            picks = px.filter((pl.col("event") == "pick") & (pl.col("len") > 0))
+            out.append(Series("PxySnd_data", ts(picks), _np(picks["seq"]) + 2.0 * offset, "points"))
+            rx = px.filter((pl.col("event") == "retransmit") & (pl.col("len") > 0))
+            out.append(Series("PxySnd_rexmt", ts(rx), _np(rx["seq"]) + 2.0 * offset, "points"))
+            wnd = px.filter(pl.col("event") == "adv_window")
+            out.append(Series("PxySnd_wnd", ts(wnd), _np(wnd["value"]).astype(float), "step"))
+            st = run.trace.filter((pl.col("layer") == "proxy") & (pl.col("event") == "stall") & (pl.col("value") == 1))
+            if st.height:
+                out.append(Series("Pxy_stall", ts(st), np.zeros(st.height), "events"))
         link = run.trace.filter((pl.col("layer") == "link") & (pl.col("flow") == flow) & (pl.col("dir") == ("down", "up")[d]))
         first = link.filter(pl.col("event") == "frame_send")
         if first.height:
-            y = np.concatenate([[0], np.cumsum(_np(first["len"]))[:-1]]) + 2 * offset
+            y = np.concatenate([[0], np.cumsum(_np(first["len"]))[:-1]]) + rlp_at
             out.append(Series("RlpSnd_data", ts(first), y.astype(float), "points"))
             pos = dict(zip(first["seq"].to_list(), y.tolist()))
             rx = link.filter(pl.col("event") == "frame_retransmit")
