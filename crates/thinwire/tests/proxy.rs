@@ -351,7 +351,7 @@ fn a_capped_receive_window_closes_and_reopens_with_a_window_update() {
     tx.set_app_data(Some(50_000), true);
     tx.listen();
     rx.connect(t);
-    let mut pump = |a: &mut Tcp, b: &mut Tcp| { let mut n = 0; while let Some(s) = a.poll_transmit(t) { b.on_segment(t, &s.repr, s.len); n += 1; } n };
+    let pump = |a: &mut Tcp, b: &mut Tcp| { let mut n = 0; while let Some(s) = a.poll_transmit(t) { b.on_segment(t, &s.repr, s.len); n += 1; } n };
     pump(&mut rx, &mut tx); // SYN
     pump(&mut tx, &mut rx); // SYN-ACK
     rx.set_window_cap(Some(0));
