@@ -1,6 +1,7 @@
-//! Whole-simulator properties over random scenarios mixing bulk, web and media
-//! flows, link protocols, multiplexers and loss: no panic, byte-identical repeat
-//! runs, and the applications' accounting holds.
+//! Whole-simulator properties over random scenarios mixing bulk, web, ttcp, http,
+//! interactive and media flows, link protocols, multiplexers, loss and the
+//! split-TCP proxy: no panic, byte-identical repeat runs, and the applications'
+//! accounting holds.
 use thinwire::config::parse_scenario;
 use thinwire::engine::rng::Rng;
 use thinwire::engine::run_scenario;
@@ -34,6 +35,10 @@ tcp = {{ variant = "{}", mss = 210, rcv_buf = "{}B" }}
 "#, pick(&mut r, &["0", "3", "\"unlimited\""]), pick(&mut r, &["down", "up"]), pick(&mut r, &["tahoe", "reno", "newreno", "sack"]), 2000 + r.below(60_000));
     if r.bernoulli(0.7) { s += "[[flow]]\napp = \"web\"\n"; }
     if r.bernoulli(0.5) { s += &format!("[[flow]]\napp = \"media\"\ndirection = \"{}\"\n", pick(&mut r, &["down", "up"])); }
+    if r.bernoulli(0.4) { s += &format!("[[flow]]\napp = \"ttcp\"\nbytes = \"{}B\"\nrepeat = 3\nstart = \"2s\"\n", 1 + r.below(20_000)); }
+    if r.bernoulli(0.4) { s += &format!("[[flow]]\napp = \"http\"\nbytes = \"{}B\"\nobjects = 3\npersistent = {}\n", 1 + r.below(10_000), r.bernoulli(0.5)); }
+    if r.bernoulli(0.3) { s += "[[flow]]\napp = \"interactive\"\nstart = \"1s\"\n"; }
+    if r.bernoulli(0.4) { s += "[proxy]\n"; }
     s
 }
 
@@ -53,6 +58,17 @@ fn random_scenarios_run_repeatably_and_account_correctly() {
                     let want = sc.flow[f.id].bytes.unwrap().0.unwrap();
                     assert!(f.bytes_delivered <= want, "case {case}: delivered more than sent");
                     assert_eq!(f.completion_s.is_some(), f.bytes_delivered == want, "case {case}");
+                }
+                "ttcp" | "http" => {
+                    assert_eq!(f.durations_s.len() as u64, f.transactions.unwrap(), "case {case}");
+                    assert!(f.durations_s.iter().all(|&d| d > 0.0), "case {case}");
+                    let each = sc.flow[f.id].bytes.unwrap().0.unwrap() * sc.flow[f.id].objects.unwrap_or(1);
+                    assert_eq!(f.bytes_delivered, each * f.transactions.unwrap(), "case {case}: {} transactions", f.app);
+                }
+                "interactive" => {
+                    let m = f.media.as_ref().unwrap();
+                    assert!(m.packets_received <= m.packets_sent, "case {case}");
+                    assert!(f.bytes_delivered >= m.packets_received * 40, "case {case}");
                 }
                 "web" => {
                     web_tx += f.transactions.unwrap();
