@@ -5,6 +5,7 @@ pub mod app;
 pub mod channel;
 pub mod config;
 pub mod engine;
+pub mod fx;
 pub mod link;
 pub mod proxy;
 pub mod queue;

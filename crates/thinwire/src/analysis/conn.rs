@@ -42,8 +42,8 @@
 //!   ISN on a pair already in use starts a new connection.
 use super::decode::{TcpPkt, ACK, FIN, PSH, RST, SYN};
 use crate::tcp::ranges::Ranges;
-use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::VecDeque;
+use crate::fx::FxMap;
 
 const OFF: i64 = 1 << 40; // internal offsets stay positive even for bytes before the first seen
 
@@ -221,21 +221,13 @@ impl Conn {
     }
 }
 
-#[derive(Default)]
-struct Fx(u64);
-impl Hasher for Fx {
-    fn finish(&self) -> u64 { self.0 }
-    fn write(&mut self, b: &[u8]) { for c in b.chunks(8) { let mut x = [0u8; 8]; x[..c.len()].copy_from_slice(c); self.write_u64(u64::from_le_bytes(x)); } }
-    fn write_u64(&mut self, x: u64) { self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95); }
-    fn write_u16(&mut self, x: u16) { self.write_u64(x as u64) }
-}
 type Key = ([u8; 16], u16, [u8; 16], u16);
 
 /// Tracks every TCP connection in a trace.
 #[derive(Default)]
 pub struct Tracker {
     pub conns: Vec<Conn>,
-    map: HashMap<Key, u32, BuildHasherDefault<Fx>>,
+    map: FxMap<Key, u32>,
     last: Option<(Key, u32)>,
     pub cols: Option<Columns>,
 }

@@ -57,7 +57,8 @@ use crate::wire::{Packet, TcpFlags, TcpRepr, L4};
 use acb::{allowance_step, Acb};
 use conn::{Conn, Phase};
 use sched::Stride;
-use std::collections::{HashMap, VecDeque};
+use crate::fx::FxMap;
+use std::collections::VecDeque;
 
 /// Which side of the proxy a packet comes from or goes to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -161,9 +162,9 @@ pub struct Proxy {
     conns: Vec<Conn>,
     /// Connections not yet closed (the others keep answering late FINs only).
     live: Vec<usize>,
-    by_key: HashMap<Key, usize>,
+    by_key: FxMap<Key, usize>,
     acbs: Vec<Acb>,
-    by_mobile: HashMap<[u8; 4], usize>,
+    by_mobile: FxMap<[u8; 4], usize>,
     out: VecDeque<(Side, Packet)>,
     ident: u16,
     pub trace: Option<Vec<Event>>,
@@ -172,7 +173,7 @@ pub struct Proxy {
 
 impl Proxy {
     pub fn new(cfg: ProxyConfig) -> Proxy {
-        Proxy { cfg, conns: vec![], live: vec![], by_key: HashMap::new(), acbs: vec![], by_mobile: HashMap::new(), out: VecDeque::new(), ident: 1, trace: None, stats: ProxyStats::default() }
+        Proxy { cfg, conns: vec![], live: vec![], by_key: FxMap::default(), acbs: vec![], by_mobile: FxMap::default(), out: VecDeque::new(), ident: 1, trace: None, stats: ProxyStats::default() }
     }
 
     /// The next packet to send, and the side it goes to.
@@ -435,7 +436,7 @@ impl Proxy {
             if self.acbs[a].deadline.is_none() { let f = self.cfg.initial_rto; self.acbs[a].arm_after_idle(now, f); }
             self.send_piece(c, s, e, fin, now);
         }
-        for c in self.acbs[a].conns.clone() { self.flush_acks(c, now); }
+        for i in 0..self.acbs[a].conns.len() { let c = self.acbs[a].conns[i]; self.flush_acks(c, now); }
         self.flow_control(a, now);
     }
 
