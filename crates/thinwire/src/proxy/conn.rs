@@ -9,7 +9,7 @@
 //! its per-connection state: send and acknowledgement offsets, the mobile's
 //! receive window, the held FIN, and the receiving side for the mobile's own
 //! data (requests, uploads), which goes to the wired leg. The wireless leg ACKs
-//! the mobile's data at once (no SACK blocks; GPRS does not reorder), but a FIN
+//! the mobile's data at once, with SACK blocks when SACK was agreed, but a FIN
 //! from either end is acknowledged only when the other end has acknowledged the
 //! proxy's FIN (seed 004 §IV-B: never early-ACK a FIN).
 use crate::tcp::ranges::Ranges;
@@ -87,10 +87,18 @@ impl Conn {
         self.irs.wrapping_add((self.rcv_nxt + fin as u64) as u32)
     }
 
-    /// A wireless-leg header (server → mobile).
+    /// A wireless-leg header (server → mobile), with SACK blocks for the mobile's
+    /// out-of-order data when SACK was agreed (highest blocks first, RFC 2018).
     pub fn header(&self, seq_off: u64, flags: u8) -> TcpRepr {
-        TcpRepr { src_port: self.sport, dst_port: self.mport, seq: self.iss.wrapping_add(seq_off as u32), ack: self.ack_to_mobile(),
-            flags: TcpFlags(flags), window: self.window_to_mobile(), ..Default::default() }
+        let mut r = TcpRepr { src_port: self.sport, dst_port: self.mport, seq: self.iss.wrapping_add(seq_off as u32), ack: self.ack_to_mobile(),
+            flags: TcpFlags(flags), window: self.window_to_mobile(), ..Default::default() };
+        if self.sack && flags & TcpFlags::ACK != 0 && flags & TcpFlags::SYN == 0 {
+            for (i, &(a, b)) in self.ooo.v.iter().rev().take(TcpRepr::max_sack_blocks(false)).enumerate() {
+                r.sack[i] = (self.irs.wrapping_add(a as u32), self.irs.wrapping_add(b as u32));
+                r.sack_len = i as u8 + 1;
+            }
+        }
+        r
     }
 
     /// The next sendable piece for the wireless leg, if any: (start, end, fin).

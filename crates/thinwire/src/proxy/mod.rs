@@ -37,8 +37,7 @@
 //! priority 0, everything else priority 1, 100 tickets each; wired leg: SACK,
 //! initial window 2, no timestamps, 64 KB buffer, ACK every segment.
 //!
-//! Simplifications: the wireless leg sends no SACK blocks for the mobile's data,
-//! offers neither timestamps nor window scaling, and keeps no per-connection
+//! Simplifications: the wireless leg offers neither timestamps nor window scaling, and keeps no per-connection
 //! congestion state (the aggregate's is the only one); UDP and connections the
 //! proxy did not see open pass through untouched.
 //!
