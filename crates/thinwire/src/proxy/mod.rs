@@ -32,7 +32,7 @@
 //! `growth` α = one BDP per second; `retransmit_at` 3; `min_rto` 3 s (the
 //! uplink's TBF set-up and the mobile's delayed ACK add up to ~1 s of jitter the
 //! RTT variance rarely sees: at 1 s, web sessions timed out spuriously),
-//! `initial_rto` 6 s (also the least wait for a first segment after idle: with
+//! `sack_mobile` true (SACK the mobile's data); `initial_rto` 6 s (also the least wait for a first segment after idle: with
 //! set-ups in both directions it can take over 3 s to be acknowledged), `max_rto` 60 s; `mss` 1460; classes: port 23 (telnet)
 //! priority 0, everything else priority 1, 100 tickets each; wired leg: SACK,
 //! initial window 2, no timestamps, 64 KB buffer, ACK every segment.
@@ -83,6 +83,8 @@ pub struct ProxyConfig {
     pub initial_rto: Duration,
     pub max_rto: Duration,
     pub mss: u32,
+    /// SACK the mobile's out-of-order data (when the mobile offers SACK).
+    pub sack_mobile: bool,
     /// (server port, priority class, tickets); other ports get `default_class`.
     pub classes: Vec<(u16, u8, u32)>,
     pub default_class: (u8, u32),
@@ -99,7 +101,7 @@ impl Default for ProxyConfig {
         wired.delack_count = 1;
         ProxyConfig {
             link_rate: 4150, link_rtt: Duration::from_millis(1800), headroom: 0.3, clamp: None, estimate_clamp: false, overprovision: 0.5, growth: None, retransmit_at: 3,
-            min_rto: Duration::from_secs(3), initial_rto: Duration::from_secs(6), max_rto: Duration::from_secs(60), mss: 1460,
+            min_rto: Duration::from_secs(3), initial_rto: Duration::from_secs(6), max_rto: Duration::from_secs(60), mss: 1460, sack_mobile: true,
             classes: vec![(23, 0, 100)], default_class: (1, 100), wired_tcp: wired,
         }
     }
@@ -252,7 +254,7 @@ impl Proxy {
         let c = self.conns.len();
         self.conns.push(Conn {
             flow: p.flow, mobile, server, mport, sport, acb: a, phase: Phase::Connecting, wired, iss: 0, irs: r.seq, established: false, mss,
-            sack: r.sack_permitted && self.cfg.wired_tcp.sack, snd_una: 1, snd_nxt: 1, rwnd: r.window as u64, fin_at: None, fin_sent: false, fin_acked: false,
+            sack: r.sack_permitted && self.cfg.sack_mobile, snd_una: 1, snd_nxt: 1, rwnd: r.window as u64, fin_at: None, fin_sent: false, fin_acked: false,
             rcv_nxt: 1, ooo: Default::default(), mobile_fin_at: None, mobile_fin_in: false, mobile_fin_acked: false, ack_owed: false, class, tickets, pass: 0,
             allowance: 0.0, fc_at: now, last_cap: None, last_queue: 0,
         });
