@@ -82,3 +82,18 @@ def test_multilayer_plot_shows_the_proxy(tmp_path):
     assert 20 < by["Pxy_stall"].x[0] < 45
     out = plot(run_, "tsq", tmp_path / "p.png")
     assert out.stat().st_size > 20_000
+
+
+def test_tickets_share_the_link_between_two_downloads():
+    flows = BULK.format("400KB", "0s") + 'port = 8001\n' + BULK.format("400KB", "0s") + 'port = 8002\n'
+    shares = {}
+    for tickets in (100, 300):
+        proxy = f"[proxy]\nclasses = [{{ port = 8001, priority = 1, tickets = {tickets} }}, {{ port = 8002, priority = 1, tickets = 100 }}]\n"
+        r = thinwire.run(LINK + proxy + flows, trace=["tcp"])
+        tr = r.trace
+        recv = tr.filter((tr["event"] == "recv") & (tr["node"] == "mobile") & (tr["time_ns"] >= 10e9) & (tr["time_ns"] < 90e9))
+        by = [recv.filter(recv["flow"] == f)["len"].sum() for f in (0, 1)]
+        shares[tickets] = by[0] / sum(by)
+    # Stride scheduling (seed 004 §IV-B): equal tickets, equal shares; 3:1, three quarters.
+    assert abs(shares[100] - 0.5) < 0.05, shares
+    assert abs(shares[300] - 0.75) < 0.05, shares

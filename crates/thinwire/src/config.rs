@@ -283,6 +283,9 @@ pub struct FlowCfg {
     /// interactive: number of messages, then the flow is finished; probe: number of
     /// bursts (default: unlimited).
     #[serde(default)] pub messages: Option<u64>,
+    /// The server's TCP port (default: bulk 5001, web/http 80, ttcp 5001,
+    /// interactive 23); the proxy's priority classes go by it.
+    #[serde(default)] pub port: Option<u16>,
     /// probe: packets per burst (default 1).
     #[serde(default)] pub burst: Option<u32>,
     /// probe: spacing between bursts, uniform in [min, max] (default ["5s", "10s"]).
@@ -291,12 +294,12 @@ pub struct FlowCfg {
 
 /// Fields each application takes (besides `app`, `start`, `tcp`).
 pub const APP_FIELDS: &[(&str, &[&str])] = &[
-    ("bulk", &["bytes", "direction", "link"]),
+    ("bulk", &["bytes", "direction", "link", "port"]),
     ("media", &["direction", "link", "rate", "packet", "talk", "silence"]),
-    ("web", &["think", "transactions", "link"]),
-    ("ttcp", &["bytes", "repeat", "think", "link"]),
-    ("http", &["bytes", "objects", "request", "persistent", "think", "gap", "transactions", "link"]),
-    ("interactive", &["packet", "interval", "messages", "link"]),
+    ("web", &["think", "transactions", "link", "port"]),
+    ("ttcp", &["bytes", "repeat", "think", "link", "port"]),
+    ("http", &["bytes", "objects", "request", "persistent", "think", "gap", "transactions", "link", "port"]),
+    ("interactive", &["packet", "interval", "messages", "link", "port"]),
     ("probe", &["direction", "link", "packet", "burst", "spacing", "messages"]),
 ];
 
@@ -304,7 +307,8 @@ impl FlowCfg {
     /// The optional fields this flow sets.
     fn present(&self) -> Vec<&'static str> {
         let mut v = Vec::new();
-        let fields: [(&'static str, bool); 19] = [
+        let fields: [(&'static str, bool); 20] = [
+            ("port", self.port.is_some()),
             ("gap", self.gap.is_some()),
             ("burst", self.burst.is_some()), ("spacing", self.spacing.is_some()),
             ("bytes", self.bytes.is_some()), ("direction", self.direction != "down"), ("tcp", self.tcp.is_some()), ("link", self.link.is_some()),
@@ -561,6 +565,7 @@ fn validate(sc: &Scenario) -> Result<(), ConfigError> {
         }
         if !["down", "up"].contains(&f.direction.as_str()) { return Err(cerr(format!("flow[{i}].direction"), format!("{:?} is not \"down\" or \"up\"", f.direction))); }
         if let Some(l) = &f.link { if !["arq", "bypass"].contains(&l.as_str()) { return Err(cerr(format!("flow[{i}].link"), format!("{l:?} is not a link session; use \"arq\" or \"bypass\""))); } }
+        if f.port == Some(0) { return Err(cerr(format!("flow[{i}].port"), "must be a TCP port between 1 and 65535")); }
         for (k, n) in [("transactions", f.transactions), ("repeat", f.repeat), ("objects", f.objects), ("messages", f.messages)] {
             if n == Some(0) { return Err(cerr(format!("flow[{i}].{k}"), "must be at least 1")); }
         }

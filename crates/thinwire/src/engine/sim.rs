@@ -271,7 +271,7 @@ impl Sim {
             }
             let mut rng = Rng::stream(sc.seed, sc.run, &format!("flow.{i}.isn"));
             let chat = (f.app == "interactive").then(|| Interactive::new(f));
-            let port = if chat.is_some() { 23 } else { 5001 };
+            let port = f.port.unwrap_or(if chat.is_some() { 23 } else { 5001 });
             let [mut server, mut mobile] = endpoint_pair(f, port, 40000 + i as u16, &mut rng, mask);
             let bytes = match &chat { Some(c) => c.total(), None => f.bytes.and_then(|b| b.0) };
             if let Some(c) = &chat {

@@ -1,6 +1,7 @@
 //! Request/response and interactive applications driven by the simulator.
 //!
-//! Session applications (one `Web` each), all with the mobile host as the client:
+//! Session applications (one `Web` each), all with the mobile host as the client
+//! (server port `port`, default 80; ttcp 5001):
 //! - `web`: Mah's HTTP model (app/web.rs), HTTP/1.0, a connection per exchange.
 //! - `ttcp` (seed 004 §VI-A): `repeat` downloads of `bytes` (default 1), each on a
 //!   fresh connection the mobile opens; the server sends at once and closes. A
@@ -81,7 +82,7 @@ impl Web {
         };
         Web {
             id: i, cfg: f.clone(), source, rng: Rng::stream(sc.seed, sc.run, &format!("flow.{i}.isn")), think: f.think.map(|d| d.0).unwrap_or(Duration::ZERO),
-            gap: f.gap.map(|d| d.0).unwrap_or(Duration::ZERO), limit, start, persistent: f.persistent.unwrap_or(false), wait_fin, server_port, tx: None, tx_start: start, step: 0, conn: None,
+            gap: f.gap.map(|d| d.0).unwrap_or(Duration::ZERO), limit, start, persistent: f.persistent.unwrap_or(false), wait_fin, server_port: f.port.unwrap_or(server_port), tx: None, tx_start: start, step: 0, conn: None,
             req_cum: 0, requested: None, reply_cum: 0, ports: Default::default(), next_port: 0, done: 0, bytes_done: 0, last_done: None, durations: vec![], conns: vec![],
         }
     }
