@@ -97,3 +97,23 @@ def test_tickets_share_the_link_between_two_downloads():
     # Stride scheduling (seed 004 §IV-B): equal tickets, equal shares; 3:1, three quarters.
     assert abs(shares[100] - 0.5) < 0.05, shares
     assert abs(shares[300] - 0.75) < 0.05, shares
+
+
+def test_concurrent_sessions_through_the_proxy_stay_apart(tmp_path):
+    # Two page-loading flows and repeated downloads at once: every connection has its
+    # own ports, so the proxy never mistakes one for another and all complete.
+    flows = ('[[flow]]\napp = "http"\nbytes = "5KB"\nobjects = 3\ntransactions = 3\ntcp = { profile = "linux" }\n'
+             '[[flow]]\napp = "http"\nbytes = "7KB"\nobjects = 2\ntransactions = 3\npersistent = true\ntcp = { profile = "linux" }\n'
+             '[[flow]]\napp = "ttcp"\nbytes = "6KB"\nrepeat = 4\ntcp = { profile = "linux" }\n')
+    res = run(flows, True, pcap=True)
+    r = res.raw
+    got = [(f["transactions"], f["bytes_delivered"]) for f in r["flows"]]
+    assert got == [(3, 45_000), (3, 42_000), (4, 24_000)], got
+    assert r["proxy"]["connections"] == 9 + 3 + 4
+    # On the wire (the mobile's capture), every connection has its own ports.
+    from thinwire.analysis import open_path
+    cap_file = tmp_path / "mobile.pcap"
+    cap_file.write_bytes(r["pcap_mobile"])
+    conns = open_path(cap_file).connection_list
+    pairs = [(c["port_a"], c["port_b"]) for c in conns]
+    assert len(conns) == 16 and len(set(pairs)) == 16, pairs

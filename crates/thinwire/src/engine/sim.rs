@@ -211,6 +211,8 @@ pub struct Sim {
     pcap: [Option<PcapWriter>; 2],
     proxy: Option<crate::proxy::Proxy>,
     proxy_sched: Option<Instant>,
+    /// The mobile host's next ephemeral port for session applications.
+    next_client_port: u16,
 }
 
 impl Sim {
@@ -291,7 +293,7 @@ impl Sim {
         Sim { q, wired: [mk_wired(0), mk_wired(1)], radio, arq: [Self::sessions(sc, 0), Self::sessions(sc, 1)], arq_sched: [None, None],
             flows, media, webs, slots, session, stop: sc.stop, max_time, pending_finite, mask, trace: TraceTable::default(), pcap,
             proxy: build::proxy_config(sc).map(|c| { let mut p = crate::proxy::Proxy::new(c); if mask.has(Layer::Proxy) { p.trace = Some(vec![]); } p }),
-            proxy_sched: None }
+            proxy_sched: None, next_client_port: 0 }
     }
 
     fn sessions(sc: &Scenario, side: usize) -> [Arq; 2] { [build::arq(sc, side), Arq::Raw(Raw::new(sc.wireless.frame.0 as u32))] }

@@ -61,7 +61,6 @@ pub(super) struct Web {
     reply_cum: u64,
     /// Client port -> connection, for every connection not yet closed.
     pub(super) ports: std::collections::HashMap<u16, usize>,
-    next_port: u16,
     pub(super) done: u64,
     pub(super) bytes_done: u64,
     pub(super) last_done: Option<Instant>,
@@ -83,7 +82,7 @@ impl Web {
         Web {
             id: i, cfg: f.clone(), source, rng: Rng::stream(sc.seed, sc.run, &format!("flow.{i}.isn")), think: f.think.map(|d| d.0).unwrap_or(Duration::ZERO),
             gap: f.gap.map(|d| d.0).unwrap_or(Duration::ZERO), limit, start, persistent: f.persistent.unwrap_or(false), wait_fin, server_port: f.port.unwrap_or(server_port), tx: None, tx_start: start, step: 0, conn: None,
-            req_cum: 0, requested: None, reply_cum: 0, ports: Default::default(), next_port: 0, done: 0, bytes_done: 0, last_done: None, durations: vec![], conns: vec![],
+            req_cum: 0, requested: None, reply_cum: 0, ports: Default::default(), done: 0, bytes_done: 0, last_done: None, durations: vec![], conns: vec![],
         }
     }
     pub(super) fn finite(&self) -> bool { self.limit.is_some() }
@@ -131,9 +130,15 @@ impl Sim {
             self.drain_tcp(f, 1);
             return;
         }
-        // Client ports cycle through 32768..65535 (the Linux ephemeral range).
-        let mport = 32768 + web.next_port % 32768;
-        web.next_port = web.next_port.wrapping_add(1);
+        // Client ports cycle through 32768..65535 (the Linux ephemeral range), one
+        // sequence for the whole mobile host, so concurrent sessions never share a
+        // connection's addresses and ports (the proxy and captures tell them apart).
+        // Ports 40000 + N belong to the scenario's bulk and interactive flows.
+        let fixed = 40000..40000 + self.slots.len() as u32;
+        let mut mport = 32768 + self.next_client_port % 32768;
+        self.next_client_port = self.next_client_port.wrapping_add(1);
+        while fixed.contains(&(mport as u32)) { mport = 32768 + self.next_client_port % 32768; self.next_client_port = self.next_client_port.wrapping_add(1); }
+        let web = &mut self.webs[w];
         let [mut server, mut mobile] = endpoint_pair(&web.cfg, web.server_port, mport, &mut web.rng, self.mask);
         server.set_app_data(Some(0), false);
         mobile.set_app_data(Some(req), false);
