@@ -294,6 +294,23 @@ def test_gprs_download_fills_the_link_and_the_gateway_buffer():
     assert syn["value"] & 2  # the SYN
 
 
+def test_gprs_gateway_buffer_defaults_to_120kb():
+    text = GPRS.replace('outage_every = "300s"\n', "")
+    default = text.replace('queue = { limit = "120KB" }\n', "")
+    assert default != text
+    a, b = thinwire.run(text).summary, thinwire.run(default).summary
+    assert a["flows"][0]["completion_s"] == b["flows"][0]["completion_s"]
+    assert a["link"]["down"]["queue_max"] == b["link"]["down"]["queue_max"] > 20
+    # A window larger than the buffer: GPRS's default holds 120 KB (80 full
+    # packets); other link protocols keep the 50-packet default.
+    big = default.replace('tcp = { profile = "linux", mss = 1460 }', 'tcp = { profile = "linux", mss = 1460, window_scaling = true, rcv_buf = "256KB", snd_buf = "256KB" }')
+    assert big != default
+    g = thinwire.run(big).summary["link"]["down"]
+    raw = thinwire.run(big.replace('protocol = "gprs"', 'protocol = "raw"').replace('uplink_period = "60ms"\n', "")).summary["link"]["down"]
+    assert 50 < g["queue_max"] <= 120_000 // 1500 and g["queue_drops"] > 0
+    assert raw["queue_max"] == 50 and raw["queue_drops"] > 0
+
+
 def test_gprs_outages_stall_the_transfer():
     long = GPRS.replace('outage_every = "300s"', 'outage_every = "20s"')
     r = thinwire.run(long)

@@ -225,7 +225,10 @@ impl Sim {
             let delay = spec.as_ref().and_then(|s| s.delay).map(|r| r.0).unwrap_or(w.delay.0);
             let header = w.header.0 as u32;
             let airtime = Duration::transmission((w.frame.0 + w.header.0) as u64, rate);
-            let lim = build::limit(&w.queue, Limit::Packets(50));
+            // GPRS: the gateway's ~120 KB downlink buffer (seed 003 §IV-B, seed 004 §III)
+            // unless configured; elsewhere 50 packets.
+            let gprs = w.arq.as_ref().is_some_and(|a| a.protocol == "gprs");
+            let lim = build::limit(&w.queue, if gprs { Limit::Bytes(120_000) } else { Limit::Packets(50) });
             let mux = match w.scheduler.as_deref() { Some("arq-first") => Mux::ArqFirst, Some("bypass-first") => Mux::BypassFirst, _ => Mux::RoundRobin };
             let shared = (w.mux.as_deref() == Some("shared-queue")).then(|| (VecDeque::new(), w.frame_queue.unwrap_or(50) as usize));
             Radio { qs: [DropTail::new(lim), DropTail::new(lim)], rr: 0, mux, shared, busy: false, rate, delay, header, channel: build::channel(sc, d, airtime),
