@@ -115,7 +115,7 @@ def test_reproduce_gprs_proxy_quick(tmp_path):
     p = thinwire_cli("reproduce", "gprs-proxy", "--quick", "--json", "--out", out)
     assert p.returncode == 0, p.stderr[-2000:]
     claims = json.loads(p.stdout)
-    assert len(claims) == 13
+    assert len(claims) == 14
     for c in claims:
         assert set(c) == {"claim", "section", "expected", "measured", "pass"} and isinstance(c["pass"], bool)
     for stem in ("fig004-11_windows", "fig004-09_short_downloads", "fig004-10_fairness", "fig004-12_stall_recovery"):
