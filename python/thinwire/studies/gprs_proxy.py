@@ -27,7 +27,7 @@ from pathlib import Path
 
 from .gprs_common import LINK_BPS, add_claim, delivered, flow, recovery_s, scenario
 from .gprs_tcp import OUTAGE, second_flow
-from .report import save_figure, write_claims
+from .report import finish_figure, label, write_claims
 
 WINDOWS = [4, 8, 10, 16, 32]
 SIZES = [5, 10, 15, 20, 25, 30]
@@ -151,9 +151,7 @@ def plot(data: dict, out: Path) -> list[Path]:
     ax[1].set_ylabel("600 KB transfer time (s)")
     ax[1].grid(alpha=0.3, axis="y")
     fig.suptitle("Seed 003 Fig. 7 / seed 004 Fig. 11: clamped windows", fontsize=10)
-    fig.tight_layout()
-    save_figure(fig, out, "fig004-11_windows", written)
-    plt.close(fig)
+    finish_figure(fig, out, "fig004-11_windows", written)
 
     fig, axs = plt.subplots(1, 2, figsize=(9.5, 3.8), sharey=True)
     for ax, rcv in zip(axs, ("linux", "open")):
@@ -162,14 +160,10 @@ def plot(data: dict, out: Path) -> list[Path]:
             ax.errorbar([r["size_kb"] for r in rows], [r["mean_s"] for r in rows], yerr=[np.std(r["durations_s"]) for r in rows],
                         color=c, marker="o", capsize=3, label="proxy" if proxy else "end to end")
         ax.set_title("Linux receiver (initial window 5392 B)" if rcv == "linux" else "open receive window (64 KB)", fontsize=9)
-        ax.set_xlabel("download size (KB)")
-        ax.grid(alpha=0.3)
-        ax.legend()
+        label(ax, "download size (KB)")
     axs[0].set_ylabel("transfer time incl. set-up and close (s)")
     fig.suptitle("Seed 003 Fig. 8 / seed 004 Fig. 9: short downloads", fontsize=10)
-    fig.tight_layout()
-    save_figure(fig, out, "fig004-09_short_downloads", written)
-    plt.close(fig)
+    finish_figure(fig, out, "fig004-09_short_downloads", written)
 
     fig, axs = plt.subplots(1, 2, figsize=(9.5, 3.8), sharey=True)
     for ax, proxy in zip(axs, (False, True)):
@@ -178,14 +172,10 @@ def plot(data: dict, out: Path) -> list[Path]:
             d = delivered(tr, f)
             ax.plot(d["t_s"], d["bytes"] / 1000, color=c, label=f"flow {f + 1}")
         ax.set_title("with the proxy" if proxy else "without a proxy", fontsize=9)
-        ax.set_xlabel("time (s)")
-        ax.grid(alpha=0.3)
-        ax.legend()
+        label(ax, "time (s)")
     axs[0].set_ylabel("bytes received in order (KB)")
     fig.suptitle("Seed 004 Fig. 10: a second download 20 s after the first", fontsize=10)
-    fig.tight_layout()
-    save_figure(fig, out, "fig004-10_fairness", written)
-    plt.close(fig)
+    finish_figure(fig, out, "fig004-10_fairness", written)
 
     fig, ax = plt.subplots(figsize=(6.4, 4))
     for proxy, c in ((False, "#b22222"), (True, "#1f4e9c")):
@@ -193,14 +183,8 @@ def plot(data: dict, out: Path) -> list[Path]:
         d = delivered(res.trace)
         ax.plot(d["t_s"], d["bytes"] / 1000, color=c, label="with the proxy" if proxy else "without a proxy")
     ax.axvspan(OUTAGE[0], sum(OUTAGE), color="grey", alpha=0.25, label="outage")
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("bytes received in order (KB)")
-    ax.set_title("Seed 004 Fig. 12 / seed 003 Fig. 9: recovery after a stall", fontsize=9)
-    ax.legend()
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    save_figure(fig, out, "fig004-12_stall_recovery", written)
-    plt.close(fig)
+    label(ax, "time (s)", "bytes received in order (KB)", "Seed 004 Fig. 12 / seed 003 Fig. 9: recovery after a stall")
+    finish_figure(fig, out, "fig004-12_stall_recovery", written)
     return written
 
 

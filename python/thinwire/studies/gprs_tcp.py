@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from .gprs_common import BDP, LINK_BPS, add_claim, delivered, flow, outstanding, pct, recovery_s, scenario, share_between, srtt, syn_sends
-from .report import save_figure, write_claims
+from .report import finish_figure, label, write_claims
 
 OUTAGE = (60, 25)
 
@@ -97,23 +97,15 @@ def plot(data: dict, out: Path) -> list[Path]:
         a.grid(alpha=0.3)
     ax[0].set_ylabel("packets")
     fig.suptitle("Seed 003 Fig. 2: latency of small packets sent alone", fontsize=10)
-    fig.tight_layout()
-    save_figure(fig, out, "fig003-02_latency", written)
-    plt.close(fig)
+    finish_figure(fig, out, "fig003-02_latency", written)
 
     fig, ax = plt.subplots(figsize=(6.4, 4))
     for radio, c in (("good", "#1f4e9c"), ("fair", "#2e8b57"), ("poor", "#b22222")):
         res = thinwire.run(scenario(flow(bytes="600KB"), radio), seed=1, trace=["tcp"])
         d = delivered(res.trace)
         ax.plot(d["t_s"], d["bytes"] / 1000, color=c, label=f"{radio} radio")
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("bytes received in order (KB)")
-    ax.set_title("Seed 003 Fig. 4: a 600 KB download under three radio conditions", fontsize=9)
-    ax.legend()
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    save_figure(fig, out, "fig003-04_progress", written)
-    plt.close(fig)
+    label(ax, "time (s)", "bytes received in order (KB)", "Seed 003 Fig. 4: a 600 KB download under three radio conditions")
+    finish_figure(fig, out, "fig003-04_progress", written)
 
     res = thinwire.run(scenario(flow(bytes="600KB")), seed=1, trace=["tcp"])
     tr = res.trace
@@ -125,14 +117,8 @@ def plot(data: dict, out: Path) -> list[Path]:
     ax.axhline(BDP / 1000, ls="--", color="grey", label="BDP ≈ 10 KB")
     ax.set_xlim(0, 20)
     ax.set_ylim(0, 70)
-    ax.set_xlabel("time from the SYN (s)")
-    ax.set_ylabel("KB")
-    ax.set_title("Seed 003 Fig. 5: slow start over GPRS", fontsize=9)
-    ax.legend()
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    save_figure(fig, out, "fig003-05_slow_start", written)
-    plt.close(fig)
+    label(ax, "time from the SYN (s)", "KB", "Seed 003 Fig. 5: slow start over GPRS")
+    finish_figure(fig, out, "fig003-05_slow_start", written)
 
     r = srtt(tr)
     fig, ax = plt.subplots(2, 1, figsize=(6.4, 5), sharex=True)
@@ -144,23 +130,15 @@ def plot(data: dict, out: Path) -> list[Path]:
     for a in ax:
         a.grid(alpha=0.3)
     fig.suptitle("Seed 003 Fig. 6 / seed 004 Fig. 3b: the gateway buffer fills, the RTT follows", fontsize=9)
-    fig.tight_layout()
-    save_figure(fig, out, "fig003-06_outstanding_rtt", written)
-    plt.close(fig)
+    finish_figure(fig, out, "fig003-06_outstanding_rtt", written)
 
     tr2 = data["second"]["trace"]
     fig, ax = plt.subplots(figsize=(6.4, 4))
     for f, c in ((0, "#1f4e9c"), (1, "#b22222")):
         d = delivered(tr2, f)
         ax.plot(d["t_s"], d["bytes"] / 1000, color=c, label=f"flow {f + 1}" + (" (starts at 10 s)" if f else ""))
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("bytes received in order (KB)")
-    ax.set_title("Seed 004 Fig. 4: a second flow starves behind the first", fontsize=9)
-    ax.legend()
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    save_figure(fig, out, "fig004-04_second_flow", written)
-    plt.close(fig)
+    label(ax, "time (s)", "bytes received in order (KB)", "Seed 004 Fig. 4: a second flow starves behind the first")
+    finish_figure(fig, out, "fig004-04_second_flow", written)
 
     res = thinwire.run(scenario(flow(bytes="600KB"), outage=OUTAGE), seed=1, trace=["tcp"])
     d = delivered(res.trace)
@@ -169,14 +147,8 @@ def plot(data: dict, out: Path) -> list[Path]:
     ax.plot(d["t_s"], d["bytes"] / 1000, color="#1f4e9c", label="received in order")
     ax.plot(o["t_s"], o["bytes"] / 1000, color="#b5651d", lw=0.8, label="outstanding")
     ax.axvspan(OUTAGE[0], sum(OUTAGE), color="grey", alpha=0.25, label="outage")
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("KB")
-    ax.set_title("Seed 004 Fig. 3a: recovery after a 25 s outage without a proxy", fontsize=9)
-    ax.legend()
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    save_figure(fig, out, "fig004-03_recovery", written)
-    plt.close(fig)
+    label(ax, "time (s)", "KB", "Seed 004 Fig. 3a: recovery after a 25 s outage without a proxy")
+    finish_figure(fig, out, "fig004-03_recovery", written)
     return written
 
 

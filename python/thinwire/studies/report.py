@@ -20,3 +20,23 @@ def save_figure(fig, out: Path, stem: str, written: list) -> None:
         p = out / f"{stem}{ext}"
         fig.savefig(p, dpi=150)
         written.append(p)
+
+
+def label(ax, xlabel: str, ylabel: str | None = None, title: str | None = None, legend: bool = True) -> None:
+    """The axis labels, an optional small title, legend and grid every study plot uses."""
+    ax.set_xlabel(xlabel)
+    if ylabel:
+        ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title, fontsize=9)
+    if legend:
+        ax.legend()
+    ax.grid(alpha=0.3)
+
+
+def finish_figure(fig, out: Path, stem: str, written: list) -> None:
+    """Lays out, writes (PNG and PDF) and closes `fig`."""
+    import matplotlib.pyplot as plt
+    fig.tight_layout()
+    save_figure(fig, out, stem, written)
+    plt.close(fig)
