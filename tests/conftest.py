@@ -59,3 +59,16 @@ def shared_pcap(name: str) -> Path:
     if d is None or not (d / "testdata" / "pcaps" / name).is_file():
         pytest.skip(f"shared test capture {name} not found (set THINWIRE_SHARED)")
     return d / "testdata" / "pcaps" / name
+
+
+GOLDEN = ROOT / "tests" / "data" / "golden"
+
+
+def assert_golden_claims(study: str, claims: list) -> None:
+    """The quick study's claims equal the recorded ones (tests/data/golden/claims/):
+    a restructuring must not change a study's results. A deliberate change rewrites
+    the file (`thinwire reproduce STUDY --quick --json > that file`) and says why."""
+    import json
+    want = json.loads((GOLDEN / "claims" / f"{study}.json").read_text())
+    diff = [(w["claim"], w["measured"], g["measured"]) for w, g in zip(want, claims) if w != g]
+    assert len(want) == len(claims) and not diff, f"{study}: claims changed (claim, recorded, now): {diff}"

@@ -1,6 +1,6 @@
 import json
 
-from conftest import thinwire_cli
+from conftest import assert_golden_claims, thinwire_cli
 
 
 def test_reproduce_shared_link_arq_quick(tmp_path):
@@ -8,6 +8,7 @@ def test_reproduce_shared_link_arq_quick(tmp_path):
     p = thinwire_cli("reproduce", "shared-link-arq", "--quick", "--json", "--out", out, "--workers", "2")
     assert p.returncode == 0, p.stderr[-2000:]
     claims = json.loads(p.stdout)
+    assert_golden_claims("shared-link-arq", claims)
     sections = [c["section"] for c in claims]
     assert {s: sections.count(s) for s in set(sections)} == {"IV": 8, "V": 8, "VI": 8, "VII": 21}
     for c in claims:
@@ -42,6 +43,7 @@ def test_reproduce_is707_idle_frames_quick(tmp_path):
     p = thinwire_cli("reproduce", "is707-idle-frames", "--quick", "--json", "--out", out, "--workers", "2")
     assert p.returncode == 0, p.stderr[-2000:]
     claims = json.loads(p.stdout)
+    assert_golden_claims("is707-idle-frames", claims)
     assert len(claims) == 9
     for c in claims:
         assert set(c) == {"claim", "section", "expected", "measured", "pass"} and isinstance(c["pass"], bool)
@@ -69,6 +71,7 @@ def test_reproduce_gsm_multilayer_quick(tmp_path):
     p = thinwire_cli("reproduce", "gsm-multilayer", "--quick", "--json", "--out", out)
     assert p.returncode == 0, p.stderr[-2000:]
     claims = json.loads(p.stdout)
+    assert_golden_claims("gsm-multilayer", claims)
     assert len(claims) == 9 and {c["section"] for c in claims} == {"4.4", "5.1", "5.2", "5.3", "5.4"}
     for c in claims:
         assert set(c) == {"claim", "section", "expected", "measured", "pass"} and isinstance(c["pass"], bool)
@@ -95,6 +98,7 @@ def test_reproduce_gprs_tcp_quick(tmp_path):
     p = thinwire_cli("reproduce", "gprs-tcp", "--quick", "--json", "--out", out)
     assert p.returncode == 0, p.stderr[-2000:]
     claims = json.loads(p.stdout)
+    assert_golden_claims("gprs-tcp", claims)
     assert len(claims) == 12
     for c in claims:
         assert set(c) == {"claim", "section", "expected", "measured", "pass"} and isinstance(c["pass"], bool)
@@ -115,6 +119,7 @@ def test_reproduce_gprs_proxy_quick(tmp_path):
     p = thinwire_cli("reproduce", "gprs-proxy", "--quick", "--json", "--out", out)
     assert p.returncode == 0, p.stderr[-2000:]
     claims = json.loads(p.stdout)
+    assert_golden_claims("gprs-proxy", claims)
     assert len(claims) == 14
     for c in claims:
         assert set(c) == {"claim", "section", "expected", "measured", "pass"} and isinstance(c["pass"], bool)
