@@ -8,6 +8,7 @@ the shared real capture tcptrace_dsack.pcap (15,712 packets, one 16 MiB transfer
 time, then times `tcptrace -l -r -n FILE` and `thinwire analyze FILE --json` (the
 whole command, from process start) and the analysis alone inside the Rust core.
 """
+
 import argparse
 import json
 import os
@@ -31,8 +32,8 @@ def build_capture(src: Path, out: Path, copies: int) -> int:
     recs = []
     o = 0
     while o + 16 <= len(body):
-        sec, usec, incl, orig = struct.unpack("<IIII", body[o:o + 16])
-        recs.append((sec, usec, bytearray(body[o + 16:o + 16 + incl]), orig))
+        sec, usec, incl, orig = struct.unpack("<IIII", body[o : o + 16])
+        recs.append((sec, usec, bytearray(body[o + 16 : o + 16 + incl]), orig))
         o += 16 + incl
     t_span = recs[-1][0] - recs[0][0] + 2
     n = 0
@@ -45,11 +46,11 @@ def build_capture(src: Path, out: Path, copies: int) -> int:
                 ip = 14
                 ihl = (p[ip] & 0x0F) * 4
                 tcp = ip + ihl
-                sp, dp = struct.unpack(">HH", p[tcp:tcp + 4])
+                sp, dp = struct.unpack(">HH", p[tcp : tcp + 4])
                 if sp == 1024:
-                    p[tcp:tcp + 2] = struct.pack(">H", 1024 + k)
+                    p[tcp : tcp + 2] = struct.pack(">H", 1024 + k)
                 if dp == 1024:
-                    p[tcp + 2:tcp + 4] = struct.pack(">H", 1024 + k)
+                    p[tcp + 2 : tcp + 4] = struct.pack(">H", 1024 + k)
                 f.write(struct.pack("<IIII", sec + k * t_span, usec, len(p), orig))
                 f.write(p)
                 n += 1
@@ -74,6 +75,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=5)
     a = ap.parse_args()
     from conftest import shared_pcap  # noqa: E402
+
     src = shared_pcap("tcptrace_dsack.pcap")
     with tempfile.TemporaryDirectory() as d:
         cap = Path(d) / "million.pcap"
@@ -84,13 +86,22 @@ def main():
         j = json.loads(out)
         assert len(j["connections"]) == a.copies
         import thinwire._core as core
+
         inner = [core.analyze_capture(str(cap), False)["wall_s"] for _ in range(a.repeat)]
-        print(f"thinwire analyze --json: median {statistics.median(tw):.3f} s (best {min(tw):.3f}) = {n / statistics.median(tw) / 1e6:.2f} M packets/s")
-        print(f"  inside the Rust core (reading and analysis, no interpreter start): median {statistics.median(inner):.3f} s = {n / statistics.median(inner) / 1e6:.2f} M packets/s")
+        print(
+            f"thinwire analyze --json: median {statistics.median(tw):.3f} s (best {min(tw):.3f}) = {n / statistics.median(tw) / 1e6:.2f} M packets/s"
+        )
+        print(
+            f"  inside the Rust core (reading and analysis, no interpreter start): median {statistics.median(inner):.3f} s = {n / statistics.median(inner) / 1e6:.2f} M packets/s"
+        )
         if shutil.which("tcptrace"):
             tt, _ = timed(["tcptrace", "-l", "-r", "-n", str(cap)], a.repeat)
-            print(f"tcptrace -l -r -n: median {statistics.median(tt):.3f} s (best {min(tt):.3f}) = {n / statistics.median(tt) / 1e6:.2f} M packets/s")
-            print(f"speed ratio (tcptrace time / thinwire time, medians of the same run): {statistics.median(tt) / statistics.median(tw):.2f}x")
+            print(
+                f"tcptrace -l -r -n: median {statistics.median(tt):.3f} s (best {min(tt):.3f}) = {n / statistics.median(tt) / 1e6:.2f} M packets/s"
+            )
+            print(
+                f"speed ratio (tcptrace time / thinwire time, medians of the same run): {statistics.median(tt) / statistics.median(tw):.2f}x"
+            )
         else:
             print("tcptrace not installed: no comparison")
 

@@ -6,6 +6,7 @@ scenarios/gprs-download.toml (600 KB over GPRS) without and with `[proxy]`, and 
 same with two downloads and an interactive flow; wall time inside the Rust core,
 median of --repeat runs, interleaved so that machine noise hits both alike.
 """
+
 import argparse
 import statistics
 from pathlib import Path
@@ -14,8 +15,10 @@ import thinwire
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = (ROOT / "scenarios/gprs-download.toml").read_text()
-MORE = ('[[flow]]\napp = "bulk"\nbytes = "600KB"\nstart = "20s"\ntcp = { profile = "linux" }\n'
-        '[[flow]]\napp = "interactive"\nmessages = 100\nstart = "5s"\ntcp = { profile = "linux" }\n')
+MORE = (
+    '[[flow]]\napp = "bulk"\nbytes = "600KB"\nstart = "20s"\ntcp = { profile = "linux" }\n'
+    '[[flow]]\napp = "interactive"\nmessages = 100\nstart = "5s"\ntcp = { profile = "linux" }\n'
+)
 
 
 def main():
@@ -32,8 +35,10 @@ def main():
                 walls[p].append(s["wall_s"])
                 events[p] = s["events"]
         m = {p: statistics.median(w) for p, w in walls.items()}
-        print(f"{name:<30} no proxy {m[False] * 1e3:6.2f} ms ({events[False]:,} events)  proxy {m[True] * 1e3:6.2f} ms ({events[True]:,} events)  "
-              f"ratio {m[True] / m[False]:.2f}")
+        print(
+            f"{name:<30} no proxy {m[False] * 1e3:6.2f} ms ({events[False]:,} events)  proxy {m[True] * 1e3:6.2f} ms ({events[True]:,} events)  "
+            f"ratio {m[True] / m[False]:.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ Wall time is measured inside the Rust core around the simulation (no parsing, no
 result conversion); each is run --repeat times and the median and best reported.
 Traces are off, as in a sweep; a third line runs (a) with every trace layer on.
 """
+
 import argparse
 import platform
 import statistics
@@ -35,9 +36,11 @@ def bench(name, path, repeat, **kw):
     walls = [r["wall_s"] for r in rs]
     eps = [r["events"] / r["wall_s"] for r in rs]
     r = rs[0]
-    print(f"{name:<34} events {r['events']:>10,}  sim {r['sim_time_s']:>8.1f} s  wall median {statistics.median(walls) * 1e3:7.1f} ms "
-          f"(best {min(walls) * 1e3:6.1f})  {statistics.median(eps) / 1e6:5.2f} M events/s (best {max(eps) / 1e6:5.2f})  "
-          f"throughput {r['flows'][0]['throughput_bps'] / 1e3:.1f} kbit/s")
+    print(
+        f"{name:<34} events {r['events']:>10,}  sim {r['sim_time_s']:>8.1f} s  wall median {statistics.median(walls) * 1e3:7.1f} ms "
+        f"(best {min(walls) * 1e3:6.1f})  {statistics.median(eps) / 1e6:5.2f} M events/s (best {max(eps) / 1e6:5.2f})  "
+        f"throughput {r['flows'][0]['throughput_bps'] / 1e3:.1f} kbit/s"
+    )
 
 
 def main():
@@ -47,7 +50,12 @@ def main():
     print(f"machine: {cpu()}, {platform.system()} {platform.release()}, python {platform.python_version()}")
     bench("(a) shared-link-sr (10 MB, SR)", ROOT / "scenarios/shared-link-sr.toml", a.repeat)
     bench("(b) bulk-10mbps-raw (60 s NewReno)", ROOT / "scenarios/bulk-10mbps-raw.toml", a.repeat)
-    bench("(a) with all trace layers", ROOT / "scenarios/shared-link-sr.toml", a.repeat, trace=["tcp", "link", "queue", "channel"])
+    bench(
+        "(a) with all trace layers",
+        ROOT / "scenarios/shared-link-sr.toml",
+        a.repeat,
+        trace=["tcp", "link", "queue", "channel"],
+    )
 
 
 if __name__ == "__main__":

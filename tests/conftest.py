@@ -69,6 +69,7 @@ def assert_golden_claims(study: str, claims: list) -> None:
     a restructuring must not change a study's results. A deliberate change rewrites
     the file (`thinwire reproduce STUDY --quick --json > that file`) and says why."""
     import json
+
     want = json.loads((GOLDEN / "claims" / f"{study}.json").read_text())
     diff = [(w["claim"], w["measured"], g["measured"]) for w, g in zip(want, claims) if w != g]
     assert len(want) == len(claims) and not diff, f"{study}: claims changed (claim, recorded, now): {diff}"

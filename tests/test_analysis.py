@@ -1,6 +1,7 @@
 """MultiTracer analyses: the capture analyser cross-checked against the simulator's
 own counts, simulated-trace metrics, goodput at several time scales, CLI and the
 HTML viewer in a real headless browser."""
+
 import json
 import shutil
 import subprocess
@@ -26,8 +27,13 @@ def test_capture_analysis_of_simulated_pcap_matches_the_simulator(variant, tmp_p
     # retransmits, timeouts and unique bytes.
     exact = 0
     for proto, p, seed in (("raw", 0.03, 1), ("raw", 0.08, 3), ("sr", 0.1, 1), ("sr", 0.1, 3)):
-        r = thinwire.run(SMALL, seed=seed, set={"wireless.arq.protocol": proto, "wireless.channel.p": p, "flow.0.tcp.variant": variant},
-                         pcap=True, trace=["tcp"])
+        r = thinwire.run(
+            SMALL,
+            seed=seed,
+            set={"wireless.arq.protocol": proto, "wireless.channel.p": p, "flow.0.tcp.variant": variant},
+            pcap=True,
+            trace=["tcp"],
+        )
         d = tmp_path / f"{proto}-{p}-{seed}"
         r.write(d)
         c = _data_dir(analyze_capture(d / "server.pcap", columns=False).connection_list[0])
@@ -38,7 +44,14 @@ def test_capture_analysis_of_simulated_pcap_matches_the_simulator(variant, tmp_p
         # timer that fires just after a duplicate ACK arrived can be taken for a fast
         # retransmit, so allow one such coincidence per run.
         assert f["tcp_timeouts"] + f["tcp_fast_retransmits"] > 0
-        assert abs(c["fast_retransmits"] - f["tcp_fast_retransmits"]) + abs(c["timeouts"] - f["tcp_timeouts"]) <= 2, (variant, proto, p, seed, c, f)
+        assert abs(c["fast_retransmits"] - f["tcp_fast_retransmits"]) + abs(c["timeouts"] - f["tcp_timeouts"]) <= 2, (
+            variant,
+            proto,
+            p,
+            seed,
+            c,
+            f,
+        )
         exact += (c["fast_retransmits"], c["timeouts"]) == (f["tcp_fast_retransmits"], f["tcp_timeouts"])
     assert exact >= 3
 
@@ -64,9 +77,28 @@ def test_analyze_json_names_the_statistics():
     assert p.returncode == 0, p.stderr
     j = json.loads(p.stdout)
     c = j["connections"][0]
-    for k in ("packets", "data_packets", "data_bytes", "unique_bytes", "retransmitted_packets", "retransmitted_bytes", "pure_acks",
-              "sack_blocks", "duplicate_acks", "triple_duplicate_acks", "rtt_samples", "rtt_min_ms", "rtt_avg_ms", "rtt_max_ms",
-              "rtt_stdev_ms", "throughput_Bps", "idle_max_s", "fast_retransmits", "timeouts", "spurious_timeouts"):
+    for k in (
+        "packets",
+        "data_packets",
+        "data_bytes",
+        "unique_bytes",
+        "retransmitted_packets",
+        "retransmitted_bytes",
+        "pure_acks",
+        "sack_blocks",
+        "duplicate_acks",
+        "triple_duplicate_acks",
+        "rtt_samples",
+        "rtt_min_ms",
+        "rtt_avg_ms",
+        "rtt_max_ms",
+        "rtt_stdev_ms",
+        "throughput_Bps",
+        "idle_max_s",
+        "fast_retransmits",
+        "timeouts",
+        "spurious_timeouts",
+    ):
         assert k in c["a2b"], k
     assert c["a2b"]["unique_bytes"] == 16777216
 
@@ -75,8 +107,12 @@ def test_spurious_and_competing_definitions():
     # Segment 100 sent at 1 s, timeout at 3 s resends it; the first copy arrives at
     # 3.5 s (delayed in the link), the second at 4 s: a spurious timeout and a
     # competing retransmission. Segment 200 is lost and resent: neither.
-    data = pl.DataFrame({"time_ns": [1, 2, 3, 5], "seq": [100, 200, 100, 200], "event": ["send", "send", "retransmit", "retransmit"]}).with_columns(pl.col("time_ns") * 10**9)
-    arr = pl.DataFrame({"time_ns": [3.5e9, 4e9, 6e9], "seq": [100, 100, 200]}).with_columns(pl.col("time_ns").cast(pl.Int64))
+    data = pl.DataFrame(
+        {"time_ns": [1, 2, 3, 5], "seq": [100, 200, 100, 200], "event": ["send", "send", "retransmit", "retransmit"]}
+    ).with_columns(pl.col("time_ns") * 10**9)
+    arr = pl.DataFrame({"time_ns": [3.5e9, 4e9, 6e9], "seq": [100, 100, 200]}).with_columns(
+        pl.col("time_ns").cast(pl.Int64)
+    )
     assert _spurious_and_competing(data, arr, [3 * 10**9, 5 * 10**9]) == (1, 1)
     # If the first copy of 100 had been lost, nothing is spurious.
     arr2 = arr.filter(pl.col("time_ns") != 3.5e9)
@@ -86,7 +122,9 @@ def test_spurious_and_competing_definitions():
 def test_reliable_link_makes_every_timeout_spurious():
     # Persistent SR never loses a packet (and the queue is large): any TCP timeout
     # must be spurious, and its retransmission competes with the link's own.
-    text = SMALL.replace('protocol = "sr"', 'protocol = "sr"\ntimeout = "1s"') + "\n[wireless.queue]\nlimit = \"1000pkt\"\n"
+    text = (
+        SMALL.replace('protocol = "sr"', 'protocol = "sr"\ntimeout = "1s"') + '\n[wireless.queue]\nlimit = "1000pkt"\n'
+    )
     r = thinwire.run(text, set={"wireless.channel.p": 0.3, "flow.0.tcp.min_rto": "200ms"}, trace=["tcp", "link"])
     m = SimRun.from_result(r).flow_metrics().row(0, named=True)
     assert m["timeouts"] > 0
@@ -104,9 +142,21 @@ def test_utilization_is_high_on_a_clean_link_and_drops_with_tcp_retransmissions(
     assert 0.9 < clean["utilization"] <= 1.0
     assert abs(clean["utilization"] - r.summary["link"]["down"]["utilization"]) < 0.02
     # Link retransmissions count as busy time, TCP retransmissions do not.
-    sr = SimRun.from_result(thinwire.run(SMALL, set={**w, "wireless.channel.p": 0.1}, trace=["tcp", "link"])).flow_metrics().row(0, named=True)
+    sr = (
+        SimRun.from_result(thinwire.run(SMALL, set={**w, "wireless.channel.p": 0.1}, trace=["tcp", "link"]))
+        .flow_metrics()
+        .row(0, named=True)
+    )
     assert sr["link_retransmitted_frames"] > 20 and sr["tcp_retransmitted_packets"] == 0 and sr["utilization"] > 0.8
-    raw = SimRun.from_result(thinwire.run(SMALL, set={**w, "wireless.channel.p": 0.05, "wireless.arq.protocol": "raw"}, trace=["tcp", "link"])).flow_metrics().row(0, named=True)
+    raw = (
+        SimRun.from_result(
+            thinwire.run(
+                SMALL, set={**w, "wireless.channel.p": 0.05, "wireless.arq.protocol": "raw"}, trace=["tcp", "link"]
+            )
+        )
+        .flow_metrics()
+        .row(0, named=True)
+    )
     assert raw["tcp_retransmitted_packets"] > 0 and raw["utilization"] < clean["utilization"] - 0.1
 
 
@@ -136,7 +186,11 @@ def test_plots_of_a_run_and_a_capture(small_scenario, tmp_path):
         f = tmp_path / f"cap-{kind}.png"
         p = thinwire_cli("plot", cap, "--kind", kind, "--out", f)
         assert p.returncode == 0, p.stderr
-    for args, what in ((["--out", tmp_path / "x.gif"], "format"), (["--layers", "Nope"], "Nope"), (["--flow", "9"], "flow 9")):
+    for args, what in (
+        (["--out", tmp_path / "x.gif"], "format"),
+        (["--layers", "Nope"], "Nope"),
+        (["--flow", "9"], "flow 9"),
+    ):
         p = thinwire_cli("plot", out, *args)
         assert p.returncode == 2 and what in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
 
@@ -149,12 +203,27 @@ def test_html_viewer_in_headless_chromium(tmp_path):
     p = thinwire_cli("plot", shared_pcap("tcptrace_dsack.pcap"), "--out", html)
     assert p.returncode == 0, p.stderr
     n_points = analyze_capture(shared_pcap("tcptrace_dsack.pcap")).packets.height  # data + acks drawn
-    r = subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
-                        "--virtual-time-budget=5000", "--window-size=1200,800", "--dump-dom", html.as_uri()],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [
+            exe,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=5000",
+            "--window-size=1200,800",
+            "--dump-dom",
+            html.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     dom = r.stdout
     assert 'id="tw-status"' in dom, r.stderr[-2000:]
     import re
+
     m = re.search(r'id="tw-status"[^>]*>drawn (\d+) points', dom)
     assert m, dom[-2000:]
     drawn = int(m.group(1))

@@ -1,4 +1,5 @@
 """Applications over the GPRS model: ttcp repetitions, HTTP/1.0 vs 1.1, interactive."""
+
 import re
 from pathlib import Path
 
@@ -49,23 +50,28 @@ def test_interactive_messages_wait_behind_a_bulk_download():
     assert busy["delay_mean_s"] > 5 * alone["delay_mean_s"]
 
 
-@pytest.mark.parametrize("bad,field", [
-    ('app = "ttcp"\nrepeat = 3\n', "flow[0].bytes"),
-    ('app = "ttcp"\nbytes = "10KB"\nrepeat = 0\n', "flow[0].repeat"),
-    ('app = "http"\nbytes = "10KB"\nrepeat = 2\n', "flow[0].repeat"),
-    ('app = "interactive"\ninterval = "0s"\nmessages = 3\n', "flow[0].interval"),
-    ('app = "interactive"\n', "flow[0].messages"),
-    ('app = "chat"\n', "flow[0].app"),
-])
+@pytest.mark.parametrize(
+    "bad,field",
+    [
+        ('app = "ttcp"\nrepeat = 3\n', "flow[0].bytes"),
+        ('app = "ttcp"\nbytes = "10KB"\nrepeat = 0\n', "flow[0].repeat"),
+        ('app = "http"\nbytes = "10KB"\nrepeat = 2\n', "flow[0].repeat"),
+        ('app = "interactive"\ninterval = "0s"\nmessages = 3\n', "flow[0].interval"),
+        ('app = "interactive"\n', "flow[0].messages"),
+        ('app = "chat"\n', "flow[0].app"),
+    ],
+)
 def test_bad_application_fields_name_the_field(bad, field):
     with pytest.raises(thinwire.ScenarioError, match=re.escape(field)):
         run("[[flow]]\n" + bad)
 
 
 def test_probe_latencies_first_packet_of_a_burst_pays_the_setup():
-    flows = ('[[flow]]\napp = "probe"\nmessages = 60\n'
-             '[[flow]]\napp = "probe"\ndirection = "up"\nmessages = 60\nstart = "2s"\n'
-             '[[flow]]\napp = "probe"\nburst = 4\nmessages = 40\nstart = "500s"\n')
+    flows = (
+        '[[flow]]\napp = "probe"\nmessages = 60\n'
+        '[[flow]]\napp = "probe"\ndirection = "up"\nmessages = 60\nstart = "2s"\n'
+        '[[flow]]\napp = "probe"\nburst = 4\nmessages = 40\nstart = "500s"\n'
+    )
     r = thinwire.run(LINK.replace('stop = "end"', 'stop = "900s"') + flows)
     down, up, burst = r.raw["flows"]
     assert down["packets_received"] == 60 and up["packets_received"] == 60 and burst["packets_received"] == 160

@@ -21,7 +21,17 @@ def test_run_json_has_required_fields(small_scenario):
     for k in ("wall_s", "events", "events_per_s", "sim_time_s", "flows", "link"):
         assert k in s
     f = s["flows"][0]
-    for k in ("id", "app", "direction", "bytes_delivered", "throughput_bps", "completion_s", "tcp_retransmits", "tcp_timeouts", "rtt_avg_s"):
+    for k in (
+        "id",
+        "app",
+        "direction",
+        "bytes_delivered",
+        "throughput_bps",
+        "completion_s",
+        "tcp_retransmits",
+        "tcp_timeouts",
+        "rtt_avg_s",
+    ):
         assert k in f
     assert f["bytes_delivered"] == 50_000
     for d in ("down", "up"):
@@ -50,12 +60,34 @@ def test_pcap_reads_cleanly_in_tshark(small_scenario, tmp_path):
     p = thinwire_cli("run", small_scenario, "--out", tmp_path, "--pcap", "--trace", "none")
     assert p.returncode == 0, p.stderr
     for name in ("server.pcap", "mobile.pcap"):
-        q = subprocess.run(["tshark", "-r", str(tmp_path / name), "-o", "tcp.check_checksum:TRUE", "-o", "ip.check_checksum:TRUE",
-                            "-Y", "_ws.malformed || _ws.expert.severity >= error", "-T", "fields", "-e", "frame.number"],
-                           capture_output=True, text=True, timeout=300)
+        q = subprocess.run(
+            [
+                "tshark",
+                "-r",
+                str(tmp_path / name),
+                "-o",
+                "tcp.check_checksum:TRUE",
+                "-o",
+                "ip.check_checksum:TRUE",
+                "-Y",
+                "_ws.malformed || _ws.expert.severity >= error",
+                "-T",
+                "fields",
+                "-e",
+                "frame.number",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert q.returncode == 0, q.stderr
         assert q.stdout.strip() == "", f"{name}: malformed or bad-checksum packets: {q.stdout[:200]}"
-        n = subprocess.run(["tshark", "-r", str(tmp_path / name), "-T", "fields", "-e", "frame.number"], capture_output=True, text=True, timeout=300)
+        n = subprocess.run(
+            ["tshark", "-r", str(tmp_path / name), "-T", "fields", "-e", "frame.number"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert len(n.stdout.split()) > 400
 
 
@@ -74,7 +106,7 @@ BAD = [
     (["wireless.arq.protocol=is707", "wireless.arq.nak_timer=0ms"], "wireless.arq.nak_timer"),
     (["wireless.arq.protocol=rlp-gsm", "wireless.arq.on_n2=hangup"], "wireless.arq.on_n2"),
     (["flow.0.tcp.profile=solaris"], "flow[0].tcp.profile"),
-    (["wireless.arq.protocol=gprs", "wireless.arq.setup_down=[\"2s\", \"1s\"]"], "wireless.arq.setup_down"),
+    (["wireless.arq.protocol=gprs", 'wireless.arq.setup_down=["2s", "1s"]'], "wireless.arq.setup_down"),
     (["wireless.arq.protocol=gprs", "wireless.arq.outage_every=0s"], "wireless.arq.outage_every"),
     (["wireless.arq.protocol=gprs", "wireless.arq.rlc_buffer=0"], "wireless.arq.rlc_buffer"),
     (["wireless.arq.protocol=gprs", "wireless.arq.poor_share=1.5"], "wireless.arq.poor_share"),
@@ -83,7 +115,7 @@ BAD = [
     (["wireless.arq.protocol=rlp-gsm", "wireless.arq.t1=-1s"], "wireless.arq.t1"),
     (["wireless.arq.protocol=rlp-gsm", "wireless.arq.l2r_rate=fast"], "wireless.arq.l2r_rate"),
     (["wireless.arq.protocol=rlp-gsm", "wireless.arq.header_compression=maybe"], "wireless.arq.header_compression"),
-    (["wireless.arq.protocol=gprs", "wireless.arq.outages=[[\"60s\", \"0s\"]]"], "wireless.arq.outages[0]"),
+    (["wireless.arq.protocol=gprs", 'wireless.arq.outages=[["60s", "0s"]]'], "wireless.arq.outages[0]"),
     (["proxy.clamp=10furlongs"], "proxy.clamp"),
     (["proxy.link_rtt=0s"], "proxy.link_rtt"),
     (["proxy.estimate_clamp=sometimes"], "proxy.estimate_clamp"),
@@ -109,8 +141,15 @@ def test_bad_input_exits_2_with_one_line(small_scenario, overrides, field):
 def test_malformed_toml_and_missing_file(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[wireless\nrate = 1")
-    for args in (["run", bad], ["run", tmp_path / "missing.toml"], ["run"], ["run", bad, "--bogus"], ["frobnicate"],
-                 ["run", SCENARIOS / "shared-link-sr.toml", "--trace", "tcp,phy"], ["run", SCENARIOS / "shared-link-sr.toml", "--set", "novalue"]):
+    for args in (
+        ["run", bad],
+        ["run", tmp_path / "missing.toml"],
+        ["run"],
+        ["run", bad, "--bogus"],
+        ["frobnicate"],
+        ["run", SCENARIOS / "shared-link-sr.toml", "--trace", "tcp,phy"],
+        ["run", SCENARIOS / "shared-link-sr.toml", "--set", "novalue"],
+    ):
         p = thinwire_cli(*args)
         assert p.returncode == 2, (args, p.stderr)
         assert len(p.stderr.strip().splitlines()) == 1, (args, p.stderr)
@@ -131,9 +170,10 @@ def test_check_command(small_scenario):
 
 def test_every_example_scenario_runs_quickly():
     import tomllib
+
     for sc in sorted(SCENARIOS.glob("*.toml")):
         flows = tomllib.loads(sc.read_text())["flow"]
         extra = [x for i, f in enumerate(flows) if f["app"] == "bulk" for x in ("--set", f"flow.{i}.bytes=unlimited")]
-        p = thinwire_cli("run", sc, "--json", "--set", "stop=\"30s\"", *extra)
+        p = thinwire_cli("run", sc, "--json", "--set", 'stop="30s"', *extra)
         assert p.returncode == 0, (sc, p.stderr)
         assert json.loads(p.stdout)["sim_time_s"] == pytest.approx(30.0)

@@ -1,4 +1,5 @@
 """End-to-end model checks through the public API."""
+
 from pathlib import Path
 
 import polars as pl
@@ -47,7 +48,10 @@ start = "2s"
 
 
 def test_raw_link_with_frames_larger_than_packets_sends_one_frame_per_packet():
-    r = run(set={"wireless.arq.protocol": "raw", "wireless.frame": "1500B", "wireless.channel.p": 0.0}, trace=["tcp", "link"])
+    r = run(
+        set={"wireless.arq.protocol": "raw", "wireless.frame": "1500B", "wireless.channel.p": 0.0},
+        trace=["tcp", "link"],
+    )
     frames = r.layer("link").filter((pl.col("event") == "frame_recv") & (pl.col("dir") == "down"))
     segs = r.layer("tcp").filter((pl.col("event") == "recv") & (pl.col("node") == "mobile"))
     # A 210-byte segment is a 250-byte packet, carried whole in one 254-byte frame.
@@ -57,25 +61,33 @@ def test_raw_link_with_frames_larger_than_packets_sends_one_frame_per_packet():
 
 def test_droplist_channel_loses_exactly_the_listed_frames():
     extra_set = {"wireless.channel": None}
-    r = thinwire.run(SMALL.replace('model = "uniform"\np = 0.02', 'model = "droplist"\nframes = [10, 11, 12]'), trace=["link"])
+    r = thinwire.run(
+        SMALL.replace('model = "uniform"\np = 0.02', 'model = "droplist"\nframes = [10, 11, 12]'), trace=["link"]
+    )
     lost = r.layer("link").filter((pl.col("event") == "frame_lost") & (pl.col("dir") == "down"))
     assert lost.height == 3
     # Per-direction frame indices 10..12 are the 11th..13th frames sent down.
-    sent_down = r.layer("link").filter(pl.col("event").is_in(["frame_send", "frame_retransmit", "ack_send", "nack_send"]) & (pl.col("dir") == "down"))
+    sent_down = r.layer("link").filter(
+        pl.col("event").is_in(["frame_send", "frame_retransmit", "ack_send", "nack_send"]) & (pl.col("dir") == "down")
+    )
     assert lost["time_ns"].to_list() == sent_down["time_ns"][10:13].to_list()
     assert r.summary["link"]["up"]["frames_lost"] == 3  # both directions use the list
 
 
 def test_fading_channel_average_and_burstiness():
-    text = SMALL.replace('model = "uniform"\np = 0.02', 'model = "fading"\npe = 0.05\nfdt = 0.02').replace('"100KB"', '"400KB"')
+    text = SMALL.replace('model = "uniform"\np = 0.02', 'model = "fading"\npe = 0.05\nfdt = 0.02').replace(
+        '"100KB"', '"400KB"'
+    )
     r = thinwire.run(text, set={"wireless.arq.protocol": "raw"}, trace=["link"])
     ev = r.layer("link").filter(pl.col("dir") == "down").filter(pl.col("event").is_in(["frame_send", "frame_lost"]))
     flr = r.summary["link"]["down"]["flr"]
     assert 0.02 < flr < 0.09
     # Bursty: a lost frame is followed by another lost frame far more often than Pe.
-    lost = (ev.with_columns(pl.col("event").shift(-1).alias("next"))
-              .filter(pl.col("event") == "frame_send")["time_ns"])
-    fates = r.layer("link").filter((pl.col("dir") == "down") & pl.col("event").is_in(["frame_send", "frame_retransmit", "ack_send", "nack_send", "frame_lost"]))
+    lost = ev.with_columns(pl.col("event").shift(-1).alias("next")).filter(pl.col("event") == "frame_send")["time_ns"]
+    fates = r.layer("link").filter(
+        (pl.col("dir") == "down")
+        & pl.col("event").is_in(["frame_send", "frame_retransmit", "ack_send", "nack_send", "frame_lost"])
+    )
     seq = []
     for e in fates["event"].to_list():
         if e == "frame_lost":
@@ -101,8 +113,10 @@ def test_every_variant_completes_over_lossy_raw_link(variant):
 
 
 def test_two_state_channel_trace_marks_bad_periods():
-    text = (SMALL.replace('model = "uniform"\np = 0.02', 'model = "two-state"\ngood = { ber = 0.0, mean = "5s" }\nbad = { ber = 1.0, mean = "1s" }')
-            .replace('"100KB"', '"300KB"'))
+    text = SMALL.replace(
+        'model = "uniform"\np = 0.02',
+        'model = "two-state"\ngood = { ber = 0.0, mean = "5s" }\nbad = { ber = 1.0, mean = "1s" }',
+    ).replace('"100KB"', '"300KB"')
     r = thinwire.run(text, set={"wireless.arq.protocol": "raw"}, trace=["channel", "link"])
     t = r.trace
     assert t["time_ns"].is_sorted()
@@ -111,8 +125,12 @@ def test_two_state_channel_trace_marks_bad_periods():
     assert st["value"].to_list()[:4] == [1, 0, 1, 0]  # starts good, alternates
     # With BER 0 / 1, a down frame is lost exactly when it overlaps a bad period.
     periods = list(zip(st.filter(pl.col("value") == 1)["time_ns"], st.filter(pl.col("value") == 0)["time_ns"]))
-    sent = r.layer("link").filter((pl.col("dir") == "down") & pl.col("event").is_in(["frame_send", "frame_retransmit", "ack_send", "nack_send"]))
-    lost = set(r.layer("link").filter((pl.col("dir") == "down") & (pl.col("event") == "frame_lost"))["time_ns"].to_list())
+    sent = r.layer("link").filter(
+        (pl.col("dir") == "down") & pl.col("event").is_in(["frame_send", "frame_retransmit", "ack_send", "nack_send"])
+    )
+    lost = set(
+        r.layer("link").filter((pl.col("dir") == "down") & (pl.col("event") == "frame_lost"))["time_ns"].to_list()
+    )
     for t0, ln in zip(sent["time_ns"].to_list(), sent["len"].to_list()):
         t1 = t0 + ln * 8 * 10**9 // 64_000
         overlaps = any(a < t1 and t0 < b for a, b in periods)
@@ -128,7 +146,7 @@ direction = "down"
 
 
 def test_media_alone_on_a_clean_link():
-    text = SMALL.replace('p = 0.02', 'p = 0.0') + MEDIA
+    text = SMALL.replace("p = 0.02", "p = 0.0") + MEDIA
     r = thinwire.run(text, set={"flow.0.bytes": "1KB", "stop": "300s"})
     m = r.summary["flows"][1]
     assert m["app"] == "media" and m["loss"] == 0.0
@@ -159,18 +177,32 @@ def test_media_bypasses_arq_and_contends_with_tcp():
 
 
 def test_media_config_errors():
-    for key, val, field in (("flow.1.tcp", '{variant = "reno"}', "flow[1].tcp"), ("flow.1.talk", '"0s"', "flow[1].talk"),
-                            ("flow.0.talk", '"1s"', "flow[0].talk"), ("wireless.scheduler", '"fifo"', "wireless.scheduler")):
+    for key, val, field in (
+        ("flow.1.tcp", '{variant = "reno"}', "flow[1].tcp"),
+        ("flow.1.talk", '"0s"', "flow[1].talk"),
+        ("flow.0.talk", '"1s"', "flow[0].talk"),
+        ("wireless.scheduler", '"fifo"', "wireless.scheduler"),
+    ):
         with pytest.raises(thinwire.ScenarioError, match=field.replace("[", r"\[").replace("]", r"\]")):
             thinwire.run(SMALL + MEDIA, set=[f"{key}={val}"])
     with pytest.raises(thinwire.ScenarioError, match="stop"):
-        thinwire.run(SMALL.replace('app = "bulk"\nbytes = "100KB"\ndirection = "down"\ntcp = { variant = "reno", mss = 210 }', 'app = "media"'))
+        thinwire.run(
+            SMALL.replace(
+                'app = "bulk"\nbytes = "100KB"\ndirection = "down"\ntcp = { variant = "reno", mss = 210 }',
+                'app = "media"',
+            )
+        )
 
 
 def test_shared_frame_queue_makes_arq_timers_include_queueing():
     # Under contention, frames wait behind media frames in the shared interface
     # queue while their SR timers run: short timeouts fire spuriously.
-    base = SMALL.replace('"100KB"', '"300KB"').replace('tcp = { variant = "reno", mss = 210 }', 'tcp = { variant = "reno", mss = 210, rcv_buf = "4200B" }') + MEDIA
+    base = (
+        SMALL.replace('"100KB"', '"300KB"').replace(
+            'tcp = { variant = "reno", mss = 210 }', 'tcp = { variant = "reno", mss = 210, rcv_buf = "4200B" }'
+        )
+        + MEDIA
+    )
     s = {"wireless.arq.timeout": "0.9s", "wireless.channel.p": 0.0}
     pull = thinwire.run(base, set=s).summary["link"]["down"]
     shared = thinwire.run(base, set={**s, "wireless.mux": "shared-queue"}).summary["link"]["down"]
@@ -181,8 +213,10 @@ def test_shared_frame_queue_makes_arq_timers_include_queueing():
 
 
 def test_shared_frame_queue_drops_frames_that_find_it_full():
-    text = SMALL.replace('p = 0.02', 'p = 0.0')
-    r = thinwire.run(text, set={"wireless.mux": "shared-queue", "wireless.frame_queue": 5, "flow.0.tcp.rcv_buf": "64KiB"}).summary
+    text = SMALL.replace("p = 0.02", "p = 0.0")
+    r = thinwire.run(
+        text, set={"wireless.mux": "shared-queue", "wireless.frame_queue": 5, "flow.0.tcp.rcv_buf": "64KiB"}
+    ).summary
     assert r["link"]["down"]["frame_queue_drops"] > 0
     assert r["flows"][0]["bytes_delivered"] == 100_000  # SR recovers the dropped frames
     with pytest.raises(thinwire.ScenarioError, match="wireless.mux"):
@@ -219,8 +253,11 @@ def test_web_is_deterministic_and_seeded():
 
 
 def test_web_config_errors():
-    for key, val, field in (("flow.0.direction", '"up"', "flow[0].direction"), ("flow.0.bytes", '"1MB"', "flow[0].bytes"),
-                            ("flow.0.transactions", "0", "flow[0].transactions")):
+    for key, val, field in (
+        ("flow.0.direction", '"up"', "flow[0].direction"),
+        ("flow.0.bytes", '"1MB"', "flow[0].bytes"),
+        ("flow.0.transactions", "0", "flow[0].transactions"),
+    ):
         with pytest.raises(thinwire.ScenarioError, match=field.replace("[", r"\[").replace("]", r"\]")):
             thinwire.run(WEB, set=[f"{key}={val}"])
     with pytest.raises(thinwire.ScenarioError, match="transactions"):
@@ -303,10 +340,15 @@ def test_gprs_gateway_buffer_defaults_to_120kb():
     assert a["link"]["down"]["queue_max"] == b["link"]["down"]["queue_max"] > 20
     # A window larger than the buffer: GPRS's default holds 120 KB (80 full
     # packets); other link protocols keep the 50-packet default.
-    big = default.replace('tcp = { profile = "linux", mss = 1460 }', 'tcp = { profile = "linux", mss = 1460, window_scaling = true, rcv_buf = "256KB", snd_buf = "256KB" }')
+    big = default.replace(
+        'tcp = { profile = "linux", mss = 1460 }',
+        'tcp = { profile = "linux", mss = 1460, window_scaling = true, rcv_buf = "256KB", snd_buf = "256KB" }',
+    )
     assert big != default
     g = thinwire.run(big).summary["link"]["down"]
-    raw = thinwire.run(big.replace('protocol = "gprs"', 'protocol = "raw"').replace('uplink_period = "60ms"\n', "")).summary["link"]["down"]
+    raw = thinwire.run(
+        big.replace('protocol = "gprs"', 'protocol = "raw"').replace('uplink_period = "60ms"\n', "")
+    ).summary["link"]["down"]
     assert 50 < g["queue_max"] <= 120_000 // 1500 and g["queue_drops"] > 0
     assert raw["queue_max"] == 50 and raw["queue_drops"] > 0
 

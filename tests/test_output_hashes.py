@@ -2,6 +2,7 @@
 byte-identical to the recorded ones: a restructuring must not change what a user
 sees. A deliberate change rewrites tests/data/golden/output_hashes.json with
 `python tests/tools/output_hashes.py --write` and says why in the commit."""
+
 import json
 
 from tools.output_hashes import GOLDEN, compute

@@ -1,4 +1,5 @@
 """The split-TCP proxy inside the simulator (scenario [proxy])."""
+
 import re
 from pathlib import Path
 
@@ -33,7 +34,9 @@ def test_a_second_download_gets_its_share_only_with_the_proxy():
     for proxy in (False, True):
         r = run(flows, proxy, trace=["tcp"])
         tr = r.trace
-        recv = tr.filter((tr["event"] == "recv") & (tr["node"] == "mobile") & (tr["time_ns"] >= 25e9) & (tr["time_ns"] < 60e9))
+        recv = tr.filter(
+            (tr["event"] == "recv") & (tr["node"] == "mobile") & (tr["time_ns"] >= 25e9) & (tr["time_ns"] < 60e9)
+        )
         by = {f: recv.filter(recv["flow"] == f)["len"].sum() for f in (0, 1)}
         share[proxy] = by[1] / (by[0] + by[1])
     assert share[True] > 0.4, share
@@ -56,13 +59,16 @@ def test_web_sessions_through_the_proxy_deliver_everything():
         assert r["proxy"]["connections"] == (3 if persistent else 12)
 
 
-@pytest.mark.parametrize("bad,field", [
-    ("clamp = \"1B\"", "proxy.clamp"),
-    ("headroom = -1.0", "proxy.headroom"),
-    ("retransmit_at = 0", "proxy.retransmit_at"),
-    ("classes = [{ port = 23, tickets = 0 }]", "proxy.classes[0].tickets"),
-    ("bogus = 1", "proxy"),
-])
+@pytest.mark.parametrize(
+    "bad,field",
+    [
+        ('clamp = "1B"', "proxy.clamp"),
+        ("headroom = -1.0", "proxy.headroom"),
+        ("retransmit_at = 0", "proxy.retransmit_at"),
+        ("classes = [{ port = 23, tickets = 0 }]", "proxy.classes[0].tickets"),
+        ("bogus = 1", "proxy"),
+    ],
+)
 def test_bad_proxy_fields_name_the_field(bad, field):
     with pytest.raises(thinwire.ScenarioError, match=re.escape(field)):
         thinwire.run(LINK + "[proxy]\n" + bad + "\n" + BULK.format("10KB", "0s"))
@@ -71,7 +77,8 @@ def test_bad_proxy_fields_name_the_field(bad, field):
 def test_multilayer_plot_shows_the_proxy(tmp_path):
     from thinwire.analysis import SimRun
     from thinwire.analysis.plots import build_series, plot
-    text = LINK.replace("protocol = \"gprs\"", "protocol = \"gprs\"\noutages = [[\"20s\", \"25s\"]]")
+
+    text = LINK.replace('protocol = "gprs"', 'protocol = "gprs"\noutages = [["20s", "25s"]]')
     r = thinwire.run(text + "[proxy]\n" + BULK.format("200KB", "0s"), trace=["tcp", "proxy"])
     run_ = SimRun.from_result(r)
     series, _ = build_series(run_, "tsq")
@@ -85,13 +92,15 @@ def test_multilayer_plot_shows_the_proxy(tmp_path):
 
 
 def test_tickets_share_the_link_between_two_downloads():
-    flows = BULK.format("400KB", "0s") + 'port = 8001\n' + BULK.format("400KB", "0s") + 'port = 8002\n'
+    flows = BULK.format("400KB", "0s") + "port = 8001\n" + BULK.format("400KB", "0s") + "port = 8002\n"
     shares = {}
     for tickets in (100, 300):
         proxy = f"[proxy]\nclasses = [{{ port = 8001, priority = 1, tickets = {tickets} }}, {{ port = 8002, priority = 1, tickets = 100 }}]\n"
         r = thinwire.run(LINK + proxy + flows, trace=["tcp"])
         tr = r.trace
-        recv = tr.filter((tr["event"] == "recv") & (tr["node"] == "mobile") & (tr["time_ns"] >= 10e9) & (tr["time_ns"] < 90e9))
+        recv = tr.filter(
+            (tr["event"] == "recv") & (tr["node"] == "mobile") & (tr["time_ns"] >= 10e9) & (tr["time_ns"] < 90e9)
+        )
         by = [recv.filter(recv["flow"] == f)["len"].sum() for f in (0, 1)]
         shares[tickets] = by[0] / sum(by)
     # Stride scheduling (seed 004 §IV-B): equal tickets, equal shares; 3:1, three quarters.
@@ -102,9 +111,11 @@ def test_tickets_share_the_link_between_two_downloads():
 def test_concurrent_sessions_through_the_proxy_stay_apart(tmp_path):
     # Two page-loading flows and repeated downloads at once: every connection has its
     # own ports, so the proxy never mistakes one for another and all complete.
-    flows = ('[[flow]]\napp = "http"\nbytes = "5KB"\nobjects = 3\ntransactions = 3\ntcp = { profile = "linux" }\n'
-             '[[flow]]\napp = "http"\nbytes = "7KB"\nobjects = 2\ntransactions = 3\npersistent = true\ntcp = { profile = "linux" }\n'
-             '[[flow]]\napp = "ttcp"\nbytes = "6KB"\nrepeat = 4\ntcp = { profile = "linux" }\n')
+    flows = (
+        '[[flow]]\napp = "http"\nbytes = "5KB"\nobjects = 3\ntransactions = 3\ntcp = { profile = "linux" }\n'
+        '[[flow]]\napp = "http"\nbytes = "7KB"\nobjects = 2\ntransactions = 3\npersistent = true\ntcp = { profile = "linux" }\n'
+        '[[flow]]\napp = "ttcp"\nbytes = "6KB"\nrepeat = 4\ntcp = { profile = "linux" }\n'
+    )
     res = run(flows, True, pcap=True)
     r = res.raw
     got = [(f["transactions"], f["bytes_delivered"]) for f in r["flows"]]
@@ -112,6 +123,7 @@ def test_concurrent_sessions_through_the_proxy_stay_apart(tmp_path):
     assert r["proxy"]["connections"] == 9 + 3 + 4
     # On the wire (the mobile's capture), every connection has its own ports.
     from thinwire.analysis import open_path
+
     cap_file = tmp_path / "mobile.pcap"
     cap_file.write_bytes(r["pcap_mobile"])
     conns = open_path(cap_file).connection_list

@@ -1,5 +1,6 @@
 """Sender state imported from real hosts: `ss -tin` samples and tcp_probe output,
 aligned with a capture."""
+
 import numpy as np
 import polars as pl
 import pytest
@@ -46,8 +47,10 @@ def test_tcp_probe_alignment_recovers_a_known_offset(tmp_path):
     t = acks["time_s"].to_numpy()
     lines, prev = [], raw[0]
     for ti, a in zip(t, raw):
-        lines.append(f"   python-1 [001] ..s1. {ti - 8e8 + 40e-6:.6f}: tcp_probe: family=AF_INET src=132.235.3.145:1024 dest=132.235.3.157:5001 "
-                     f"mark=0x0 data_len=0 snd_nxt={prev + 10000:#x} snd_una={prev:#x} snd_cwnd=20 ssthresh=2147483647 snd_wnd=60000 srtt=585000 rcv_wnd=65535 sock_cookie=1")
+        lines.append(
+            f"   python-1 [001] ..s1. {ti - 8e8 + 40e-6:.6f}: tcp_probe: family=AF_INET src=132.235.3.145:1024 dest=132.235.3.157:5001 "
+            f"mark=0x0 data_len=0 snd_nxt={prev + 10000:#x} snd_una={prev:#x} snd_cwnd=20 ssthresh=2147483647 snd_wnd=60000 srtt=585000 rcv_wnd=65535 sock_cookie=1"
+        )
         prev = a
     p = tmp_path / "probe.txt"
     p.write_text("# tracer: nop\n" + "\n".join(lines) + "\n")
@@ -69,15 +72,20 @@ def test_cli_sender_state_errors(tmp_path):
     cap = shared_pcap("tcptrace_long_rtt.pcap")
     bad = tmp_path / "bad.txt"
     bad.write_text("hello\n")
-    for args, what in ((["--sender-state", bad], "neither tcp_probe"), (["--sender-state", tmp_path / "none"], "no such file")):
+    for args, what in (
+        (["--sender-state", bad], "neither tcp_probe"),
+        (["--sender-state", tmp_path / "none"], "no such file"),
+    ):
         p = thinwire_cli("plot", cap, "--kind", "cwnd", "--out", tmp_path / "x.png", *args)
         assert p.returncode == 2 and what in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
 
 
 def test_real_host_sender_state(tmp_path):
     import sys
+
     sys.path.insert(0, str(ROOT / "tests" / "tools"))
     import netns_capture as nc
+
     why = nc.available()
     if why or not nc.probe_available():
         pytest.skip(f"namespace captures with tcp_probe: {why or 'tracepoint unavailable'}")
@@ -91,7 +99,9 @@ def test_real_host_sender_state(tmp_path):
         srtt = np.nanmedian(s["srtt"][1])
         assert rtt / 3 < srtt < rtt * 3, (src, srtt, rtt)
         assert np.nanmax(s["cwnd"][1]) > 10_000
-        p = thinwire_cli("plot", cap_p, "--kind", "cwnd", "--sender-state", tmp_path / src, "--out", tmp_path / f"{src}.png")
+        p = thinwire_cli(
+            "plot", cap_p, "--kind", "cwnd", "--sender-state", tmp_path / src, "--out", tmp_path / f"{src}.png"
+        )
         assert p.returncode == 0, p.stderr
     s, _ = sender_series(tmp_path / "ss.log", cap, 0, 0)
     assert np.nanmin(s["rto"][1]) >= 0.2  # Linux's minimum RTO

@@ -24,6 +24,7 @@ def test_reproduce_shared_link_arq_quick(tmp_path):
     assert (out / "claims.md").read_text().count("| IV |") == 8
     # Every protocol and setting has data at every FLR of both error models.
     import polars as pl
+
     s = pl.read_parquet(out / "summary.parquet")
     assert s.filter(pl.col("protocol") == "rlc").height == 2 * 2 * 2 * 5 * 5
     assert s.filter(pl.col("protocol") == "raw").height == 2 * 2 * 2 * 5
@@ -35,7 +36,11 @@ def test_reproduce_shared_link_arq_quick(tmp_path):
 
 def test_reproduce_unknown_study():
     p = thinwire_cli("reproduce", "no-such-study")
-    assert p.returncode == 2 and "available: gprs-proxy, gprs-tcp, gsm-multilayer, is707-idle-frames, shared-link-arq" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    assert (
+        p.returncode == 2
+        and "available: gprs-proxy, gprs-tcp, gsm-multilayer, is707-idle-frames, shared-link-arq" in p.stderr
+        and len(p.stderr.strip().splitlines()) == 1
+    )
 
 
 def test_reproduce_is707_idle_frames_quick(tmp_path):
@@ -51,6 +56,7 @@ def test_reproduce_is707_idle_frames_quick(tmp_path):
         pngs = list(out.glob(f"fig{fig:02d}_*.png"))
         assert len(pngs) == 1 and pngs[0].stat().st_size > 10_000 and pngs[0].with_suffix(".pdf").exists(), fig
     import polars as pl
+
     s = pl.read_parquet(out / "summary.parquet")
     # 3 fdT × 6 Pe without and with unlimited idle frames, 3 fdT × 7 idle counts.
     assert s.height == 2 * 18 + 21 and s["n"].min() == 3
@@ -79,6 +85,7 @@ def test_reproduce_gsm_multilayer_quick(tmp_path):
         pngs = list(out.glob(f"fig{fig:02d}_*.png"))
         assert len(pngs) == 1 and pngs[0].stat().st_size > 10_000, fig
     import polars as pl
+
     runs = pl.read_csv(out / "runs.csv")
     good = runs.filter((pl.col("radio") == "good") & ~pl.col("hc"))
     # Facts the claims do not check: without radio trouble nothing is reset, flushed
@@ -102,9 +109,17 @@ def test_reproduce_gprs_tcp_quick(tmp_path):
     assert len(claims) == 12
     for c in claims:
         assert set(c) == {"claim", "section", "expected", "measured", "pass"} and isinstance(c["pass"], bool)
-    for stem in ("fig003-02_latency", "fig003-04_progress", "fig003-05_slow_start", "fig003-06_outstanding_rtt", "fig004-04_second_flow", "fig004-03_recovery"):
+    for stem in (
+        "fig003-02_latency",
+        "fig003-04_progress",
+        "fig003-05_slow_start",
+        "fig003-06_outstanding_rtt",
+        "fig004-04_second_flow",
+        "fig004-03_recovery",
+    ):
         assert (out / f"{stem}.png").stat().st_size > 10_000, stem
     import polars as pl
+
     runs = pl.read_csv(out / "runs.csv")
     # Facts the claims do not check: every download completes; the outage costs time.
     assert runs["completion_s"].null_count() == 0
@@ -126,6 +141,7 @@ def test_reproduce_gprs_proxy_quick(tmp_path):
     for stem in ("fig004-11_windows", "fig004-09_short_downloads", "fig004-10_fairness", "fig004-12_stall_recovery"):
         assert (out / f"{stem}.png").stat().st_size > 10_000, stem
     import polars as pl
+
     short = pl.read_csv(out / "short_downloads.csv")
     assert short.height == 2 * 2 * 6
     # Facts the claims do not check: larger downloads take longer in every setting,

@@ -17,7 +17,7 @@ from thinwire.sweep import run_sweep
 def write_sweep(tmp_path: Path, reps=3, extra="") -> Path:
     (tmp_path / "base.toml").write_text(SMALL)
     p = tmp_path / "sw.toml"
-    p.write_text(f'''scenario = "base.toml"
+    p.write_text(f"""scenario = "base.toml"
 replications = {reps}
 {extra}
 [set]
@@ -25,7 +25,7 @@ replications = {reps}
 [axes]
 "wireless.arq.protocol" = ["raw", "sr"]
 "wireless.channel.p" = [0.0, 0.05]
-''')
+""")
     return p
 
 
@@ -34,17 +34,32 @@ def test_local_sweep_table_summary_and_resume(tmp_path):
     out = tmp_path / "out"
     runs, summary = run_sweep(sw, out=out, workers=2, progress=False)
     assert runs.height == 12 and summary.height == 4
-    assert {"axis:wireless.arq.protocol", "axis:wireless.channel.p", "replication", "run", "key", "flow0.throughput_bps", "down.flr"} <= set(runs.columns)
+    assert {
+        "axis:wireless.arq.protocol",
+        "axis:wireless.channel.p",
+        "replication",
+        "run",
+        "key",
+        "flow0.throughput_bps",
+        "down.flr",
+    } <= set(runs.columns)
     assert runs["key"].n_unique() == 12
     # Common random numbers: replication r uses run index r at every point.
     assert runs.filter(pl.col("replication") == 2)["run"].unique().to_list() == [2]
     # The summary's mean and CI agree with the runs.
-    g = runs.filter((pl.col("axis:wireless.arq.protocol") == "raw") & (pl.col("axis:wireless.channel.p") == 0.05))["flow0.throughput_bps"]
-    row = summary.filter((pl.col("axis:wireless.arq.protocol") == "raw") & (pl.col("axis:wireless.channel.p") == 0.05)).to_dicts()[0]
+    g = runs.filter((pl.col("axis:wireless.arq.protocol") == "raw") & (pl.col("axis:wireless.channel.p") == 0.05))[
+        "flow0.throughput_bps"
+    ]
+    row = summary.filter(
+        (pl.col("axis:wireless.arq.protocol") == "raw") & (pl.col("axis:wireless.channel.p") == 0.05)
+    ).to_dicts()[0]
     assert row["flow0.throughput_bps:mean"] == pytest.approx(g.mean())
     assert row["flow0.throughput_bps:ci95"] == pytest.approx(t975(2) * g.std() / math.sqrt(3))
     # Loss costs raw more than SR.
-    thr = {(r["axis:wireless.arq.protocol"], r["axis:wireless.channel.p"]): r["flow0.throughput_bps:mean"] for r in summary.to_dicts()}
+    thr = {
+        (r["axis:wireless.arq.protocol"], r["axis:wireless.channel.p"]): r["flow0.throughput_bps:mean"]
+        for r in summary.to_dicts()
+    }
     assert thr[("sr", 0.05)] > thr[("raw", 0.05)]
     # Resume: nothing new to run; a deleted run is run again and gives the same numbers.
     before = runs.sort("key")
@@ -63,12 +78,18 @@ def test_sweep_against_a_separate_dask_scheduler(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     addr = f"tcp://127.0.0.1:{port}"
-    sched = subprocess.Popen([str(bindir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sched = subprocess.Popen(
+        [str(bindir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     worker = None
     try:
-        worker = subprocess.Popen([str(bindir / "dask"), "worker", addr, "--nthreads", "1", "--no-dashboard"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        worker = subprocess.Popen(
+            [str(bindir / "dask"), "worker", addr, "--nthreads", "1", "--no-dashboard"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         sw = write_sweep(tmp_path, reps=2)
         p = thinwire_cli("sweep", sw, "--out", tmp_path / "o", "--scheduler", addr, "--quiet")
         assert p.returncode == 0, p.stderr

@@ -4,6 +4,7 @@ on the shared real captures, field by field where the definitions match.
 The reference outputs are stored in tests/data/tcptrace/; when tcptrace is installed
 the test also checks that it still prints them.
 """
+
 import re
 import shutil
 import subprocess
@@ -18,18 +19,36 @@ REF = ROOT / "tests" / "data" / "tcptrace"
 
 # tcptrace label -> (our key, tolerance, scale from tcptrace's unit to ours)
 FIELDS = {
-    "total packets": ("packets", 0, 1), "ack pkts sent": ("ack_packets", 0, 1), "pure acks sent": ("pure_acks", 0, 1),
-    "sack pkts sent": ("sack_packets", 0, 1), "dsack pkts sent": ("dsack_packets", 0, 1), "max sack blks/ack": ("max_sack_blocks", 0, 1),
-    "unique bytes sent": ("unique_bytes", 0, 1), "actual data pkts": ("data_packets", 0, 1), "actual data bytes": ("data_bytes", 0, 1),
-    "rexmt data pkts": ("retransmitted_packets", 0, 1), "rexmt data bytes": ("retransmitted_bytes", 0, 1),
-    "zwnd probe pkts": ("zero_window_probes", 0, 1), "outoforder pkts": ("out_of_order_packets", 0, 1),
-    "pushed data pkts": ("pushed_packets", 0, 1), "max segm size": ("max_segment", 0, 1), "min segm size": ("min_segment", 0, 1),
-    "max win adv": ("max_window", 0, 1), "min win adv": ("min_window", 0, 1), "zero win adv": ("zero_windows", 0, 1),
-    "ttl stream length": ("stream_length", 0, 1), "idletime max": ("idle_max_s", 0.0001, 1e-3),
-    "throughput": ("throughput_Bps", 1, 1), "RTT samples": ("rtt_samples", 0, 1),
-    "RTT min": ("rtt_min_ms", 0.1, 1), "RTT max": ("rtt_max_ms", 0.1, 1), "RTT avg": ("rtt_avg_ms", 0.1, 1),
-    "RTT stdev": ("rtt_stdev_ms", 0.1, 1), "RTT from 3WHS": ("rtt_3whs_ms", 0.1, 1),
-    "duplicate acks": ("duplicate_acks", 0, 1), "triple dupacks": ("triple_duplicate_acks", 0, 1),
+    "total packets": ("packets", 0, 1),
+    "ack pkts sent": ("ack_packets", 0, 1),
+    "pure acks sent": ("pure_acks", 0, 1),
+    "sack pkts sent": ("sack_packets", 0, 1),
+    "dsack pkts sent": ("dsack_packets", 0, 1),
+    "max sack blks/ack": ("max_sack_blocks", 0, 1),
+    "unique bytes sent": ("unique_bytes", 0, 1),
+    "actual data pkts": ("data_packets", 0, 1),
+    "actual data bytes": ("data_bytes", 0, 1),
+    "rexmt data pkts": ("retransmitted_packets", 0, 1),
+    "rexmt data bytes": ("retransmitted_bytes", 0, 1),
+    "zwnd probe pkts": ("zero_window_probes", 0, 1),
+    "outoforder pkts": ("out_of_order_packets", 0, 1),
+    "pushed data pkts": ("pushed_packets", 0, 1),
+    "max segm size": ("max_segment", 0, 1),
+    "min segm size": ("min_segment", 0, 1),
+    "max win adv": ("max_window", 0, 1),
+    "min win adv": ("min_window", 0, 1),
+    "zero win adv": ("zero_windows", 0, 1),
+    "ttl stream length": ("stream_length", 0, 1),
+    "idletime max": ("idle_max_s", 0.0001, 1e-3),
+    "throughput": ("throughput_Bps", 1, 1),
+    "RTT samples": ("rtt_samples", 0, 1),
+    "RTT min": ("rtt_min_ms", 0.1, 1),
+    "RTT max": ("rtt_max_ms", 0.1, 1),
+    "RTT avg": ("rtt_avg_ms", 0.1, 1),
+    "RTT stdev": ("rtt_stdev_ms", 0.1, 1),
+    "RTT from 3WHS": ("rtt_3whs_ms", 0.1, 1),
+    "duplicate acks": ("duplicate_acks", 0, 1),
+    "triple dupacks": ("triple_duplicate_acks", 0, 1),
 }
 # Where thinwire counts differently, on purpose (see docs/analysis.md):
 KNOWN = {
@@ -81,14 +100,20 @@ def test_reference_outputs_are_what_tcptrace_prints():
     if exe is None:
         pytest.skip("tcptrace not installed (apt-get install tcptrace)")
     for ref in REF.glob("*.txt"):
-        out = subprocess.run([exe, "-l", "-r", "-n", str(shared_pcap(ref.stem + ".pcap"))], capture_output=True, text=True).stdout
+        out = subprocess.run(
+            [exe, "-l", "-r", "-n", str(shared_pcap(ref.stem + ".pcap"))], capture_output=True, text=True
+        ).stdout
         assert parse_tcptrace(out) == parse_tcptrace(ref.read_text()), ref.name
 
 
 def test_known_retransmission_and_dsack_counts_from_the_testdata_readme():
     # ../shared/testdata/README.md: 7 retransmitted data packets a->b, 3 triple duplicate ACKs, 1 DSACK.
     c = analyze_capture(shared_pcap("tcptrace_dsack.pcap"), columns=False).connection_list[0]
-    assert (c["a2b"]["retransmitted_packets"], c["a2b"]["triple_duplicate_acks"], c["b2a"]["dsack_packets"]) == (7, 3, 1)
+    assert (c["a2b"]["retransmitted_packets"], c["a2b"]["triple_duplicate_acks"], c["b2a"]["dsack_packets"]) == (
+        7,
+        3,
+        1,
+    )
     assert c["a2b"]["fast_retransmits"] == 3 and c["a2b"]["timeouts"] == 0
 
 
@@ -97,14 +122,24 @@ def test_known_retransmission_and_dsack_counts_from_the_testdata_readme():
 # from a segment acknowledged in parts and counts a duplicate ACK only when it
 # repeats the end of a whole segment; thinwire samples the ACK that completes the
 # segment and counts duplicates by RFC 5681 whatever the segment boundaries.
-TSO_DIFFERENT = {"rtt_samples", "rtt_min_ms", "rtt_max_ms", "rtt_avg_ms", "rtt_stdev_ms", "duplicate_acks", "triple_duplicate_acks"}
+TSO_DIFFERENT = {
+    "rtt_samples",
+    "rtt_min_ms",
+    "rtt_max_ms",
+    "rtt_avg_ms",
+    "rtt_stdev_ms",
+    "duplicate_acks",
+    "triple_duplicate_acks",
+}
 
 
 @pytest.fixture(scope="module")
 def netns_capture(tmp_path_factory):
     import sys
+
     sys.path.insert(0, str(ROOT / "tests" / "tools"))
     import netns_capture as nc
+
     why = nc.available()
     if why:
         pytest.skip(f"namespace captures: {why}")

@@ -6,6 +6,7 @@ link-layer ARQ.
     >>> r.flows            # polars DataFrame, one row per flow
     >>> r.trace            # polars DataFrame of trace events (layers chosen with trace=)
 """
+
 __all__ = ["run", "check", "RunResult", "ScenarioError", "load_scenario_text"]
 __version__ = "0.1.0"
 
@@ -15,5 +16,6 @@ def __getattr__(name: str):
     # (`thinwire analyze`, `thinwire version`) start faster.
     if name in __all__:
         from . import api
+
         return getattr(api, name)
     raise AttributeError(f"module 'thinwire' has no attribute {name!r}")

@@ -1,4 +1,5 @@
 """The Python API: a thin layer over the Rust core (`thinwire._core`)."""
+
 from __future__ import annotations
 
 import json
@@ -83,6 +84,7 @@ class RunResult:
     @property
     def flows(self):
         import polars as pl
+
         return pl.DataFrame(self.raw["flows"], infer_schema_length=None)
 
     @property
@@ -96,6 +98,7 @@ class RunResult:
         """One-way delays of received media packets: DataFrame (flow, delay_s), in arrival order."""
         import numpy as np
         import polars as pl
+
         parts = []
         for fid, b in sorted(self.raw["media_delays"].items()):
             if flow is None or fid == flow:
@@ -105,6 +108,7 @@ class RunResult:
 
     def layer(self, name: str):
         import polars as pl
+
         return self.trace.filter(pl.col("layer") == name)
 
     @property
@@ -145,9 +149,15 @@ def check(scenario: str | os.PathLike, set=None) -> None:
     _core.check(text, _overrides(set, None, None, None, False))
 
 
-def run(scenario: str | os.PathLike, seed: int | None = None, *, run_index: int | None = None,
-        set: Mapping[str, object] | Sequence[str] | None = None, trace: Sequence[str] | None = None,
-        pcap: bool = False) -> RunResult:
+def run(
+    scenario: str | os.PathLike,
+    seed: int | None = None,
+    *,
+    run_index: int | None = None,
+    set: Mapping[str, object] | Sequence[str] | None = None,
+    trace: Sequence[str] | None = None,
+    pcap: bool = False,
+) -> RunResult:
     """Runs a scenario (a path to a TOML file, or TOML text).
 
     seed, run_index: override the scenario's root seed and run index.

@@ -3,6 +3,7 @@
 Bad input (scenario, command line) exits with status 2 and one line naming what is
 wrong and what is accepted.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,8 +20,12 @@ LAYERS = ("tcp", "link", "queue", "channel", "proxy")
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, exit 2
-        self.exit(2, f"thinwire: error: {message} (see 'thinwire {self.prog.split()[-1]} --help')\n"
-                  if " " in self.prog else f"thinwire: error: {message} (see 'thinwire --help')\n")
+        self.exit(
+            2,
+            f"thinwire: error: {message} (see 'thinwire {self.prog.split()[-1]} --help')\n"
+            if " " in self.prog
+            else f"thinwire: error: {message} (see 'thinwire --help')\n",
+        )
 
 
 def _die(msg: str) -> "NoReturn":  # noqa: F821
@@ -40,8 +45,10 @@ def _fmt_rate(bps: float) -> str:
 
 def print_summary(s: dict, out=sys.stdout) -> None:
     w = out.write
-    w(f"scenario {s['scenario']}: simulated {s['sim_time_s']:.3f} s in {s['wall_s'] * 1e3:.1f} ms wall "
-      f"({s['events']:,} events, {s['events_per_s'] / 1e6:.2f} M events/s)\n\n")
+    w(
+        f"scenario {s['scenario']}: simulated {s['sim_time_s']:.3f} s in {s['wall_s'] * 1e3:.1f} ms wall "
+        f"({s['events']:,} events, {s['events_per_s'] / 1e6:.2f} M events/s)\n\n"
+    )
     tcp_flows = [f for f in s["flows"] if f["app"] not in ("media", "probe")]
     if tcp_flows:
         head = f"{'flow':>4}  {'app':<11} {'dir':<4} {'tcp':<8} {'delivered':>12} {'throughput':>15} {'complete':>10} {'rexmits':>7} {'RTOs':>5} {'FR':>4} {'avg RTT':>9}"
@@ -49,8 +56,10 @@ def print_summary(s: dict, out=sys.stdout) -> None:
         for f in tcp_flows:
             comp = f"{f['completion_s']:.2f} s" if f["completion_s"] is not None else "-"
             rtt = f"{f['rtt_avg_s'] * 1e3:.0f} ms" if f["rtt_avg_s"] is not None else "-"
-            w(f"{f['id']:>4}  {f['app']:<11} {f['direction']:<4} {f['variant']:<8} {f['bytes_delivered']:>12,} {_fmt_rate(f['throughput_bps']):>15} "
-              f"{comp:>10} {f['tcp_retransmits']:>7} {f['tcp_timeouts']:>5} {f['tcp_fast_retransmits']:>4} {rtt:>9}\n")
+            w(
+                f"{f['id']:>4}  {f['app']:<11} {f['direction']:<4} {f['variant']:<8} {f['bytes_delivered']:>12,} {_fmt_rate(f['throughput_bps']):>15} "
+                f"{comp:>10} {f['tcp_retransmits']:>7} {f['tcp_timeouts']:>5} {f['tcp_fast_retransmits']:>4} {rtt:>9}\n"
+            )
     # Media packets and interactive messages: delivery and one-way latency.
     media = [f for f in s["flows"] if f["packets_sent"] is not None]
     if media:
@@ -59,20 +68,28 @@ def print_summary(s: dict, out=sys.stdout) -> None:
         w(head + "\n" + "-" * len(head) + "\n")
         ms = lambda x: f"{x * 1e3:.0f} ms" if x is not None else "-"
         for f in media:
-            w(f"{f['id']:>4}  {f['app']:<11} {f['direction']:<4} {f['packets_sent']:>8,} {f['packets_received']:>9,} {f['loss'] * 100:>6.2f}% "
-              f"{ms(f['delay_mean_s']):>11} {ms(f['delay_p95_s']):>10} {ms(f['delay_max_s']):>10}\n")
+            w(
+                f"{f['id']:>4}  {f['app']:<11} {f['direction']:<4} {f['packets_sent']:>8,} {f['packets_received']:>9,} {f['loss'] * 100:>6.2f}% "
+                f"{ms(f['delay_mean_s']):>11} {ms(f['delay_p95_s']):>10} {ms(f['delay_max_s']):>10}\n"
+            )
     px = s.get("proxy")
     if px:
-        w(f"\nproxy: {px['connections']} connections, {px['segments_sent']:,} segments sent to the mobile, {px['retransmits']} retransmitted, "
-          f"{px['timeouts']} timeouts in {px['stalls']} stalls, at most {px['max_buffered']:,} B held; window {px['clamp']:,} B, "
-          f"wireless-leg RTT " + (f"{px['rtt_avg_s'] * 1e3:.0f} ms" if px["rtt_avg_s"] is not None else "-") + " (the flows' RTT column is the wired leg's)\n")
+        w(
+            f"\nproxy: {px['connections']} connections, {px['segments_sent']:,} segments sent to the mobile, {px['retransmits']} retransmitted, "
+            f"{px['timeouts']} timeouts in {px['stalls']} stalls, at most {px['max_buffered']:,} B held; window {px['clamp']:,} B, "
+            f"wireless-leg RTT "
+            + (f"{px['rtt_avg_s'] * 1e3:.0f} ms" if px["rtt_avg_s"] is not None else "-")
+            + " (the flows' RTT column is the wired leg's)\n"
+        )
     w("\n")
     head = f"{'link':<5} {'frames':>9} {'lost':>7} {'FLR':>7} {'rexmit':>7} {'NACKs':>6} {'ACKs':>6} {'STATUS':>6} {'discard':>7} {'ARQ RTOs':>8} {'q drops':>7} {'q max':>5} {'fq drops':>8} {'busy':>6}"
     w(head + "\n" + "-" * len(head) + "\n")
     for d in ("down", "up"):
         l = s["link"][d]
-        w(f"{d:<5} {l['frames_sent']:>9,} {l['frames_lost']:>7,} {l['flr'] * 100:>6.2f}% {l['frames_retransmitted']:>7,} {l['nack_frames']:>6,} "
-          f"{l['ack_frames']:>6,} {l['status_frames']:>6,} {l['sdu_discards']:>7,} {l['arq_timeouts']:>8,} {l['queue_drops']:>7,} {l['queue_max']:>5} {l['frame_queue_drops']:>8,} {l['utilization'] * 100:>5.1f}%\n")
+        w(
+            f"{d:<5} {l['frames_sent']:>9,} {l['frames_lost']:>7,} {l['flr'] * 100:>6.2f}% {l['frames_retransmitted']:>7,} {l['nack_frames']:>6,} "
+            f"{l['ack_frames']:>6,} {l['status_frames']:>6,} {l['sdu_discards']:>7,} {l['arq_timeouts']:>8,} {l['queue_drops']:>7,} {l['queue_max']:>5} {l['frame_queue_drops']:>8,} {l['utilization'] * 100:>5.1f}%\n"
+        )
 
 
 def _cmd_run(a) -> int:
@@ -89,6 +106,7 @@ def _cmd_run(a) -> int:
         out = Path("thinwire-out") / Path(a.scenario).stem
     try:
         from .api import run
+
         res = run(a.scenario, seed=a.seed, run_index=a.run, set=a.set, trace=layers, pcap=a.pcap)
     except ScenarioError as e:
         _die(_with_path(a.scenario, e))
@@ -101,6 +119,7 @@ def _cmd_run(a) -> int:
     if a.plot:
         from .analysis import SimRun
         from .analysis.plots import plot
+
         run_ = SimRun.from_result(res)
         try:
             written += [plot(run_, "tsq", out / "tsq.png"), plot(run_, "tsq", out / "tsq.html")]
@@ -121,6 +140,7 @@ def _cmd_run(a) -> int:
 
 def _cmd_sweep(a) -> int:
     from .sweep import run_sweep
+
     if a.workers is not None and a.workers < 1:
         _die(f"--workers: {a.workers} is not a positive number of workers")
     try:
@@ -132,6 +152,7 @@ def _cmd_sweep(a) -> int:
     shown = [c for c in summary.columns if c.endswith(":mean") and ("throughput_bps" in c or "delay_mean_s" in c)][:4]
     print(f"{runs.height} runs, {summary.height} points -> {out}/runs.parquet, {out}/summary.parquet")
     import polars as pl
+
     cols = axes + [x for c in shown for x in (c, c.replace(":mean", ":ci95"))]
     with pl.Config(tbl_rows=50, tbl_cols=20, tbl_width_chars=200, float_precision=4):
         print(summary.select(cols))
@@ -141,6 +162,7 @@ def _cmd_sweep(a) -> int:
 def _cmd_reproduce(a) -> int:
     import importlib
     from .studies import STUDIES
+
     if a.study not in STUDIES:
         _die(f"{a.study!r} is not a study; available: {', '.join(sorted(STUDIES))}")
     if a.workers is not None and a.workers < 1:
@@ -157,7 +179,9 @@ def _cmd_reproduce(a) -> int:
     else:
         print(f"study {a.study}{' (quick)' if a.quick else ''}: figures, tables and claims in {out}/\n")
         for c in claims:
-            print(f"[{'PASS' if c['pass'] else 'FAIL'}] §{c['section']} {c['claim']}\n       expected {c['expected']}; measured {c['measured']}")
+            print(
+                f"[{'PASS' if c['pass'] else 'FAIL'}] §{c['section']} {c['claim']}\n       expected {c['expected']}; measured {c['measured']}"
+            )
         n = sum(c["pass"] for c in claims)
         print(f"\n{n} of {len(claims)} claims reproduced")
     return 0
@@ -166,10 +190,12 @@ def _cmd_reproduce(a) -> int:
 def _open_analysis(path: str, columns: bool = True):
     """A SimRun or CaptureAnalysis for PATH; exits 2 with one line if it cannot be read."""
     from .analysis import CaptureError, analyze_capture
+
     p = Path(path)
     try:
         if p.is_dir() or p.name == "trace.parquet":
             from .analysis.simtrace import SimRun
+
             return SimRun.from_dir(p if p.is_dir() else p.parent)
         return analyze_capture(p, columns=columns)
     except CaptureError as e:
@@ -183,6 +209,7 @@ def _open_analysis(path: str, columns: bool = True):
 def _cmd_analyze(a) -> int:
     from .analysis import CaptureAnalysis, analyze_capture
     from .analysis.report import print_capture, print_run
+
     src = _open_analysis(a.path, columns=False)
     if isinstance(src, CaptureAnalysis):
         if a.json:
@@ -198,7 +225,11 @@ def _cmd_analyze(a) -> int:
         _die(f"{a.path}: {e}")
     caps = {k: analyze_capture(p, columns=False) for k, p in src.pcaps.items()}
     if a.json:
-        json.dump({"path": str(src.path), "flows": metrics.to_dicts(), "captures": {k: c.to_json() for k, c in caps.items()}}, sys.stdout, indent=2)
+        json.dump(
+            {"path": str(src.path), "flows": metrics.to_dicts(), "captures": {k: c.to_json() for k, c in caps.items()}},
+            sys.stdout,
+            indent=2,
+        )
         sys.stdout.write("\n")
     else:
         print_run(src, metrics, caps)
@@ -214,6 +245,7 @@ def _plot_out(a, path: Path, kind: str) -> Path:
 
 def _cmd_plot(a) -> int:
     from .analysis.plots import FORMATS, plot
+
     out = _plot_out(a, Path(a.path), a.kind)
     if out.suffix.lower() not in FORMATS:
         _die(f"--out {out}: unknown format {out.suffix or '(none)'!r}; use one of {', '.join(FORMATS)}")
@@ -232,6 +264,7 @@ def _cmd_plot(a) -> int:
             _die(f"--sender-state {a.sender_state}: no such file (give an 'ss -tin' log or tcp_probe trace output)")
         kw["sender_state"] = a.sender_state
     from .analysis.sender_state import SenderStateError
+
     try:
         written = plot(src, a.kind, out, layers=layers, **kw)
     except SenderStateError as e:
@@ -246,6 +279,7 @@ def _cmd_plot(a) -> int:
 
 def _cmd_check(a) -> int:
     from .api import check
+
     try:
         check(a.scenario, set=a.set)
     except ScenarioError as e:
@@ -262,11 +296,26 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--seed", type=int, help="root seed (overrides the scenario's)")
     r.add_argument("--run", type=int, help="run index (replication) within the seed")
     r.add_argument("--out", help="directory for summary.json, flows.parquet, trace.parquet and pcaps")
-    r.add_argument("--pcap", action="store_true", help="write server.pcap and mobile.pcap (IP packets seen at each host)")
-    r.add_argument("--trace", help="layers to trace: comma list of tcp,link,queue,channel, or 'none' (default: all when --out is given)")
+    r.add_argument(
+        "--pcap", action="store_true", help="write server.pcap and mobile.pcap (IP packets seen at each host)"
+    )
+    r.add_argument(
+        "--trace",
+        help="layers to trace: comma list of tcp,link,queue,channel, or 'none' (default: all when --out is given)",
+    )
     r.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
-    r.add_argument("--plot", action="store_true", help="also write the multi-layer time/sequence plot (tsq.png and tsq.html) into the output directory")
-    r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario field, e.g. flow.0.bytes=1MB (repeatable)")
+    r.add_argument(
+        "--plot",
+        action="store_true",
+        help="also write the multi-layer time/sequence plot (tsq.png and tsq.html) into the output directory",
+    )
+    r.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a scenario field, e.g. flow.0.bytes=1MB (repeatable)",
+    )
     r.set_defaults(fn=_cmd_run)
     sw = sub.add_parser("sweep", help="run a parameter sweep on Dask (local cluster or --scheduler)")
     sw.add_argument("sweep", help="sweep TOML file")
@@ -289,16 +338,33 @@ def main(argv: list[str] | None = None) -> int:
     an.set_defaults(fn=_cmd_analyze)
     pl_ = sub.add_parser("plot", help="multi-layer plots of a capture or a run directory")
     pl_.add_argument("path", help="a .pcap/.pcapng capture, or a run directory")
-    pl_.add_argument("--kind", choices=("tsq", "rtt", "cwnd", "goodput"), default="tsq", help="time/sequence, RTT/SRTT/RTO, congestion window, or goodput histograms")
-    pl_.add_argument("--layers", help="comma list of series to draw, e.g. TcpSnd_data,TcpSnd_ack,RlpSnd_data (default: all)")
-    pl_.add_argument("--out", help="output file: .png, .pdf, .svg, or .html for the interactive viewer (default: next to PATH)")
+    pl_.add_argument(
+        "--kind",
+        choices=("tsq", "rtt", "cwnd", "goodput"),
+        default="tsq",
+        help="time/sequence, RTT/SRTT/RTO, congestion window, or goodput histograms",
+    )
+    pl_.add_argument(
+        "--layers", help="comma list of series to draw, e.g. TcpSnd_data,TcpSnd_ack,RlpSnd_data (default: all)"
+    )
+    pl_.add_argument(
+        "--out", help="output file: .png, .pdf, .svg, or .html for the interactive viewer (default: next to PATH)"
+    )
     pl_.add_argument("--flow", type=int, help="flow id (run directories; default: the first TCP flow)")
     pl_.add_argument("--conn", type=int, help="connection number (captures; default 0)")
-    pl_.add_argument("--dir", choices=("a2b", "b2a"), help="data direction of the connection (captures; default: the one with more data)")
+    pl_.add_argument(
+        "--dir",
+        choices=("a2b", "b2a"),
+        help="data direction of the connection (captures; default: the one with more data)",
+    )
     pl_.add_argument("--windows", type=float, nargs="+", help="goodput window lengths in seconds (default 10 100 1000)")
     pl_.add_argument("--max-rate", type=float, help="normalise goodput to this rate in bytes/s")
-    pl_.add_argument("--sender-state", metavar="FILE", help="captures: TCP sender state from the sending host, either 'ss -tin' samples "
-                     "each preceded by a Unix-time line (date +%%s.%%N), or tcp_probe tracepoint output (aligned to the capture by matching ACKs)")
+    pl_.add_argument(
+        "--sender-state",
+        metavar="FILE",
+        help="captures: TCP sender state from the sending host, either 'ss -tin' samples "
+        "each preceded by a Unix-time line (date +%%s.%%N), or tcp_probe tracepoint output (aligned to the capture by matching ACKs)",
+    )
     pl_.set_defaults(fn=_cmd_plot)
     c = sub.add_parser("check", help="validate a scenario without running it")
     c.add_argument("scenario")

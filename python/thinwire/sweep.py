@@ -20,6 +20,7 @@ index r at every point, so points are compared on the same channel realisations
 configuration (base text, overrides, run index): runs already in runs.parquet are
 not repeated, so an interrupted sweep resumes. Traces are off in sweeps.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -36,10 +37,34 @@ from pathlib import Path
 from . import _core
 from .api import ScenarioError, _toml_value
 
-FLOW_METRICS = ("bytes_delivered", "throughput_bps", "completion_s", "tcp_retransmits", "tcp_timeouts", "tcp_fast_retransmits",
-                "rtt_avg_s", "packets_sent", "packets_received", "loss", "delay_mean_s", "delay_p50_s", "delay_p95_s", "delay_max_s")
-LINK_METRICS = ("frames_sent", "frames_lost", "flr", "frames_retransmitted", "nack_frames", "status_frames", "sdu_discards", "arq_timeouts", "queue_drops",
-                "utilization")
+FLOW_METRICS = (
+    "bytes_delivered",
+    "throughput_bps",
+    "completion_s",
+    "tcp_retransmits",
+    "tcp_timeouts",
+    "tcp_fast_retransmits",
+    "rtt_avg_s",
+    "packets_sent",
+    "packets_received",
+    "loss",
+    "delay_mean_s",
+    "delay_p50_s",
+    "delay_p95_s",
+    "delay_max_s",
+)
+LINK_METRICS = (
+    "frames_sent",
+    "frames_lost",
+    "flr",
+    "frames_retransmitted",
+    "nack_frames",
+    "status_frames",
+    "sdu_discards",
+    "arq_timeouts",
+    "queue_drops",
+    "utilization",
+)
 
 
 class SweepError(ScenarioError):
@@ -70,10 +95,22 @@ class Sweep:
         for pi, point in enumerate(self.points()):
             for r in range(self.replications):
                 run_index = r if self.crn else pi * self.replications + r
-                ov = self.fixed + [f"{k}={_toml_value(v)}" for k, v in point.items()] + [f"run={run_index}", "trace.layers=[]", "trace.pcap=false"]
+                ov = (
+                    self.fixed
+                    + [f"{k}={_toml_value(v)}" for k, v in point.items()]
+                    + [f"run={run_index}", "trace.layers=[]", "trace.pcap=false"]
+                )
                 key = hashlib.sha256(json.dumps([self.base_text, ov]).encode()).hexdigest()[:24]
-                out.append({"key": key, "point": pi, "replication": r, "run": run_index, "overrides": ov,
-                            "axes": {k: self.column_value(k, v) for k, v in point.items()}})
+                out.append(
+                    {
+                        "key": key,
+                        "point": pi,
+                        "replication": r,
+                        "run": run_index,
+                        "overrides": ov,
+                        "axes": {k: self.column_value(k, v) for k, v in point.items()},
+                    }
+                )
         return out
 
 
@@ -104,8 +141,14 @@ def load_sweep(path: str | os.PathLike) -> Sweep:
     for k, v in axes.items():
         if not isinstance(v, list) or not v:
             raise SweepError(f"{p}: axes.{k}: give a non-empty list of values")
-    sw = Sweep(sc.read_text(encoding="utf-8"), sc.stem, [f"{k}={_toml_value(v)}" for k, v in fixed.items()], axes, reps,
-               bool(d.get("common_random_numbers", True)))
+    sw = Sweep(
+        sc.read_text(encoding="utf-8"),
+        sc.stem,
+        [f"{k}={_toml_value(v)}" for k, v in fixed.items()],
+        axes,
+        reps,
+        bool(d.get("common_random_numbers", True)),
+    )
     # Validate every point before running anything: errors name the axis value.
     for point in sw.points():
         ov = sw.fixed + [f"{k}={_toml_value(v)}" for k, v in point.items()]
@@ -132,6 +175,7 @@ def flatten(summary: dict) -> dict:
 def run_batch(base_text: str, batch: list[dict]) -> list[dict]:
     """Runs a list of runs (executed on a Dask worker)."""
     from .api import RunResult
+
     out = []
     for r in batch:
         raw = _core.run(base_text, r["overrides"])
@@ -153,36 +197,73 @@ def summarize(runs, axes: list[str]):
     """Mean, standard deviation, n and 95 % CI half-width per point and metric."""
     import polars as pl
     from .stats import t975
+
     group = [f"axis:{a}" for a in axes] or ["point"]
     metrics = [c for c in runs.columns if c not in ("key", "point", "replication", "run") and not c.startswith("axis:")]
     aggs = []
     for m in metrics:
-        aggs += [pl.col(m).mean().alias(f"{m}:mean"), pl.col(m).std().alias(f"{m}:sd"), pl.col(m).count().alias(f"{m}:n")]
+        aggs += [
+            pl.col(m).mean().alias(f"{m}:mean"),
+            pl.col(m).std().alias(f"{m}:sd"),
+            pl.col(m).count().alias(f"{m}:n"),
+        ]
     s = runs.group_by(group, maintain_order=True).agg(aggs)
     for m in metrics:
-        s = s.with_columns((pl.struct([f"{m}:sd", f"{m}:n"]).map_elements(
-            lambda x: t975(x[f"{m}:n"] - 1) * x[f"{m}:sd"] / math.sqrt(x[f"{m}:n"]) if x[f"{m}:n"] and x[f"{m}:n"] > 1 and x[f"{m}:sd"] is not None else None,
-            return_dtype=pl.Float64)).alias(f"{m}:ci95"))
+        s = s.with_columns(
+            (
+                pl.struct([f"{m}:sd", f"{m}:n"]).map_elements(
+                    lambda x: (
+                        t975(x[f"{m}:n"] - 1) * x[f"{m}:sd"] / math.sqrt(x[f"{m}:n"])
+                        if x[f"{m}:n"] and x[f"{m}:n"] > 1 and x[f"{m}:sd"] is not None
+                        else None
+                    ),
+                    return_dtype=pl.Float64,
+                )
+            ).alias(f"{m}:ci95")
+        )
     return s.sort(group)
 
 
-def run_sweep(path, out=None, scheduler: str | None = None, workers: int | None = None, progress: bool = True, batch: int | None = None):
+def run_sweep(
+    path,
+    out=None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    progress: bool = True,
+    batch: int | None = None,
+):
     """Runs (or resumes) a sweep file; returns (runs DataFrame, summary DataFrame)."""
     sw = load_sweep(path)
-    return execute_sweep(sw, Path(out) if out else Path("sweeps") / Path(path).stem, scheduler, workers, progress, batch)
+    return execute_sweep(
+        sw, Path(out) if out else Path("sweeps") / Path(path).stem, scheduler, workers, progress, batch
+    )
 
 
-def execute_sweep(sw: "Sweep", out: Path, scheduler: str | None = None, workers: int | None = None, progress: bool = True, batch: int | None = None):
+def execute_sweep(
+    sw: "Sweep",
+    out: Path,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    progress: bool = True,
+    batch: int | None = None,
+):
     """Runs (or resumes) a sweep given as a `Sweep`; writes runs/summary Parquet in `out`."""
     return execute_sweeps([(sw, out)], scheduler, workers, progress, batch)[0]
 
 
-def execute_sweeps(jobs: list, scheduler: str | None = None, workers: int | None = None, progress: bool = True, batch: int | None = None,
-                   desc: str = "sweep") -> list:
+def execute_sweeps(
+    jobs: list,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    progress: bool = True,
+    batch: int | None = None,
+    desc: str = "sweep",
+) -> list:
     """Runs (or resumes) several sweeps on one Dask client with one progress bar;
     each `(Sweep, out_dir)` gets its own runs/summary Parquet. Returns `(runs, summary)`
     per job."""
     import polars as pl
+
     states = []
     for sw, out in jobs:
         out.mkdir(parents=True, exist_ok=True)
@@ -192,12 +273,23 @@ def execute_sweeps(jobs: list, scheduler: str | None = None, workers: int | None
             try:
                 done_rows = pl.read_parquet(runs_path).to_dicts()
             except Exception as e:  # a damaged table is not silently replaced
-                raise SweepError(f"{runs_path}: cannot read the existing results ({e.__class__.__name__}); move it away to start afresh") from None
+                raise SweepError(
+                    f"{runs_path}: cannot read the existing results ({e.__class__.__name__}); move it away to start afresh"
+                ) from None
         all_runs = sw.runs()
         wanted = {r["key"] for r in all_runs}
         done = {r["key"] for r in done_rows if r["key"] in wanted}
-        states.append({"sw": sw, "out": out, "runs_path": runs_path, "all_runs": all_runs, "todo": [r for r in all_runs if r["key"] not in done],
-                       "rows": [r for r in done_rows if r["key"] in wanted], "new": []})
+        states.append(
+            {
+                "sw": sw,
+                "out": out,
+                "runs_path": runs_path,
+                "all_runs": all_runs,
+                "todo": [r for r in all_runs if r["key"] not in done],
+                "rows": [r for r in done_rows if r["key"] in wanted],
+                "new": [],
+            }
+        )
     if any(st["todo"] for st in states):
         _execute(states, scheduler, workers, progress, batch, desc)
     results = []
@@ -210,14 +302,28 @@ def execute_sweeps(jobs: list, scheduler: str | None = None, workers: int | None
         sw = st["sw"]
         summary = summarize(df, list(sw.axes))
         _write_atomic(summary, st["out"] / "summary.parquet")
-        (st["out"] / "sweep.json").write_text(json.dumps({"scenario": sw.base_name, "axes": sw.axes, "fixed": sw.fixed, "replications": sw.replications,
-                                                          "runs": len(rows), "new_runs": len(st["todo"])}, indent=2, default=str) + "\n")
+        (st["out"] / "sweep.json").write_text(
+            json.dumps(
+                {
+                    "scenario": sw.base_name,
+                    "axes": sw.axes,
+                    "fixed": sw.fixed,
+                    "replications": sw.replications,
+                    "runs": len(rows),
+                    "new_runs": len(st["todo"]),
+                },
+                indent=2,
+                default=str,
+            )
+            + "\n"
+        )
         results.append((df, summary))
     return results
 
 
 def _save(states, only_dirty: bool):
     import polars as pl
+
     for st in states:
         if st["new"] and (st.get("dirty") or not only_dirty):
             _write_atomic(pl.DataFrame(infer_schema_length=None, data=st["rows"] + st["new"]), st["runs_path"])
@@ -228,20 +334,26 @@ def _client(scheduler, n_workers):
     """A Dask client on `scheduler`, or on a local cluster of `n_workers` processes
     (spawned, so no thread state of the parent is forked)."""
     from dask.distributed import Client, LocalCluster
+
     if scheduler:
         try:
             return Client(scheduler, timeout="5s"), None
         except OSError as e:
             raise SweepError(f"--scheduler {scheduler}: cannot connect ({e})") from None
-    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40)
+    cluster = LocalCluster(
+        n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+    )
     return Client(cluster), cluster
 
 
-def map_jobs(fn, args: list, scheduler: str | None = None, workers: int | None = None, progress: bool = True, desc: str = "jobs") -> list:
+def map_jobs(
+    fn, args: list, scheduler: str | None = None, workers: int | None = None, progress: bool = True, desc: str = "jobs"
+) -> list:
     """`[fn(a) for a in args]` on the sweep's Dask cluster (local or `scheduler`), in
     order, with a progress bar; for long single runs a study needs besides its sweeps."""
     from dask.distributed import as_completed
     from tqdm import tqdm
+
     client, cluster = _client(scheduler, workers or os.cpu_count() or 1)
     bar = tqdm(total=len(args), unit="run", disable=not progress, file=sys.stderr, desc=desc)
     try:
@@ -261,6 +373,7 @@ def map_jobs(fn, args: list, scheduler: str | None = None, workers: int | None =
 def _execute(states, scheduler, workers, progress, batch, desc):
     from dask.distributed import as_completed
     from tqdm import tqdm
+
     n_workers = workers or os.cpu_count() or 1
     total = sum(len(st["todo"]) for st in states)
     size = batch or max(1, min(20, total // (4 * n_workers)))
@@ -271,7 +384,7 @@ def _execute(states, scheduler, workers, progress, batch, desc):
         futures = {}
         for j, st in enumerate(states):
             for i in range(0, len(st["todo"]), size):
-                futures[client.submit(run_batch, st["sw"].base_text, st["todo"][i:i + size], pure=False)] = j
+                futures[client.submit(run_batch, st["sw"].base_text, st["todo"][i : i + size], pure=False)] = j
         for fut in as_completed(list(futures)):
             res = fut.result()
             st = states[futures[fut]]

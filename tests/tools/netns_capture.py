@@ -8,6 +8,7 @@ with TSO super-segments) or on `any` (Linux cooked capture v2). Used by the test
 
     python tests/tools/netns_capture.py OUT.pcap [--bytes N] [--v6] [--any] [--rate 4mbit]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -81,13 +82,24 @@ def _ss_sampler(ns: str, out: Path, stop: threading.Event, period: float = 0.02)
     with out.open("w") as f:
         while not stop.is_set():
             t = time.time()
-            r = subprocess.run(["ip", "netns", "exec", ns, "ss", "-tin", "sport", "=", ":40001"], capture_output=True, text=True)
+            r = subprocess.run(
+                ["ip", "netns", "exec", ns, "ss", "-tin", "sport", "=", ":40001"], capture_output=True, text=True
+            )
             f.write(f"{t:.6f}\n{r.stdout}")
             stop.wait(period)
 
 
-def capture(out: Path, nbytes: int = 2_000_000, v6: bool = False, any_if: bool = False, rate: str = "4mbit",
-            transfers: int = 1, snaplen: int = 128, probe: Path | None = None, ss: Path | None = None) -> Path:
+def capture(
+    out: Path,
+    nbytes: int = 2_000_000,
+    v6: bool = False,
+    any_if: bool = False,
+    rate: str = "4mbit",
+    transfers: int = 1,
+    snaplen: int = 128,
+    probe: Path | None = None,
+    ss: Path | None = None,
+) -> Path:
     """Makes a capture of `transfers` bulk transfers of `nbytes` each; returns `out`.
 
     Topology: sender A -- router R -- receiver B. R shapes its egress toward B with
@@ -104,8 +116,10 @@ def capture(out: Path, nbytes: int = 2_000_000, v6: bool = False, any_if: bool =
         for ns in (a, r, b):
             _sh("ip", "netns", "add", ns)
             _sh("ip", "-n", ns, "link", "set", "lo", "up")
-        links = ((a, f"{tag}a0", "10.77.1.1/24", "fd77:1::1/64", r, f"{tag}r0", "10.77.1.2/24", "fd77:1::2/64"),
-                 (b, f"{tag}b0", "10.77.2.1/24", "fd77:2::1/64", r, f"{tag}r1", "10.77.2.2/24", "fd77:2::2/64"))
+        links = (
+            (a, f"{tag}a0", "10.77.1.1/24", "fd77:1::1/64", r, f"{tag}r0", "10.77.1.2/24", "fd77:1::2/64"),
+            (b, f"{tag}b0", "10.77.2.1/24", "fd77:2::1/64", r, f"{tag}r1", "10.77.2.2/24", "fd77:2::2/64"),
+        )
         for n1, d1, v41, v61, n2, d2, v42, v62 in links:
             _sh("ip", "link", "add", d1, "type", "veth", "peer", "name", d2)
             for ns, dev, v4, v6a in ((n1, d1, v41, v61), (n2, d2, v42, v62)):
@@ -118,11 +132,45 @@ def capture(out: Path, nbytes: int = 2_000_000, v6: bool = False, any_if: bool =
             _sh("ip", "-n", ns, "route", "add", "default", "via", gw4)
             _sh("ip", "-n", ns, "-6", "route", "add", "default", "via", gw6)
         # Shaped bottleneck with a short queue at the router: drops under slow start.
-        _sh("tc", "-n", r, "qdisc", "add", "dev", f"{tag}r1", "root", "tbf", "rate", rate, "burst", "8kb", "limit", "24kb")
+        _sh(
+            "tc",
+            "-n",
+            r,
+            "qdisc",
+            "add",
+            "dev",
+            f"{tag}r1",
+            "root",
+            "tbf",
+            "rate",
+            rate,
+            "burst",
+            "8kb",
+            "limit",
+            "24kb",
+        )
         dst = "fd77:2::1" if v6 else "10.77.2.1"
-        srv = subprocess.Popen(["ip", "netns", "exec", b, sys.executable, "-c", SERVER, dst, str(transfers)], stdout=subprocess.PIPE, text=True)
+        srv = subprocess.Popen(
+            ["ip", "netns", "exec", b, sys.executable, "-c", SERVER, dst, str(transfers)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert srv.stdout.readline().strip() == "ready"
-        cmd = ["ip", "netns", "exec", a, "tcpdump", "-i", "any" if any_if else f"{tag}a0", "-s", str(snaplen), "-U", "-w", str(out), "tcp port 5001"]
+        cmd = [
+            "ip",
+            "netns",
+            "exec",
+            a,
+            "tcpdump",
+            "-i",
+            "any" if any_if else f"{tag}a0",
+            "-s",
+            str(snaplen),
+            "-U",
+            "-w",
+            str(out),
+            "tcp port 5001",
+        ]
         if any_if:
             cmd[7:7] = ["-y", "LINUX_SLL2"]
         dump = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -168,4 +216,15 @@ if __name__ == "__main__":
     p.add_argument("--probe", help="also record tcp:tcp_probe output to this file")
     p.add_argument("--ss", help="also record `ss -tin` samples to this file")
     a = p.parse_args()
-    print(capture(Path(a.out), a.bytes, a.v6, a.any, a.rate, a.transfers, probe=Path(a.probe) if a.probe else None, ss=Path(a.ss) if a.ss else None))
+    print(
+        capture(
+            Path(a.out),
+            a.bytes,
+            a.v6,
+            a.any,
+            a.rate,
+            a.transfers,
+            probe=Path(a.probe) if a.probe else None,
+            ss=Path(a.ss) if a.ss else None,
+        )
+    )

@@ -13,6 +13,7 @@ Parquet bytes for the same table does not count as a change.
 Rewrite the golden file only for a deliberate change of outputs, and say in the
 commit which outputs changed and why.
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -3,7 +3,12 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use thinwire::analysis::{analyze_file, Conn, DirStats};
 
-pyo3::create_exception!(_core, CaptureError, pyo3::exceptions::PyValueError, "A capture file cannot be read; the message says what is wrong.");
+pyo3::create_exception!(
+    _core,
+    CaptureError,
+    pyo3::exceptions::PyValueError,
+    "A capture file cannot be read; the message says what is wrong."
+);
 
 use crate::i64_bytes;
 fn u32_bytes<'py>(py: Python<'py>, v: &[u32]) -> Bound<'py, PyBytes> {
@@ -42,7 +47,13 @@ fn dir_dict<'py>(py: Python<'py>, s: &DirStats, elapsed_s: f64) -> PyResult<Boun
     d.set_item("avg_window", if s.win_n > 0 { Some(s.win_sum as f64 / s.win_n as f64) } else { None })?;
     d.set_item("stream_length", s.stream_length)?;
     d.set_item("idle_max_s", s.idle_max_ns as f64 * 1e-9)?;
-    d.set_item("data_time_s", match (s.first_data_ns, s.last_data_ns) { (Some(a), Some(b)) => (b - a) as f64 * 1e-9, _ => 0.0 })?;
+    d.set_item(
+        "data_time_s",
+        match (s.first_data_ns, s.last_data_ns) {
+            (Some(a), Some(b)) => (b - a) as f64 * 1e-9,
+            _ => 0.0,
+        },
+    )?;
     d.set_item("throughput_Bps", if elapsed_s > 0.0 { Some(s.unique_bytes as f64 / elapsed_s) } else { None })?;
     d.set_item("rtt_samples", s.rtt_samples)?;
     let n = s.rtt_samples as f64;
@@ -51,7 +62,10 @@ fn dir_dict<'py>(py: Python<'py>, s: &DirStats, elapsed_s: f64) -> PyResult<Boun
     d.set_item("rtt_max_ms", (n > 0.0).then(|| ms(s.rtt_max_ns as f64)))?;
     d.set_item("rtt_avg_ms", (n > 0.0).then(|| ms(s.rtt_sum_ns / n)))?;
     // Sample standard deviation, as tcptrace prints it.
-    d.set_item("rtt_stdev_ms", (n > 1.0).then(|| ms(((s.rtt_sum2 - s.rtt_sum_ns * s.rtt_sum_ns / n) / (n - 1.0)).max(0.0).sqrt())))?;
+    d.set_item(
+        "rtt_stdev_ms",
+        (n > 1.0).then(|| ms(((s.rtt_sum2 - s.rtt_sum_ns * s.rtt_sum_ns / n) / (n - 1.0)).max(0.0).sqrt())),
+    )?;
     d.set_item("rtt_3whs_ms", s.rtt_3whs_ns.map(|x| ms(x as f64)))?;
     d.set_item("duplicate_acks", s.dupacks)?;
     d.set_item("triple_duplicate_acks", s.triple_dupacks)?;
@@ -87,7 +101,9 @@ fn conn_dict<'py>(py: Python<'py>, c: &Conn) -> PyResult<Bound<'py, PyDict>> {
 #[pyo3(signature = (path, columns=false))]
 pub fn analyze_capture<'py>(py: Python<'py>, path: std::path::PathBuf, columns: bool) -> PyResult<Bound<'py, PyDict>> {
     let t0 = std::time::Instant::now();
-    let a = py.allow_threads(|| analyze_file(&path, columns)).map_err(|e| CaptureError::new_err(format!("{}: {}", path.display(), e)))?;
+    let a = py
+        .allow_threads(|| analyze_file(&path, columns))
+        .map_err(|e| CaptureError::new_err(format!("{}: {}", path.display(), e)))?;
     let d = PyDict::new(py);
     d.set_item("wall_s", t0.elapsed().as_secs_f64())?;
     d.set_item("format", a.report.format)?;
@@ -96,7 +112,9 @@ pub fn analyze_capture<'py>(py: Python<'py>, path: std::path::PathBuf, columns: 
     d.set_item("other_packets", a.other_packets)?;
     d.set_item("warnings", a.report.warnings.clone())?;
     let conns = PyList::empty(py);
-    for c in &a.tracker.conns { conns.append(conn_dict(py, c)?)?; }
+    for c in &a.tracker.conns {
+        conns.append(conn_dict(py, c)?)?;
+    }
     d.set_item("connections", conns)?;
     if let Some(c) = &a.tracker.cols {
         let x = PyDict::new(py);

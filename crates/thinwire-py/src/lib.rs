@@ -7,7 +7,12 @@ use thinwire::engine::{run_scenario, RunResult};
 
 mod analysis;
 
-pyo3::create_exception!(_core, ScenarioError, PyValueError, "A scenario field is wrong; the message names the field path and what is accepted.");
+pyo3::create_exception!(
+    _core,
+    ScenarioError,
+    PyValueError,
+    "A scenario field is wrong; the message names the field path and what is accepted."
+);
 
 pub(crate) fn i64_bytes<'py>(py: Python<'py>, v: &[i64]) -> Bound<'py, PyBytes> {
     PyBytes::new(py, &v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>())
@@ -45,7 +50,9 @@ fn result_to_py<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDi
         x.set_item("delay_p95_s", m.and_then(|m| m.delay_p95_s))?;
         x.set_item("delay_max_s", m.and_then(|m| m.delay_max_s))?;
         flows.append(x)?;
-        if let Some(m) = m { delays.set_item(f.id, i64_bytes(py, &m.delays_ns))?; }
+        if let Some(m) = m {
+            delays.set_item(f.id, i64_bytes(py, &m.delays_ns))?;
+        }
     }
     d.set_item("flows", flows)?;
     match &r.proxy {
@@ -114,8 +121,12 @@ fn result_to_py<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDi
     tr.set_item("len", i64_bytes(py, &t.len))?;
     tr.set_item("value", i64_bytes(py, &t.value))?;
     d.set_item("trace", tr)?;
-    if let Some(p) = &r.pcap_server { d.set_item("pcap_server", PyBytes::new(py, p))?; }
-    if let Some(p) = &r.pcap_mobile { d.set_item("pcap_mobile", PyBytes::new(py, p))?; }
+    if let Some(p) = &r.pcap_server {
+        d.set_item("pcap_server", PyBytes::new(py, p))?;
+    }
+    if let Some(p) = &r.pcap_mobile {
+        d.set_item("pcap_mobile", PyBytes::new(py, p))?;
+    }
     Ok(d)
 }
 
@@ -123,7 +134,8 @@ fn result_to_py<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDi
 #[pyfunction]
 #[pyo3(signature = (toml_text, overrides=Vec::new()))]
 fn run<'py>(py: Python<'py>, toml_text: String, overrides: Vec<String>) -> PyResult<Bound<'py, PyDict>> {
-    let sc = thinwire::config::parse_scenario(&toml_text, &overrides).map_err(|e| ScenarioError::new_err(e.to_string()))?;
+    let sc =
+        thinwire::config::parse_scenario(&toml_text, &overrides).map_err(|e| ScenarioError::new_err(e.to_string()))?;
     let t0 = std::time::Instant::now();
     let r = py.allow_threads(|| run_scenario(&sc));
     let wall = t0.elapsed().as_secs_f64();
@@ -137,7 +149,9 @@ fn run<'py>(py: Python<'py>, toml_text: String, overrides: Vec<String>) -> PyRes
 #[pyfunction]
 #[pyo3(signature = (toml_text, overrides=Vec::new()))]
 fn check(toml_text: String, overrides: Vec<String>) -> PyResult<()> {
-    thinwire::config::parse_scenario(&toml_text, &overrides).map(|_| ()).map_err(|e| ScenarioError::new_err(e.to_string()))
+    thinwire::config::parse_scenario(&toml_text, &overrides)
+        .map(|_| ())
+        .map_err(|e| ScenarioError::new_err(e.to_string()))
 }
 
 #[pymodule]

@@ -18,10 +18,21 @@ fn main() {
     for (bad_ms, paper) in [(100, 1.5), (200, 2.5), (500, 5.4), (1000, 9.8)] {
         let mut v = Vec::new();
         for r in 0..runs {
-            let mut c = TwoState::new(1e-6, Duration::from_secs(10), 1e-2, Duration::from_millis(bad_ms), Rng::stream(1, r, "flr"));
+            let mut c = TwoState::new(
+                1e-6,
+                Duration::from_secs(10),
+                1e-2,
+                Duration::from_millis(bad_ms),
+                Rng::stream(1, r, "flr"),
+            );
             let mut t = Instant::ZERO;
             let mut lost = 0u64;
-            for _ in 0..frames { if c.lose(t, airtime, bytes * 8) { lost += 1; } t += airtime; }
+            for _ in 0..frames {
+                if c.lose(t, airtime, bytes * 8) {
+                    lost += 1;
+                }
+                t += airtime;
+            }
             v.push(lost as f64 / frames as f64);
         }
         let n = v.len() as f64;
@@ -33,6 +44,13 @@ fn main() {
         let tb = bad_ms as f64 / 1e3;
         let cycle = 10.0 + tb;
         let analytic = pg * (10.0 - airtime.as_secs_f64()) / cycle + (tb + airtime.as_secs_f64()) / cycle;
-        println!("{:>6}ms {:>9.1}% {:>9.2}% ±{:.2} {:>11.2}%", bad_ms, paper, m * 100.0, 1.96 * sd / n.sqrt() * 100.0, analytic * 100.0);
+        println!(
+            "{:>6}ms {:>9.1}% {:>9.2}% ±{:.2} {:>11.2}%",
+            bad_ms,
+            paper,
+            m * 100.0,
+            1.96 * sd / n.sqrt() * 100.0,
+            analytic * 100.0
+        );
     }
 }

@@ -8,10 +8,22 @@ use std::hash::{BuildHasherDefault, Hasher};
 pub struct Fx(u64);
 
 impl Hasher for Fx {
-    fn finish(&self) -> u64 { self.0 }
-    fn write(&mut self, b: &[u8]) { for c in b.chunks(8) { let mut x = [0u8; 8]; x[..c.len()].copy_from_slice(c); self.write_u64(u64::from_le_bytes(x)); } }
-    fn write_u64(&mut self, x: u64) { self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95); }
-    fn write_u16(&mut self, x: u16) { self.write_u64(x as u64) }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, b: &[u8]) {
+        for c in b.chunks(8) {
+            let mut x = [0u8; 8];
+            x[..c.len()].copy_from_slice(c);
+            self.write_u64(u64::from_le_bytes(x));
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_u16(&mut self, x: u16) {
+        self.write_u64(x as u64)
+    }
 }
 
 /// A `HashMap` with the Fx hasher.

@@ -12,7 +12,11 @@ use crate::wire::{Packet, TcpRepr};
 
 pub type DropFn = Box<dyn FnMut(usize, u64, bool) -> bool>;
 
-enum PairEv { Arrive(usize, TcpRepr, u32), Timer(usize), Kick(usize) }
+enum PairEv {
+    Arrive(usize, TcpRepr, u32),
+    Timer(usize),
+    Kick(usize),
+}
 
 /// Which end is which: index 0 = client (receives data), 1 = server (sends data).
 pub struct TcpPair {
@@ -31,24 +35,48 @@ pub struct TcpPair {
 
 impl TcpPair {
     /// `bytes`: data the server sends (None = unlimited).
-    pub fn new(client: TcpConfig, server: TcpConfig, bytes: Option<u64>, rate: u64, delay: Duration, drop: DropFn) -> TcpPair {
+    pub fn new(
+        client: TcpConfig,
+        server: TcpConfig,
+        bytes: Option<u64>,
+        rate: u64,
+        delay: Duration,
+        drop: DropFn,
+    ) -> TcpPair {
         let mut c = Tcp::new(client, 40000, 80, 1_000_000);
         let mut s = Tcp::new(server, 80, 40000, 4_294_960_000); // wraps during the transfer
         s.set_app_data(bytes, true);
         s.listen();
         c.connect(Instant::ZERO);
-        let mut p = TcpPair { ep: [c, s], rate, delay, q: EventQueue::new(), busy_until: [Instant::ZERO; 2], sent: [0; 2], sched: [None; 2], drop,
-            log: [vec![], vec![]], dropped: [0; 2] };
+        let mut p = TcpPair {
+            ep: [c, s],
+            rate,
+            delay,
+            q: EventQueue::new(),
+            busy_until: [Instant::ZERO; 2],
+            sent: [0; 2],
+            sched: [None; 2],
+            drop,
+            log: [vec![], vec![]],
+            dropped: [0; 2],
+        };
         p.drain(0);
         p
     }
     /// A drop function losing the listed segment indices sent by the server (data direction).
-    pub fn drop_data(list: &[u64]) -> DropFn { let l = list.to_vec(); Box::new(move |from, i, _| from == 1 && l.contains(&i)) }
-    pub fn drop_none() -> DropFn { Box::new(|_, _, _| false) }
+    pub fn drop_data(list: &[u64]) -> DropFn {
+        let l = list.to_vec();
+        Box::new(move |from, i, _| from == 1 && l.contains(&i))
+    }
+    pub fn drop_none() -> DropFn {
+        Box::new(|_, _, _| false)
+    }
 
     /// Lets end `e` send what it can at `at` (after the test changed its application
     /// data); `run` must then go past `at`.
-    pub fn kick_at(&mut self, e: usize, at: Instant) { self.q.schedule(at, PairEv::Kick(e)); }
+    pub fn kick_at(&mut self, e: usize, at: Instant) {
+        self.q.schedule(at, PairEv::Kick(e));
+    }
 
     fn drain(&mut self, e: usize) {
         let now = self.q.now();
@@ -60,12 +88,18 @@ impl TcpPair {
             let start = self.busy_until[e].max(now);
             let tx = Duration::transmission(size, self.rate);
             self.busy_until[e] = start + tx;
-            if (self.drop)(e, idx, retransmission) { self.dropped[e] += 1; continue; }
+            if (self.drop)(e, idx, retransmission) {
+                self.dropped[e] += 1;
+                continue;
+            }
             self.q.schedule(start + tx + self.delay, PairEv::Arrive(1 - e, repr, len));
         }
         if let Some(t) = self.ep[e].poll_timeout() {
             let t = t.max(now);
-            if self.sched[e].map_or(true, |s| t < s) { self.sched[e] = Some(t); self.q.schedule(t, PairEv::Timer(e)); }
+            if self.sched[e].map_or(true, |s| t < s) {
+                self.sched[e] = Some(t);
+                self.q.schedule(t, PairEv::Timer(e));
+            }
         }
     }
 
@@ -73,13 +107,20 @@ impl TcpPair {
     pub fn run(&mut self, limit: Duration) -> Instant {
         let end = Instant::ZERO + limit;
         while let Some(t) = self.q.peek_time() {
-            if t > end || (self.ep[0].is_closed() && self.ep[1].is_closed()) { break; }
+            if t > end || (self.ep[0].is_closed() && self.ep[1].is_closed()) {
+                break;
+            }
             let (now, ev) = self.q.pop().unwrap();
             match ev {
-                PairEv::Arrive(to, repr, len) => { self.ep[to].on_segment(now, &repr, len); self.drain(to); }
+                PairEv::Arrive(to, repr, len) => {
+                    self.ep[to].on_segment(now, &repr, len);
+                    self.drain(to);
+                }
                 PairEv::Kick(e) => self.drain(e),
                 PairEv::Timer(e) => {
-                    if self.sched[e] != Some(now) { continue; }
+                    if self.sched[e] != Some(now) {
+                        continue;
+                    }
                     self.sched[e] = None;
                     self.ep[e].handle_timeout(now);
                     self.drain(e);
@@ -90,7 +131,11 @@ impl TcpPair {
     }
 }
 
-enum ArqEv { Arrive(usize, Frame), Done(usize), Timer(usize) }
+enum ArqEv {
+    Arrive(usize, Frame),
+    Done(usize),
+    Timer(usize),
+}
 
 /// Two link-layer ends; `send(side, packet)` then `run`.
 pub struct ArqPair {
@@ -111,14 +156,33 @@ pub struct ArqPair {
 
 impl ArqPair {
     pub fn new(a: Arq, b: Arq, rate: u64, delay: Duration, drop: DropFn) -> ArqPair {
-        ArqPair { side: [a, b], rate, delay, header: 4, q: EventQueue::new(), busy: [false; 2], backlog: Default::default(), sched: [None; 2], frames: [0; 2], drop,
-            delivered: [vec![], vec![]], outages: vec![] }
+        ArqPair {
+            side: [a, b],
+            rate,
+            delay,
+            header: 4,
+            q: EventQueue::new(),
+            busy: [false; 2],
+            backlog: Default::default(),
+            sched: [None; 2],
+            frames: [0; 2],
+            drop,
+            delivered: [vec![], vec![]],
+            outages: vec![],
+        }
     }
-    pub fn send(&mut self, s: usize, p: Packet) { self.backlog[s].push_back(p); }
+    pub fn send(&mut self, s: usize, p: Packet) {
+        self.backlog[s].push_back(p);
+    }
     fn kick(&mut self, s: usize) {
         let now = self.q.now();
         if !self.busy[s] {
-            while self.side[s].wants_packet() { match self.backlog[s].pop_front() { Some(p) => self.side[s].send(now, p), None => break } }
+            while self.side[s].wants_packet() {
+                match self.backlog[s].pop_front() {
+                    Some(p) => self.side[s].send(now, p),
+                    None => break,
+                }
+            }
             if let Some(f) = self.side[s].poll_transmit(now) {
                 let tx = Duration::transmission(f.size(self.header) as u64, self.rate);
                 let i = self.frames[s];
@@ -126,12 +190,17 @@ impl ArqPair {
                 self.busy[s] = true;
                 self.q.schedule(now + tx, ArqEv::Done(s));
                 let out = self.outages.iter().any(|&(side, a, b)| side == s && now >= a && now < b);
-                if !(self.drop)(s, i, f.tx > 1) && !out { self.q.schedule(now + tx + self.delay, ArqEv::Arrive(1 - s, f)); }
+                if !(self.drop)(s, i, f.tx > 1) && !out {
+                    self.q.schedule(now + tx + self.delay, ArqEv::Arrive(1 - s, f));
+                }
             }
         }
         if let Some(t) = self.side[s].poll_timeout() {
             let t = t.max(now);
-            if self.sched[s].map_or(true, |x| t < x) { self.sched[s] = Some(t); self.q.schedule(t, ArqEv::Timer(s)); }
+            if self.sched[s].map_or(true, |x| t < x) {
+                self.sched[s] = Some(t);
+                self.q.schedule(t, ArqEv::Timer(s));
+            }
         }
     }
     pub fn run(&mut self, limit: Duration) -> Instant {
@@ -139,20 +208,31 @@ impl ArqPair {
         self.kick(1);
         let end = Instant::ZERO + limit;
         while let Some(t) = self.q.peek_time() {
-            if t > end { break; }
+            if t > end {
+                break;
+            }
             let (now, ev) = self.q.pop().unwrap();
             match ev {
                 ArqEv::Arrive(s, f) => {
                     self.side[s].on_frame(now, f);
-                    while let Some(p) = self.side[s].poll_deliver() { self.delivered[s].push(p); }
+                    while let Some(p) = self.side[s].poll_deliver() {
+                        self.delivered[s].push(p);
+                    }
                     self.kick(s);
                 }
-                ArqEv::Done(s) => { self.busy[s] = false; self.kick(s); }
+                ArqEv::Done(s) => {
+                    self.busy[s] = false;
+                    self.kick(s);
+                }
                 ArqEv::Timer(s) => {
-                    if self.sched[s] != Some(now) { continue; }
+                    if self.sched[s] != Some(now) {
+                        continue;
+                    }
                     self.sched[s] = None;
                     self.side[s].handle_timeout(now);
-                    while let Some(p) = self.side[s].poll_deliver() { self.delivered[s].push(p); }
+                    while let Some(p) = self.side[s].poll_deliver() {
+                        self.delivered[s].push(p);
+                    }
                     self.kick(s);
                 }
             }

@@ -16,15 +16,29 @@ pub struct Instant(pub i64);
 impl Duration {
     pub const ZERO: Duration = Duration(0);
     pub const MAX: Duration = Duration(i64::MAX / 4);
-    pub const fn from_nanos(n: i64) -> Self { Duration(n) }
-    pub const fn from_micros(n: i64) -> Self { Duration(n * 1_000) }
-    pub const fn from_millis(n: i64) -> Self { Duration(n * 1_000_000) }
-    pub const fn from_secs(n: i64) -> Self { Duration(n * 1_000_000_000) }
-    pub const fn nanos(self) -> i64 { self.0 }
-    pub fn as_secs_f64(self) -> f64 { self.0 as f64 * 1e-9 }
+    pub const fn from_nanos(n: i64) -> Self {
+        Duration(n)
+    }
+    pub const fn from_micros(n: i64) -> Self {
+        Duration(n * 1_000)
+    }
+    pub const fn from_millis(n: i64) -> Self {
+        Duration(n * 1_000_000)
+    }
+    pub const fn from_secs(n: i64) -> Self {
+        Duration(n * 1_000_000_000)
+    }
+    pub const fn nanos(self) -> i64 {
+        self.0
+    }
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 * 1e-9
+    }
     /// Rounds a floating-point number of seconds to the nearest nanosecond
     /// (used only when sampling random durations).
-    pub fn from_secs_f64(s: f64) -> Self { Duration((s * 1e9).round() as i64) }
+    pub fn from_secs_f64(s: f64) -> Self {
+        Duration((s * 1e9).round() as i64)
+    }
     /// Time to serialise `bytes` at `bps` bits per second, rounded up to 1 ns.
     pub fn transmission(bytes: u64, bps: u64) -> Self {
         let bits = bytes as u128 * 8 * 1_000_000_000;
@@ -32,31 +46,104 @@ impl Duration {
     }
     /// Round up to a multiple of `g` (clock granularity); `g == 0` leaves it.
     pub fn ceil_to(self, g: Duration) -> Self {
-        if g.0 <= 0 { self } else { Duration((self.0 + g.0 - 1).div_euclid(g.0) * g.0) }
+        if g.0 <= 0 {
+            self
+        } else {
+            Duration((self.0 + g.0 - 1).div_euclid(g.0) * g.0)
+        }
     }
-    pub fn max(self, o: Duration) -> Self { if self >= o { self } else { o } }
-    pub fn min(self, o: Duration) -> Self { if self <= o { self } else { o } }
+    pub fn max(self, o: Duration) -> Self {
+        if self >= o {
+            self
+        } else {
+            o
+        }
+    }
+    pub fn min(self, o: Duration) -> Self {
+        if self <= o {
+            self
+        } else {
+            o
+        }
+    }
 }
 
 impl Instant {
     pub const ZERO: Instant = Instant(0);
-    pub const fn nanos(self) -> i64 { self.0 }
-    pub fn as_secs_f64(self) -> f64 { self.0 as f64 * 1e-9 }
-    pub fn since(self, earlier: Instant) -> Duration { Duration(self.0 - earlier.0) }
+    pub const fn nanos(self) -> i64 {
+        self.0
+    }
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 * 1e-9
+    }
+    pub fn since(self, earlier: Instant) -> Duration {
+        Duration(self.0 - earlier.0)
+    }
 }
 
-impl Add<Duration> for Instant { type Output = Instant; fn add(self, d: Duration) -> Instant { Instant(self.0.saturating_add(d.0)) } }
-impl AddAssign<Duration> for Instant { fn add_assign(&mut self, d: Duration) { self.0 = self.0.saturating_add(d.0) } }
-impl Sub<Duration> for Instant { type Output = Instant; fn sub(self, d: Duration) -> Instant { Instant(self.0 - d.0) } }
-impl Sub for Instant { type Output = Duration; fn sub(self, o: Instant) -> Duration { Duration(self.0 - o.0) } }
-impl Add for Duration { type Output = Duration; fn add(self, d: Duration) -> Duration { Duration(self.0.saturating_add(d.0)) } }
-impl AddAssign for Duration { fn add_assign(&mut self, d: Duration) { self.0 = self.0.saturating_add(d.0) } }
-impl Sub for Duration { type Output = Duration; fn sub(self, d: Duration) -> Duration { Duration(self.0 - d.0) } }
-impl Mul<i64> for Duration { type Output = Duration; fn mul(self, k: i64) -> Duration { Duration(self.0.saturating_mul(k)) } }
-impl Div<i64> for Duration { type Output = Duration; fn div(self, k: i64) -> Duration { Duration(self.0 / k) } }
+impl Add<Duration> for Instant {
+    type Output = Instant;
+    fn add(self, d: Duration) -> Instant {
+        Instant(self.0.saturating_add(d.0))
+    }
+}
+impl AddAssign<Duration> for Instant {
+    fn add_assign(&mut self, d: Duration) {
+        self.0 = self.0.saturating_add(d.0)
+    }
+}
+impl Sub<Duration> for Instant {
+    type Output = Instant;
+    fn sub(self, d: Duration) -> Instant {
+        Instant(self.0 - d.0)
+    }
+}
+impl Sub for Instant {
+    type Output = Duration;
+    fn sub(self, o: Instant) -> Duration {
+        Duration(self.0 - o.0)
+    }
+}
+impl Add for Duration {
+    type Output = Duration;
+    fn add(self, d: Duration) -> Duration {
+        Duration(self.0.saturating_add(d.0))
+    }
+}
+impl AddAssign for Duration {
+    fn add_assign(&mut self, d: Duration) {
+        self.0 = self.0.saturating_add(d.0)
+    }
+}
+impl Sub for Duration {
+    type Output = Duration;
+    fn sub(self, d: Duration) -> Duration {
+        Duration(self.0 - d.0)
+    }
+}
+impl Mul<i64> for Duration {
+    type Output = Duration;
+    fn mul(self, k: i64) -> Duration {
+        Duration(self.0.saturating_mul(k))
+    }
+}
+impl Div<i64> for Duration {
+    type Output = Duration;
+    fn div(self, k: i64) -> Duration {
+        Duration(self.0 / k)
+    }
+}
 
-impl fmt::Debug for Duration { fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result { write!(f, "{:.9}s", self.as_secs_f64()) } }
-impl fmt::Debug for Instant { fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result { write!(f, "@{:.9}s", self.as_secs_f64()) } }
+impl fmt::Debug for Duration {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{:.9}s", self.as_secs_f64())
+    }
+}
+impl fmt::Debug for Instant {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "@{:.9}s", self.as_secs_f64())
+    }
+}
 
 #[cfg(test)]
 mod tests {

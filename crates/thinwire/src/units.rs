@@ -10,12 +10,15 @@ use crate::time::Duration;
 
 fn split_num(s: &str) -> Option<(f64, &str)> {
     let s = s.trim();
-    let end = s.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E' || c == '-' || c == '+'))
+    let end = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E' || c == '-' || c == '+'))
         .unwrap_or(s.len());
     // "e" may begin a unit only in none of ours, so scientific notation is safe.
     let (n, u) = s.split_at(end);
     let v: f64 = n.parse().ok()?;
-    if !v.is_finite() { return None; }
+    if !v.is_finite() {
+        return None;
+    }
     Some((v, u.trim()))
 }
 
@@ -31,7 +34,9 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
         _ => return Err(format!("{s:?} has an unknown rate unit; use {ACCEPT}")),
     };
     let bps = (v * k).round();
-    if bps < 1.0 { return Err(format!("{s:?} must be {ACCEPT}")); }
+    if bps < 1.0 {
+        return Err(format!("{s:?} must be {ACCEPT}"));
+    }
     Ok(bps as u64)
 }
 
@@ -49,7 +54,9 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         "GiB" => 1073741824.0,
         _ => return Err(format!("{s:?} has an unknown size unit; use {ACCEPT}")),
     };
-    if v < 0.0 { return Err(format!("{s:?} is negative; use {ACCEPT}")); }
+    if v < 0.0 {
+        return Err(format!("{s:?} is negative; use {ACCEPT}"));
+    }
     Ok((v * k).round() as u64)
 }
 
@@ -66,7 +73,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "h" => 3600e9,
         _ => return Err(format!("{s:?} has an unknown time unit; use {ACCEPT}")),
     };
-    if v < 0.0 { return Err(format!("{s:?} is negative; use {ACCEPT}")); }
+    if v < 0.0 {
+        return Err(format!("{s:?} is negative; use {ACCEPT}"));
+    }
     Ok(Duration((v * k).round() as i64))
 }
 

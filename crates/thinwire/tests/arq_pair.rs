@@ -1,23 +1,56 @@
 //! Link-layer protocols over a scripted wire: raw, SR (seed 002 §IV), ASR (§V).
-use thinwire::link::{raw::Raw, sr::{Sr, SrConfig}, Arq};
+use thinwire::link::{
+    raw::Raw,
+    sr::{Sr, SrConfig},
+    Arq,
+};
 use thinwire::testkit::{ArqPair, DropFn};
 use thinwire::time::{Duration, Instant};
 use thinwire::wire::{Packet, UdpRepr, L4};
 
-fn pkt(ident: u16, size: u32) -> Packet { Packet::new([10, 0, 0, 1], [10, 0, 1, 2], ident, L4::Udp(UdpRepr { src_port: 1, dst_port: 2 }), size - 28, 0, Instant::ZERO) }
-fn sr(cfg: SrConfig) -> Arq { Arq::Sr(Box::new(Sr::new(cfg))) }
-fn stats(a: &Arq) -> thinwire::link::sr::SrStats { match a { Arq::Sr(s) => s.stats.clone(), _ => panic!() } }
-fn sr_ref(a: &Arq) -> &Sr { match a { Arq::Sr(s) => s, _ => panic!() } }
+fn pkt(ident: u16, size: u32) -> Packet {
+    Packet::new(
+        [10, 0, 0, 1],
+        [10, 0, 1, 2],
+        ident,
+        L4::Udp(UdpRepr { src_port: 1, dst_port: 2 }),
+        size - 28,
+        0,
+        Instant::ZERO,
+    )
+}
+fn sr(cfg: SrConfig) -> Arq {
+    Arq::Sr(Box::new(Sr::new(cfg)))
+}
+fn stats(a: &Arq) -> thinwire::link::sr::SrStats {
+    match a {
+        Arq::Sr(s) => s.stats.clone(),
+        _ => panic!(),
+    }
+}
+fn sr_ref(a: &Arq) -> &Sr {
+    match a {
+        Arq::Sr(s) => s,
+        _ => panic!(),
+    }
+}
 /// Drops the listed frame indices sent by side `from`.
-fn drop_from(from: usize, list: &[u64]) -> DropFn { let l = list.to_vec(); Box::new(move |s, i, _| s == from && l.contains(&i)) }
+fn drop_from(from: usize, list: &[u64]) -> DropFn {
+    let l = list.to_vec();
+    Box::new(move |s, i, _| s == from && l.contains(&i))
+}
 
 fn transfer(a: Arq, b: Arq, n: u16, size: u32, drop: DropFn) -> ArqPair {
     let mut p = ArqPair::new(a, b, 64_000, Duration::from_millis(50), drop);
-    for i in 0..n { p.send(0, pkt(i, size)); }
+    for i in 0..n {
+        p.send(0, pkt(i, size));
+    }
     p.run(Duration::from_secs(3600));
     p
 }
-fn idents(p: &ArqPair) -> Vec<u16> { p.delivered[1].iter().map(|p| p.ip.ident).collect() }
+fn idents(p: &ArqPair) -> Vec<u16> {
+    p.delivered[1].iter().map(|p| p.ip.ident).collect()
+}
 
 #[test]
 fn raw_loses_the_packet_of_a_lost_frame() {
@@ -49,9 +82,16 @@ fn sr_nack_repairs_a_loss_before_the_timeout() {
 #[test]
 fn sr_lost_nack_is_covered_by_the_timeout() {
     // Receiver side 1's first frame is the NACK for frame 5.
-    let mut p = ArqPair::new(sr(SrConfig::default()), sr(SrConfig::default()), 64_000, Duration::from_millis(50),
-        Box::new(|s, i, _| (s == 0 && i == 5) || (s == 1 && i == 0)));
-    for i in 0..20 { p.send(0, pkt(i, 250)); }
+    let mut p = ArqPair::new(
+        sr(SrConfig::default()),
+        sr(SrConfig::default()),
+        64_000,
+        Duration::from_millis(50),
+        Box::new(|s, i, _| (s == 0 && i == 5) || (s == 1 && i == 0)),
+    );
+    for i in 0..20 {
+        p.send(0, pkt(i, 250));
+    }
     p.run(Duration::from_secs(60));
     assert_eq!(idents(&p), (0..20).collect::<Vec<_>>());
     assert!(stats(&p.side[0]).timeouts >= 1);
@@ -62,14 +102,23 @@ fn sr_multireject_nacks_a_frame_again_when_its_retransmission_is_lost() {
     // Frame 5 is lost, and so is its retransmission (the first retransmitted frame).
     let mut lost_retx = false;
     let drop: DropFn = Box::new(move |s, i, retx| {
-        if s != 0 { return false; }
-        if i == 5 { return true; }
-        if retx && !lost_retx { lost_retx = true; return true; }
+        if s != 0 {
+            return false;
+        }
+        if i == 5 {
+            return true;
+        }
+        if retx && !lost_retx {
+            lost_retx = true;
+            return true;
+        }
         false
     });
     let cfg = SrConfig { timeout: Duration::from_secs(30), renack: Duration::from_millis(300), ..Default::default() };
     let mut p = ArqPair::new(sr(cfg), sr(cfg), 64_000, Duration::from_millis(50), drop);
-    for i in 0..200 { p.send(0, pkt(i, 250)); }
+    for i in 0..200 {
+        p.send(0, pkt(i, 250));
+    }
     p.run(Duration::from_secs(600));
     assert_eq!(idents(&p), (0..200).collect::<Vec<_>>());
     assert_eq!(stats(&p.side[0]).timeouts, 0, "recovered by a second NACK, not by the (30 s) timer");
@@ -80,7 +129,9 @@ fn sr_multireject_nacks_a_frame_again_when_its_retransmission_is_lost() {
 fn sr_never_exceeds_its_window() {
     let cfg = SrConfig { window: 4, ..Default::default() };
     let mut p = ArqPair::new(sr(cfg), sr(cfg), 64_000, Duration::from_millis(500), Box::new(|_, _, _| false));
-    for i in 0..20 { p.send(0, pkt(i, 250)); }
+    for i in 0..20 {
+        p.send(0, pkt(i, 250));
+    }
     p.run(Duration::from_millis(400));
     assert_eq!(sr_ref(&p.side[0]).outstanding(), 4);
     assert_eq!(p.frames[0], 4, "only a window's worth before the first ACK can return");
@@ -99,7 +150,10 @@ fn asr_timeout_follows_alpha_srtt_plus_beta_srttvar() {
         let srtt = s.srtt().as_secs_f64();
         assert!(srtt > 0.09 && srtt < 0.2, "srtt {srtt}");
         let rto = s.rto().as_secs_f64();
-        assert!(rto >= a as f64 * srtt - 0.011 && rto <= a as f64 * srtt + b as f64 * 0.03 + 0.011, "{a}+{b}: rto {rto} srtt {srtt}");
+        assert!(
+            rto >= a as f64 * srtt - 0.011 && rto <= a as f64 * srtt + b as f64 * 0.03 + 0.011,
+            "{a}+{b}: rto {rto} srtt {srtt}"
+        );
         assert!(stats(&p.side[0]).rtt_samples > 100);
     }
 }
@@ -111,7 +165,9 @@ fn asr_does_not_back_off_after_a_timeout() {
     assert_eq!(before, Duration::from_millis(3300), "initial srtt 1.1 s, srttvar 0 → 3·1.1 s");
     // Everything from side 0 is lost after frame 0: repeated timeouts, same rto.
     let mut p = ArqPair::new(sr(cfg), sr(cfg), 64_000, Duration::from_millis(50), Box::new(|s, i, _| s == 0 && i > 0));
-    for i in 0..3 { p.send(0, pkt(i, 250)); }
+    for i in 0..3 {
+        p.send(0, pkt(i, 250));
+    }
     p.run(Duration::from_secs(30));
     let s = sr_ref(&p.side[0]);
     assert!(s.stats.timeouts >= 3);

@@ -6,9 +6,20 @@ use thinwire::link::gprs::{Gprs, GprsConfig};
 use thinwire::time::{Duration, Instant};
 use thinwire::wire::{Packet, UdpRepr, L4};
 
-fn pkt(i: u16) -> Packet { Packet::new([10, 0, 0, 1], [10, 0, 1, 2], i, L4::Udp(UdpRepr { src_port: 1, dst_port: 2 }), 500, 0, Instant::ZERO) }
-fn at(ms: i64) -> Instant { Instant::ZERO + Duration::from_millis(ms) }
-fn gprs(cfg: GprsConfig, seed: u64) -> Gprs { Gprs::new(cfg, Rng::stream(seed, 0, "gprs.outage"), Rng::stream(seed, 0, "gprs.poor"), Rng::stream(seed, 0, "gprs.setup")) }
+fn pkt(i: u16) -> Packet {
+    Packet::new([10, 0, 0, 1], [10, 0, 1, 2], i, L4::Udp(UdpRepr { src_port: 1, dst_port: 2 }), 500, 0, Instant::ZERO)
+}
+fn at(ms: i64) -> Instant {
+    Instant::ZERO + Duration::from_millis(ms)
+}
+fn gprs(cfg: GprsConfig, seed: u64) -> Gprs {
+    Gprs::new(
+        cfg,
+        Rng::stream(seed, 0, "gprs.outage"),
+        Rng::stream(seed, 0, "gprs.poor"),
+        Rng::stream(seed, 0, "gprs.setup"),
+    )
+}
 
 /// Drives one sender: packets handed down at the given times, one frame per `tx`
 /// of airtime; returns the send time of every packet (None: dropped).
@@ -18,7 +29,14 @@ fn drive(g: &mut Gprs, arrivals: &[(i64, u16)], tx_ms: i64, until_ms: i64) -> Ve
     let mut pending: Vec<(i64, u16)> = arrivals.to_vec();
     let mut busy_until = 0i64;
     while now <= until_ms {
-        while let Some(&(t, id)) = pending.first() { if t <= now && g.wants_packet() { g.send_at(at(now), pkt(id)); pending.remove(0); } else { break; } }
+        while let Some(&(t, id)) = pending.first() {
+            if t <= now && g.wants_packet() {
+                g.send_at(at(now), pkt(id));
+                pending.remove(0);
+            } else {
+                break;
+            }
+        }
         if now >= busy_until {
             if let Some(f) = g.poll_transmit(at(now)) {
                 out.push((f.packet.as_ref().unwrap().ip.ident, now));
@@ -57,8 +75,13 @@ fn setup_delays_are_drawn_from_the_range() {
 
 #[test]
 fn outages_stop_both_ends_at_the_same_times_and_long_ones_drop_held_packets() {
-    let cfg = GprsConfig { outage_every: Some(Duration::from_secs(60)), outage_duration: (Duration::from_secs(5), Duration::from_secs(40)),
-        pdu_lifetime: Duration::from_secs(20), setup: (Duration::from_millis(10), Duration::from_millis(10)), ..GprsConfig::downlink() };
+    let cfg = GprsConfig {
+        outage_every: Some(Duration::from_secs(60)),
+        outage_duration: (Duration::from_secs(5), Duration::from_secs(40)),
+        pdu_lifetime: Duration::from_secs(20),
+        setup: (Duration::from_millis(10), Duration::from_millis(10)),
+        ..GprsConfig::downlink()
+    };
     let mut down = gprs(cfg.clone(), 7);
     let mut up = gprs(GprsConfig { setup: (Duration::from_millis(10), Duration::from_millis(10)), ..cfg.clone() }, 7);
     // Steady traffic both ways: one packet every 200 ms for 20 minutes.
@@ -68,7 +91,8 @@ fn outages_stop_both_ends_at_the_same_times_and_long_ones_drop_held_packets() {
     assert!(down.stats.outages >= 5, "outages {}", down.stats.outages);
     assert_eq!(down.stats.outages, up.stats.outages);
     // Gaps of at least 5 s in sending are the outages, at the same times both ways.
-    let gaps = |s: &[(u16, i64)]| s.windows(2).filter(|w| w[1].1 - w[0].1 >= 5_000).map(|w| w[0].1 / 1000).collect::<Vec<_>>();
+    let gaps =
+        |s: &[(u16, i64)]| s.windows(2).filter(|w| w[1].1 - w[0].1 >= 5_000).map(|w| w[0].1 / 1000).collect::<Vec<_>>();
     assert_eq!(gaps(&sd), gaps(&su));
     assert_eq!(gaps(&sd).len() as u64, down.stats.outages);
     // Outages longer than the 20 s lifetime drop the (at most 10) packets held.
@@ -81,7 +105,11 @@ fn outages_stop_both_ends_at_the_same_times_and_long_ones_drop_held_packets() {
 
 #[test]
 fn uplink_sends_start_on_allocation_periods() {
-    let cfg = GprsConfig { period: Some(Duration::from_millis(60)), setup: (Duration::from_millis(130), Duration::from_millis(130)), ..GprsConfig::uplink() };
+    let cfg = GprsConfig {
+        period: Some(Duration::from_millis(60)),
+        setup: (Duration::from_millis(130), Duration::from_millis(130)),
+        ..GprsConfig::uplink()
+    };
     let mut g = gprs(cfg, 3);
     let sent = drive(&mut g, &[(0, 0), (0, 1), (0, 2), (5_000, 3)], 20, 7_000);
     let t: Vec<i64> = sent.iter().map(|s| s.1).collect();
@@ -92,7 +120,12 @@ fn uplink_sends_start_on_allocation_periods() {
 
 #[test]
 fn poor_radio_periods_stretch_airtime_in_both_directions_alike() {
-    let cfg = GprsConfig { poor_every: Some(Duration::from_secs(60)), poor_share: 0.25, setup: (Duration::from_millis(1), Duration::from_millis(1)), ..GprsConfig::downlink() };
+    let cfg = GprsConfig {
+        poor_every: Some(Duration::from_secs(60)),
+        poor_share: 0.25,
+        setup: (Duration::from_millis(1), Duration::from_millis(1)),
+        ..GprsConfig::downlink()
+    };
     let mut ends = [gprs(cfg.clone(), 9), gprs(cfg, 9)];
     let mut sizes = [vec![], vec![]];
     for k in 0..6000i64 {

@@ -8,21 +8,47 @@ use thinwire::time::{Duration, Instant};
 use thinwire::wire::{Packet, UdpRepr, L4};
 
 /// 576-byte packets: 31 frames of 19 bytes (the last one padded to the slot).
-fn pkt(ident: u16) -> Packet { Packet::new([10, 0, 0, 1], [10, 0, 1, 2], ident, L4::Udp(UdpRepr { src_port: 1, dst_port: 2 }), 576 - 28, 0, Instant::ZERO) }
-fn is707(idle: Option<u32>) -> Arq { Arq::Is707(Box::new(Is707::new(Is707Config { idle_frames: idle, ..Is707Config::default() }))) }
-fn st(a: &Arq) -> Is707Stats { match a { Arq::Is707(i) => i.stats.clone(), _ => panic!() } }
+fn pkt(ident: u16) -> Packet {
+    Packet::new(
+        [10, 0, 0, 1],
+        [10, 0, 1, 2],
+        ident,
+        L4::Udp(UdpRepr { src_port: 1, dst_port: 2 }),
+        576 - 28,
+        0,
+        Instant::ZERO,
+    )
+}
+fn is707(idle: Option<u32>) -> Arq {
+    Arq::Is707(Box::new(Is707::new(Is707Config { idle_frames: idle, ..Is707Config::default() })))
+}
+fn st(a: &Arq) -> Is707Stats {
+    match a {
+        Arq::Is707(i) => i.stats.clone(),
+        _ => panic!(),
+    }
+}
 
 fn transfer(n: u16, idle: Option<u32>, drop: DropFn, limit_s: i64) -> ArqPair {
     let mut p = ArqPair::new(is707(idle), is707(Some(0)), 9600, Duration::from_millis(40), drop);
     p.header = 5; // 24-byte frames: one 20 ms slot each
-    for i in 0..n { p.send(0, pkt(i)); }
+    for i in 0..n {
+        p.send(0, pkt(i));
+    }
     p.run(Duration::from_secs(limit_s));
     p
 }
-fn idents(p: &ArqPair) -> Vec<u16> { p.delivered[1].iter().map(|p| p.ip.ident).collect() }
-fn none() -> DropFn { Box::new(|_, _, _| false) }
+fn idents(p: &ArqPair) -> Vec<u16> {
+    p.delivered[1].iter().map(|p| p.ip.ident).collect()
+}
+fn none() -> DropFn {
+    Box::new(|_, _, _| false)
+}
 /// Drops frames of side 0 by index (originals and retransmissions are numbered together).
-fn drop0(list: &[u64]) -> DropFn { let l = list.to_vec(); Box::new(move |s, i, _| s == 0 && l.contains(&i)) }
+fn drop0(list: &[u64]) -> DropFn {
+    let l = list.to_vec();
+    Box::new(move |s, i, _| s == 0 && l.contains(&i))
+}
 
 #[test]
 fn clean_channel_delivers_everything_one_frame_per_slot_without_naks() {
@@ -48,9 +74,16 @@ fn a_lost_retransmission_escalates_to_two_naks_then_three() {
     // expires, round 2 sends 2 NAKs and the sender retransmits twice.
     let mut seen = 0;
     let drop: DropFn = Box::new(move |s, i, retx| {
-        if s != 0 { return false; }
-        if i == 40 { return true; }
-        if retx { seen += 1; return seen == 1; }
+        if s != 0 {
+            return false;
+        }
+        if i == 40 {
+            return true;
+        }
+        if retx {
+            seen += 1;
+            return seen == 1;
+        }
         false
     });
     let p = transfer(5, Some(0), drop, 60);

@@ -12,7 +12,13 @@ const SERVER: [u8; 4] = [10, 0, 0, 1];
 const MOBILE: [u8; 4] = [10, 0, 1, 2];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum To { Server, Mobile, ProxyWired, ProxyWireless, Gateway(usize) }
+enum To {
+    Server,
+    Mobile,
+    ProxyWired,
+    ProxyWireless,
+    Gateway(usize),
+}
 
 /// Drops a wireless packet: (direction 0 = down / 1 = up, index in that direction, send time).
 type Loss = Box<dyn FnMut(usize, u64, Instant) -> bool>;
@@ -38,13 +44,33 @@ struct Net {
     mobile_cfg: TcpConfig,
 }
 
-fn linux() -> TcpConfig { TcpConfig::profile("linux").unwrap() }
+fn linux() -> TcpConfig {
+    TcpConfig::profile("linux").unwrap()
+}
 
 impl Net {
     fn new(proxy: Option<ProxyConfig>, loss: Loss) -> Net {
-        let proxy = proxy.map(|c| { let mut p = Proxy::new(c); p.trace = Some(vec![]); p });
-        Net { now: Instant::ZERO, q: BTreeMap::new(), n: 0, eps: vec![], proxy, rate: [4150, 1400], delay: [Duration::from_millis(700), Duration::from_millis(500)], free: [Instant::ZERO; 2],
-            sent: [0; 2], loss, server_sent: vec![], mobile_got: vec![], fin_violation: false, mobile_cfg: linux() }
+        let proxy = proxy.map(|c| {
+            let mut p = Proxy::new(c);
+            p.trace = Some(vec![]);
+            p
+        });
+        Net {
+            now: Instant::ZERO,
+            q: BTreeMap::new(),
+            n: 0,
+            eps: vec![],
+            proxy,
+            rate: [4150, 1400],
+            delay: [Duration::from_millis(700), Duration::from_millis(500)],
+            free: [Instant::ZERO; 2],
+            sent: [0; 2],
+            loss,
+            server_sent: vec![],
+            mobile_got: vec![],
+            fin_violation: false,
+            mobile_cfg: linux(),
+        }
     }
 
     /// A connection: the mobile opens it at `at`; `down` bytes from the server,
@@ -66,7 +92,10 @@ impl Net {
         i
     }
 
-    fn push(&mut self, at: Instant, to: To, p: Packet) { self.n += 1; self.q.insert((at.nanos(), self.n), (to, p)); }
+    fn push(&mut self, at: Instant, to: To, p: Packet) {
+        self.n += 1;
+        self.q.insert((at.nanos(), self.n), (to, p));
+    }
 
     fn radio(&mut self, d: usize, p: Packet, to: To) {
         let start = self.now.max(self.free[d]);
@@ -74,22 +103,35 @@ impl Net {
         self.free[d] = done;
         let idx = self.sent[d];
         self.sent[d] += 1;
-        if !(self.loss)(d, idx, start) { self.push(done + self.delay[d], to, p); }
+        if !(self.loss)(d, idx, start) {
+            self.push(done + self.delay[d], to, p);
+        }
     }
 
     fn from_server(&mut self, p: Packet) {
         let wired = self.now + Duration::from_millis(20);
-        if self.proxy.is_some() { self.push(wired, To::ProxyWired, p) } else { self.push(wired, To::Gateway(0), p) }
+        if self.proxy.is_some() {
+            self.push(wired, To::ProxyWired, p)
+        } else {
+            self.push(wired, To::Gateway(0), p)
+        }
     }
     fn from_mobile(&mut self, p: Packet) {
-        if self.proxy.is_some() { self.radio(1, p, To::ProxyWireless) } else { self.radio(1, p, To::Gateway(1)) }
+        if self.proxy.is_some() {
+            self.radio(1, p, To::ProxyWireless)
+        } else {
+            self.radio(1, p, To::Gateway(1))
+        }
     }
 
     fn flush(&mut self) {
         let now = self.now;
         for i in 0..self.eps.len() {
             while let Some(seg) = self.eps[i].0.poll_transmit(now) {
-                if seg.len > 0 { let o = seg.repr.seq.wrapping_sub(self.eps[i].0.iss()) as u64; self.server_sent[i].push((o, o + seg.len as u64)); }
+                if seg.len > 0 {
+                    let o = seg.repr.seq.wrapping_sub(self.eps[i].0.iss()) as u64;
+                    self.server_sent[i].push((o, o + seg.len as u64));
+                }
                 let p = Packet::new(SERVER, MOBILE, 0, L4::Tcp(seg.repr), seg.len, i as u16, now);
                 self.from_server(p);
             }
@@ -99,10 +141,15 @@ impl Net {
             }
             // Never early-ACK a FIN: the server's FIN is acknowledged only once the
             // mobile has it.
-            if self.eps[i].0.fin_acked() && !self.eps[i].1.fin_received() { self.fin_violation = true; }
+            if self.eps[i].0.fin_acked() && !self.eps[i].1.fin_received() {
+                self.fin_violation = true;
+            }
         }
         while let Some((side, p)) = self.proxy.as_mut().and_then(|x| x.poll_transmit()) {
-            match side { Side::Wired => self.push(now + Duration::from_millis(20), To::Server, p), Side::Wireless => self.radio(0, p, To::Mobile) }
+            match side {
+                Side::Wired => self.push(now + Duration::from_millis(20), To::Server, p),
+                Side::Wireless => self.radio(0, p, To::Mobile),
+            }
         }
     }
 
@@ -114,8 +161,14 @@ impl Net {
 
     fn step(&mut self) -> bool {
         let mut next = self.q.keys().next().map(|k| Instant(k.0));
-        for (s, m) in &self.eps { for t in [s.poll_timeout(), m.poll_timeout()].into_iter().flatten() { next = Some(next.map_or(t, |n: Instant| n.min(t))); } }
-        if let Some(t) = self.proxy.as_ref().and_then(|p| p.poll_timeout()) { next = Some(next.map_or(t, |n| n.min(t))); }
+        for (s, m) in &self.eps {
+            for t in [s.poll_timeout(), m.poll_timeout()].into_iter().flatten() {
+                next = Some(next.map_or(t, |n: Instant| n.min(t)));
+            }
+        }
+        if let Some(t) = self.proxy.as_ref().and_then(|p| p.poll_timeout()) {
+            next = Some(next.map_or(t, |n| n.min(t)));
+        }
         let Some(t) = next else { return false };
         self.now = t.max(self.now);
         let now = self.now;
@@ -126,7 +179,10 @@ impl Net {
             match to {
                 To::Server => self.eps[i].0.on_segment(now, &r, p.payload_len),
                 To::Mobile => {
-                    if p.payload_len > 0 { let o = r.seq.wrapping_sub(self.eps[i].0.iss()) as u64; self.mobile_got[i].push((o, o + p.payload_len as u64)); }
+                    if p.payload_len > 0 {
+                        let o = r.seq.wrapping_sub(self.eps[i].0.iss()) as u64;
+                        self.mobile_got[i].push((o, o + p.payload_len as u64));
+                    }
                     self.eps[i].1.on_segment(now, &r, p.payload_len)
                 }
                 To::Gateway(0) => self.radio(0, p, To::Mobile),
@@ -136,19 +192,36 @@ impl Net {
             }
         }
         for (s, m) in &mut self.eps {
-            if s.poll_timeout().is_some_and(|t| t <= now) { s.handle_timeout(now); }
-            if m.poll_timeout().is_some_and(|t| t <= now) { m.handle_timeout(now); }
+            if s.poll_timeout().is_some_and(|t| t <= now) {
+                s.handle_timeout(now);
+            }
+            if m.poll_timeout().is_some_and(|t| t <= now) {
+                m.handle_timeout(now);
+            }
         }
-        if let Some(p) = self.proxy.as_mut() { if p.poll_timeout().is_some_and(|t| t <= now) { p.handle_timeout(now); } }
+        if let Some(p) = self.proxy.as_mut() {
+            if p.poll_timeout().is_some_and(|t| t <= now) {
+                p.handle_timeout(now);
+            }
+        }
         self.flush();
         true
     }
 
     fn run_until(&mut self, end: Instant, done: impl Fn(&Net) -> bool) {
-        while self.now < end && !done(self) { if !self.step() { break; } }
+        while self.now < end && !done(self) {
+            if !self.step() {
+                break;
+            }
+        }
     }
-    fn run(&mut self, secs: i64) { let end = self.now + Duration::from_secs(secs); self.run_until(end, |n| n.all_closed()); }
-    fn all_closed(&self) -> bool { self.eps.iter().all(|(s, m)| s.is_closed() && m.is_closed()) }
+    fn run(&mut self, secs: i64) {
+        let end = self.now + Duration::from_secs(secs);
+        self.run_until(end, |n| n.all_closed());
+    }
+    fn all_closed(&self) -> bool {
+        self.eps.iter().all(|(s, m)| s.is_closed() && m.is_closed())
+    }
 
     fn events(&self, k: EventKind) -> Vec<thinwire::proxy::Event> {
         self.proxy.as_ref().unwrap().trace.as_ref().unwrap().iter().filter(|e| e.kind == k).copied().collect()
@@ -163,7 +236,10 @@ impl Net {
             assert_eq!(s.delivered(), up, "conn {i}: server got {} of {up}", s.delivered());
             assert!(s.is_closed() && m.is_closed(), "conn {i} not closed: server {:?}, mobile {:?}", s.state, m.state);
             for &(a, b) in &self.mobile_got[i] {
-                assert!(self.server_sent[i].iter().any(|&(x, y)| x <= a && b <= y) || covered(&self.server_sent[i], a, b), "conn {i}: bytes {a}..{b} never sent by the server");
+                assert!(
+                    self.server_sent[i].iter().any(|&(x, y)| x <= a && b <= y) || covered(&self.server_sent[i], a, b),
+                    "conn {i}: bytes {a}..{b} never sent by the server"
+                );
             }
         }
         assert!(!self.fin_violation, "a FIN was acknowledged before the other end had it");
@@ -174,11 +250,20 @@ fn covered(r: &[(u64, u64)], a: u64, b: u64) -> bool {
     let mut v: Vec<(u64, u64)> = r.to_vec();
     v.sort();
     let mut at = a;
-    for (x, y) in v { if x <= at && y > at { at = y; } if at >= b { return true; } }
+    for (x, y) in v {
+        if x <= at && y > at {
+            at = y;
+        }
+        if at >= b {
+            return true;
+        }
+    }
     at >= b
 }
 
-fn no_loss() -> Loss { Box::new(|_, _, _| false) }
+fn no_loss() -> Loss {
+    Box::new(|_, _, _| false)
+}
 
 #[test]
 fn download_through_the_proxy_is_byte_exact_and_early_acked() {
@@ -241,7 +326,8 @@ fn scattered_losses_are_repaired_by_counters_without_timeouts() {
 #[test]
 fn a_stall_zeroes_the_windows_probes_linearly_and_recovers() {
     // A 30 s blackout from 10 s: every packet sent in it, both ways, is lost.
-    let loss: Loss = Box::new(|_, _, t| t >= Instant::ZERO + Duration::from_secs(10) && t < Instant::ZERO + Duration::from_secs(40));
+    let loss: Loss =
+        Box::new(|_, _, t| t >= Instant::ZERO + Duration::from_secs(10) && t < Instant::ZERO + Duration::from_secs(40));
     let mut net = Net::new(Some(ProxyConfig::default()), loss);
     net.conn(200_000, 0, 5001);
     net.run(600);
@@ -250,7 +336,9 @@ fn a_stall_zeroes_the_windows_probes_linearly_and_recovers() {
     assert!(tos.len() >= 3, "{} timeouts", tos.len());
     let gaps: Vec<f64> = tos.windows(2).map(|w| (w[1].at - w[0].at).as_secs_f64()).collect();
     // Linear back-off: each wait one base interval longer than the last.
-    for w in gaps.windows(2) { assert!((w[1] - w[0] - gaps[0]).abs() < 0.05 * gaps[0] + 0.02, "gaps {gaps:?}"); }
+    for w in gaps.windows(2) {
+        assert!((w[1] - w[0] - gaps[0]).abs() < 0.05 * gaps[0] + 0.02, "gaps {gaps:?}");
+    }
     let stall = net.events(EventKind::Stall);
     assert_eq!(stall.iter().map(|e| e.value).collect::<Vec<_>>(), vec![1, 0]);
     let wins = net.events(EventKind::Window);
@@ -284,7 +372,9 @@ fn upload_through_the_proxy_is_byte_exact_with_losses() {
 fn requests_and_replies_on_several_connections_share_one_aggregate() {
     let loss: Loss = Box::new(|d, i, _| i % 17 == 3 && d == 0);
     let mut net = Net::new(Some(ProxyConfig::default()), loss);
-    for k in 0..3 { net.conn(30_000 + k * 5000, 300 + k * 100, 80); }
+    for k in 0..3 {
+        net.conn(30_000 + k * 5000, 300 + k * 100, 80);
+    }
     net.run(600);
     net.assert_exact(&[(30_000, 300), (35_000, 400), (40_000, 500)]);
     let p = net.proxy.as_ref().unwrap();
@@ -337,12 +427,27 @@ fn resets_cross_the_proxy_in_both_directions() {
         net.run_until(Instant::ZERO + Duration::from_secs(8), |_| false);
         let (s, m) = &net.eps[0];
         let (from, ep, src, dst) = if from_server { (0, s, SERVER, MOBILE) } else { (1, m, MOBILE, SERVER) };
-        let mut h = thinwire::wire::TcpRepr { src_port: ep.local_port(), dst_port: if from == 0 { 40000 } else { 5001 }, flags: TcpFlags(TcpFlags::RST), ..Default::default() };
+        let mut h = thinwire::wire::TcpRepr {
+            src_port: ep.local_port(),
+            dst_port: if from == 0 { 40000 } else { 5001 },
+            flags: TcpFlags(TcpFlags::RST),
+            ..Default::default()
+        };
         h.seq = ep.iss().wrapping_add(1);
         let p = Packet::new(src, dst, 0, L4::Tcp(h), 0, 0, net.now);
-        if from_server { net.eps[0].0.on_segment(net.now, &h, 0); net.from_server(p); } else { net.eps[0].1.on_segment(net.now, &h, 0); net.from_mobile(p); }
+        if from_server {
+            net.eps[0].0.on_segment(net.now, &h, 0);
+            net.from_server(p);
+        } else {
+            net.eps[0].1.on_segment(net.now, &h, 0);
+            net.from_mobile(p);
+        }
         net.run(60);
-        assert!(net.eps[0].0.is_closed() && net.eps[0].1.is_closed(), "reset from {}: not closed", if from_server { "server" } else { "mobile" });
+        assert!(
+            net.eps[0].0.is_closed() && net.eps[0].1.is_closed(),
+            "reset from {}: not closed",
+            if from_server { "server" } else { "mobile" }
+        );
         let p = net.proxy.as_ref().unwrap();
         assert!(p.aggregate(MOBILE).unwrap().conns.is_empty());
     }
@@ -359,21 +464,32 @@ fn a_capped_receive_window_closes_and_reopens_with_a_window_update() {
     tx.set_app_data(Some(50_000), true);
     tx.listen();
     rx.connect(t);
-    let pump = |a: &mut Tcp, b: &mut Tcp| { let mut n = 0; while let Some(s) = a.poll_transmit(t) { b.on_segment(t, &s.repr, s.len); n += 1; } n };
+    let pump = |a: &mut Tcp, b: &mut Tcp| {
+        let mut n = 0;
+        while let Some(s) = a.poll_transmit(t) {
+            b.on_segment(t, &s.repr, s.len);
+            n += 1;
+        }
+        n
+    };
     pump(&mut rx, &mut tx); // SYN
     pump(&mut tx, &mut rx); // SYN-ACK
     rx.set_window_cap(Some(0));
     pump(&mut rx, &mut tx); // ACK advertising a zero window
     assert_eq!(pump(&mut tx, &mut rx), 0, "the sender must hold at a zero window");
     let mut last = None;
-    while let Some(s) = rx.poll_transmit(t) { last = Some(s); }
+    while let Some(s) = rx.poll_transmit(t) {
+        last = Some(s);
+    }
     assert!(last.is_none(), "no update while the window stays shut");
     rx.set_window_cap(Some(4000));
     let upd = rx.poll_transmit(t).expect("a window update when the window opens");
     assert_eq!((upd.len, upd.repr.window), (0, 4000));
     tx.on_segment(t, &upd.repr, 0);
     let mut sent = 0;
-    while let Some(s) = tx.poll_transmit(t) { sent += s.len; }
+    while let Some(s) = tx.poll_transmit(t) {
+        sent += s.len;
+    }
     assert!(sent > 0 && sent <= 4000, "sent {sent} into a 4000-byte window");
     // A small opening (less than an MSS) does not trigger an update on its own.
     rx.set_window_cap(Some(4100));
@@ -399,4 +515,3 @@ fn the_clamp_can_be_estimated_from_the_minimum_rtt() {
     let cw = net.events(EventKind::Cwnd);
     assert!(cw.first().is_some_and(|e| e.value as u64 == want || e.value < 30_000));
 }
-

@@ -1,31 +1,67 @@
 //! UMTS RLC Acknowledged Mode (seed 002 §VI, Table I) over a scripted wire, and
 //! driven by hand where the timing of polls and Status PDUs matters.
 use thinwire::engine::rng::Rng;
-use thinwire::link::{rlc_am::{Rlc, RlcConfig, RlcStats}, Arq, Frame, FrameKind};
+use thinwire::link::{
+    rlc_am::{Rlc, RlcConfig, RlcStats},
+    Arq, Frame, FrameKind,
+};
 use thinwire::testkit::{ArqPair, DropFn};
 use thinwire::time::{Duration, Instant};
 use thinwire::wire::{Packet, UdpRepr, L4};
 
-fn pkt(ident: u16, size: u32) -> Packet { Packet::new([10, 0, 0, 1], [10, 0, 1, 2], ident, L4::Udp(UdpRepr { src_port: 1, dst_port: 2 }), size - 28, 0, Instant::ZERO) }
-fn rlc(cfg: RlcConfig) -> Arq { Arq::Rlc(Box::new(Rlc::new(cfg))) }
-fn rlc_ref(a: &Arq) -> &Rlc { match a { Arq::Rlc(r) => r, _ => panic!() } }
-fn stats(a: &Arq) -> RlcStats { rlc_ref(a).stats.clone() }
-fn uniform() -> RlcConfig { RlcConfig::preset("uniform").unwrap() }
-fn drop_from(from: usize, list: &[u64]) -> DropFn { let l = list.to_vec(); Box::new(move |s, i, _| s == from && l.contains(&i)) }
-fn ms(x: i64) -> Instant { Instant::ZERO + Duration::from_millis(x) }
+fn pkt(ident: u16, size: u32) -> Packet {
+    Packet::new(
+        [10, 0, 0, 1],
+        [10, 0, 1, 2],
+        ident,
+        L4::Udp(UdpRepr { src_port: 1, dst_port: 2 }),
+        size - 28,
+        0,
+        Instant::ZERO,
+    )
+}
+fn rlc(cfg: RlcConfig) -> Arq {
+    Arq::Rlc(Box::new(Rlc::new(cfg)))
+}
+fn rlc_ref(a: &Arq) -> &Rlc {
+    match a {
+        Arq::Rlc(r) => r,
+        _ => panic!(),
+    }
+}
+fn stats(a: &Arq) -> RlcStats {
+    rlc_ref(a).stats.clone()
+}
+fn uniform() -> RlcConfig {
+    RlcConfig::preset("uniform").unwrap()
+}
+fn drop_from(from: usize, list: &[u64]) -> DropFn {
+    let l = list.to_vec();
+    Box::new(move |s, i, _| s == from && l.contains(&i))
+}
+fn ms(x: i64) -> Instant {
+    Instant::ZERO + Duration::from_millis(x)
+}
 
 fn transfer(cfg: RlcConfig, n: u16, size: u32, drop: DropFn) -> ArqPair {
     let mut p = ArqPair::new(rlc(cfg), rlc(cfg), 64_000, Duration::from_millis(50), drop);
-    for i in 0..n { p.send(0, pkt(i, size)); }
+    for i in 0..n {
+        p.send(0, pkt(i, size));
+    }
     p.run(Duration::from_secs(600));
     p
 }
-fn idents(p: &ArqPair) -> Vec<u16> { p.delivered[1].iter().map(|p| p.ip.ident).collect() }
+fn idents(p: &ArqPair) -> Vec<u16> {
+    p.delivered[1].iter().map(|p| p.ip.ident).collect()
+}
 
 #[test]
 fn without_loss_everything_arrives_in_order_with_few_status_pdus() {
-    let mut p = ArqPair::new(rlc(uniform()), rlc(uniform()), 64_000, Duration::from_millis(50), Box::new(|_, _, _| false));
-    for i in 0..100 { p.send(0, pkt(i, 250)); }
+    let mut p =
+        ArqPair::new(rlc(uniform()), rlc(uniform()), 64_000, Duration::from_millis(50), Box::new(|_, _, _| false));
+    for i in 0..100 {
+        p.send(0, pkt(i, 250));
+    }
     p.run(Duration::from_secs(5));
     assert_eq!(idents(&p), (0..100).collect::<Vec<_>>());
     let (s, r) = (stats(&p.side[0]), stats(&p.side[1]));
@@ -78,8 +114,16 @@ fn sdu_discard_after_the_retransmission_limit_moves_the_receiver_window() {
     // Every transmission of the PDU carrying packet 5 is lost (it is frame 5 the
     // first time; its retransmissions are the only retransmitted frames).
     let cfg = RlcConfig { max_retransmissions: 2, ..uniform() };
-    let mut p = ArqPair::new(rlc(cfg), rlc(cfg), 64_000, Duration::from_millis(50), Box::new(|s, i, retx| s == 0 && (i == 5 || retx)));
-    for i in 0..30 { p.send(0, pkt(i, 250)); }
+    let mut p = ArqPair::new(
+        rlc(cfg),
+        rlc(cfg),
+        64_000,
+        Duration::from_millis(50),
+        Box::new(|s, i, retx| s == 0 && (i == 5 || retx)),
+    );
+    for i in 0..30 {
+        p.send(0, pkt(i, 250));
+    }
     p.run(Duration::from_secs(600));
     let want: Vec<u16> = (0..30).filter(|&i| i != 5).collect();
     assert_eq!(idents(&p), want);
@@ -89,15 +133,21 @@ fn sdu_discard_after_the_retransmission_limit_moves_the_receiver_window() {
     assert_eq!(rlc_ref(&p.side[0]).outstanding(), 0, "MRW_ACK releases the window");
 }
 
-fn status(st: thinwire::link::frame::Status) -> Frame { Frame { status: Some(Box::new(st)), ..Frame::control(FrameKind::Status, 0, None) } }
+fn status(st: thinwire::link::frame::Status) -> Frame {
+    Frame { status: Some(Box::new(st)), ..Frame::control(FrameKind::Status, 0, None) }
+}
 
 #[test]
 fn a_lost_mrw_is_repeated_by_the_mrw_timer_and_the_receiver_skips_the_sdu() {
     let cfg = RlcConfig { max_retransmissions: 1, ..uniform() };
     let (mut tx, mut rx) = (Rlc::new(cfg), Rlc::new(cfg));
-    for i in 0..5 { tx.send(pkt(i, 250)); }
+    for i in 0..5 {
+        tx.send(pkt(i, 250));
+    }
     let frames: Vec<Frame> = (0..5).map(|i| tx.poll_transmit(ms(i)).unwrap()).collect();
-    for f in frames.iter().filter(|f| f.seq != 2) { rx.on_frame(ms(60), f.clone()); }
+    for f in frames.iter().filter(|f| f.seq != 2) {
+        rx.on_frame(ms(60), f.clone());
+    }
     let st = rx.poll_transmit(ms(60)).expect("gap → status");
     tx.on_frame(ms(120), st);
     let re = tx.poll_transmit(ms(120)).unwrap();
@@ -131,8 +181,16 @@ fn window_limits_the_sender_and_window_polls_respect_poll_prohibit() {
     let mut queue: std::collections::VecDeque<Packet> = (0..200).map(|i| pkt(i, 250)).collect();
     let mut frames: Vec<Frame> = vec![];
     for k in 0..200 {
-        while s.wants_packet() { match queue.pop_front() { Some(p) => s.send(p), None => break } }
-        match s.poll_transmit(ms(k)) { Some(f) => frames.push(f), None => break }
+        while s.wants_packet() {
+            match queue.pop_front() {
+                Some(p) => s.send(p),
+                None => break,
+            }
+        }
+        match s.poll_transmit(ms(k)) {
+            Some(f) => frames.push(f),
+            None => break,
+        }
     }
     assert_eq!(frames.len(), 128, "window of 128 PDUs");
     let polls: Vec<u32> = frames.iter().filter(|f| f.poll).map(|f| f.seq).collect();
@@ -145,8 +203,12 @@ fn window_limits_the_sender_and_window_polls_respect_poll_prohibit() {
 fn poll_timer_repeats_an_unanswered_poll_on_the_newest_pdu() {
     let cfg = RlcConfig { poll_last_tx: true, ..uniform() };
     let mut s = Rlc::new(cfg);
-    for i in 0..3 { s.send(pkt(i, 250)); }
-    for i in 0..3 { assert_eq!(s.poll_transmit(ms(i)).unwrap().poll, i == 2, "only the last PDU in the buffer polls"); }
+    for i in 0..3 {
+        s.send(pkt(i, 250));
+    }
+    for i in 0..3 {
+        assert_eq!(s.poll_transmit(ms(i)).unwrap().poll, i == 2, "only the last PDU in the buffer polls");
+    }
     // No status comes back.
     assert_eq!(s.poll_timeout(), Some(ms(102)), "poll prohibit ends first");
     s.handle_timeout(ms(102));
@@ -164,7 +226,10 @@ fn status_prohibit_defers_status_pdus() {
     let mut tx = Rlc::new(cfg);
     let mut rx = Rlc::new(cfg);
     let mut frames = vec![];
-    for i in 0..6 { tx.send(pkt(i, 250)); frames.push(tx.poll_transmit(ms(i as i64)).unwrap()); }
+    for i in 0..6 {
+        tx.send(pkt(i, 250));
+        frames.push(tx.poll_transmit(ms(i as i64)).unwrap());
+    }
     // PDUs 1 and 4 are lost.
     rx.on_frame(ms(60), frames[0].clone());
     rx.on_frame(ms(61), frames[2].clone());
@@ -200,21 +265,37 @@ fn delivers_every_packet_once_in_order_under_random_loss() {
             poll_last_tx: true,
             poll_last_retx: rng.bernoulli(0.5),
             poll_window: if rng.bernoulli(0.7) { Some(50 + rng.below(50) as u32) } else { None },
-            poll_prohibit: if rng.bernoulli(0.5) { Some(Duration::from_millis(10 + rng.below(200) as i64)) } else { None },
+            poll_prohibit: if rng.bernoulli(0.5) {
+                Some(Duration::from_millis(10 + rng.below(200) as i64))
+            } else {
+                None
+            },
             // At least one side must report periodically (seed 002 §VI, citing [21]).
             status_periodic: Some(Duration::from_millis(100 + rng.below(600) as i64)),
-            status_prohibit: if rng.bernoulli(0.5) { Some(Duration::from_millis(10 + rng.below(200) as i64)) } else { None },
+            status_prohibit: if rng.bernoulli(0.5) {
+                Some(Duration::from_millis(10 + rng.below(200) as i64))
+            } else {
+                None
+            },
             status_missing: rng.bernoulli(0.8),
             pad: rng.bernoulli(0.8),
             ..base
         };
         let p_loss = [0.0, 0.05, 0.2, 0.4][case as usize % 4];
         let mut lr = Rng::stream(case, 1, "prop.rlc.loss");
-        let mut p = ArqPair::new(rlc(cfg), rlc(cfg), 64_000, Duration::from_millis(50), Box::new(move |_, _, _| lr.bernoulli(p_loss)));
+        let mut p = ArqPair::new(
+            rlc(cfg),
+            rlc(cfg),
+            64_000,
+            Duration::from_millis(50),
+            Box::new(move |_, _, _| lr.bernoulli(p_loss)),
+        );
         let n = 1 + rng.below(150) as u16;
         for i in 0..n {
             p.send(0, pkt(i, 40 + rng.below(700) as u32));
-            if rng.bernoulli(0.3) { p.send(1, pkt(i, 40)); }
+            if rng.bernoulli(0.3) {
+                p.send(1, pkt(i, 40));
+            }
         }
         p.run(Duration::from_secs(3_000));
         let got = idents(&p);
@@ -224,9 +305,16 @@ fn delivers_every_packet_once_in_order_under_random_loss() {
             assert!(got.windows(2).all(|w| w[0] < w[1]), "case {case}: out of order or duplicated");
             assert!(got.len() as u64 + stats(&p.side[0]).sdu_discards * 150 >= n as u64);
         }
-        for w in p.delivered[0].windows(2) { assert!(w[0].ip.ident < w[1].ip.ident, "case {case}: reverse direction out of order or duplicated"); }
-        assert_eq!(rlc_ref(&p.side[0]).outstanding(), 0, "case {case}: {cfg:?} p={p_loss}: the sender's window must drain: {} / {}",
-            rlc_ref(&p.side[0]).describe(), rlc_ref(&p.side[1]).describe());
+        for w in p.delivered[0].windows(2) {
+            assert!(w[0].ip.ident < w[1].ip.ident, "case {case}: reverse direction out of order or duplicated");
+        }
+        assert_eq!(
+            rlc_ref(&p.side[0]).outstanding(),
+            0,
+            "case {case}: {cfg:?} p={p_loss}: the sender's window must drain: {} / {}",
+            rlc_ref(&p.side[0]).describe(),
+            rlc_ref(&p.side[1]).describe()
+        );
         retx += stats(&p.side[0]).retransmissions;
         discards += stats(&p.side[0]).sdu_discards;
     }

@@ -15,11 +15,25 @@ const DELAY: Duration = Duration::from_millis(180);
 
 /// Two RLP ends, one frame per 20 ms slot each way, 180 ms propagation: an RLP
 /// round trip of 400 ms as in seed 000 §5.4.
-struct Wire { rlp: [Rlp; 2], flight: VecDeque<(Instant, usize, Frame)>, t: Instant, idx: [u64; 2], log: [Vec<Frame>; 2], got: Vec<u8> }
+struct Wire {
+    rlp: [Rlp; 2],
+    flight: VecDeque<(Instant, usize, Frame)>,
+    t: Instant,
+    idx: [u64; 2],
+    log: [Vec<Frame>; 2],
+    got: Vec<u8>,
+}
 
 impl Wire {
     fn new(cfg: RlpConfig) -> Wire {
-        Wire { rlp: [Rlp::new(cfg.clone()), Rlp::new(cfg)], flight: VecDeque::new(), t: Instant::ZERO, idx: [0; 2], log: [vec![], vec![]], got: vec![] }
+        Wire {
+            rlp: [Rlp::new(cfg.clone()), Rlp::new(cfg)],
+            flight: VecDeque::new(),
+            t: Instant::ZERO,
+            idx: [0; 2],
+            log: [vec![], vec![]],
+            got: vec![],
+        }
     }
     fn step(&mut self, lose: &mut dyn FnMut(usize, u64, Instant) -> bool) {
         while self.flight.front().is_some_and(|x| x.0 <= self.t) {
@@ -27,32 +41,46 @@ impl Wire {
             self.rlp[to].on_frame(at, f);
         }
         for s in 0..2 {
-            if self.rlp[s].poll_timeout().is_some_and(|x| x <= self.t) { self.rlp[s].handle_timeout(self.t); }
+            if self.rlp[s].poll_timeout().is_some_and(|x| x <= self.t) {
+                self.rlp[s].handle_timeout(self.t);
+            }
         }
         for s in 0..2 {
             if let Some(f) = self.rlp[s].poll_transmit(self.t) {
                 let i = self.idx[s];
                 self.idx[s] += 1;
                 self.log[s].push(f.clone());
-                if !lose(s, i, self.t) { self.flight.push_back((self.t + SLOT + DELAY, 1 - s, f)); }
+                if !lose(s, i, self.t) {
+                    self.flight.push_back((self.t + SLOT + DELAY, 1 - s, f));
+                }
             }
         }
-        while let Some(c) = self.rlp[1].read() { self.got.extend_from_slice(&c.bytes); }
+        while let Some(c) = self.rlp[1].read() {
+            self.got.extend_from_slice(&c.bytes);
+        }
         self.t += SLOT;
     }
     fn run(&mut self, secs: i64, lose: &mut dyn FnMut(usize, u64, Instant) -> bool) {
         let end = self.t + Duration::from_secs(secs);
-        while self.t < end { self.step(lose); }
+        while self.t < end {
+            self.step(lose);
+        }
     }
-    fn count(&self, s: usize, kind: FrameKind) -> usize { self.log[s].iter().filter(|f| f.kind == kind).count() }
+    fn count(&self, s: usize, kind: FrameKind) -> usize {
+        self.log[s].iter().filter(|f| f.kind == kind).count()
+    }
 }
 
 /// A stream whose every 4-byte group is its own offset / 4, so a delivered chunk
 /// says where it came from (frames of 24 bytes start on a group).
-fn stream(groups: u32) -> Vec<u8> { (0..groups).flat_map(|g| g.to_be_bytes()).collect() }
+fn stream(groups: u32) -> Vec<u8> {
+    (0..groups).flat_map(|g| g.to_be_bytes()).collect()
+}
 
 fn write_all(r: &mut Rlp, data: &[u8]) {
-    for c in data.chunks(100) { r.write(c, None); }
+    for c in data.chunks(100) {
+        r.write(c, None);
+    }
 }
 
 #[test]
@@ -132,7 +160,9 @@ fn run_dropping(w: &mut Wire, secs: i64, lose: impl Fn(&Frame) -> bool) {
             if lose(&f) {
                 // Take it back off the air.
                 let at = t + SLOT + DELAY;
-                if let Some(k) = w.flight.iter().position(|x| x.0 == at && x.1 == 1) { w.flight.remove(k); }
+                if let Some(k) = w.flight.iter().position(|x| x.0 == at && x.1 == 1) {
+                    w.flight.remove(k);
+                }
             }
         }
     }
@@ -149,7 +179,11 @@ fn check_losses_are_exactly_flushed(w: &Wire, data: &[u8]) {
     }
     let mut flushed = vec![false; data.len()];
     for &(a, b) in &w.rlp[0].stats.flushed {
-        for n in a..b { if let Some(&(x, y)) = frame_range.get(&n) { flushed[x..y].iter_mut().for_each(|v| *v = true); } }
+        for n in a..b {
+            if let Some(&(x, y)) = frame_range.get(&n) {
+                flushed[x..y].iter_mut().for_each(|v| *v = true);
+            }
+        }
     }
     let mut delivered = vec![false; data.len()];
     let mut last = None;
@@ -172,7 +206,12 @@ fn resets_on_a_bursty_channel_lose_exactly_the_flushed_data() {
     // Long fades in both directions (2-6 s) with independent losses between them.
     for seed in 1..6u64 {
         let mut rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let mut next = move || { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; rng };
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
         let mut fades: Vec<(Instant, Instant)> = vec![];
         let mut t = 3_000i64;
         while t < 200_000 {
@@ -183,7 +222,8 @@ fn resets_on_a_bursty_channel_lose_exactly_the_flushed_data() {
         let mut w = Wire::new(RlpConfig::default());
         let data = stream(40_000);
         write_all(&mut w.rlp[0], &data);
-        let mut lose = |_: usize, _: u64, now: Instant| fades.iter().any(|&(a, b)| now >= a && now < b) || next() % 100 < 5;
+        let mut lose =
+            |_: usize, _: u64, now: Instant| fades.iter().any(|&(a, b)| now >= a && now < b) || next() % 100 < 5;
         w.run(200, &mut lose);
         w.run(60, &mut |_, _, _| false);
         assert!(w.rlp[0].stats.resets + w.rlp[1].stats.resets > 0, "seed {seed}: the fades should reset the link");
@@ -195,7 +235,9 @@ fn resets_on_a_bursty_channel_lose_exactly_the_flushed_data() {
 
 #[test]
 fn larger_n2_rides_out_the_same_fades() {
-    let fade = |now: Instant| now >= Instant::ZERO + Duration::from_secs(3) && now < Instant::ZERO + Duration::from_millis(6_500);
+    let fade = |now: Instant| {
+        now >= Instant::ZERO + Duration::from_secs(3) && now < Instant::ZERO + Duration::from_millis(6_500)
+    };
     let mut resets = vec![];
     for n2 in [6, 20] {
         let mut w = Wire::new(RlpConfig { n2, ..RlpConfig::default() });
@@ -203,7 +245,9 @@ fn larger_n2_rides_out_the_same_fades() {
         write_all(&mut w.rlp[0], &data);
         w.run(60, &mut |_, _, now| fade(now));
         resets.push(w.rlp[0].stats.resets + w.rlp[1].stats.resets);
-        if n2 == 20 { assert_eq!(w.got, data); }
+        if n2 == 20 {
+            assert_eq!(w.got, data);
+        }
     }
     assert!(resets[0] >= 1 && resets[1] == 0, "{resets:?}");
 }
@@ -213,7 +257,8 @@ fn drop_call_instead_of_reset() {
     let mut w = Wire::new(RlpConfig { on_n2: OnN2::DropCall, ..RlpConfig::default() });
     let data = stream(6_000);
     write_all(&mut w.rlp[0], &data);
-    let fade = |now: Instant| now >= Instant::ZERO + Duration::from_secs(3) && now < Instant::ZERO + Duration::from_secs(8);
+    let fade =
+        |now: Instant| now >= Instant::ZERO + Duration::from_secs(3) && now < Instant::ZERO + Duration::from_secs(8);
     w.run(60, &mut |_, _, now| fade(now));
     assert!(w.rlp[0].stats.call_dropped && !w.rlp[0].is_up());
     assert!(!w.rlp[1].is_up(), "DISC reached the peer");
@@ -228,14 +273,26 @@ fn a_silent_peer_makes_sabm_give_up_and_drop_the_call() {
     write_all(&mut w.rlp[0], &stream(1000));
     w.run(60, &mut |s, _, now| s == 1 || now >= Instant::ZERO + Duration::from_secs(1));
     assert_eq!(w.rlp[0].stats.resets, 1);
-    assert_eq!(w.log[0].iter().filter(|f| f.kind == FrameKind::Reset && f.ctl & thinwire::link::frame::CTL_POLL != 0).count(), 6, "SABM sent N2 times");
+    assert_eq!(
+        w.log[0].iter().filter(|f| f.kind == FrameKind::Reset && f.ctl & thinwire::link::frame::CTL_POLL != 0).count(),
+        6,
+        "SABM sent N2 times"
+    );
     assert!(!w.rlp[0].is_up());
 }
 
 // ----- PPP / VJ / L2R above RLP -----
 
 fn seg(seq: u32, len: u32) -> Packet {
-    let t = TcpRepr { src_port: 1025, dst_port: 80, seq, ack: 1, flags: TcpFlags(TcpFlags::ACK), window: 8192, ..Default::default() };
+    let t = TcpRepr {
+        src_port: 1025,
+        dst_port: 80,
+        seq,
+        ack: 1,
+        flags: TcpFlags(TcpFlags::ACK),
+        window: 8192,
+        ..Default::default()
+    };
     Packet::new([10, 0, 0, 1], [10, 0, 1, 2], seq as u16, L4::Tcp(t), len, 0, Instant::ZERO)
 }
 
@@ -254,7 +311,9 @@ fn ppp_and_vj_round_trip_every_packet_exactly_when_nothing_is_lost() {
     for vj in [false, true] {
         let mut p = pair(vj, Box::new(|_, _, _| false));
         let sent: Vec<Packet> = (0..40).map(|i| seg(1 + i * 460, 460)).collect();
-        for s in &sent { p.send(0, s.clone()); }
+        for s in &sent {
+            p.send(0, s.clone());
+        }
         p.run(Duration::from_secs(60));
         let got = &p.delivered[1];
         assert_eq!(got.len(), sent.len(), "vj {vj}");
@@ -277,7 +336,9 @@ fn vj_compression_shrinks_what_goes_over_rlp() {
     let mut frames = vec![];
     for vj in [false, true] {
         let mut p = pair(vj, Box::new(|_, _, _| false));
-        for i in 0..40 { p.send(0, seg(1 + i * 460, 460)); }
+        for i in 0..40 {
+            p.send(0, seg(1 + i * 460, 460));
+        }
         p.run(Duration::from_secs(60));
         frames.push(p.frames[0]);
     }
@@ -288,9 +349,12 @@ fn vj_compression_shrinks_what_goes_over_rlp() {
 #[test]
 fn l2r_flow_control_throttles_the_mobile_sender_to_the_relay_rate_with_pauses() {
     // Mobile (side 0) sends up; the network side (1) relays at 960 bytes/s.
-    let mut p = ArqPair::new(csd(false, None, false), csd(false, Some(960), true), 12_000, DELAY, Box::new(|_, _, _| false));
+    let mut p =
+        ArqPair::new(csd(false, None, false), csd(false, Some(960), true), 12_000, DELAY, Box::new(|_, _, _| false));
     p.header = 6;
-    for i in 0..60 { p.send(0, seg(1 + i * 460, 460)); }
+    for i in 0..60 {
+        p.send(0, seg(1 + i * 460, 460));
+    }
     let end = p.run(Duration::from_secs(60));
     assert_eq!(p.delivered[1].len(), 60);
     let bytes = 60.0 * (500.0 + 7.0);
@@ -306,12 +370,14 @@ fn a_reset_with_vj_makes_the_receiver_drop_segments_until_an_uncompressed_one() 
     // A long fade resets the link mid-stream. Without VJ only the flushed packets are
     // lost; with VJ later deltas meet a stale base (checksum drops) or are tossed
     // after a damaged frame, and retransmissions (sent uncompressed) resynchronise.
-        let mut lost = vec![];
+    let mut lost = vec![];
     for vj in [false, true] {
         let mut p = pair(vj, Box::new(|_, _, _| false));
         p.outages.push((0, Instant::ZERO + Duration::from_secs(3), Instant::ZERO + Duration::from_secs(7)));
         let sent: Vec<Packet> = (0..60).map(|i| seg(1 + i * 460, 460)).collect();
-        for s in &sent { p.send(0, s.clone()); }
+        for s in &sent {
+            p.send(0, s.clone());
+        }
         p.run(Duration::from_secs(120));
         let Arq::Gsm(tx) = &p.side[0] else { panic!() };
         assert_eq!(tx.rlp.stats.resets, 1, "vj {vj}");
@@ -319,14 +385,22 @@ fn a_reset_with_vj_makes_the_receiver_drop_segments_until_an_uncompressed_one() 
         // Whatever arrives is intact and in order.
         let seqs: Vec<u32> = p.delivered[1].iter().map(|q| q.tcp().unwrap().seq).collect();
         assert!(seqs.windows(2).all(|w| w[0] < w[1]));
-        for q in &p.delivered[1] { assert!(sent.iter().any(|s| s.emit() == q.emit())); }
-        if vj { assert!(rx.stats.checksum_drops + rx.stats.vj_tossed > 0); } else { assert_eq!(rx.stats.checksum_drops + rx.stats.vj_tossed, 0); }
+        for q in &p.delivered[1] {
+            assert!(sent.iter().any(|s| s.emit() == q.emit()));
+        }
+        if vj {
+            assert!(rx.stats.checksum_drops + rx.stats.vj_tossed > 0);
+        } else {
+            assert_eq!(rx.stats.checksum_drops + rx.stats.vj_tossed, 0);
+        }
         lost.push(sent.len() - seqs.len());
         // A retransmission (its sequence number goes back, so VJ sends it
         // uncompressed) puts the decompressor back on track for what follows.
         let before = p.delivered[1].len();
         p.send(0, seg(1, 460));
-        for i in 60..65 { p.send(0, seg(1 + i * 460, 460)); }
+        for i in 60..65 {
+            p.send(0, seg(1 + i * 460, 460));
+        }
         p.run(Duration::from_secs(240));
         assert_eq!(p.delivered[1].len() - before, 6, "vj {vj}");
     }
@@ -343,11 +417,20 @@ fn without_error_reports_the_stale_base_fails_the_tcp_checksum() {
     // the real payload bytes) rejects them; with reports they are tossed instead.
     let mut counts = vec![];
     for toss in [true, false] {
-        let mk = |net| Arq::Gsm(Box::new(GsmCsd::new(CsdConfig { vj: true, vj_toss_on_error: toss, network_side: net, ..CsdConfig::default() })));
+        let mk = |net| {
+            Arq::Gsm(Box::new(GsmCsd::new(CsdConfig {
+                vj: true,
+                vj_toss_on_error: toss,
+                network_side: net,
+                ..CsdConfig::default()
+            })))
+        };
         let mut p = ArqPair::new(mk(false), mk(true), 12_000, DELAY, Box::new(|_, _, _| false));
         p.header = 6;
         p.outages.push((0, Instant::ZERO + Duration::from_secs(3), Instant::ZERO + Duration::from_secs(7)));
-        for i in 0..60 { p.send(0, seg(1 + i * 460, 460)); }
+        for i in 0..60 {
+            p.send(0, seg(1 + i * 460, 460));
+        }
         p.run(Duration::from_secs(120));
         let Arq::Gsm(rx) = &p.side[1] else { panic!() };
         counts.push((rx.stats.vj_tossed, rx.stats.checksum_drops, p.delivered[1].len()));

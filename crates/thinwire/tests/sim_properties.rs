@@ -14,7 +14,8 @@ fn scenario(case: u64) -> String {
     let sched = pick(&mut r, &["round-robin", "arq-first", "bypass-first"]);
     let p = [0.0, 0.02, 0.1][r.below(3) as usize];
     let bulk = 1 + r.below(200_000);
-    let mut s = format!(r#"seed = {case}
+    let mut s = format!(
+        r#"seed = {case}
 stop = "150s"
 [wireless]
 rate = "64kbps"
@@ -32,13 +33,34 @@ app = "bulk"
 bytes = "{bulk}B"
 direction = "{}"
 tcp = {{ variant = "{}", mss = 210, rcv_buf = "{}B" }}
-"#, pick(&mut r, &["0", "3", "\"unlimited\""]), pick(&mut r, &["down", "up"]), pick(&mut r, &["tahoe", "reno", "newreno", "sack"]), 2000 + r.below(60_000));
-    if r.bernoulli(0.7) { s += "[[flow]]\napp = \"web\"\n"; }
-    if r.bernoulli(0.5) { s += &format!("[[flow]]\napp = \"media\"\ndirection = \"{}\"\n", pick(&mut r, &["down", "up"])); }
-    if r.bernoulli(0.4) { s += &format!("[[flow]]\napp = \"ttcp\"\nbytes = \"{}B\"\nrepeat = 3\nstart = \"2s\"\n", 1 + r.below(20_000)); }
-    if r.bernoulli(0.4) { s += &format!("[[flow]]\napp = \"http\"\nbytes = \"{}B\"\nobjects = 3\npersistent = {}\n", 1 + r.below(10_000), r.bernoulli(0.5)); }
-    if r.bernoulli(0.3) { s += "[[flow]]\napp = \"interactive\"\nstart = \"1s\"\n"; }
-    if r.bernoulli(0.4) { s += "[proxy]\n"; }
+"#,
+        pick(&mut r, &["0", "3", "\"unlimited\""]),
+        pick(&mut r, &["down", "up"]),
+        pick(&mut r, &["tahoe", "reno", "newreno", "sack"]),
+        2000 + r.below(60_000)
+    );
+    if r.bernoulli(0.7) {
+        s += "[[flow]]\napp = \"web\"\n";
+    }
+    if r.bernoulli(0.5) {
+        s += &format!("[[flow]]\napp = \"media\"\ndirection = \"{}\"\n", pick(&mut r, &["down", "up"]));
+    }
+    if r.bernoulli(0.4) {
+        s += &format!("[[flow]]\napp = \"ttcp\"\nbytes = \"{}B\"\nrepeat = 3\nstart = \"2s\"\n", 1 + r.below(20_000));
+    }
+    if r.bernoulli(0.4) {
+        s += &format!(
+            "[[flow]]\napp = \"http\"\nbytes = \"{}B\"\nobjects = 3\npersistent = {}\n",
+            1 + r.below(10_000),
+            r.bernoulli(0.5)
+        );
+    }
+    if r.bernoulli(0.3) {
+        s += "[[flow]]\napp = \"interactive\"\nstart = \"1s\"\n";
+    }
+    if r.bernoulli(0.4) {
+        s += "[proxy]\n";
+    }
     s
 }
 
@@ -63,7 +85,12 @@ fn random_scenarios_run_repeatably_and_account_correctly() {
                     assert_eq!(f.durations_s.len() as u64, f.transactions.unwrap(), "case {case}");
                     assert!(f.durations_s.iter().all(|&d| d > 0.0), "case {case}");
                     let each = sc.flow[f.id].bytes.unwrap().0.unwrap() * sc.flow[f.id].objects.unwrap_or(1);
-                    assert_eq!(f.bytes_delivered, each * f.transactions.unwrap(), "case {case}: {} transactions", f.app);
+                    assert_eq!(
+                        f.bytes_delivered,
+                        each * f.transactions.unwrap(),
+                        "case {case}: {} transactions",
+                        f.app
+                    );
                 }
                 "interactive" => {
                     let m = f.media.as_ref().unwrap();
@@ -73,7 +100,9 @@ fn random_scenarios_run_repeatably_and_account_correctly() {
                 "web" => {
                     web_tx += f.transactions.unwrap();
                     assert_eq!(f.transactions.unwrap() == 0, f.bytes_delivered == 0, "case {case}");
-                    if let Some(c) = f.completion_s { assert!(c <= 150.0 && f.throughput_bps > 0.0, "case {case}"); }
+                    if let Some(c) = f.completion_s {
+                        assert!(c <= 150.0 && f.throughput_bps > 0.0, "case {case}");
+                    }
                 }
                 "media" => {
                     let m = f.media.as_ref().unwrap();
@@ -84,7 +113,9 @@ fn random_scenarios_run_repeatably_and_account_correctly() {
                 other => panic!("unexpected app {other}"),
             }
         }
-        for l in &a.link { assert!(l.frames_lost <= l.frames_sent); }
+        for l in &a.link {
+            assert!(l.frames_lost <= l.frames_sent);
+        }
     }
     assert!(web_tx > 50, "web flows must complete transactions: {web_tx}");
 }

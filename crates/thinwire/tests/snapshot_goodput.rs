@@ -29,8 +29,12 @@ tcp = { variant = "reno", mss = 210, rcv_buf = "4200B" }
 fn table() -> (String, Vec<Vec<f64>>) {
     let losses = [0.0, 0.015, 0.025, 0.054, 0.098];
     let protos = [("raw", None), ("sr", None), ("asr", Some("3+2"))];
-    let mut out = String::from("# TCP Reno (window 20 x 210 B), 300 kB down, 64 kbit/s, uniform frame loss; throughput kbit/s (RTOs)\nloss   ");
-    for (p, pol) in protos { out += &format!("{:>16}", format!("{p}{}", pol.map(|x| format!(" {x}")).unwrap_or_default())); }
+    let mut out = String::from(
+        "# TCP Reno (window 20 x 210 B), 300 kB down, 64 kbit/s, uniform frame loss; throughput kbit/s (RTOs)\nloss   ",
+    );
+    for (p, pol) in protos {
+        out += &format!("{:>16}", format!("{p}{}", pol.map(|x| format!(" {x}")).unwrap_or_default()));
+    }
     out += "\n";
     let mut grid = vec![];
     for p in losses {
@@ -38,7 +42,9 @@ fn table() -> (String, Vec<Vec<f64>>) {
         let mut row = vec![];
         for (proto, pol) in protos {
             let mut o = vec![format!("wireless.channel.p={p}"), format!("wireless.arq.protocol=\"{proto}\"")];
-            if let Some(pol) = pol { o.push(format!("wireless.arq.policy=\"{pol}\"")); }
+            if let Some(pol) = pol {
+                o.push(format!("wireless.arq.policy=\"{pol}\""));
+            }
             let sc = parse_scenario(BASE, &o).unwrap();
             let r = run_scenario(&sc);
             let f = &r.flows[0];
@@ -56,11 +62,15 @@ fn table() -> (String, Vec<Vec<f64>>) {
 fn throughput_vs_loss_snapshot() {
     let (t, grid) = table();
     // Properties that hold whatever the snapshot says.
-    for c in 0..3 { assert!(grid[0][c] > grid[4][c], "loss must cost throughput"); }
+    for c in 0..3 {
+        assert!(grid[0][c] > grid[4][c], "loss must cost throughput");
+    }
     assert!(grid[0][0] > 50e3, "a clean 64 kbit/s link carries > 50 kbit/s of goodput");
     assert!(grid[4][1] > 1.5 * grid[4][0], "SR must beat no ARQ at 9.8% loss: {grid:?}");
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots/throughput_vs_loss.txt");
-    if std::env::var("UPDATE_SNAPSHOTS").is_ok() { std::fs::write(path, &t).unwrap(); }
+    if std::env::var("UPDATE_SNAPSHOTS").is_ok() {
+        std::fs::write(path, &t).unwrap();
+    }
     let want = std::fs::read_to_string(path).expect("snapshot missing: run with UPDATE_SNAPSHOTS=1");
     assert_eq!(t, want, "model output changed; if intended, rerun with UPDATE_SNAPSHOTS=1 and commit the diff");
 }

@@ -52,14 +52,25 @@ fn tahoe_restarts_from_one_segment_after_fast_retransmit() {
     finish(&mut p);
     let s = &p.ep[1].stats;
     assert_eq!((s.fast_retransmits, s.timeouts), (1, 0));
-    let cw: Vec<i64> = p.ep[1].trace.as_ref().unwrap().iter().filter(|e| e.var == thinwire::tcp::TcpVar::Cwnd).map(|e| e.value).collect();
+    let cw: Vec<i64> = p.ep[1]
+        .trace
+        .as_ref()
+        .unwrap()
+        .iter()
+        .filter(|e| e.var == thinwire::tcp::TcpVar::Cwnd)
+        .map(|e| e.value)
+        .collect();
     assert!(cw.contains(&1000), "Tahoe must drop cwnd to one segment: {cw:?}");
 }
 
 #[test]
 fn several_losses_in_one_window() {
     let drops = [30, 32, 34, 36];
-    let run = |v| { let mut p = pair(v, BYTES, TcpPair::drop_data(&drops)); let t = finish(&mut p); (p.ep[1].stats.clone(), t) };
+    let run = |v| {
+        let mut p = pair(v, BYTES, TcpPair::drop_data(&drops));
+        let t = finish(&mut p);
+        (p.ep[1].stats.clone(), t)
+    };
     let (nr, t_nr) = run(Variant::NewReno);
     assert_eq!(nr.timeouts, 0, "NewReno recovers from partial ACKs without a timeout");
     assert_eq!(nr.fast_retransmits, 1);
@@ -77,9 +88,16 @@ fn lost_retransmission_needs_a_timeout_and_backs_off() {
     // Lose segment 30 and its first two retransmissions.
     let mut count = 0;
     let drop: DropFn = Box::new(move |from, i, retx| {
-        if from != 1 { return false; }
-        if i == 30 { return true; }
-        if retx && count < 2 { count += 1; return true; }
+        if from != 1 {
+            return false;
+        }
+        if i == 30 {
+            return true;
+        }
+        if retx && count < 2 {
+            count += 1;
+            return true;
+        }
         false
     });
     let mut p = pair(Variant::NewReno, BYTES, drop);
@@ -105,7 +123,8 @@ fn delayed_acks_halve_the_ack_count() {
     assert!(acks > 0.45 * data && acks < 0.65 * data, "acks {acks} for {data} segments");
     let mut c = cfg(Variant::NewReno);
     c.delack_count = 1;
-    let mut p = TcpPair::new(c, cfg(Variant::NewReno), Some(BYTES), 2_000_000, Duration::from_millis(50), TcpPair::drop_none());
+    let mut p =
+        TcpPair::new(c, cfg(Variant::NewReno), Some(BYTES), 2_000_000, Duration::from_millis(50), TcpPair::drop_none());
     finish(&mut p);
     assert!(p.ep[0].stats.acks_sent as f64 >= 0.95 * p.ep[1].stats.data_segments_sent as f64);
 }
@@ -131,7 +150,14 @@ fn timestamps_sample_every_ack_and_shrink_payload() {
 #[test]
 fn window_scaling_lifts_the_64k_limit() {
     let big = |ws: bool| {
-        let mut c = TcpConfig { variant: Variant::NewReno, mss: 1460, rcv_buf: 1 << 20, snd_buf: 1 << 20, window_scaling: ws, ..Default::default() };
+        let mut c = TcpConfig {
+            variant: Variant::NewReno,
+            mss: 1460,
+            rcv_buf: 1 << 20,
+            snd_buf: 1 << 20,
+            window_scaling: ws,
+            ..Default::default()
+        };
         c.initial_window = 4;
         let mut p = TcpPair::new(c, c, Some(5_000_000), 20_000_000, Duration::from_millis(50), TcpPair::drop_none());
         p.run(Duration::from_secs(100)).as_secs_f64()
@@ -187,7 +213,8 @@ fn sack_sender_retransmits_at_once_on_entering_recovery_without_sack_blocks() {
     // blocks (here the receiver does not do SACK), instead of waiting for the RTO.
     let server = cfg(Variant::Sack);
     let client = TcpConfig { sack: false, ..cfg(Variant::Reno) };
-    let mut p = TcpPair::new(client, server, Some(BYTES), 2_000_000, Duration::from_millis(50), TcpPair::drop_data(&[30]));
+    let mut p =
+        TcpPair::new(client, server, Some(BYTES), 2_000_000, Duration::from_millis(50), TcpPair::drop_data(&[30]));
     finish(&mut p);
     let s = &p.ep[1].stats;
     assert_eq!(p.ep[0].delivered(), BYTES);
@@ -209,7 +236,14 @@ fn a_small_initial_receive_window_limits_the_first_flight_and_grows() {
     let server = TcpConfig { mss: 1000, initial_window: 10, ..Default::default() };
     for (initial, first) in [(Some(5392), 5), (None, 10)] {
         let client = TcpConfig { mss: 1000, rcv_wnd_initial: initial, ..Default::default() };
-        let mut p = TcpPair::new(client, server.clone(), Some(100_000), 2_000_000, Duration::from_millis(50), TcpPair::drop_none());
+        let mut p = TcpPair::new(
+            client,
+            server.clone(),
+            Some(100_000),
+            2_000_000,
+            Duration::from_millis(50),
+            TcpPair::drop_none(),
+        );
         finish(&mut p);
         assert_eq!(burst_at(&p, 0), first, "initial window {initial:?}");
         assert_eq!(p.ep[0].delivered(), 100_000);
@@ -220,7 +254,14 @@ fn a_small_initial_receive_window_limits_the_first_flight_and_grows() {
 fn slow_start_restarts_after_an_idle_period_longer_than_the_rto() {
     for (ssr, restart) in [(true, 2usize), (false, 0)] {
         let c = TcpConfig { mss: 1000, initial_window: 2, slow_start_after_idle: ssr, ..Default::default() };
-        let mut p = TcpPair::new(c.clone(), c.clone(), Some(60_000), 2_000_000, Duration::from_millis(50), TcpPair::drop_none());
+        let mut p = TcpPair::new(
+            c.clone(),
+            c.clone(),
+            Some(60_000),
+            2_000_000,
+            Duration::from_millis(50),
+            TcpPair::drop_none(),
+        );
         p.ep[1].set_app_data(Some(60_000), false);
         p.run(Duration::from_secs(20));
         assert_eq!(p.ep[0].delivered(), 60_000);
@@ -231,7 +272,11 @@ fn slow_start_restarts_after_an_idle_period_longer_than_the_rto() {
         p.run(Duration::from_secs(40));
         assert_eq!(p.ep[0].delivered(), 120_000);
         let burst = burst_at(&p, sent);
-        if restart > 0 { assert_eq!(burst, restart, "restart window"); } else { assert!(burst as u64 > 2 && before > 4_000, "burst {burst}, cwnd {before}"); }
+        if restart > 0 {
+            assert_eq!(burst, restart, "restart window");
+        } else {
+            assert!(burst as u64 > 2 && before > 4_000, "burst {burst}, cwnd {before}");
+        }
     }
 }
 
@@ -242,7 +287,14 @@ fn a_clamped_window_is_used_from_the_start_and_kept_through_losses() {
     let mut c = cfg(Variant::Reno);
     c.cwnd_clamp = Some(10_000);
     let client = cfg(Variant::Reno);
-    let mut p = TcpPair::new(client, c, Some(BYTES), 2_000_000, Duration::from_millis(50), TcpPair::drop_data(&[30, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69]));
+    let mut p = TcpPair::new(
+        client,
+        c,
+        Some(BYTES),
+        2_000_000,
+        Duration::from_millis(50),
+        TcpPair::drop_data(&[30, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69]),
+    );
     finish(&mut p);
     assert_eq!(burst_at(&p, 0), 10);
     assert_eq!(p.ep[1].cwnd(), 10_000);

@@ -8,6 +8,7 @@
 - `window_goodput`, `goodput_histograms`: short-time goodput at several time scales;
 - `open_path(path)`: a run directory or a capture, whichever `path` is.
 """
+
 from __future__ import annotations
 
 import os
@@ -15,7 +16,15 @@ from pathlib import Path
 
 from .capture import CaptureAnalysis, CaptureError, analyze_capture
 
-__all__ = ["CaptureAnalysis", "CaptureError", "SimRun", "analyze_capture", "goodput_histograms", "open_path", "window_goodput"]
+__all__ = [
+    "CaptureAnalysis",
+    "CaptureError",
+    "SimRun",
+    "analyze_capture",
+    "goodput_histograms",
+    "open_path",
+    "window_goodput",
+]
 _LAZY = {"SimRun": "simtrace", "goodput_histograms": "goodput", "window_goodput": "goodput"}
 
 
@@ -23,6 +32,7 @@ def __getattr__(name: str):
     # Imported on first use: `thinwire analyze CAPTURE` needs none of them.
     if name in _LAZY:
         import importlib
+
         return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
@@ -30,6 +40,7 @@ def __getattr__(name: str):
 def open_path(path: str | os.PathLike):
     """A `SimRun` for a run directory (or its trace.parquet), else a `CaptureAnalysis`."""
     from .simtrace import SimRun
+
     p = Path(path)
     if p.is_dir():
         return SimRun.from_dir(p)

@@ -4,6 +4,7 @@ the manner of `tcptrace -l -r`, plus per-packet, RTT-sample and event tables.
 The work is done by the Rust core (`thinwire.analysis` module there documents every
 definition); this module turns its output into polars DataFrames.
 """
+
 from __future__ import annotations
 
 import os
@@ -19,6 +20,7 @@ EVENT_KINDS = ["fast_retransmit", "timeout", "spurious_timeout"]
 
 def _i64(b):
     import numpy as np
+
     return np.frombuffer(b, dtype="<i8")
 
 
@@ -45,6 +47,7 @@ class CaptureAnalysis:
     def connections(self):
         """One row per connection; direction statistics flattened as `a2b_*` / `b2a_*`."""
         import polars as pl
+
         rows = []
         for c in self.raw["connections"]:
             r = {k: v for k, v in c.items() if k not in ("a2b", "b2a")}
@@ -56,7 +59,9 @@ class CaptureAnalysis:
     def _cols(self):
         c = self.raw.get("columns")
         if c is None:
-            raise ValueError("this analysis was made without per-packet columns (use analyze_capture(path, columns=True))")
+            raise ValueError(
+                "this analysis was made without per-packet columns (use analyze_capture(path, columns=True))"
+            )
         return c
 
     @property
@@ -65,49 +70,69 @@ class CaptureAnalysis:
         none), len, win (scaled), flags, kind (new / retransmit / probe / out_of_order / none)."""
         import numpy as np
         import polars as pl
+
         c = self._cols()
         t = _i64(c["t_ns"])
-        return pl.DataFrame({
-            "time_s": t / 1e9,
-            "conn": np.frombuffer(c["conn"], dtype="<u4").astype(np.int64),
-            "dir": np.frombuffer(c["dir"], dtype=np.uint8).astype(np.int64),
-            "seq": _i64(c["seq"]), "len": _i64(c["len"]), "ack": _i64(c["ack"]), "win": _i64(c["win"]),
-            "flags": np.frombuffer(c["flags"], dtype=np.uint8).astype(np.int64),
-            "kind": pl.Series(np.asarray(KINDS, dtype=object)[np.frombuffer(c["kind"], dtype=np.uint8)] if len(t) else [], dtype=pl.Utf8),
-        })
+        return pl.DataFrame(
+            {
+                "time_s": t / 1e9,
+                "conn": np.frombuffer(c["conn"], dtype="<u4").astype(np.int64),
+                "dir": np.frombuffer(c["dir"], dtype=np.uint8).astype(np.int64),
+                "seq": _i64(c["seq"]),
+                "len": _i64(c["len"]),
+                "ack": _i64(c["ack"]),
+                "win": _i64(c["win"]),
+                "flags": np.frombuffer(c["flags"], dtype=np.uint8).astype(np.int64),
+                "kind": pl.Series(
+                    np.asarray(KINDS, dtype=object)[np.frombuffer(c["kind"], dtype=np.uint8)] if len(t) else [],
+                    dtype=pl.Utf8,
+                ),
+            }
+        )
 
     @property
     def rtt(self):
         """RTT samples (Karn): time_s (when the ACK was seen), conn, dir (of the data), rtt_s."""
         import numpy as np
         import polars as pl
+
         c = self._cols()
-        return pl.DataFrame({
-            "time_s": _i64(c["rtt_t_ns"]) / 1e9,
-            "conn": np.frombuffer(c["rtt_conn"], dtype="<u4").astype(np.int64),
-            "dir": np.frombuffer(c["rtt_dir"], dtype=np.uint8).astype(np.int64),
-            "rtt_s": _i64(c["rtt_ns"]) / 1e9,
-        })
+        return pl.DataFrame(
+            {
+                "time_s": _i64(c["rtt_t_ns"]) / 1e9,
+                "conn": np.frombuffer(c["rtt_conn"], dtype="<u4").astype(np.int64),
+                "dir": np.frombuffer(c["rtt_dir"], dtype=np.uint8).astype(np.int64),
+                "rtt_s": _i64(c["rtt_ns"]) / 1e9,
+            }
+        )
 
     @property
     def events(self):
         """TCP events: time_s, conn, dir (of the data), kind (fast_retransmit / timeout / spurious_timeout), seq."""
         import numpy as np
         import polars as pl
+
         c = self._cols()
         k = np.frombuffer(c["ev_kind"], dtype=np.uint8)
-        return pl.DataFrame({
-            "time_s": _i64(c["ev_t_ns"]) / 1e9,
-            "conn": np.frombuffer(c["ev_conn"], dtype="<u4").astype(np.int64),
-            "dir": np.frombuffer(c["ev_dir"], dtype=np.uint8).astype(np.int64),
-            "kind": pl.Series(np.asarray(EVENT_KINDS, dtype=object)[k] if len(k) else [], dtype=pl.Utf8),
-            "seq": _i64(c["ev_seq"]),
-        })
+        return pl.DataFrame(
+            {
+                "time_s": _i64(c["ev_t_ns"]) / 1e9,
+                "conn": np.frombuffer(c["ev_conn"], dtype="<u4").astype(np.int64),
+                "dir": np.frombuffer(c["ev_dir"], dtype=np.uint8).astype(np.int64),
+                "kind": pl.Series(np.asarray(EVENT_KINDS, dtype=object)[k] if len(k) else [], dtype=pl.Utf8),
+                "seq": _i64(c["ev_seq"]),
+            }
+        )
 
     def to_json(self) -> dict:
-        return {"path": str(self.path), "format": self.raw["format"], "packets": self.raw["packets"],
-                "tcp_packets": self.raw["tcp_packets"], "warnings": self.warnings,
-                "connections": self.raw["connections"]}
+        return {
+            "path": str(self.path),
+            "format": self.raw["format"],
+            "packets": self.raw["packets"],
+            "tcp_packets": self.raw["tcp_packets"],
+            "warnings": self.warnings,
+            "connections": self.raw["connections"],
+        }
 
 
 def analyze_capture(path: str | os.PathLike, columns: bool = True) -> CaptureAnalysis:

@@ -5,6 +5,7 @@ Input is a cumulative series (time_s, bytes): the receiver's cumulative ACK, whi
 advances exactly by the in-sequence bytes delivered. The window grid starts at the
 first sample; a final partial window is dropped, so every value covers a whole window.
 """
+
 from __future__ import annotations
 
 
@@ -12,6 +13,7 @@ def window_goodput(times, cum_bytes, window_s: float, max_rate_Bps: float | None
     """Returns a numpy array of goodput per window (fraction of `max_rate_Bps`, or
     bytes/s if it is None)."""
     import numpy as np
+
     t = np.asarray(times, dtype=float)
     b = np.asarray(cum_bytes, dtype=float)
     if window_s <= 0:
@@ -30,10 +32,13 @@ def window_goodput(times, cum_bytes, window_s: float, max_rate_Bps: float | None
     return per / max_rate_Bps if max_rate_Bps else per
 
 
-def goodput_histograms(times, cum_bytes, windows=(10.0, 100.0, 1000.0), max_rate_Bps: float | None = None, bins: int = 50):
+def goodput_histograms(
+    times, cum_bytes, windows=(10.0, 100.0, 1000.0), max_rate_Bps: float | None = None, bins: int = 50
+):
     """For each window length: (values, histogram counts, bin edges) over [0, 1] when
     normalised, else over [0, max]."""
     import numpy as np
+
     out = {}
     for w in windows:
         v = window_goodput(times, cum_bytes, w, max_rate_Bps)

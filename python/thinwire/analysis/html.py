@@ -6,6 +6,7 @@ pixel are drawn once, so a million points stay smooth.
 
 Data are embedded as base64 little-endian float64 arrays (x sorted per series).
 """
+
 from __future__ import annotations
 
 import base64
@@ -147,14 +148,29 @@ def write_html(series: list[Series], meta: dict, out: Path, kind: str) -> Path:
             share = counts / max(len(s.y), 1)
             conv.append(Series(s.name, edges, np.append(share, share[-1] if len(share) else 0), "step", "share"))
         series = conv
-    payload = {"title": meta.get("title", ""), "xlabel": meta.get("xlabel", ""), "ylabel": meta.get("ylabel", ""), "series": []}
+    payload = {
+        "title": meta.get("title", ""),
+        "xlabel": meta.get("xlabel", ""),
+        "ylabel": meta.get("ylabel", ""),
+        "series": [],
+    }
     palette = ["#1f4e9c", "#2ca02c", "#d62728", "#ff7f0e", "#7b3fa0"]
     for i, s in enumerate(series):
         order = np.argsort(s.x, kind="stable")
-        payload["series"].append({"name": s.name, "style": s.style, "unit": s.unit, "color": COLORS.get(s.name, palette[i % len(palette)]),
-                                  "x": _b64(np.asarray(s.x, dtype=float)[order]), "y": _b64(np.asarray(s.y, dtype=float)[order])})
+        payload["series"].append(
+            {
+                "name": s.name,
+                "style": s.style,
+                "unit": s.unit,
+                "color": COLORS.get(s.name, palette[i % len(palette)]),
+                "x": _b64(np.asarray(s.x, dtype=float)[order]),
+                "y": _b64(np.asarray(s.y, dtype=float)[order]),
+            }
+        )
     note = f" &middot; {_html.escape(meta['note'])}" if meta.get("note") else ""
     data = json.dumps(payload).replace("</", "<\\/")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(_PAGE.format(title=_html.escape(meta.get("title", "thinwire")), data=data, js=_JS, note=note), encoding="utf-8")
+    out.write_text(
+        _PAGE.format(title=_html.escape(meta.get("title", "thinwire")), data=data, js=_JS, note=note), encoding="utf-8"
+    )
     return out

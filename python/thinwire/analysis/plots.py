@@ -3,6 +3,7 @@
 capture. Static output via matplotlib (.png, .pdf, .svg); .html gives the
 interactive viewer (`thinwire.analysis.html`).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -31,15 +32,23 @@ def rfc6298(samples_s: np.ndarray, min_rto_s: float = 0.2) -> tuple[np.ndarray, 
     return srtt, rto
 
 
-def build_series(src, kind: str, flow: int | None = None, conn: int = 0, direction: int | None = None,
-                 windows=(10.0, 100.0, 1000.0), max_rate_Bps: float | None = None,
-                 sender_state: str | Path | None = None) -> tuple[list[Series], dict]:
+def build_series(
+    src,
+    kind: str,
+    flow: int | None = None,
+    conn: int = 0,
+    direction: int | None = None,
+    windows=(10.0, 100.0, 1000.0),
+    max_rate_Bps: float | None = None,
+    sender_state: str | Path | None = None,
+) -> tuple[list[Series], dict]:
     """The series of one plot and its labels (title, xlabel, ylabel). For captures,
     `sender_state` names an `ss -tin` log or tcp_probe output (see sender_state.py)
     that supplies the TCP sender's cwnd, ssthresh, SRTT and RTO."""
     import polars as pl
     from .capture import CaptureAnalysis
     from .goodput import window_goodput
+
     is_cap = isinstance(src, CaptureAnalysis)
     if is_cap:
         if direction is None:
@@ -59,6 +68,7 @@ def build_series(src, kind: str, flow: int | None = None, conn: int = 0, directi
         if not is_cap:
             raise ValueError("--sender-state applies to captures; a simulated run traces its sender itself")
         from .sender_state import sender_series
+
         state, meta["note"] = sender_series(sender_state, src, conn, direction)
     if kind == "tsq":
         s = capture_tsq(src, conn, direction) if is_cap else sim_tsq(src, flow)
@@ -89,17 +99,23 @@ def build_series(src, kind: str, flow: int | None = None, conn: int = 0, directi
             out.append(Series(name, v["time_s"].to_numpy() - t0 / 1e9, v["value"].to_numpy() / 1e9, "step", "s"))
         if src.trace is not None and src.trace.filter(pl.col("event") == "packet_deliver").height:
             from .simtrace import _flow_dir
+
             d = _flow_dir(src._need_trace("tcp").filter(pl.col("flow") == flow), flow)
             q = src.queue_delay(flow).filter(pl.col("dir") == ("down", "up")[d])
             out.append(Series("link_delay", q["time_s"].to_numpy() - t0 / 1e9, q["delay_s"].to_numpy(), "points", "s"))
-            meta["note"] = "link_delay: time each data packet of the flow spent in the link layer (queueing, ARQ, transmission)"
+            meta["note"] = (
+                "link_delay: time each data packet of the flow spent in the link layer (queueing, ARQ, transmission)"
+            )
         return out, meta
     if kind == "cwnd":
         meta.update(xlabel="time (s)", ylabel="bytes")
         if is_cap:
             if state:
-                return [Series("TcpSnd_cwnd", *state["cwnd"], "step"), Series("TcpSnd_ssthresh", *state["ssthresh"], "step"),
-                        capture_outstanding(src, conn, direction)], meta
+                return [
+                    Series("TcpSnd_cwnd", *state["cwnd"], "step"),
+                    Series("TcpSnd_ssthresh", *state["ssthresh"], "step"),
+                    capture_outstanding(src, conn, direction),
+                ], meta
             meta["note"] = "a capture shows outstanding data; give --sender-state (ss or tcp_probe) for cwnd"
             return [capture_outstanding(src, conn, direction)], meta
         t0 = src._need_trace("tcp").filter(pl.col("flow") == flow)["time_ns"].min() / 1e9
@@ -122,8 +138,15 @@ def build_series(src, kind: str, flow: int | None = None, conn: int = 0, directi
         out = []
         for w in windows:
             v = window_goodput(t, b, w, max_rate_Bps)
-            out.append(Series(f"{w:g} s windows", np.arange(len(v), dtype=float), v, "hist", "fraction" if max_rate_Bps else "B/s"))
-        meta.update(xlabel=("goodput (fraction of %g B/s)" % max_rate_Bps) if max_rate_Bps else "goodput (bytes/s)", ylabel="share of windows")
+            out.append(
+                Series(
+                    f"{w:g} s windows", np.arange(len(v), dtype=float), v, "hist", "fraction" if max_rate_Bps else "B/s"
+                )
+            )
+        meta.update(
+            xlabel=("goodput (fraction of %g B/s)" % max_rate_Bps) if max_rate_Bps else "goodput (bytes/s)",
+            ylabel="share of windows",
+        )
         return out, meta
     raise ValueError(f"plot kind {kind!r}: use one of {', '.join(KINDS)}")
 
@@ -141,6 +164,7 @@ def _draw(ax, s: Series):
         # Time marks: a triangle at the foot of the axes and a faint line across,
         # whatever the value axis shows.
         from matplotlib.transforms import blended_transform_factory
+
         tr = blended_transform_factory(ax.transData, ax.transAxes)
         ax.plot(s.x, np.full(len(s.x), 0.03), "^", color=c, label=s.name, ms=7, transform=tr, clip_on=False)
         for x in s.x:
@@ -152,10 +176,13 @@ def render(series: list[Series], meta: dict, out: str | Path, kind: str) -> Path
     out = Path(out)
     if out.suffix.lower() == ".html":
         from .html import write_html
+
         return write_html(series, meta, out, kind)
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     if kind == "goodput":
         fig, axes = plt.subplots(len(series), 1, figsize=(6.4, 1.9 * len(series) + 0.6), sharex=True, squeeze=False)
         top = max([float(s.y.max()) for s in series if len(s.y)] or [1.0])
@@ -189,7 +216,10 @@ def render(series: list[Series], meta: dict, out: str | Path, kind: str) -> Path
                 ax.set_ylim(lo - pad, hi + pad)
     if meta.get("note"):
         import textwrap
-        fig.text(0.01, 0.005, "\n".join(textwrap.wrap(meta["note"], 140)), ha="left", va="bottom", fontsize=6, color="#555")
+
+        fig.text(
+            0.01, 0.005, "\n".join(textwrap.wrap(meta["note"], 140)), ha="left", va="bottom", fontsize=6, color="#555"
+        )
         fig.tight_layout(rect=(0, 0.04, 1, 1))
     else:
         fig.tight_layout()
@@ -199,12 +229,20 @@ def render(series: list[Series], meta: dict, out: str | Path, kind: str) -> Path
     return out
 
 
-def plot(src, kind: str = "tsq", out: str | Path = "plot.png", layers: list[str] | None = None, title: str | None = None,
-         xlim: tuple[float, float] | None = None, **kw) -> Path:
+def plot(
+    src,
+    kind: str = "tsq",
+    out: str | Path = "plot.png",
+    layers: list[str] | None = None,
+    title: str | None = None,
+    xlim: tuple[float, float] | None = None,
+    **kw,
+) -> Path:
     """Builds and writes one plot. `src` is a SimRun, a CaptureAnalysis or a path;
     `title` replaces the default (scenario or capture name and flow); `xlim` zooms
     to a time range (seconds), fitting the value axis to what is in it."""
     from . import open_path
+
     if isinstance(src, (str, Path)):
         src = open_path(src)
     series, meta = build_series(src, kind, **kw)

@@ -1,21 +1,41 @@
 """Text and JSON reports of `thinwire analyze`."""
+
 from __future__ import annotations
 
 import sys
 
 # (label, key, format) rows of the per-connection report, tcptrace's order.
 ROWS = [
-    ("total packets", "packets", "d"), ("ack pkts sent", "ack_packets", "d"), ("pure acks sent", "pure_acks", "d"),
-    ("sack pkts sent", "sack_packets", "d"), ("dsack pkts sent", "dsack_packets", "d"), ("max sack blks/ack", "max_sack_blocks", "d"),
-    ("unique bytes sent", "unique_bytes", "d"), ("actual data pkts", "data_packets", "d"), ("actual data bytes", "data_bytes", "d"),
-    ("rexmt data pkts", "retransmitted_packets", "d"), ("rexmt data bytes", "retransmitted_bytes", "d"),
-    ("zwnd probe pkts", "zero_window_probes", "d"), ("outoforder pkts", "out_of_order_packets", "d"),
-    ("max segm size", "max_segment", "d"), ("min segm size", "min_segment", "d"), ("max win adv", "max_window", "d"),
-    ("min win adv", "min_window", "d"), ("zero win adv", "zero_windows", "d"), ("idletime max (ms)", "idle_max_s", "ms"),
-    ("throughput (B/s)", "throughput_Bps", ".0f"), ("RTT samples", "rtt_samples", "d"), ("RTT min (ms)", "rtt_min_ms", ".1f"),
-    ("RTT max (ms)", "rtt_max_ms", ".1f"), ("RTT avg (ms)", "rtt_avg_ms", ".1f"), ("RTT stdev (ms)", "rtt_stdev_ms", ".1f"),
-    ("duplicate acks", "duplicate_acks", "d"), ("triple dupacks", "triple_duplicate_acks", "d"),
-    ("fast retransmits", "fast_retransmits", "d"), ("timeouts", "timeouts", "d"), ("spurious timeouts", "spurious_timeouts", "d"),
+    ("total packets", "packets", "d"),
+    ("ack pkts sent", "ack_packets", "d"),
+    ("pure acks sent", "pure_acks", "d"),
+    ("sack pkts sent", "sack_packets", "d"),
+    ("dsack pkts sent", "dsack_packets", "d"),
+    ("max sack blks/ack", "max_sack_blocks", "d"),
+    ("unique bytes sent", "unique_bytes", "d"),
+    ("actual data pkts", "data_packets", "d"),
+    ("actual data bytes", "data_bytes", "d"),
+    ("rexmt data pkts", "retransmitted_packets", "d"),
+    ("rexmt data bytes", "retransmitted_bytes", "d"),
+    ("zwnd probe pkts", "zero_window_probes", "d"),
+    ("outoforder pkts", "out_of_order_packets", "d"),
+    ("max segm size", "max_segment", "d"),
+    ("min segm size", "min_segment", "d"),
+    ("max win adv", "max_window", "d"),
+    ("min win adv", "min_window", "d"),
+    ("zero win adv", "zero_windows", "d"),
+    ("idletime max (ms)", "idle_max_s", "ms"),
+    ("throughput (B/s)", "throughput_Bps", ".0f"),
+    ("RTT samples", "rtt_samples", "d"),
+    ("RTT min (ms)", "rtt_min_ms", ".1f"),
+    ("RTT max (ms)", "rtt_max_ms", ".1f"),
+    ("RTT avg (ms)", "rtt_avg_ms", ".1f"),
+    ("RTT stdev (ms)", "rtt_stdev_ms", ".1f"),
+    ("duplicate acks", "duplicate_acks", "d"),
+    ("triple dupacks", "triple_duplicate_acks", "d"),
+    ("fast retransmits", "fast_retransmits", "d"),
+    ("timeouts", "timeouts", "d"),
+    ("spurious timeouts", "spurious_timeouts", "d"),
 ]
 
 
@@ -30,14 +50,18 @@ def _f(v, f):
 def print_capture(cap, out=sys.stdout, limit: int | None = None) -> None:
     w = out.write
     r = cap.raw
-    w(f"{cap.path}: {r['format']}, {r['packets']:,} packets, {r['tcp_packets']:,} TCP, {len(r['connections'])} connections "
-      f"(analysed in {r['wall_s'] * 1e3:.1f} ms)\n")
+    w(
+        f"{cap.path}: {r['format']}, {r['packets']:,} packets, {r['tcp_packets']:,} TCP, {len(r['connections'])} connections "
+        f"(analysed in {r['wall_s'] * 1e3:.1f} ms)\n"
+    )
     for m in cap.warnings:
         w(f"warning: {m}\n")
     conns = r["connections"] if limit is None else r["connections"][:limit]
     for c in conns:
-        w(f"\nconnection {c['id']}: {c['host_a']}:{c['port_a']} (a) <-> {c['host_b']}:{c['port_b']} (b), "
-          f"{c['duration_s']:.3f} s, {'complete' if c['complete'] else 'incomplete'}\n")
+        w(
+            f"\nconnection {c['id']}: {c['host_a']}:{c['port_a']} (a) <-> {c['host_b']}:{c['port_b']} (b), "
+            f"{c['duration_s']:.3f} s, {'complete' if c['complete'] else 'incomplete'}\n"
+        )
         w(f"  {'':<22}{'a->b':>14}{'b->a':>14}\n")
         for label, k, f in ROWS:
             w(f"  {label:<22}{_f(c['a2b'][k], f):>14}{_f(c['b2a'][k], f):>14}\n")
@@ -52,8 +76,10 @@ def print_run(run, metrics, caps: dict, out=sys.stdout) -> None:
     w(head + "\n" + "-" * len(head) + "\n")
     for m in metrics.iter_rows(named=True):
         u = "-" if m["utilization"] is None else f"{m['utilization'] * 100:.1f}%"
-        w(f"{m['flow']:>4} {m['direction']:<4} {m['data_bytes_sent']:>10,} {m['tcp_retransmitted_packets']:>10} {m['timeouts']:>5} {m['fast_retransmits']:>4} "
-          f"{m['spurious_timeouts']:>8} {m['competing_retransmissions']:>9} {m['link_retransmitted_frames']:>11} {u:>11}\n")
+        w(
+            f"{m['flow']:>4} {m['direction']:<4} {m['data_bytes_sent']:>10,} {m['tcp_retransmitted_packets']:>10} {m['timeouts']:>5} {m['fast_retransmits']:>4} "
+            f"{m['spurious_timeouts']:>8} {m['competing_retransmissions']:>9} {m['link_retransmitted_frames']:>11} {u:>11}\n"
+        )
     for name, cap in caps.items():
         w(f"\n--- {name}.pcap (seen at the {name}) ---\n")
         print_capture(cap, out, limit=5)

@@ -23,6 +23,7 @@ quartile range) wins, and its median offset moves the probe series onto the
 capture's clock. The alignment reports the offset, the number of matched events
 and the spread. tcp_probe has no RTO: RTO series come from ss only.
 """
+
 from __future__ import annotations
 
 import re
@@ -32,8 +33,12 @@ from pathlib import Path
 import numpy as np
 
 _TS = re.compile(r"^\s*#?\s*(\d{6,}(?:\.\d+)?)\s*$")
-_SS_CONN = re.compile(r"^\s*(?:ESTAB|SYN-SENT|SYN-RECV|FIN-WAIT-1|FIN-WAIT-2|CLOSE-WAIT|LAST-ACK|CLOSING|TIME-WAIT)\s+\d+\s+\d+\s+(\S+)\s+(\S+)")
-_PROBE = re.compile(r"\s(\d+\.\d+):\s+tcp_probe:\s+family=\S+\s+src=(\S+)\s+dest=(\S+)\s.*?snd_nxt=(0x[0-9a-f]+)\s+snd_una=(0x[0-9a-f]+)\s+snd_cwnd=(\d+)\s+ssthresh=(\d+)\s+snd_wnd=(\d+)\s+srtt=(\d+)")
+_SS_CONN = re.compile(
+    r"^\s*(?:ESTAB|SYN-SENT|SYN-RECV|FIN-WAIT-1|FIN-WAIT-2|CLOSE-WAIT|LAST-ACK|CLOSING|TIME-WAIT)\s+\d+\s+\d+\s+(\S+)\s+(\S+)"
+)
+_PROBE = re.compile(
+    r"\s(\d+\.\d+):\s+tcp_probe:\s+family=\S+\s+src=(\S+)\s+dest=(\S+)\s.*?snd_nxt=(0x[0-9a-f]+)\s+snd_una=(0x[0-9a-f]+)\s+snd_cwnd=(\d+)\s+ssthresh=(\d+)\s+snd_wnd=(\d+)\s+srtt=(\d+)"
+)
 
 
 class SenderStateError(ValueError):
@@ -56,13 +61,16 @@ def sniff(path: str | Path) -> str:
         return "tcp_probe"
     if any(_TS.match(l) for l in head.splitlines()) and ("ESTAB" in head or "State" in head):
         return "ss"
-    raise SenderStateError(f"{path}: neither tcp_probe trace output nor timestamped 'ss -tin' samples "
-                           "(see 'thinwire plot --help' for the accepted formats)")
+    raise SenderStateError(
+        f"{path}: neither tcp_probe trace output nor timestamped 'ss -tin' samples "
+        "(see 'thinwire plot --help' for the accepted formats)"
+    )
 
 
 def read_ss(path: str | Path):
     """ss samples: time_s (Unix), src, sport, dst, dport, cwnd_bytes, ssthresh_bytes, srtt_s, rttvar_s, rto_s, mss."""
     import polars as pl
+
     rows = []
     t = None
     cur = None
@@ -82,11 +90,21 @@ def read_ss(path: str | Path):
                 mss = int(kv.get("mss", 0)) or None
                 rtt = kv.get("rtt", "")
                 srtt, _, var = rtt.partition("/")
-                rows.append({"time_s": t, "src": cur[0], "sport": cur[1], "dst": cur[2], "dport": cur[3],
-                             "cwnd_bytes": int(kv["cwnd"]) * (mss or 0) if "cwnd" in kv and mss else None,
-                             "ssthresh_bytes": int(kv["ssthresh"]) * mss if "ssthresh" in kv and mss else None,
-                             "srtt_s": float(srtt) / 1e3 if srtt else None, "rttvar_s": float(var) / 1e3 if var else None,
-                             "rto_s": float(kv["rto"]) / 1e3 if "rto" in kv else None, "mss": mss})
+                rows.append(
+                    {
+                        "time_s": t,
+                        "src": cur[0],
+                        "sport": cur[1],
+                        "dst": cur[2],
+                        "dport": cur[3],
+                        "cwnd_bytes": int(kv["cwnd"]) * (mss or 0) if "cwnd" in kv and mss else None,
+                        "ssthresh_bytes": int(kv["ssthresh"]) * mss if "ssthresh" in kv and mss else None,
+                        "srtt_s": float(srtt) / 1e3 if srtt else None,
+                        "rttvar_s": float(var) / 1e3 if var else None,
+                        "rto_s": float(kv["rto"]) / 1e3 if "rto" in kv else None,
+                        "mss": mss,
+                    }
+                )
                 cur = None
     if not rows:
         raise SenderStateError(f"{path}: no 'ss -tin' connection lines with a preceding Unix-time line found")
@@ -96,17 +114,36 @@ def read_ss(path: str | Path):
 def read_tcp_probe(path: str | Path):
     """tcp_probe events: t_boot_s, src, sport, dst, dport, snd_nxt, snd_una (raw), cwnd (segments), ssthresh (segments), srtt_s."""
     import polars as pl
-    cols = {k: [] for k in ("t_boot_s", "src", "sport", "dst", "dport", "snd_nxt", "snd_una", "cwnd", "ssthresh", "srtt_s")}
+
+    cols = {
+        k: [] for k in ("t_boot_s", "src", "sport", "dst", "dport", "snd_nxt", "snd_una", "cwnd", "ssthresh", "srtt_s")
+    }
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             m = _PROBE.search(line)
             if not m:
                 continue
             (s, sp), (d, dp) = _split_addr(m.group(2)), _split_addr(m.group(3))
-            for k, v in zip(cols, (float(m.group(1)), s, sp, d, dp, int(m.group(4), 16), int(m.group(5), 16), int(m.group(6)), int(m.group(7)), int(m.group(9)) / 1e6)):
+            for k, v in zip(
+                cols,
+                (
+                    float(m.group(1)),
+                    s,
+                    sp,
+                    d,
+                    dp,
+                    int(m.group(4), 16),
+                    int(m.group(5), 16),
+                    int(m.group(6)),
+                    int(m.group(7)),
+                    int(m.group(9)) / 1e6,
+                ),
+            ):
                 cols[k].append(v)
     if not cols["t_boot_s"]:
-        raise SenderStateError(f"{path}: no tcp_probe events found (enable events/tcp/tcp_probe in tracefs and save 'trace')")
+        raise SenderStateError(
+            f"{path}: no tcp_probe events found (enable events/tcp/tcp_probe in tracefs and save 'trace')"
+        )
     return pl.DataFrame(cols)
 
 
@@ -118,8 +155,10 @@ class Alignment:
     hypothesis: str
 
     def describe(self) -> str:
-        return (f"tcp_probe clock aligned to the capture by {self.matched} matched ACKs "
-                f"(snd_una {self.hypothesis}; offset {self.offset_s:.6f} s, interquartile spread {self.spread_ms:.2f} ms)")
+        return (
+            f"tcp_probe clock aligned to the capture by {self.matched} matched ACKs "
+            f"(snd_una {self.hypothesis}; offset {self.offset_s:.6f} s, interquartile spread {self.spread_ms:.2f} ms)"
+        )
 
 
 def _conn_of(cap, conn: int, direction: int):
@@ -131,8 +170,11 @@ def _conn_of(cap, conn: int, direction: int):
 def align_probe(probe, cap, conn: int, direction: int) -> Alignment:
     """Offset from tcp_probe's boot clock to the capture's clock (see the module doc)."""
     import polars as pl
+
     c, (sh, sp), (dh, dp) = _conn_of(cap, conn, direction)
-    pr = probe.filter((pl.col("src") == sh) & (pl.col("sport") == sp) & (pl.col("dst") == dh) & (pl.col("dport") == dp)).sort("t_boot_s")
+    pr = probe.filter(
+        (pl.col("src") == sh) & (pl.col("sport") == sp) & (pl.col("dst") == dh) & (pl.col("dport") == dp)
+    ).sort("t_boot_s")
     if pr.height == 0:
         raise SenderStateError(f"no tcp_probe events for {sh}:{sp} -> {dh}:{dp} (the capture's connection {conn})")
     base = c["a2b" if direction == 0 else "b2a"]["first_seq"]
@@ -144,8 +186,10 @@ def align_probe(probe, cap, conn: int, direction: int) -> Alignment:
     una = pr["snd_una"].to_numpy()
     new = np.r_[True, una[1:] != una[:-1]]
     best = None
-    for name, idx, key in (("after the ACK", np.nonzero(new)[0], lambda i: una[i]),
-                           ("before the ACK", np.nonzero(np.r_[una[1:] != una[:-1], False])[0], lambda i: una[i + 1])):
+    for name, idx, key in (
+        ("after the ACK", np.nonzero(new)[0], lambda i: una[i]),
+        ("before the ACK", np.nonzero(np.r_[una[1:] != una[:-1], False])[0], lambda i: una[i + 1]),
+    ):
         offs = np.array([first_t[int(key(i))] - t[i] for i in idx if int(key(i)) in first_t])
         if len(offs) < 5:
             continue
@@ -154,8 +198,10 @@ def align_probe(probe, cap, conn: int, direction: int) -> Alignment:
         if best is None or cand.spread_ms < best.spread_ms:
             best = cand
     if best is None:
-        raise SenderStateError("could not align tcp_probe with the capture: fewer than 5 probe events match ACKs in the capture "
-                               "(are they of the same transfer, recorded at the sender?)")
+        raise SenderStateError(
+            "could not align tcp_probe with the capture: fewer than 5 probe events match ACKs in the capture "
+            "(are they of the same transfer, recorded at the sender?)"
+        )
     return best
 
 
@@ -172,14 +218,19 @@ def sender_series(path: str | Path, cap, conn: int, direction: int) -> tuple[dic
     capture's time axis (seconds from the connection's first packet), and a note
     saying where they came from and how they were aligned."""
     import polars as pl
+
     kind = sniff(path)
     t0 = cap.packets.filter(pl.col("conn") == conn)["time_s"].min()
     c, (sh, sp), (dh, dp) = _conn_of(cap, conn, direction)
     out = {}
     if kind == "ss":
-        d = read_ss(path).filter((pl.col("src") == sh) & (pl.col("sport") == sp) & (pl.col("dst") == dh) & (pl.col("dport") == dp))
+        d = read_ss(path).filter(
+            (pl.col("src") == sh) & (pl.col("sport") == sp) & (pl.col("dst") == dh) & (pl.col("dport") == dp)
+        )
         if d.height == 0:
-            raise SenderStateError(f"{path}: no ss samples for {sh}:{sp} -> {dh}:{dp} (the capture's connection {conn})")
+            raise SenderStateError(
+                f"{path}: no ss samples for {sh}:{sp} -> {dh}:{dp} (the capture's connection {conn})"
+            )
         t = d["time_s"].to_numpy() - t0
         for k, col in (("cwnd", "cwnd_bytes"), ("ssthresh", "ssthresh_bytes"), ("srtt", "srtt_s"), ("rto", "rto_s")):
             v = d[col].to_numpy().astype(float)
@@ -187,7 +238,9 @@ def sender_series(path: str | Path, cap, conn: int, direction: int) -> tuple[dic
         return out, f"sender state from {d.height} ss samples (Unix time, same clock as the capture)"
     pr = read_tcp_probe(path)
     al = align_probe(pr, cap, conn, direction)
-    d = pr.filter((pl.col("src") == sh) & (pl.col("sport") == sp) & (pl.col("dst") == dh) & (pl.col("dport") == dp)).sort("t_boot_s")
+    d = pr.filter(
+        (pl.col("src") == sh) & (pl.col("sport") == sp) & (pl.col("dst") == dh) & (pl.col("dport") == dp)
+    ).sort("t_boot_s")
     t = d["t_boot_s"].to_numpy() + al.offset_s - t0
     mss = _smss(cap, conn, direction)
     ss = d["ssthresh"].to_numpy().astype(float)

@@ -23,6 +23,7 @@ proxy — at +2 offset, RlpSnd above them) so that they do not overlap; cwnd and
 proxy's advertised window are drawn without offset. Times are seconds from the
 flow's (connection's) first packet.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -31,15 +32,44 @@ import numpy as np
 
 # One colour per series, the same in every plot.
 COLORS = {
-    "TcpSnd_data": "#1f4e9c", "TcpSnd_rexmt": "#d62728", "TcpSnd_ack": "#2ca02c", "TcpSnd_cwnd": "#7b3fa0",
-    "TcpRcv_data": "#17a2b8", "TcpRcv_ack": "#8c9a1b",
-    "RlpSnd_data": "#ff7f0e", "RlpSnd_rexmt": "#8b0000", "RlpSnd_rst": "#000000",
-    "TcpSnd_ssthresh": "#b07cc6", "RTT": "#1f4e9c", "SRTT": "#2ca02c", "RTO": "#d62728",
-    "PxySnd_data": "#9467bd", "PxySnd_rexmt": "#e6550d", "PxySnd_wnd": "#637939", "Pxy_stall": "#843c39",
-    "outstanding": "#7f7f7f", "link_delay": "#ff7f0e", "fast_retransmit": "#e377c2", "timeout": "#000000", "spurious_timeout": "#bcbd22",
+    "TcpSnd_data": "#1f4e9c",
+    "TcpSnd_rexmt": "#d62728",
+    "TcpSnd_ack": "#2ca02c",
+    "TcpSnd_cwnd": "#7b3fa0",
+    "TcpRcv_data": "#17a2b8",
+    "TcpRcv_ack": "#8c9a1b",
+    "RlpSnd_data": "#ff7f0e",
+    "RlpSnd_rexmt": "#8b0000",
+    "RlpSnd_rst": "#000000",
+    "TcpSnd_ssthresh": "#b07cc6",
+    "RTT": "#1f4e9c",
+    "SRTT": "#2ca02c",
+    "RTO": "#d62728",
+    "PxySnd_data": "#9467bd",
+    "PxySnd_rexmt": "#e6550d",
+    "PxySnd_wnd": "#637939",
+    "Pxy_stall": "#843c39",
+    "outstanding": "#7f7f7f",
+    "link_delay": "#ff7f0e",
+    "fast_retransmit": "#e377c2",
+    "timeout": "#000000",
+    "spurious_timeout": "#bcbd22",
 }
-TSQ_LAYERS = ["TcpSnd_data", "TcpSnd_rexmt", "TcpSnd_ack", "TcpSnd_cwnd", "TcpRcv_data", "TcpRcv_ack", "RlpSnd_data", "RlpSnd_rexmt", "RlpSnd_rst",
-              "PxySnd_data", "PxySnd_rexmt", "PxySnd_wnd", "Pxy_stall"]
+TSQ_LAYERS = [
+    "TcpSnd_data",
+    "TcpSnd_rexmt",
+    "TcpSnd_ack",
+    "TcpSnd_cwnd",
+    "TcpRcv_data",
+    "TcpRcv_ack",
+    "RlpSnd_data",
+    "RlpSnd_rexmt",
+    "RlpSnd_rst",
+    "PxySnd_data",
+    "PxySnd_rexmt",
+    "PxySnd_wnd",
+    "Pxy_stall",
+]
 
 
 @dataclass
@@ -58,9 +88,12 @@ def _np(col) -> np.ndarray:
 def sim_tsq(run, flow: int, offset: int = 10_000) -> list[Series]:
     import polars as pl
     from .simtrace import DATA_EVENTS, _flow_dir
+
     tcp = run._need_trace("tcp").filter(pl.col("flow") == flow)
     if tcp.height == 0:
-        raise ValueError(f"flow {flow} has no TCP trace events (TCP flows: {', '.join(map(str, run.tcp_flows())) or 'none'})")
+        raise ValueError(
+            f"flow {flow} has no TCP trace events (TCP flows: {', '.join(map(str, run.tcp_flows())) or 'none'})"
+        )
     d = _flow_dir(tcp, flow)
     snd, rcv = ("server", "mobile") if d == 0 else ("mobile", "server")
     t0 = tcp["time_ns"].min()
@@ -92,7 +125,9 @@ def sim_tsq(run, flow: int, offset: int = 10_000) -> list[Series]:
             st = run.trace.filter((pl.col("layer") == "proxy") & (pl.col("event") == "stall") & (pl.col("value") == 1))
             if st.height:
                 out.append(Series("Pxy_stall", ts(st), np.zeros(st.height), "events"))
-        link = run.trace.filter((pl.col("layer") == "link") & (pl.col("flow") == flow) & (pl.col("dir") == ("down", "up")[d]))
+        link = run.trace.filter(
+            (pl.col("layer") == "link") & (pl.col("flow") == flow) & (pl.col("dir") == ("down", "up")[d])
+        )
         first = link.filter(pl.col("event") == "frame_send")
         if first.height:
             y = np.concatenate([[0], np.cumsum(_np(first["len"]))[:-1]]) + rlp_at
@@ -104,7 +139,11 @@ def sim_tsq(run, flow: int, offset: int = 10_000) -> list[Series]:
         # A reset belongs to the link, not to a flow: every reset frame sent in the
         # flow's data direction (SABM, UA, DISC).
         all_link = run.trace.filter((pl.col("layer") == "link") & (pl.col("dir") == ("down", "up")[d]))
-        rst = all_link.filter(pl.col("event") == "reset") if "reset" in set(all_link["event"].cast(pl.Utf8).unique().to_list()) else all_link.clear()
+        rst = (
+            all_link.filter(pl.col("event") == "reset")
+            if "reset" in set(all_link["event"].cast(pl.Utf8).unique().to_list())
+            else all_link.clear()
+        )
         if rst.height:
             out.append(Series("RlpSnd_rst", ts(rst), np.zeros(rst.height), "events"))
     return out
@@ -113,9 +152,12 @@ def sim_tsq(run, flow: int, offset: int = 10_000) -> list[Series]:
 def capture_tsq(cap, conn: int, direction: int) -> list[Series]:
     """Time/sequence series of one connection direction as seen at the capture point."""
     import polars as pl
+
     p = cap.packets.filter(pl.col("conn") == conn)
     if p.height == 0:
-        raise ValueError(f"connection {conn} does not exist (the capture has {len(cap.connection_list)} connections, numbered from 0)")
+        raise ValueError(
+            f"connection {conn} does not exist (the capture has {len(cap.connection_list)} connections, numbered from 0)"
+        )
     t0 = p["time_s"].min()
     data = p.filter((pl.col("dir") == direction) & (pl.col("len") > 0))
     rex = data.filter(pl.col("kind") == "retransmit")
@@ -136,9 +178,17 @@ def capture_tsq(cap, conn: int, direction: int) -> list[Series]:
 def capture_outstanding(cap, conn: int, direction: int) -> Series:
     """Bytes outstanding (highest sequence sent minus highest ACK seen), at each packet."""
     import polars as pl
+
     p = cap.packets.filter(pl.col("conn") == conn).sort("time_s", maintain_order=True)
     t0 = p["time_s"].min()
-    hi = p.select(pl.when((pl.col("dir") == direction) & (pl.col("seq") >= 0)).then(pl.col("seq") + pl.col("len")).otherwise(0).cum_max())
-    ack = p.select(pl.when((pl.col("dir") == 1 - direction) & (pl.col("ack") >= 0)).then(pl.col("ack")).otherwise(0).cum_max())
+    hi = p.select(
+        pl.when((pl.col("dir") == direction) & (pl.col("seq") >= 0))
+        .then(pl.col("seq") + pl.col("len"))
+        .otherwise(0)
+        .cum_max()
+    )
+    ack = p.select(
+        pl.when((pl.col("dir") == 1 - direction) & (pl.col("ack") >= 0)).then(pl.col("ack")).otherwise(0).cum_max()
+    )
     v = np.clip(hi.to_series().to_numpy() - ack.to_series().to_numpy(), 0, None)
     return Series("outstanding", _np(p["time_s"]) - t0, v.astype(float), "step")

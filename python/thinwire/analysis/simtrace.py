@@ -18,6 +18,7 @@ Definitions (per TCP flow, in its data direction):
   earlier copy of the same segment was still in transit (it arrived later), i.e.
   TCP and the link layer were both recovering the same data.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,6 +32,7 @@ DATA_EVENTS = ("send", "retransmit")
 def _flow_dir(tcp, flow: int) -> int:
     """The direction of a flow's data: 0 = down (server to mobile), 1 = up."""
     import polars as pl
+
     d = tcp.filter((pl.col("flow") == flow) & (pl.col("len") > 0) & pl.col("event").is_in(DATA_EVENTS))
     if d.height == 0:
         return 0
@@ -50,11 +52,16 @@ class SimRun:
     @classmethod
     def from_dir(cls, d: str | os.PathLike) -> "SimRun":
         import polars as pl
+
         d = Path(d)
         if not (d / "summary.json").is_file():
-            raise ValueError(f"{d}: not a thinwire run directory (no summary.json; make one with 'thinwire run SCENARIO --out DIR')")
+            raise ValueError(
+                f"{d}: not a thinwire run directory (no summary.json; make one with 'thinwire run SCENARIO --out DIR')"
+            )
         summary = json.loads((d / "summary.json").read_text())
-        flows = pl.read_parquet(d / "flows.parquet") if (d / "flows.parquet").is_file() else pl.DataFrame(summary["flows"])
+        flows = (
+            pl.read_parquet(d / "flows.parquet") if (d / "flows.parquet").is_file() else pl.DataFrame(summary["flows"])
+        )
         tp = d / "trace.parquet"
         trace = pl.read_parquet(tp) if tp.is_file() else None
         pcaps = {k: d / f"{k}.pcap" for k in ("server", "mobile") if (d / f"{k}.pcap").is_file()}
@@ -66,12 +73,16 @@ class SimRun:
 
     def _need_trace(self, layer: str):
         import polars as pl
+
         if self.trace is None or self.trace.filter(pl.col("layer") == layer).height == 0:
-            raise ValueError(f"the run has no '{layer}' trace events (run it with --trace including {layer}, or --out to trace all layers)")
+            raise ValueError(
+                f"the run has no '{layer}' trace events (run it with --trace including {layer}, or --out to trace all layers)"
+            )
         return self.trace.filter(pl.col("layer") == layer)
 
     def tcp_flows(self) -> list[int]:
         import polars as pl
+
         return [int(f["id"]) for f in self.flows.filter(pl.col("app") != "media").iter_rows(named=True)]
 
     # ----- per-flow metrics -----
@@ -79,6 +90,7 @@ class SimRun:
         """Per TCP flow: data direction, bytes, TCP retransmissions, timeouts, fast
         retransmits, spurious timeouts, competing retransmissions, utilization."""
         import polars as pl
+
         tcp = self._need_trace("tcp")
         link = self.trace.filter(pl.col("layer") == "link")
         rows = []
@@ -96,7 +108,11 @@ class SimRun:
             t0 = ft["time_ns"].min() if ft.height else 0
             t1 = ft.filter(pl.col("event") == "recv")["time_ns"].max() if ft.height else 0
             span = max((t1 or 0) - (t0 or 0), 1)
-            frames = link.filter((pl.col("flow") == f) & (pl.col("dir") == dname) & pl.col("event").is_in(["frame_send", "frame_retransmit"]))
+            frames = link.filter(
+                (pl.col("flow") == f)
+                & (pl.col("dir") == dname)
+                & pl.col("event").is_in(["frame_send", "frame_retransmit"])
+            )
             rate = self.summary["link"][dname].get("rate_bps")
             util = None
             sent_bytes = int(data["len"].sum() or 0)
@@ -104,29 +120,41 @@ class SimRun:
                 busy_ns = float(frames["len"].sum()) * 8 / rate * 1e9
                 once = 1 - int(rex["len"].sum() or 0) / sent_bytes
                 util = min(busy_ns * once / span, 1.0)
-            rows.append({
-                "flow": f, "direction": dname, "data_bytes_sent": sent_bytes,
-                "tcp_retransmitted_packets": rex.height, "tcp_retransmitted_bytes": int(rex["len"].sum() or 0),
-                "timeouts": tos.height, "fast_retransmits": frs.height,
-                "spurious_timeouts": spurious, "competing_retransmissions": competing,
-                "link_data_frames": int(frames.filter(pl.col("event") == "frame_send").height),
-                "link_retransmitted_frames": int(frames.filter(pl.col("event") == "frame_retransmit").height),
-                "connection_time_s": span / 1e9, "utilization": util,
-            })
+            rows.append(
+                {
+                    "flow": f,
+                    "direction": dname,
+                    "data_bytes_sent": sent_bytes,
+                    "tcp_retransmitted_packets": rex.height,
+                    "tcp_retransmitted_bytes": int(rex["len"].sum() or 0),
+                    "timeouts": tos.height,
+                    "fast_retransmits": frs.height,
+                    "spurious_timeouts": spurious,
+                    "competing_retransmissions": competing,
+                    "link_data_frames": int(frames.filter(pl.col("event") == "frame_send").height),
+                    "link_retransmitted_frames": int(frames.filter(pl.col("event") == "frame_retransmit").height),
+                    "connection_time_s": span / 1e9,
+                    "utilization": util,
+                }
+            )
         return pl.DataFrame(rows, infer_schema_length=None)
 
     # ----- series for plots -----
     def sender_vars(self, flow: int, var: str):
         """A TCP sender variable over time (cwnd, ssthresh, srtt, rttvar, rto): time_s, value."""
         import polars as pl
+
         tcp = self._need_trace("tcp")
         d = _flow_dir(tcp, flow)
         node = ("server", "mobile")[d]
-        return tcp.filter((pl.col("flow") == flow) & (pl.col("node") == node) & (pl.col("event") == var)).select("time_s", "value")
+        return tcp.filter((pl.col("flow") == flow) & (pl.col("node") == node) & (pl.col("event") == var)).select(
+            "time_s", "value"
+        )
 
     def delivered(self, flow: int):
         """In-sequence bytes received over time (the receiver's cumulative ACK): time_s, bytes."""
         import polars as pl
+
         tcp = self._need_trace("tcp")
         d = _flow_dir(tcp, flow)
         rnode = ("mobile", "server")[d]
@@ -135,12 +163,17 @@ class SimRun:
         # Sequence numbers are relative to the ISN: the SYN takes number 0 and a FIN
         # the number after the last data byte; neither is a delivered byte.
         fins = f.filter((pl.col("node") != rnode) & pl.col("event").is_in(DATA_EVENTS) & ((pl.col("value") & 1) == 1))
-        top = pl.col("ack") if fins.height == 0 else pl.min_horizontal(pl.col("ack"), pl.lit(int((fins["seq"] + fins["len"]).min())))
+        top = (
+            pl.col("ack")
+            if fins.height == 0
+            else pl.min_horizontal(pl.col("ack"), pl.lit(int((fins["seq"] + fins["len"]).min())))
+        )
         return a.select("time_s", (top - 1).clip(lower_bound=0).cum_max().alias("bytes"))
 
     def queue_delay(self, flow: int | None = None):
         """Link-layer delay of delivered packets (queueing + ARQ + transmission): time_s, dir, flow, delay_s."""
         import polars as pl
+
         link = self._need_trace("link")
         p = link.filter(pl.col("event") == "packet_deliver")
         if flow is not None:
@@ -150,21 +183,33 @@ class SimRun:
     def outstanding(self, flow: int):
         """Outstanding data at the sender over time: highest sequence sent minus highest ACK received."""
         import polars as pl
+
         tcp = self._need_trace("tcp")
         d = _flow_dir(tcp, flow)
         snode = ("server", "mobile")[d]
         ft = tcp.filter((pl.col("flow") == flow) & (pl.col("node") == snode))
-        sent = ft.filter(pl.col("event").is_in(DATA_EVENTS)).select("time_ns", (pl.col("seq") + pl.col("len")).alias("hi"), pl.lit(None, dtype=pl.Int64).alias("acked"))
-        acks = ft.filter((pl.col("event") == "recv") & (pl.col("ack") >= 0)).select("time_ns", pl.lit(None, dtype=pl.Int64).alias("hi"), pl.col("ack").alias("acked"))
-        m = pl.concat([sent, acks]).sort("time_ns", maintain_order=True).with_columns(
-            pl.col("hi").fill_null(0).cum_max(), pl.col("acked").fill_null(0).cum_max())
-        return m.select((pl.col("time_ns") / 1e9).alias("time_s"), (pl.col("hi") - pl.col("acked")).clip(lower_bound=0).alias("bytes"))
+        sent = ft.filter(pl.col("event").is_in(DATA_EVENTS)).select(
+            "time_ns", (pl.col("seq") + pl.col("len")).alias("hi"), pl.lit(None, dtype=pl.Int64).alias("acked")
+        )
+        acks = ft.filter((pl.col("event") == "recv") & (pl.col("ack") >= 0)).select(
+            "time_ns", pl.lit(None, dtype=pl.Int64).alias("hi"), pl.col("ack").alias("acked")
+        )
+        m = (
+            pl.concat([sent, acks])
+            .sort("time_ns", maintain_order=True)
+            .with_columns(pl.col("hi").fill_null(0).cum_max(), pl.col("acked").fill_null(0).cum_max())
+        )
+        return m.select(
+            (pl.col("time_ns") / 1e9).alias("time_s"),
+            (pl.col("hi") - pl.col("acked")).clip(lower_bound=0).alias("bytes"),
+        )
 
 
 def _spurious_and_competing(data, arr, timeouts: list[int]) -> tuple[int, int]:
     """Counts spurious timeouts and competing retransmissions (see the module doc)."""
     import bisect
     from collections import defaultdict
+
     sends: dict[int, list[int]] = defaultdict(list)
     for t, s in zip(data["time_ns"].to_list(), data["seq"].to_list()):
         sends[s].append(t)

@@ -1,3 +1,9 @@
 """One module per seed study; each exposes `reproduce(out, quick, scheduler, workers, progress) -> list[claim dict]`."""
-STUDIES = {"shared-link-arq": "thinwire.studies.shared_link_arq", "is707-idle-frames": "thinwire.studies.is707_idle_frames", "gsm-multilayer": "thinwire.studies.gsm_multilayer",
-           "gprs-tcp": "thinwire.studies.gprs_tcp", "gprs-proxy": "thinwire.studies.gprs_proxy"}
+
+STUDIES = {
+    "shared-link-arq": "thinwire.studies.shared_link_arq",
+    "is707-idle-frames": "thinwire.studies.is707_idle_frames",
+    "gsm-multilayer": "thinwire.studies.gsm_multilayer",
+    "gprs-tcp": "thinwire.studies.gprs_tcp",
+    "gprs-proxy": "thinwire.studies.gprs_proxy",
+}

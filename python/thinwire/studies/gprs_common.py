@@ -9,6 +9,7 @@ one-way delay plus a temporary-block-flow set-up delay for the first packet afte
 window, slow-start restart). Radio conditions: "good" has none of the poor-radio
 periods; "fair" and "poor" add them (see RADIO).
 """
+
 from __future__ import annotations
 
 LINK = """
@@ -41,7 +42,9 @@ LINK_BPS = 4150.0
 BDP = 10_000  # seeds 003/004: "approximately 10KB"
 
 
-def scenario(flows: str, radio: str = "good", outage: tuple[int, int] | None = None, proxy: str | None = None, stop: str = "end") -> str:
+def scenario(
+    flows: str, radio: str = "good", outage: tuple[int, int] | None = None, proxy: str | None = None, stop: str = "end"
+) -> str:
     """A GPRS scenario with `flows` (TOML [[flow]] tables); `outage` = (start s,
     length s) of one fixed outage; `proxy` = the [proxy] table's body (None: no proxy)."""
     arq = RADIO[radio]
@@ -57,30 +60,45 @@ def flow(app: str = "bulk", start: float = 0.0, tcp: str | None = 'profile = "li
     """A [[flow]] table; `tcp` is the inline table's body (None for UDP apps)."""
     lines = ["[[flow]]", f'app = "{app}"', f'start = "{start}s"'] + ([f"tcp = {{ {tcp} }}"] if tcp is not None else [])
     for k, v in kw.items():
-        lines.append(f"{k} = " + (f'"{v}"' if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else str(v)))
+        lines.append(
+            f"{k} = " + (f'"{v}"' if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else str(v))
+        )
     return "\n".join(lines) + "\n"
 
 
 def tcp_rows(trace, node: str, flow: int):
     import polars as pl
-    return trace.filter((pl.col("layer") == "tcp") & (pl.col("node") == node) & (pl.col("flow") == flow)).sort("time_ns")
+
+    return trace.filter((pl.col("layer") == "tcp") & (pl.col("node") == node) & (pl.col("flow") == flow)).sort(
+        "time_ns"
+    )
 
 
 def outstanding(trace, flow: int = 0):
     """The server's outstanding data over time: DataFrame (t_s, bytes) at each of its
     sends and ACK arrivals (highest byte sent minus highest byte acknowledged)."""
     import polars as pl
+
     s = tcp_rows(trace, "server", flow)
-    sent = pl.when(pl.col("event").is_in(["send", "retransmit"]) & (pl.col("len") > 0)).then(pl.col("seq") + pl.col("len"))
+    sent = pl.when(pl.col("event").is_in(["send", "retransmit"]) & (pl.col("len") > 0)).then(
+        pl.col("seq") + pl.col("len")
+    )
     acked = pl.when((pl.col("event") == "recv") & (pl.col("ack") >= 0)).then(pl.col("ack"))
-    s = s.filter(pl.col("event").is_in(["send", "retransmit", "recv"])).with_columns(sent.alias("hi"), acked.alias("ak"))
-    s = s.with_columns(pl.col("hi").cum_max().forward_fill().fill_null(0), pl.col("ak").cum_max().forward_fill().fill_null(0))
-    return s.select((pl.col("time_ns") / 1e9).alias("t_s"), (pl.col("hi") - pl.col("ak")).clip(lower_bound=0).alias("bytes"))
+    s = s.filter(pl.col("event").is_in(["send", "retransmit", "recv"])).with_columns(
+        sent.alias("hi"), acked.alias("ak")
+    )
+    s = s.with_columns(
+        pl.col("hi").cum_max().forward_fill().fill_null(0), pl.col("ak").cum_max().forward_fill().fill_null(0)
+    )
+    return s.select(
+        (pl.col("time_ns") / 1e9).alias("t_s"), (pl.col("hi") - pl.col("ak")).clip(lower_bound=0).alias("bytes")
+    )
 
 
 def srtt(trace, node: str = "server", flow: int = 0):
     """The sender's smoothed RTT over time: DataFrame (t_s, srtt_s)."""
     import polars as pl
+
     s = tcp_rows(trace, node, flow).filter(pl.col("event") == "srtt")
     return s.select((pl.col("time_ns") / 1e9).alias("t_s"), (pl.col("value") / 1e9).alias("srtt_s"))
 
@@ -88,8 +106,11 @@ def srtt(trace, node: str = "server", flow: int = 0):
 def delivered(trace, flow: int = 0):
     """In-order bytes at the mobile over time, from its cumulative ACKs: (t_s, bytes)."""
     import polars as pl
+
     m = tcp_rows(trace, "mobile", flow).filter(pl.col("event").is_in(["send", "retransmit"]) & (pl.col("ack") > 0))
-    return m.select((pl.col("time_ns") / 1e9).alias("t_s"), (pl.col("ack").cum_max() - 1).clip(lower_bound=0).alias("bytes"))
+    return m.select(
+        (pl.col("time_ns") / 1e9).alias("t_s"), (pl.col("ack").cum_max() - 1).clip(lower_bound=0).alias("bytes")
+    )
 
 
 def recovery_s(trace, end_s: float, flow: int = 0) -> float | None:
@@ -105,14 +126,24 @@ def recovery_s(trace, end_s: float, flow: int = 0) -> float | None:
 def syn_sends(trace, flow: int) -> int:
     """How many times the mobile sent the SYN of `flow`."""
     import polars as pl
-    m = tcp_rows(trace, "mobile", flow).filter(pl.col("event").is_in(["send", "retransmit"]) & ((pl.col("value") & 2) == 2))
+
+    m = tcp_rows(trace, "mobile", flow).filter(
+        pl.col("event").is_in(["send", "retransmit"]) & ((pl.col("value") & 2) == 2)
+    )
     return m.height
 
 
 def share_between(trace, t0: float, t1: float, flows=(0, 1)) -> list[int]:
     """Bytes each flow's receiver got (data segments arriving at the mobile) in [t0, t1)."""
     import polars as pl
-    r = trace.filter((pl.col("layer") == "tcp") & (pl.col("node") == "mobile") & (pl.col("event") == "recv") & (pl.col("time_ns") >= t0 * 1e9) & (pl.col("time_ns") < t1 * 1e9))
+
+    r = trace.filter(
+        (pl.col("layer") == "tcp")
+        & (pl.col("node") == "mobile")
+        & (pl.col("event") == "recv")
+        & (pl.col("time_ns") >= t0 * 1e9)
+        & (pl.col("time_ns") < t1 * 1e9)
+    )
     return [int(r.filter(pl.col("flow") == f)["len"].sum()) for f in flows]
 
 
@@ -122,4 +153,5 @@ def add_claim(out: list, section: str, claim: str, expected: str, measured: str,
 
 def pct(v, q):
     import numpy as np
+
     return float(np.percentile(v, q)) if len(v) else float("nan")

@@ -19,6 +19,7 @@ Experiments:
   (1500 bytes every 0.5 s), each also with equal tickets instead of priority.
 The proxy runs with its defaults (clamp 9.7 KB from 4.15 KB/s × 1.8 s + 30 %).
 """
+
 from __future__ import annotations
 
 import json
@@ -42,6 +43,7 @@ def window_run(kb) -> dict:
     """kb: a fixed window in KB, None (no proxy) or "est" (estimated on line)."""
     import polars as pl
     import thinwire
+
     proxy = None if kb is None else "estimate_clamp = true" if kb == "est" else f'clamp = "{kb}KB"'
     res = thinwire.run(scenario(flow(bytes="600KB"), proxy=proxy), trace=["tcp", "proxy"])
     tr = res.trace
@@ -50,32 +52,61 @@ def window_run(kb) -> dict:
         rtt = tr.filter((pl.col("layer") == "tcp") & (pl.col("node") == "server") & (pl.col("event") == "srtt"))
     else:
         rtt = tr.filter((pl.col("layer") == "proxy") & (pl.col("event") == "rtt"))
-    return {"window_kb": kb, "completion_s": f["completion_s"], "rtt_mean_s": float(rtt["value"].mean() / 1e9), "rtt_max_s": float(rtt["value"].max() / 1e9),
-            "queue_max_pkts": res.summary["link"]["down"]["queue_max"], "clamp": (res.summary["proxy"] or {}).get("clamp"), "rtt_t": (rtt["time_ns"] / 1e9).to_list(), "rtt_v": (rtt["value"] / 1e9).to_list()}
+    return {
+        "window_kb": kb,
+        "completion_s": f["completion_s"],
+        "rtt_mean_s": float(rtt["value"].mean() / 1e9),
+        "rtt_max_s": float(rtt["value"].max() / 1e9),
+        "queue_max_pkts": res.summary["link"]["down"]["queue_max"],
+        "clamp": (res.summary["proxy"] or {}).get("clamp"),
+        "rtt_t": (rtt["time_ns"] / 1e9).to_list(),
+        "rtt_v": (rtt["value"] / 1e9).to_list(),
+    }
 
 
 def short_runs(reps: int) -> list[dict]:
     import thinwire
+
     rows = []
     for rcv, tcp in (("linux", 'profile = "linux"'), ("open", OPEN)):
         for proxy in (False, True):
             for kb in SIZES:
-                res = thinwire.run(scenario(flow("ttcp", tcp=tcp, bytes=f"{kb}KB", repeat=reps, think="4s"), proxy="" if proxy else None))
+                res = thinwire.run(
+                    scenario(
+                        flow("ttcp", tcp=tcp, bytes=f"{kb}KB", repeat=reps, think="4s"), proxy="" if proxy else None
+                    )
+                )
                 d = res.summary["flows"][0]["durations_s"]
-                rows.append({"receiver": rcv, "proxy": proxy, "size_kb": kb, "mean_s": sum(d) / len(d), "durations_s": d})
+                rows.append(
+                    {"receiver": rcv, "proxy": proxy, "size_kb": kb, "mean_s": sum(d) / len(d), "durations_s": d}
+                )
     return rows
 
 
 def web_runs(pages: int) -> list[dict]:
     import thinwire
+
     rows = []
     for proxy in (False, True):
         for http, persistent, ssr in (("1.0", False, True), ("1.1", True, True), ("1.1", True, False)):
             if proxy and not ssr:
                 continue
             tcp = f'profile = "linux", slow_start_after_idle = {str(ssr).lower()}'
-            res = thinwire.run(scenario(flow("http", tcp=tcp, bytes="8KB", objects=5, transactions=pages, think="5s", gap=GAP, persistent=persistent),
-                                        proxy="" if proxy else None))
+            res = thinwire.run(
+                scenario(
+                    flow(
+                        "http",
+                        tcp=tcp,
+                        bytes="8KB",
+                        objects=5,
+                        transactions=pages,
+                        think="5s",
+                        gap=GAP,
+                        persistent=persistent,
+                    ),
+                    proxy="" if proxy else None,
+                )
+            )
             d = res.summary["flows"][0]["durations_s"]
             rows.append({"proxy": proxy, "http": http, "restart": ssr, "page_s": sum(d) / len(d)})
     return rows
@@ -86,30 +117,47 @@ def priority_runs() -> dict:
     (40 B every second) without a proxy, with it, and with it but no priority class
     (equal tickets); and a heavy one (1500 B every 0.5 s, 72 % of the link)."""
     import thinwire
+
     out = {}
     for kind, extra in (("light", {}), ("heavy", {"packet": "1500B", "interval": "0.5s"})):
         for name, proxy in (("none", None), ("priority", ""), ("equal", "classes = []")):
             text = scenario(flow(bytes="600KB") + flow("interactive", start=10.0, messages=60, **extra), proxy=proxy)
             f = thinwire.run(text).summary["flows"][1]
-            out[(kind, name)] = {"mean_s": f["delay_mean_s"], "p95_s": f["delay_p95_s"], "received": f["packets_received"]}
+            out[(kind, name)] = {
+                "mean_s": f["delay_mean_s"],
+                "p95_s": f["delay_p95_s"],
+                "received": f["packets_received"],
+            }
     return out
 
 
 def stall_runs(seeds) -> list[dict]:
     import thinwire
+
     rows = []
     for proxy in (False, True):
         for s in seeds:
-            res = thinwire.run(scenario(flow(bytes="600KB"), outage=OUTAGE, proxy="" if proxy else None), seed=s, trace=["tcp"])
+            res = thinwire.run(
+                scenario(flow(bytes="600KB"), outage=OUTAGE, proxy="" if proxy else None), seed=s, trace=["tcp"]
+            )
             f = res.summary["flows"][0]
             px = res.summary["proxy"] or {}
-            rows.append({"proxy": proxy, "seed": s, "recovery_s": recovery_s(res.trace, sum(OUTAGE)), "completion_s": f["completion_s"],
-                         "proxy_timeouts": px.get("timeouts"), "proxy_retransmits": px.get("retransmits")})
+            rows.append(
+                {
+                    "proxy": proxy,
+                    "seed": s,
+                    "recovery_s": recovery_s(res.trace, sum(OUTAGE)),
+                    "completion_s": f["completion_s"],
+                    "proxy_timeouts": px.get("timeouts"),
+                    "proxy_retransmits": px.get("retransmits"),
+                }
+            )
     return rows
 
 
 def run_all(quick: bool, progress: bool) -> dict:
     from tqdm import tqdm
+
     steps = ["windows", "short", "fair", "stall", "web", "priority"]
     data: dict = {}
     for step in tqdm(steps, desc="gprs-proxy", unit="experiment", disable=not progress):
@@ -130,10 +178,12 @@ def run_all(quick: bool, progress: bool) -> dict:
 
 def plot(data: dict, out: Path) -> list[Path]:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
     import thinwire
+
     written: list[Path] = []
     w = [r for r in data["windows"] if r["window_kb"] != "est"]
     fig, ax = plt.subplots(1, 2, figsize=(9.5, 3.8))
@@ -157,9 +207,18 @@ def plot(data: dict, out: Path) -> list[Path]:
     for ax, rcv in zip(axs, ("linux", "open")):
         for proxy, c in ((False, "#b22222"), (True, "#1f4e9c")):
             rows = [r for r in data["short"] if r["receiver"] == rcv and r["proxy"] == proxy]
-            ax.errorbar([r["size_kb"] for r in rows], [r["mean_s"] for r in rows], yerr=[np.std(r["durations_s"]) for r in rows],
-                        color=c, marker="o", capsize=3, label="proxy" if proxy else "end to end")
-        ax.set_title("Linux receiver (initial window 5392 B)" if rcv == "linux" else "open receive window (64 KB)", fontsize=9)
+            ax.errorbar(
+                [r["size_kb"] for r in rows],
+                [r["mean_s"] for r in rows],
+                yerr=[np.std(r["durations_s"]) for r in rows],
+                color=c,
+                marker="o",
+                capsize=3,
+                label="proxy" if proxy else "end to end",
+            )
+        ax.set_title(
+            "Linux receiver (initial window 5392 B)" if rcv == "linux" else "open receive window (64 KB)", fontsize=9
+        )
         label(ax, "download size (KB)")
     axs[0].set_ylabel("transfer time incl. set-up and close (s)")
     fig.suptitle("Seed 003 Fig. 8 / seed 004 Fig. 9: short downloads", fontsize=10)
@@ -179,7 +238,9 @@ def plot(data: dict, out: Path) -> list[Path]:
 
     fig, ax = plt.subplots(figsize=(6.4, 4))
     for proxy, c in ((False, "#b22222"), (True, "#1f4e9c")):
-        res = thinwire.run(scenario(flow(bytes="600KB"), outage=OUTAGE, proxy="" if proxy else None), seed=1, trace=["tcp"])
+        res = thinwire.run(
+            scenario(flow(bytes="600KB"), outage=OUTAGE, proxy="" if proxy else None), seed=1, trace=["tcp"]
+        )
         d = delivered(res.trace)
         ax.plot(d["t_s"], d["bytes"] / 1000, color=c, label="with the proxy" if proxy else "without a proxy")
     ax.axvspan(OUTAGE[0], sum(OUTAGE), color="grey", alpha=0.25, label="outage")
@@ -190,68 +251,158 @@ def plot(data: dict, out: Path) -> list[Path]:
 
 def claims(data: dict) -> list[dict]:
     import numpy as np
+
     out: list[dict] = []
     w = {r["window_kb"]: r for r in data["windows"]}
     t = {k: r["completion_s"] for k, r in w.items()}
     big = [t[10], t[16], t[32], t[None]]
-    add_claim(out, "003 §VI-A, Fig. 7; 004 Fig. 11a", "from 10 KB up the transfer time is flat at the link rate", "10, 16, 32 KB and no proxy within 3 % of each other (seed: 155 s)",
-              f"{t[10]:.0f}, {t[16]:.0f}, {t[32]:.0f} s; no proxy {t[None]:.0f} s", max(big) <= 1.03 * min(big))
-    add_claim(out, "003 §VI-A; 004 §VI-C", "a 4 KB window under-uses the link", "4 KB ≥ 20 % slower than 10 KB", f"4 KB {t[4]:.0f} s, 8 KB {t[8]:.0f} s, 10 KB {t[10]:.0f} s", t[4] >= 1.2 * t[10])
+    add_claim(
+        out,
+        "003 §VI-A, Fig. 7; 004 Fig. 11a",
+        "from 10 KB up the transfer time is flat at the link rate",
+        "10, 16, 32 KB and no proxy within 3 % of each other (seed: 155 s)",
+        f"{t[10]:.0f}, {t[16]:.0f}, {t[32]:.0f} s; no proxy {t[None]:.0f} s",
+        max(big) <= 1.03 * min(big),
+    )
+    add_claim(
+        out,
+        "003 §VI-A; 004 §VI-C",
+        "a 4 KB window under-uses the link",
+        "4 KB ≥ 20 % slower than 10 KB",
+        f"4 KB {t[4]:.0f} s, 8 KB {t[8]:.0f} s, 10 KB {t[10]:.0f} s",
+        t[4] >= 1.2 * t[10],
+    )
     r = {k: v["rtt_mean_s"] for k, v in w.items()}
-    add_claim(out, "003 §VI-A, Fig. 7; 004 Fig. 11b", "larger windows, longer RTTs", "mean RTT rises 10 < 16 < 32 KB < no proxy",
-              ", ".join(f"{k or 'none'}: {v:.1f} s" for k, v in r.items() if k != "est"), r[10] < r[16] < r[32] < r[None])
+    add_claim(
+        out,
+        "003 §VI-A, Fig. 7; 004 Fig. 11b",
+        "larger windows, longer RTTs",
+        "mean RTT rises 10 < 16 < 32 KB < no proxy",
+        ", ".join(f"{k or 'none'}: {v:.1f} s" for k, v in r.items() if k != "est"),
+        r[10] < r[16] < r[32] < r[None],
+    )
     est = w["est"]
-    add_claim(out, "003 §V (C_clamp estimated)", "a window estimated on line from the minimum RTT fills the link", "transfer time within 3 % of the 10 KB window's",
-              f"estimated {est['clamp'] / 1000:.1f} KB, {est['completion_s']:.0f} s vs {t[10]:.0f} s", est["completion_s"] <= 1.03 * t[10])
+    add_claim(
+        out,
+        "003 §V (C_clamp estimated)",
+        "a window estimated on line from the minimum RTT fills the link",
+        "transfer time within 3 % of the 10 KB window's",
+        f"estimated {est['clamp'] / 1000:.1f} KB, {est['completion_s']:.0f} s vs {t[10]:.0f} s",
+        est["completion_s"] <= 1.03 * t[10],
+    )
     q = {k: v["queue_max_pkts"] for k, v in w.items()}
-    add_claim(out, "004 §VI-C", "the proxy removes the excess queue at the gateway", "gateway queue ≤ 10 packets at 10 KB vs tens without",
-              f"{q[10]} vs {q[None]} packets", q[10] <= 10 and q[None] >= 30)
+    add_claim(
+        out,
+        "004 §VI-C",
+        "the proxy removes the excess queue at the gateway",
+        "gateway queue ≤ 10 packets at 10 KB vs tens without",
+        f"{q[10]} vs {q[None]} packets",
+        q[10] <= 10 and q[None] >= 30,
+    )
     sh = data["short"]
-    mean = lambda rcv, p, kb: next(x["mean_s"] for x in sh if x["receiver"] == rcv and x["proxy"] == p and x["size_kb"] == kb)
+    mean = lambda rcv, p, kb: next(
+        x["mean_s"] for x in sh if x["receiver"] == rcv and x["proxy"] == p and x["size_kb"] == kb
+    )
     gains = {rcv: [mean(rcv, False, kb) - mean(rcv, True, kb) for kb in SIZES] for rcv in ("linux", "open")}
-    add_claim(out, "003 §VI-B, Fig. 8; 004 §VI-A, Fig. 9", "the proxy shortens every short download (Linux receiver)", "mean time lower with the proxy for each of 5–30 KB",
-              ", ".join(f"{kb} KB {mean('linux', False, kb):.1f}→{mean('linux', True, kb):.1f} s" for kb in SIZES), min(gains["linux"]) > 0)
+    add_claim(
+        out,
+        "003 §VI-B, Fig. 8; 004 §VI-A, Fig. 9",
+        "the proxy shortens every short download (Linux receiver)",
+        "mean time lower with the proxy for each of 5–30 KB",
+        ", ".join(f"{kb} KB {mean('linux', False, kb):.1f}→{mean('linux', True, kb):.1f} s" for kb in SIZES),
+        min(gains["linux"]) > 0,
+    )
     gl, go = np.mean(gains["linux"]), np.mean(gains["open"])
-    add_claim(out, "004 §VI-A", "Linux's 5392-byte initial receive window limits the gain", "mean gain smaller with the Linux receiver than with an open window",
-              f"{gl:.2f} s vs {go:.2f} s", gl < go)
+    add_claim(
+        out,
+        "004 §VI-A",
+        "Linux's 5392-byte initial receive window limits the gain",
+        "mean gain smaller with the Linux receiver than with an open window",
+        f"{gl:.2f} s vs {go:.2f} s",
+        gl < go,
+    )
     e2e10 = 10_000 / mean("linux", False, 10)
-    add_claim(out, "003 §IV-A", "end to end, transfers under ~16 KB cannot use the link", "a 10 KB download gets < 50 % of 4.15 KB/s",
-              f"{e2e10 / 1000:.2f} KB/s ({e2e10 / LINK_BPS * 100:.0f} %)", e2e10 < 0.5 * LINK_BPS)
+    add_claim(
+        out,
+        "003 §IV-A",
+        "end to end, transfers under ~16 KB cannot use the link",
+        "a 10 KB download gets < 50 % of 4.15 KB/s",
+        f"{e2e10 / 1000:.2f} KB/s ({e2e10 / LINK_BPS * 100:.0f} %)",
+        e2e10 < 0.5 * LINK_BPS,
+    )
     fair = data["fair"]
-    add_claim(out, "004 §VI-B, Fig. 10", "with the proxy a second flow connects at once and gets a fair share", "SYN sent once; 40–60 % of the bytes in its first 50 s",
-              f"SYN sent {fair[True]['syn_sends']}×, share {fair[True]['share_50s'] * 100:.0f} % (without a proxy: SYN sent {fair[False]['syn_sends']}×, share {fair[False]['share_50s'] * 100:.0f} %)",
-              fair[True]["syn_sends"] == 1 and 0.4 <= fair[True]["share_50s"] <= 0.6)
+    add_claim(
+        out,
+        "004 §VI-B, Fig. 10",
+        "with the proxy a second flow connects at once and gets a fair share",
+        "SYN sent once; 40–60 % of the bytes in its first 50 s",
+        f"SYN sent {fair[True]['syn_sends']}×, share {fair[True]['share_50s'] * 100:.0f} % (without a proxy: SYN sent {fair[False]['syn_sends']}×, share {fair[False]['share_50s'] * 100:.0f} %)",
+        fair[True]["syn_sends"] == 1 and 0.4 <= fair[True]["share_50s"] <= 0.6,
+    )
     st = data["stall"]
     rec = lambda p: [x["recovery_s"] for x in st if x["proxy"] == p and x["recovery_s"] is not None]
     rp, rn = rec(True), rec(False)
-    add_claim(out, "004 §VI-D, Fig. 12; 003 §VI-C", "after a stall the proxy recovers swiftly", "median recovery ≤ 5 s and under half of that without a proxy",
-              f"{np.median(rp):.1f} s vs {np.median(rn):.1f} s", len(rp) > 0 and len(rn) > 0 and np.median(rp) <= 5 and np.median(rp) < 0.5 * np.median(rn))
+    add_claim(
+        out,
+        "004 §VI-D, Fig. 12; 003 §VI-C",
+        "after a stall the proxy recovers swiftly",
+        "median recovery ≤ 5 s and under half of that without a proxy",
+        f"{np.median(rp):.1f} s vs {np.median(rn):.1f} s",
+        len(rp) > 0 and len(rn) > 0 and np.median(rp) <= 5 and np.median(rp) < 0.5 * np.median(rn),
+    )
     web = {(x["proxy"], x["http"], x["restart"]): x["page_s"] for x in data["web"]}
-    add_claim(out, "004 §VI-A; 003 §VI-B", "slow-start restart slows persistent connections", "HTTP/1.1 pages slower with restart than without (no proxy)",
-              f"{web[(False, '1.1', True)]:.1f} s vs {web[(False, '1.1', False)]:.1f} s", web[(False, "1.1", True)] > web[(False, "1.1", False)])
+    add_claim(
+        out,
+        "004 §VI-A; 003 §VI-B",
+        "slow-start restart slows persistent connections",
+        "HTTP/1.1 pages slower with restart than without (no proxy)",
+        f"{web[(False, '1.1', True)]:.1f} s vs {web[(False, '1.1', False)]:.1f} s",
+        web[(False, "1.1", True)] > web[(False, "1.1", False)],
+    )
     g10 = 1 - web[(True, "1.0", True)] / web[(False, "1.0", True)]
     g11 = 1 - web[(True, "1.1", True)] / web[(False, "1.1", True)]
-    add_claim(out, "004 §VI-A; 003 §VI-B", "the proxy's benefit holds, even grows, with HTTP/1.1", "relative page-time gain with HTTP/1.1 ≥ with HTTP/1.0",
-              f"HTTP/1.1 {web[(False, '1.1', True)]:.1f}→{web[(True, '1.1', True)]:.1f} s ({g11 * 100:.0f} %), HTTP/1.0 {web[(False, '1.0', True)]:.1f}→{web[(True, '1.0', True)]:.1f} s ({g10 * 100:.0f} %)",
-              g11 >= g10)
+    add_claim(
+        out,
+        "004 §VI-A; 003 §VI-B",
+        "the proxy's benefit holds, even grows, with HTTP/1.1",
+        "relative page-time gain with HTTP/1.1 ≥ with HTTP/1.0",
+        f"HTTP/1.1 {web[(False, '1.1', True)]:.1f}→{web[(True, '1.1', True)]:.1f} s ({g11 * 100:.0f} %), HTTP/1.0 {web[(False, '1.0', True)]:.1f}→{web[(True, '1.0', True)]:.1f} s ({g10 * 100:.0f} %)",
+        g11 >= g10,
+    )
     pr = data["priority"]
     m = lambda k, n: pr[(k, n)]["mean_s"]
-    add_claim(out, "004 §IV-B", "a telnet-like flow stays responsive beside a bulk download", "mean message latency < 3 s with the proxy; over 3× that without",
-              f"{m('light', 'priority'):.1f} s vs {m('light', 'none'):.1f} s (equal tickets instead of priority: {m('light', 'equal'):.1f} s)",
-              m("light", "priority") < 3 and m("light", "none") > 3 * m("light", "priority"))
-    add_claim(out, "004 §IV-B", "strict priority matters once the interactive flow is heavy", "latency with the priority class under half that with equal tickets (3 KB/s of messages)",
-              f"{m('heavy', 'priority'):.1f} s vs {m('heavy', 'equal'):.1f} s (no proxy: {m('heavy', 'none'):.1f} s)", m("heavy", "priority") < 0.5 * m("heavy", "equal"))
+    add_claim(
+        out,
+        "004 §IV-B",
+        "a telnet-like flow stays responsive beside a bulk download",
+        "mean message latency < 3 s with the proxy; over 3× that without",
+        f"{m('light', 'priority'):.1f} s vs {m('light', 'none'):.1f} s (equal tickets instead of priority: {m('light', 'equal'):.1f} s)",
+        m("light", "priority") < 3 and m("light", "none") > 3 * m("light", "priority"),
+    )
+    add_claim(
+        out,
+        "004 §IV-B",
+        "strict priority matters once the interactive flow is heavy",
+        "latency with the priority class under half that with equal tickets (3 KB/s of messages)",
+        f"{m('heavy', 'priority'):.1f} s vs {m('heavy', 'equal'):.1f} s (no proxy: {m('heavy', 'none'):.1f} s)",
+        m("heavy", "priority") < 0.5 * m("heavy", "equal"),
+    )
     return out
 
 
 def reproduce(out: Path, quick: bool = False, scheduler=None, workers=None, progress=True) -> list[dict]:
     import polars as pl
+
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     data = run_all(quick, progress)
     t1 = time.perf_counter()
-    pl.DataFrame([{k: v for k, v in r.items() if k not in ("rtt_t", "rtt_v")} for r in data["windows"]]).write_csv(out / "windows.csv")
-    pl.DataFrame([{k: v for k, v in r.items() if k != "durations_s"} for r in data["short"]]).write_csv(out / "short_downloads.csv")
+    pl.DataFrame([{k: v for k, v in r.items() if k not in ("rtt_t", "rtt_v")} for r in data["windows"]]).write_csv(
+        out / "windows.csv"
+    )
+    pl.DataFrame([{k: v for k, v in r.items() if k != "durations_s"} for r in data["short"]]).write_csv(
+        out / "short_downloads.csv"
+    )
     pl.DataFrame(data["stall"]).write_csv(out / "stalls.csv")
     pl.DataFrame(data["web"]).write_csv(out / "web.csv")
     plot(data, out)

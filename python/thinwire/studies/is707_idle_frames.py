@@ -20,6 +20,7 @@ give averages dominated by noise. The seed uses 10,000 windows of each length,
 which needs 10^7 simulated seconds per fdT; the full study does that (in 10 runs of
 10^6 s with independent seeds), `--quick` uses 2·10^4 s.
 """
+
 from __future__ import annotations
 
 import json
@@ -66,25 +67,41 @@ def scenario(stop: str, idle) -> str:
 
 def _sweeps(out: Path, quick: bool):
     from ..sweep import Sweep
+
     stop = "5000s" if quick else "20000s"
     reps = 3 if quick else 10
     chan = [{"model": "fading", "pe": pe, "fdt": f} for f in FDTS for pe in PES]
     hi = [{"model": "fading", "pe": 0.3, "fdt": f} for f in FDTS]
     return [
         ("pe-idle0", Sweep(scenario(stop, 0), "pe-idle0", [], {"wireless.channel": chan}, reps, True)),
-        ("pe-unlimited", Sweep(scenario(stop, "unlimited"), "pe-unlimited", [], {"wireless.channel": chan}, reps, True)),
-        ("idle-n", Sweep(scenario(stop, 0), "idle-n", [], {"wireless.channel": hi, "wireless.arq.idle_frames": IDLE_NS}, reps, True)),
+        (
+            "pe-unlimited",
+            Sweep(scenario(stop, "unlimited"), "pe-unlimited", [], {"wireless.channel": chan}, reps, True),
+        ),
+        (
+            "idle-n",
+            Sweep(
+                scenario(stop, 0),
+                "idle-n",
+                [],
+                {"wireless.channel": hi, "wireless.arq.idle_frames": IDLE_NS},
+                reps,
+                True,
+            ),
+        ),
     ]
 
 
 def _chan(text: str) -> dict:
     import tomllib
+
     return tomllib.loads(f"v = {text}")["v"]
 
 
 def run_sweeps(out: Path, quick: bool, scheduler, workers, progress):
     import polars as pl
     from ..sweep import execute_sweeps
+
     sw = _sweeps(out, quick)
     res = execute_sweeps([(s, out / "data" / n) for n, s in sw], scheduler, workers, progress, desc="is707-idle-frames")
     rows = []
@@ -93,18 +110,33 @@ def run_sweeps(out: Path, quick: bool, scheduler, workers, progress):
             ch = _chan(r["axis:wireless.channel"])
             idle = {"pe-idle0": 0, "pe-unlimited": "unlimited"}.get(name, r.get("axis:wireless.arq.idle_frames"))
             idle = int(float(idle)) if idle != "unlimited" else idle  # axis values come back as floats
-            rows.append({"sweep": name, "fdt": ch["fdt"], "pe": ch["pe"], "idle": str(idle), "replication": r["replication"],
-                         "goodput": r["flow0.throughput_bps"] / MAX_BPS, "timeouts": r["flow0.tcp_timeouts"]})
+            rows.append(
+                {
+                    "sweep": name,
+                    "fdt": ch["fdt"],
+                    "pe": ch["pe"],
+                    "idle": str(idle),
+                    "replication": r["replication"],
+                    "goodput": r["flow0.throughput_bps"] / MAX_BPS,
+                    "timeouts": r["flow0.tcp_timeouts"],
+                }
+            )
     return pl.DataFrame(rows)
 
 
 def summarize(df):
     import polars as pl
     from ..stats import t975
+
     s = df.group_by(["sweep", "fdt", "pe", "idle"], maintain_order=True).agg(
-        pl.col("goodput").mean().alias("mean"), pl.col("goodput").std().alias("sd"), pl.col("goodput").count().alias("n"),
-        pl.col("timeouts").mean().alias("timeouts"))
-    ci = pl.struct(["sd", "n"]).map_elements(lambda x: t975(x["n"] - 1) * (x["sd"] or 0) / x["n"] ** 0.5 if x["n"] > 1 else 0.0, return_dtype=pl.Float64)
+        pl.col("goodput").mean().alias("mean"),
+        pl.col("goodput").std().alias("sd"),
+        pl.col("goodput").count().alias("n"),
+        pl.col("timeouts").mean().alias("timeouts"),
+    )
+    ci = pl.struct(["sd", "n"]).map_elements(
+        lambda x: t975(x["n"] - 1) * (x["sd"] or 0) / x["n"] ** 0.5 if x["n"] > 1 else 0.0, return_dtype=pl.Float64
+    )
     return s.with_columns(ci.alias("ci95")).sort(["sweep", "fdt", "pe"])
 
 
@@ -121,9 +153,17 @@ def _hist_job(args):
     import polars as pl
     import thinwire
     from thinwire.analysis import SimRun, window_goodput
-    r = thinwire.run(scenario(f"{stop_s}s", "unlimited"), seed=seed, set={"wireless.channel.pe": 0.3, "wireless.channel.fdt": fdt}, trace=["tcp"])
+
+    r = thinwire.run(
+        scenario(f"{stop_s}s", "unlimited"),
+        seed=seed,
+        set={"wireless.channel.pe": 0.3, "wireless.channel.fdt": fdt},
+        trace=["tcp"],
+    )
     tcp = SimRun.from_result(r).trace
-    got = tcp.filter((pl.col("flow") == 0) & (pl.col("node") == "mobile") & (pl.col("event") == "recv") & (pl.col("len") > 0))
+    got = tcp.filter(
+        (pl.col("flow") == 0) & (pl.col("node") == "mobile") & (pl.col("event") == "recv") & (pl.col("len") > 0)
+    )
     got = got.filter(pl.col("seq").is_first_distinct())
     # Windows start at 0: prepend the origin so early windows count from the start.
     t = np.r_[0.0, got["time_s"].to_numpy()]
@@ -134,6 +174,7 @@ def _hist_job(args):
 def run_histograms(out: Path, quick: bool, scheduler, workers, progress):
     """{fdt: {window: [goodput bytes/s per window]}}; cached in data/histograms-first-arrivals.json."""
     from ..sweep import map_jobs
+
     cache = out / "data" / "histograms-first-arrivals.json"
     runs = 1 if quick else 10
     stop = 20_000 if quick else 1_000_000
@@ -147,14 +188,24 @@ def run_histograms(out: Path, quick: bool, scheduler, workers, progress):
         for w, v in ws.items():
             vals[f][w] += v
     cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps({"stop": stop, "runs": runs, "values": {str(f): {str(w): v for w, v in ws.items()} for f, ws in vals.items()}}))
+    cache.write_text(
+        json.dumps(
+            {
+                "stop": stop,
+                "runs": runs,
+                "values": {str(f): {str(w): v for w, v in ws.items()} for f, ws in vals.items()},
+            }
+        )
+    )
     return vals
 
 
 def _fig(out: Path, stem: str, title: str, xlabel: str, ylabel: str, lines, written, bound=None, logx=False):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for label, x, y, ci in lines:
         ax.errorbar(x, y, yerr=ci, marker="o", ms=4, capsize=3, label=label)
@@ -174,25 +225,46 @@ def _fig(out: Path, stem: str, title: str, xlabel: str, ylabel: str, lines, writ
 
 def plot(summary, hists, out: Path, quick: bool) -> list[Path]:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
     import polars as pl
+
     written: list[Path] = []
-    for fig_no, sweep, what in ((3, "pe-idle0", "without idle frames"), (4, "pe-unlimited", "with unlimited idle frames")):
+    for fig_no, sweep, what in (
+        (3, "pe-idle0", "without idle frames"),
+        (4, "pe-unlimited", "with unlimited idle frames"),
+    ):
         lines = []
         for f in FDTS:
             s = summary.filter((pl.col("sweep") == sweep) & (pl.col("fdt") == f)).sort("pe")
             lines.append((f"fdT = {f:g}", s["pe"].to_list(), s["mean"].to_list(), s["ci95"].to_list()))
-        _fig(out, f"fig{fig_no:02d}_goodput-vs-pe", f"Fig. {fig_no}: long-time goodput {what}", "frame error rate Pe", "goodput (of 7600 bit/s)",
-             lines, written, bound=(PES, [1 - p for p in PES]))
+        _fig(
+            out,
+            f"fig{fig_no:02d}_goodput-vs-pe",
+            f"Fig. {fig_no}: long-time goodput {what}",
+            "frame error rate Pe",
+            "goodput (of 7600 bit/s)",
+            lines,
+            written,
+            bound=(PES, [1 - p for p in PES]),
+        )
     lines = []
     for f in FDTS:
         s = summary.filter((pl.col("sweep") == "idle-n") & (pl.col("fdt") == f))
         s = s.with_columns(pl.col("idle").cast(pl.Int64).alias("k")).sort("k")
         lines.append((f"fdT = {f:g}", s["k"].to_list(), s["mean"].to_list(), s["ci95"].to_list()))
-    _fig(out, "fig09_goodput-vs-idle-frames", "Fig. 9: long-time goodput against the number of idle frames, Pe = 0.3",
-         "idle frames after the last data frame", "goodput (of 7600 bit/s)", lines, written, logx=True)
+    _fig(
+        out,
+        "fig09_goodput-vs-idle-frames",
+        "Fig. 9: long-time goodput against the number of idle frames, Pe = 0.3",
+        "idle frames after the last data frame",
+        "goodput (of 7600 bit/s)",
+        lines,
+        written,
+        logx=True,
+    )
     for i, f in enumerate(FDTS):
         fig, axes = plt.subplots(3, 1, figsize=(6.4, 6.4))
         for ax, w in zip(axes, WINDOWS):
@@ -215,24 +287,39 @@ def _sample_paths(out: Path, quick: bool) -> list[Path]:
     import thinwire
     from thinwire.analysis import SimRun
     from thinwire.analysis.plots import plot as mt_plot
+
     written = []
     stop = "600s" if quick else "2000s"
     for idle, figs in ((0, (5, 6)), ("unlimited", (7, 8))):
-        r = thinwire.run(scenario(stop, idle), seed=7, set={"wireless.channel.pe": 0.3, "wireless.channel.fdt": 0.01}, trace=["tcp", "link"])
+        r = thinwire.run(
+            scenario(stop, idle),
+            seed=7,
+            set={"wireless.channel.pe": 0.3, "wireless.channel.fdt": 0.01},
+            trace=["tcp", "link"],
+        )
         run = SimRun.from_result(r)
         tag = "idle0" if idle == 0 else "idle-unlimited"
         for fig_no, kind in zip(figs, ("tsq", "rtt")):
-            layers = None if kind == "rtt" else ["TcpSnd_data", "TcpSnd_rexmt", "TcpSnd_ack", "TcpRcv_ack", "RlpSnd_data", "RlpSnd_rexmt"]
+            layers = (
+                None
+                if kind == "rtt"
+                else ["TcpSnd_data", "TcpSnd_rexmt", "TcpSnd_ack", "TcpRcv_ack", "RlpSnd_data", "RlpSnd_rexmt"]
+            )
             for ext in (".png", ".pdf"):
                 what = "TCP sequence" if kind == "tsq" else "TCP RTO"
                 title = f"Fig. {fig_no}: {what}, fdT = 0.01, Pe = 0.3, {'no' if idle == 0 else 'unlimited'} idle frames"
-                written.append(mt_plot(run, kind, out / f"fig{fig_no:02d}_{kind}-fdt0.01-pe0.3-{tag}{ext}", layers=layers, title=title))
+                written.append(
+                    mt_plot(
+                        run, kind, out / f"fig{fig_no:02d}_{kind}-fdt0.01-pe0.3-{tag}{ext}", layers=layers, title=title
+                    )
+                )
     return written
 
 
 def claims(summary, hists) -> list[dict]:
     import numpy as np
     import polars as pl
+
     out = []
 
     def at(sweep, f, pe=0.3, idle=None):
@@ -247,36 +334,68 @@ def claims(summary, hists) -> list[dict]:
     g0 = {f: at("pe-idle0", f) for f in FDTS}
     gu = {f: at("pe-unlimited", f) for f in FDTS}
     for f in FDTS:
-        add("III Figs. 3-4", f"idle frames raise goodput at Pe = 0.3, fdT = {f:g}", "with unlimited idle frames > without",
-            f"{gu[f]['mean']:.3f} ± {gu[f]['ci95']:.3f} vs {g0[f]['mean']:.3f} ± {g0[f]['ci95']:.3f}", gu[f]["mean"] > g0[f]["mean"])
+        add(
+            "III Figs. 3-4",
+            f"idle frames raise goodput at Pe = 0.3, fdT = {f:g}",
+            "with unlimited idle frames > without",
+            f"{gu[f]['mean']:.3f} ± {gu[f]['ci95']:.3f} vs {g0[f]['mean']:.3f} ± {g0[f]['ci95']:.3f}",
+            gu[f]["mean"] > g0[f]["mean"],
+        )
     gain = {f: gu[f]["mean"] / max(g0[f]["mean"], 1e-9) for f in FDTS}
-    add("III Figs. 3-4", "the gain is largest in the correlated high-loss regime", "relative gain at fdT 0.01 > at fdT 1.0 (Pe = 0.3)",
-        ", ".join(f"fdT {f:g}: ×{gain[f]:.2f}" for f in FDTS), gain[0.01] > gain[1.0])
+    add(
+        "III Figs. 3-4",
+        "the gain is largest in the correlated high-loss regime",
+        "relative gain at fdT 0.01 > at fdT 1.0 (Pe = 0.3)",
+        ", ".join(f"fdT {f:g}: ×{gain[f]:.2f}" for f in FDTS),
+        gain[0.01] > gain[1.0],
+    )
     worst = summary.filter(pl.col("mean") > 1 - pl.col("pe") + 0.01)
-    add("II", "goodput stays below the 1 − Pe bound", "every point ≤ 1 − Pe", f"{worst.height} of {summary.height} points above", worst.height == 0)
+    add(
+        "II",
+        "goodput stays below the 1 − Pe bound",
+        "every point ≤ 1 − Pe",
+        f"{worst.height} of {summary.height} points above",
+        worst.height == 0,
+    )
     share = {}
     for f in FDTS:
         five, none, unl = at("idle-n", f, idle=5), at("idle-n", f, idle=0), gu[f]
         full = unl["mean"] - none["mean"]
         share[f] = (five["mean"] - none["mean"]) / full if full > 0 else float("nan")  # nan: no gain to share
     for f in (0.1, 1.0):
-        add("III Fig. 9", f"about 5 idle frames give most of the gain at fdT {f:g}", "5 idle frames: ≥ 70 % of the unlimited gain",
-            f"{share[f] * 100:.0f} %", share[f] >= 0.7)
-    add("III Fig. 9", "at fdT 0.01 the gain grows slowly with the number of idle frames", "share of the gain at 5 idle frames smaller at fdT 0.01 than at 0.1 and 1.0",
-        ", ".join(f"fdT {f:g}: {share[f] * 100:.0f} %" for f in FDTS), share[0.01] < min(share[0.1], share[1.0]))  # False when any is nan
+        add(
+            "III Fig. 9",
+            f"about 5 idle frames give most of the gain at fdT {f:g}",
+            "5 idle frames: ≥ 70 % of the unlimited gain",
+            f"{share[f] * 100:.0f} %",
+            share[f] >= 0.7,
+        )
+    add(
+        "III Fig. 9",
+        "at fdT 0.01 the gain grows slowly with the number of idle frames",
+        "share of the gain at 5 idle frames smaller at fdT 0.01 than at 0.1 and 1.0",
+        ", ".join(f"fdT {f:g}: {share[f] * 100:.0f} %" for f in FDTS),
+        share[0.01] < min(share[0.1], share[1.0]),
+    )  # False when any is nan
     segs = []
     for f in FDTS:
         v = np.asarray(hists[f][10.0]) * 10 / 536
-        segs.append((f, float(np.max(v)) if len(v) else 0.0, float(np.mean(np.abs(v - np.round(v)) < 1e-6)) if len(v) else 0.0))
-    add("III Figs. 10-12", "10 s goodput is quantised in whole segments, at most 17 per window",
+        segs.append(
+            (f, float(np.max(v)) if len(v) else 0.0, float(np.mean(np.abs(v - np.round(v)) < 1e-6)) if len(v) else 0.0)
+        )
+    add(
+        "III Figs. 10-12",
+        "10 s goodput is quantised in whole segments, at most 17 per window",
         "every 10 s value a whole number of 536-byte segments, max 17",
         "; ".join(f"fdT {f:g}: max {m:.0f} segments, {q * 100:.0f} % whole" for f, m, q in segs),
-        all(m <= 17 and q == 1.0 for _, m, q in segs))
+        all(m <= 17 and q == 1.0 for _, m, q in segs),
+    )
     return out
 
 
 def reproduce(out: Path, quick: bool = False, scheduler=None, workers=None, progress=True) -> list[dict]:
     import time
+
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     df = run_sweeps(out, quick, scheduler, workers, progress)
@@ -289,7 +408,17 @@ def reproduce(out: Path, quick: bool = False, scheduler=None, workers=None, prog
     plot(summary, hists, out, quick)
     cl = claims(summary, hists)
     from .report import write_claims
+
     write_claims(out, cl)
-    (out / "timing.json").write_text(json.dumps({"sweeps_s": t1 - t0, "histograms_s": t2 - t1,
-                                                 "histogram_simulated_s_per_fdt": 20_000 if quick else 10_000_000}, indent=2) + "\n")
+    (out / "timing.json").write_text(
+        json.dumps(
+            {
+                "sweeps_s": t1 - t0,
+                "histograms_s": t2 - t1,
+                "histogram_simulated_s_per_fdt": 20_000 if quick else 10_000_000,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     return cl

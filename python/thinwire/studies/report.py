@@ -1,5 +1,6 @@
 """What every study writes the same way: its claims (JSON and a Markdown table) and
 figures (PNG and PDF)."""
+
 from __future__ import annotations
 
 import json
@@ -10,7 +11,10 @@ def write_claims(out: Path, claims: list[dict]) -> None:
     """`claims.json` and `claims.md` (one table row per claim, PASS/FAIL)."""
     (out / "claims.json").write_text(json.dumps(claims, indent=2) + "\n")
     lines = ["| section | claim | expected | measured | result |", "|---|---|---|---|---|"]
-    lines += [f"| {c['section']} | {c['claim']} | {c['expected']} | {c['measured']} | {'PASS' if c['pass'] else 'FAIL'} |" for c in claims]
+    lines += [
+        f"| {c['section']} | {c['claim']} | {c['expected']} | {c['measured']} | {'PASS' if c['pass'] else 'FAIL'} |"
+        for c in claims
+    ]
     (out / "claims.md").write_text("\n".join(lines) + "\n")
 
 
@@ -37,6 +41,7 @@ def label(ax, xlabel: str, ylabel: str | None = None, title: str | None = None, 
 def finish_figure(fig, out: Path, stem: str, written: list) -> None:
     """Lays out, writes (PNG and PDF) and closes `fig`."""
     import matplotlib.pyplot as plt
+
     fig.tight_layout()
     save_figure(fig, out, stem, written)
     plt.close(fig)

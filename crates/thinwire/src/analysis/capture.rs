@@ -28,7 +28,9 @@ pub struct Pkt<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CaptureError(pub String);
 impl std::fmt::Display for CaptureError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { f.write_str(&self.0) }
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
 /// What the reader saw besides the packets.
@@ -40,8 +42,22 @@ pub struct ReadReport {
     pub warnings: Vec<String>,
 }
 
-fn u16_at(b: &[u8], o: usize, be: bool) -> u16 { let x = [b[o], b[o + 1]]; if be { u16::from_be_bytes(x) } else { u16::from_le_bytes(x) } }
-fn u32_at(b: &[u8], o: usize, be: bool) -> u32 { let x = [b[o], b[o + 1], b[o + 2], b[o + 3]]; if be { u32::from_be_bytes(x) } else { u32::from_le_bytes(x) } }
+fn u16_at(b: &[u8], o: usize, be: bool) -> u16 {
+    let x = [b[o], b[o + 1]];
+    if be {
+        u16::from_be_bytes(x)
+    } else {
+        u16::from_le_bytes(x)
+    }
+}
+fn u32_at(b: &[u8], o: usize, be: bool) -> u32 {
+    let x = [b[o], b[o + 1], b[o + 2], b[o + 3]];
+    if be {
+        u32::from_be_bytes(x)
+    } else {
+        u32::from_le_bytes(x)
+    }
+}
 
 /// A source of consecutive chunks of a capture file.
 pub trait Chunks {
@@ -68,10 +84,19 @@ impl<R: std::io::Read> Chunks for ReadChunks<R> {
 /// A window over a chunked byte stream: `get(o, n)` returns the `n` bytes at file
 /// offset `o` (at or after the last `release`) if the stream has them — a slice of
 /// the chunk when they lie in one (almost always), else a copy joined in `scratch`.
-struct Window<C: Chunks> { src: C, chunks: std::collections::VecDeque<(usize, Vec<u8>)>, end: usize, scratch: Vec<u8>, eof: bool, err: Option<String> }
+struct Window<C: Chunks> {
+    src: C,
+    chunks: std::collections::VecDeque<(usize, Vec<u8>)>,
+    end: usize,
+    scratch: Vec<u8>,
+    eof: bool,
+    err: Option<String>,
+}
 
 impl<C: Chunks> Window<C> {
-    fn new(src: C) -> Self { Window { src, chunks: Default::default(), end: 0, scratch: Vec::new(), eof: false, err: None } }
+    fn new(src: C) -> Self {
+        Window { src, chunks: Default::default(), end: 0, scratch: Vec::new(), eof: false, err: None }
+    }
     /// Drops the chunks that end at or before file offset `o`.
     fn release(&mut self, o: usize) {
         while self.chunks.len() > 1 && self.chunks[0].0 + self.chunks[0].1.len() <= o {
@@ -83,21 +108,34 @@ impl<C: Chunks> Window<C> {
         while self.end < upto && !self.eof {
             match self.src.next_chunk() {
                 None => self.eof = true,
-                Some(Ok(c)) => { let at = self.end; self.end += c.len(); self.chunks.push_back((at, c)); }
-                Some(Err(e)) => { self.err = Some(e.to_string()); self.eof = true; }
+                Some(Ok(c)) => {
+                    let at = self.end;
+                    self.end += c.len();
+                    self.chunks.push_back((at, c));
+                }
+                Some(Err(e)) => {
+                    self.err = Some(e.to_string());
+                    self.eof = true;
+                }
             }
         }
     }
     fn get(&mut self, o: usize, n: usize) -> Option<&[u8]> {
         self.pull(o + n);
-        if self.end < o + n { return None; }
+        if self.end < o + n {
+            return None;
+        }
         let i = self.chunks.partition_point(|(at, c)| at + c.len() <= o);
         let (at, c) = &self.chunks[i];
-        if o + n <= at + c.len() { return Some(&self.chunks[i].1[o - self.chunks[i].0..o - self.chunks[i].0 + n]); }
+        if o + n <= at + c.len() {
+            return Some(&self.chunks[i].1[o - self.chunks[i].0..o - self.chunks[i].0 + n]);
+        }
         self.scratch.clear();
         let mut p = o;
         for (at, c) in self.chunks.iter().skip(i) {
-            if p >= o + n { break; }
+            if p >= o + n {
+                break;
+            }
             let from = p - at;
             let take = (c.len() - from).min(o + n - p);
             self.scratch.extend_from_slice(&c[from..from + take]);
@@ -137,7 +175,10 @@ pub fn read_capture_chunks<C: Chunks>(src: C, mut f: impl FnMut(Pkt<'_>)) -> Res
         },
     };
     let mut rep = rep?;
-    if let Some(e) = w.err { rep.warnings.push(format!("read error after {} packets ({e}); the packets before it were analysed", rep.packets)); }
+    if let Some(e) = w.err {
+        rep.warnings
+            .push(format!("read error after {} packets ({e}); the packets before it were analysed", rep.packets));
+    }
     Ok(rep)
 }
 
@@ -146,7 +187,12 @@ fn read_pcap<C: Chunks>(w: &mut Window<C>, f: &mut impl FnMut(Pkt<'_>)) -> Resul
         return Err(CaptureError(format!("pcap file header cut short ({} of 24 bytes)", w.avail(0, 24))));
     };
     let le = u32_at(&h, 0, false);
-    let (be, nanos) = match le { 0xa1b2_c3d4 => (false, false), 0xa1b2_3c4d => (false, true), 0xd4c3_b2a1 => (true, false), _ => (true, true) };
+    let (be, nanos) = match le {
+        0xa1b2_c3d4 => (false, false),
+        0xa1b2_3c4d => (false, true),
+        0xd4c3_b2a1 => (true, false),
+        _ => (true, true),
+    };
     // The upper bits of the link-type field may carry an FCS length (pcap draft §4).
     let linktype = u32_at(&h, 20, be) & 0x0fff_ffff;
     let mut rep = ReadReport { format: "pcap", ..Default::default() };
@@ -181,7 +227,12 @@ fn read_pcap<C: Chunks>(w: &mut Window<C>, f: &mut impl FnMut(Pkt<'_>)) -> Resul
 }
 
 #[derive(Clone, Copy)]
-struct Iface { linktype: u32, snaplen: u32, units: u64, offset_s: i64 }
+struct Iface {
+    linktype: u32,
+    snaplen: u32,
+    units: u64,
+    offset_s: i64,
+}
 
 fn read_pcapng<C: Chunks>(w: &mut Window<C>, f: &mut impl FnMut(Pkt<'_>)) -> Result<ReadReport, CaptureError> {
     let mut rep = ReadReport { format: "pcapng", ..Default::default() };
@@ -191,23 +242,36 @@ fn read_pcapng<C: Chunks>(w: &mut Window<C>, f: &mut impl FnMut(Pkt<'_>)) -> Res
     let mut first = true;
     loop {
         w.release(o);
-        let Some(h) = w.get(o, 12).map(|h| [u32_at(h, 0, false), u32_at(h, 8, false), u32_at(h, 4, false), u32_at(h, 4, true), u32_at(h, 0, true)]) else {
+        let Some(h) = w.get(o, 12).map(|h| {
+            [u32_at(h, 0, false), u32_at(h, 8, false), u32_at(h, 4, false), u32_at(h, 4, true), u32_at(h, 0, true)]
+        }) else {
             if w.avail(o, 12) > 0 {
-                rep.warnings.push(format!("block at byte {o} cut short (file ends inside its header); the {} packets before it were analysed", rep.packets));
+                rep.warnings.push(format!(
+                    "block at byte {o} cut short (file ends inside its header); the {} packets before it were analysed",
+                    rep.packets
+                ));
             }
             break;
         };
         let [raw_type, bom, len_le, len_be, type_be] = h;
         if raw_type == 0x0a0d_0d0a {
-            be = match bom { 0x1a2b_3c4d => false, 0x4d3c_2b1a => true, _ => {
-                let msg = format!("section header at byte {o} has byte-order magic {bom:08x} (expected 1a2b3c4d)");
-                if first { return Err(CaptureError(format!("not a valid pcapng capture: {msg}"))); }
-                rep.warnings.push(format!("{msg}; the {} packets before it were analysed", rep.packets));
-                break;
-            } };
+            be = match bom {
+                0x1a2b_3c4d => false,
+                0x4d3c_2b1a => true,
+                _ => {
+                    let msg = format!("section header at byte {o} has byte-order magic {bom:08x} (expected 1a2b3c4d)");
+                    if first {
+                        return Err(CaptureError(format!("not a valid pcapng capture: {msg}")));
+                    }
+                    rep.warnings.push(format!("{msg}; the {} packets before it were analysed", rep.packets));
+                    break;
+                }
+            };
             ifaces.clear();
         } else if first {
-            return Err(CaptureError("not a valid pcapng capture: it does not start with a section header block".into()));
+            return Err(CaptureError(
+                "not a valid pcapng capture: it does not start with a section header block".into(),
+            ));
         }
         first = false;
         let btype = if be { type_be } else { raw_type };
@@ -223,20 +287,38 @@ fn read_pcapng<C: Chunks>(w: &mut Window<C>, f: &mut impl FnMut(Pkt<'_>)) -> Res
         let body = &block[8..blen - 4];
         match btype {
             1 => {
-                if body.len() < 8 { rep.warnings.push(format!("interface description at byte {o} too short; skipped")); }
-                else {
-                    let mut ifc = Iface { linktype: u16_at(body, 0, be) as u32, snaplen: u32_at(body, 4, be), units: 1_000_000, offset_s: 0 };
+                if body.len() < 8 {
+                    rep.warnings.push(format!("interface description at byte {o} too short; skipped"));
+                } else {
+                    let mut ifc = Iface {
+                        linktype: u16_at(body, 0, be) as u32,
+                        snaplen: u32_at(body, 4, be),
+                        units: 1_000_000,
+                        offset_s: 0,
+                    };
                     let mut p = 8;
                     while p + 4 <= body.len() {
                         let code = u16_at(body, p, be);
                         let len = u16_at(body, p + 2, be) as usize;
-                        if code == 0 || p + 4 + len > body.len() { break; }
+                        if code == 0 || p + 4 + len > body.len() {
+                            break;
+                        }
                         let v = &body[p + 4..p + 4 + len];
                         if code == 9 && len >= 1 {
                             let r = v[0];
                             let e = (r & 0x7f) as u32;
-                            ifc.units = if r & 0x80 != 0 { 1u64.checked_shl(e).unwrap_or(0) } else { 10u64.checked_pow(e).unwrap_or(0) };
-                            if ifc.units == 0 { ifc.units = 1_000_000; rep.warnings.push(format!("interface {} has an unusable if_tsresol {r:#x}; microseconds assumed", ifaces.len())); }
+                            ifc.units = if r & 0x80 != 0 {
+                                1u64.checked_shl(e).unwrap_or(0)
+                            } else {
+                                10u64.checked_pow(e).unwrap_or(0)
+                            };
+                            if ifc.units == 0 {
+                                ifc.units = 1_000_000;
+                                rep.warnings.push(format!(
+                                    "interface {} has an unusable if_tsresol {r:#x}; microseconds assumed",
+                                    ifaces.len()
+                                ));
+                            }
                         } else if code == 14 && len >= 8 {
                             let b: [u8; 8] = v[..8].try_into().unwrap();
                             ifc.offset_s = if be { i64::from_be_bytes(b) } else { i64::from_le_bytes(b) };
@@ -247,12 +329,25 @@ fn read_pcapng<C: Chunks>(w: &mut Window<C>, f: &mut impl FnMut(Pkt<'_>)) -> Res
                 }
             }
             6 | 2 => {
-                if body.len() < 20 { rep.warnings.push(format!("packet block at byte {o} too short; skipped")); }
-                else {
+                if body.len() < 20 {
+                    rep.warnings.push(format!("packet block at byte {o} too short; skipped"));
+                } else {
                     let (ifid, hi, lo, cap, orig) = if btype == 6 {
-                        (u32_at(body, 0, be) as usize, u32_at(body, 4, be) as u64, u32_at(body, 8, be) as u64, u32_at(body, 12, be) as usize, u32_at(body, 16, be))
+                        (
+                            u32_at(body, 0, be) as usize,
+                            u32_at(body, 4, be) as u64,
+                            u32_at(body, 8, be) as u64,
+                            u32_at(body, 12, be) as usize,
+                            u32_at(body, 16, be),
+                        )
                     } else {
-                        (u16_at(body, 0, be) as usize, u32_at(body, 4, be) as u64, u32_at(body, 8, be) as u64, u32_at(body, 12, be) as usize, u32_at(body, 16, be))
+                        (
+                            u16_at(body, 0, be) as usize,
+                            u32_at(body, 4, be) as u64,
+                            u32_at(body, 8, be) as u64,
+                            u32_at(body, 12, be) as usize,
+                            u32_at(body, 16, be),
+                        )
                     };
                     match ifaces.get(ifid) {
                         None => rep.warnings.push(format!("packet block at byte {o} names interface {ifid}, which was never described; skipped")),
@@ -267,13 +362,22 @@ fn read_pcapng<C: Chunks>(w: &mut Window<C>, f: &mut impl FnMut(Pkt<'_>)) -> Res
             }
             3 => {
                 match ifaces.first() {
-                    None => rep.warnings.push(format!("simple packet block at byte {o} before any interface description; skipped")),
+                    None => rep
+                        .warnings
+                        .push(format!("simple packet block at byte {o} before any interface description; skipped")),
                     Some(ifc) if body.len() >= 4 => {
                         let orig = u32_at(body, 0, be);
                         let mut cap = (orig as usize).min(body.len() - 4);
-                        if ifc.snaplen > 0 { cap = cap.min(ifc.snaplen as usize); }
+                        if ifc.snaplen > 0 {
+                            cap = cap.min(ifc.snaplen as usize);
+                        }
                         // Simple packet blocks have no timestamp: the caller gives them the previous packet's time.
-                        f(Pkt { t_ns: 0, linktype: ifc.linktype, data: &body[4..4 + cap], orig_len: orig.max(cap as u32) });
+                        f(Pkt {
+                            t_ns: 0,
+                            linktype: ifc.linktype,
+                            data: &body[4..4 + cap],
+                            orig_len: orig.max(cap as u32),
+                        });
                         rep.packets += 1;
                     }
                     Some(_) => rep.warnings.push(format!("simple packet block at byte {o} too short; skipped")),
@@ -287,8 +391,11 @@ fn read_pcapng<C: Chunks>(w: &mut Window<C>, f: &mut impl FnMut(Pkt<'_>)) -> Res
 }
 
 fn ticks_to_ns(ts: u64, units: u64) -> i64 {
-    if units == 1_000_000_000 { ts as i64 }
-    else { ((ts as u128 * 1_000_000_000u128) / units as u128) as i64 }
+    if units == 1_000_000_000 {
+        ts as i64
+    } else {
+        ((ts as u128 * 1_000_000_000u128) / units as u128) as i64
+    }
 }
 
 #[cfg(test)]
@@ -300,8 +407,17 @@ mod tests {
         let mut v = Vec::new();
         w32(&mut v, if nanos { 0xa1b2_3c4d } else { 0xa1b2_c3d4 });
         v.extend_from_slice(&if be { [0, 2, 0, 4] } else { [2, 0, 4, 0] });
-        w32(&mut v, 0); w32(&mut v, 0); w32(&mut v, 65535); w32(&mut v, 101);
-        for &(s, fr, d) in recs { w32(&mut v, s); w32(&mut v, fr); w32(&mut v, d.len() as u32); w32(&mut v, d.len() as u32); v.extend_from_slice(d); }
+        w32(&mut v, 0);
+        w32(&mut v, 0);
+        w32(&mut v, 65535);
+        w32(&mut v, 101);
+        for &(s, fr, d) in recs {
+            w32(&mut v, s);
+            w32(&mut v, fr);
+            w32(&mut v, d.len() as u32);
+            w32(&mut v, d.len() as u32);
+            v.extend_from_slice(d);
+        }
         v
     }
 
@@ -314,7 +430,10 @@ mod tests {
             assert_eq!(r.packets, 2);
             assert!(r.warnings.is_empty());
             let unit = if nanos { 1 } else { 1000 };
-            assert_eq!(got, vec![(1_000_000_000 + 5 * unit, 101, b"abc".to_vec()), (2_000_000_000 + 7 * unit, 101, b"de".to_vec())]);
+            assert_eq!(
+                got,
+                vec![(1_000_000_000 + 5 * unit, 101, b"abc".to_vec()), (2_000_000_000 + 7 * unit, 101, b"de".to_vec())]
+            );
         }
     }
 
@@ -340,7 +459,9 @@ mod tests {
     struct Tiny(Vec<u8>, usize, usize);
     impl Chunks for Tiny {
         fn next_chunk(&mut self) -> Option<std::io::Result<Vec<u8>>> {
-            if self.1 >= self.0.len() { return None; }
+            if self.1 >= self.0.len() {
+                return None;
+            }
             let e = (self.1 + self.2).min(self.0.len());
             let c = self.0[self.1..e].to_vec();
             self.1 = e;
@@ -351,7 +472,8 @@ mod tests {
     #[test]
     fn records_straddling_chunks_read_the_same() {
         let recs: Vec<Vec<u8>> = (0..50u8).map(|i| vec![i; 1 + (i as usize * 7) % 40]).collect();
-        let f = pcap(true, false, &recs.iter().enumerate().map(|(i, r)| (i as u32, 0, r.as_slice())).collect::<Vec<_>>());
+        let f =
+            pcap(true, false, &recs.iter().enumerate().map(|(i, r)| (i as u32, 0, r.as_slice())).collect::<Vec<_>>());
         let mut whole = Vec::new();
         read_capture(&f, |p| whole.push((p.t_ns, p.data.to_vec()))).unwrap();
         assert_eq!(whole.len(), 50);
@@ -370,20 +492,28 @@ mod tests {
     fn block(t: u32, body: &[u8]) -> Vec<u8> {
         let len = 12 + body.len().div_ceil(4) * 4;
         let mut v = Vec::new();
-        v.extend_from_slice(&t.to_le_bytes()); v.extend_from_slice(&(len as u32).to_le_bytes());
-        v.extend_from_slice(body); v.resize(len - 4, 0); v.extend_from_slice(&(len as u32).to_le_bytes());
+        v.extend_from_slice(&t.to_le_bytes());
+        v.extend_from_slice(&(len as u32).to_le_bytes());
+        v.extend_from_slice(body);
+        v.resize(len - 4, 0);
+        v.extend_from_slice(&(len as u32).to_le_bytes());
         v
     }
 
     #[test]
     fn pcapng_with_tsresol_and_two_interfaces() {
-        let mut f = block(0x0a0d_0d0a, &[0x4d, 0x3c, 0x2b, 0x1a, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
+        let mut f =
+            block(0x0a0d_0d0a, &[0x4d, 0x3c, 0x2b, 0x1a, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
         f.extend(block(1, &[1, 0, 0, 0, 0, 0, 0, 0])); // Ethernet, microseconds
         f.extend(block(1, &[113, 0, 0, 0, 0, 0, 0, 0, 9, 0, 1, 0, 9, 0, 0, 0, 0, 0, 0, 0])); // SLL, tsresol 10^-9
         let epb = |ifid: u32, ts: u64, d: &[u8]| {
             let mut b = Vec::new();
-            b.extend_from_slice(&ifid.to_le_bytes()); b.extend_from_slice(&((ts >> 32) as u32).to_le_bytes()); b.extend_from_slice(&(ts as u32).to_le_bytes());
-            b.extend_from_slice(&(d.len() as u32).to_le_bytes()); b.extend_from_slice(&(d.len() as u32 + 10).to_le_bytes()); b.extend_from_slice(d);
+            b.extend_from_slice(&ifid.to_le_bytes());
+            b.extend_from_slice(&((ts >> 32) as u32).to_le_bytes());
+            b.extend_from_slice(&(ts as u32).to_le_bytes());
+            b.extend_from_slice(&(d.len() as u32).to_le_bytes());
+            b.extend_from_slice(&(d.len() as u32 + 10).to_le_bytes());
+            b.extend_from_slice(d);
             block(6, &b)
         };
         f.extend(epb(0, 1_500_000, b"xyz"));

@@ -41,9 +41,9 @@
 //! - connections are keyed by their address/port pair; a SYN without ACK with a new
 //!   ISN on a pair already in use starts a new connection.
 use super::decode::{TcpPkt, ACK, FIN, PSH, RST, SYN};
+use crate::fx::FxMap;
 use crate::tcp::ranges::Ranges;
 use std::collections::VecDeque;
-use crate::fx::FxMap;
 
 const OFF: i64 = 1 << 40; // internal offsets stay positive even for bytes before the first seen
 
@@ -101,7 +101,12 @@ pub struct DirStats {
 }
 
 #[derive(Clone, Copy, Debug)]
-struct Seg { s: i64, e: i64, t: i64, rexmit: bool }
+struct Seg {
+    s: i64,
+    e: i64,
+    t: i64,
+    rexmit: bool,
+}
 
 #[derive(Default)]
 struct DirState {
@@ -141,7 +146,9 @@ impl DirState {
         let rel = seq.wrapping_sub(base);
         let d = rel.wrapping_sub(self.hi as u32) as i32 as i64;
         let v = self.hi + d;
-        if v > self.hi { self.hi = v; }
+        if v > self.hi {
+            self.hi = v;
+        }
         v
     }
     /// The unwrapped value of an ACK number for this direction's data.
@@ -203,20 +210,29 @@ pub struct Conn {
 }
 
 #[derive(Clone, Copy, Debug)]
-enum Found { Rtt { dir: u8, ns: i64 }, Ev { dir: u8, kind: u8, seq: i64 } }
+enum Found {
+    Rtt { dir: u8, ns: i64 },
+    Ev { dir: u8, kind: u8, seq: i64 },
+}
 
 impl Conn {
     /// Both SYNs seen and both FINs (or a reset).
     pub fn complete(&self) -> bool {
-        self.dirs[0].syn_pkts > 0 && self.dirs[1].syn_pkts > 0
-            && ((self.dirs[0].fin_pkts > 0 && self.dirs[1].fin_pkts > 0) || self.dirs[0].rst_pkts + self.dirs[1].rst_pkts > 0)
+        self.dirs[0].syn_pkts > 0
+            && self.dirs[1].syn_pkts > 0
+            && ((self.dirs[0].fin_pkts > 0 && self.dirs[1].fin_pkts > 0)
+                || self.dirs[0].rst_pkts + self.dirs[1].rst_pkts > 0)
     }
     /// The first sequence number seen from host `d` (its ISN when the SYN was captured):
     /// relative sequence and ACK numbers are counted from it.
-    pub fn first_seq(&self, d: usize) -> Option<u32> { self.st[d].base }
+    pub fn first_seq(&self, d: usize) -> Option<u32> {
+        self.st[d].base
+    }
     pub fn addr_string(&self, i: usize) -> String {
         let a = &self.addr[i];
-        if !self.v6 { return format!("{}.{}.{}.{}", a[12], a[13], a[14], a[15]); }
+        if !self.v6 {
+            return format!("{}.{}.{}.{}", a[12], a[13], a[14], a[15]);
+        }
         std::net::Ipv6Addr::from(*a).to_string()
     }
 }
@@ -233,27 +249,45 @@ pub struct Tracker {
 }
 
 fn key(p: &TcpPkt) -> Key {
-    if (p.src, p.sport) <= (p.dst, p.dport) { (p.src, p.sport, p.dst, p.dport) } else { (p.dst, p.dport, p.src, p.sport) }
+    if (p.src, p.sport) <= (p.dst, p.dport) {
+        (p.src, p.sport, p.dst, p.dport)
+    } else {
+        (p.dst, p.dport, p.src, p.sport)
+    }
 }
 
 impl Tracker {
-    pub fn new(keep_columns: bool) -> Tracker { Tracker { cols: keep_columns.then(Columns::default), ..Default::default() } }
+    pub fn new(keep_columns: bool) -> Tracker {
+        Tracker { cols: keep_columns.then(Columns::default), ..Default::default() }
+    }
 
     pub fn packet(&mut self, t: i64, p: &TcpPkt) {
         let k = key(p);
         let pure_syn = p.flags & SYN != 0 && p.flags & ACK == 0;
         // Consecutive packets mostly belong to the same connection: skip the map then.
-        let cached = match &self.last { Some((lk, i)) if !pure_syn && *lk == k => Some(*i), _ => None };
-        let idx = if let Some(i) = cached { i } else { match self.map.get(&k) {
-            Some(&i) => {
-                let c = &self.conns[i as usize];
-                let d = if (p.src, p.sport) == (c.addr[0], c.port[0]) { 0 } else { 1 };
-                let reuse = pure_syn && (c.st[d].syn_isn.is_some_and(|isn| isn != p.seq)
-                    || (c.st[d].syn_isn.is_none() && c.dirs[d].packets > 0));
-                if reuse { self.new_conn(k, p, t) } else { i }
+        let cached = match &self.last {
+            Some((lk, i)) if !pure_syn && *lk == k => Some(*i),
+            _ => None,
+        };
+        let idx = if let Some(i) = cached {
+            i
+        } else {
+            match self.map.get(&k) {
+                Some(&i) => {
+                    let c = &self.conns[i as usize];
+                    let d = if (p.src, p.sport) == (c.addr[0], c.port[0]) { 0 } else { 1 };
+                    let reuse = pure_syn
+                        && (c.st[d].syn_isn.is_some_and(|isn| isn != p.seq)
+                            || (c.st[d].syn_isn.is_none() && c.dirs[d].packets > 0));
+                    if reuse {
+                        self.new_conn(k, p, t)
+                    } else {
+                        i
+                    }
+                }
+                None => self.new_conn(k, p, t),
             }
-            None => self.new_conn(k, p, t),
-        } };
+        };
         self.last = Some((k, idx));
         let c = &mut self.conns[idx as usize];
         let d = if (p.src, p.sport) == (c.addr[0], c.port[0]) { 0 } else { 1 };
@@ -263,8 +297,15 @@ impl Tracker {
     fn new_conn(&mut self, k: Key, p: &TcpPkt, t: i64) -> u32 {
         let id = self.conns.len() as u32;
         self.conns.push(Conn {
-            id, addr: [p.src, p.dst], v6: p.v6, port: [p.sport, p.dport], first_ns: t, last_ns: t,
-            dirs: Default::default(), st: Default::default(), found: Vec::new(),
+            id,
+            addr: [p.src, p.dst],
+            v6: p.v6,
+            port: [p.sport, p.dport],
+            first_ns: t,
+            last_ns: t,
+            dirs: Default::default(),
+            st: Default::default(),
+            found: Vec::new(),
         });
         self.map.insert(k, id);
         id
@@ -287,29 +328,58 @@ fn process(c: &mut Conn, d: usize, t: i64, p: &TcpPkt, cols: Option<&mut Columns
     let len = p.payload as i64;
 
     // Counters and options.
-    if ds.packets == 0 { ds.first_ns = t; } else { ds.idle_max_ns = ds.idle_max_ns.max(t - ds.last_ns); }
+    if ds.packets == 0 {
+        ds.first_ns = t;
+    } else {
+        ds.idle_max_ns = ds.idle_max_ns.max(t - ds.last_ns);
+    }
     ds.last_ns = t;
     ds.packets += 1;
-    if syn { ds.syn_pkts += 1; if me.syn_isn.is_none() { me.syn_isn = Some(p.seq); } }
-    if fin { ds.fin_pkts += 1; }
-    if rst { ds.rst_pkts += 1; }
-    if let Some(m) = p.opts.mss { ds.mss_requested = Some(m); }
-    if let Some(w) = p.opts.ws { ds.wscale_requested = Some(w); me.ws = w; me.ws_req = true; }
-    if p.opts.ts.is_some() { ds.timestamps = true; }
-    if p.opts.sack_ok { ds.sack_requested = true; }
+    if syn {
+        ds.syn_pkts += 1;
+        if me.syn_isn.is_none() {
+            me.syn_isn = Some(p.seq);
+        }
+    }
+    if fin {
+        ds.fin_pkts += 1;
+    }
+    if rst {
+        ds.rst_pkts += 1;
+    }
+    if let Some(m) = p.opts.mss {
+        ds.mss_requested = Some(m);
+    }
+    if let Some(w) = p.opts.ws {
+        ds.wscale_requested = Some(w);
+        me.ws = w;
+        me.ws_req = true;
+    }
+    if p.opts.ts.is_some() {
+        ds.timestamps = true;
+    }
+    if p.opts.sack_ok {
+        ds.sack_requested = true;
+    }
     if len > 0 {
         ds.data_pkts += 1;
         ds.data_bytes += len as u64;
-        if p.flags & PSH != 0 { ds.pushed_pkts += 1; }
+        if p.flags & PSH != 0 {
+            ds.pushed_pkts += 1;
+        }
         ds.max_segment = ds.max_segment.max(len as u64);
         ds.min_segment = if ds.min_segment == 0 { len as u64 } else { ds.min_segment.min(len as u64) };
-        if ds.first_data_ns.is_none() { ds.first_data_ns = Some(t); }
+        if ds.first_data_ns.is_none() {
+            ds.first_data_ns = Some(t);
+        }
         ds.last_data_ns = Some(t);
     }
     let eff_win = if has_ack || syn {
         let scale = if !syn && me.ws_req && peer.ws_req { me.ws } else { 0 };
         (p.win as u64) << scale
-    } else { 0 };
+    } else {
+        0
+    };
 
     // Sequence space.
     let s = me.unwrap(p.seq);
@@ -324,16 +394,31 @@ fn process(c: &mut Conn, d: usize, t: i64, p: &TcpPkt, cols: Option<&mut Columns
         } else {
             let rex = overlap(&me.sent, s + OFF, e + OFF) as i64;
             let mut unique = span - rex;
-            if syn && ds.syn_pkts > 1 && rex > 0 { unique += 1; }
-            if fin && ds.fin_pkts > 1 && rex > 0 { unique += 1; }
+            if syn && ds.syn_pkts > 1 && rex > 0 {
+                unique += 1;
+            }
+            if fin && ds.fin_pkts > 1 && rex > 0 {
+                unique += 1;
+            }
             unique -= syn as i64 + fin as i64;
-            if unique > 0 { ds.unique_bytes += unique as u64; }
+            if unique > 0 {
+                ds.unique_bytes += unique as u64;
+            }
             if rex > 0 {
                 kind = KIND_REXMIT;
                 ds.rexmit_pkts += 1;
                 ds.rexmit_bytes += rex as u64;
-                for g in me.segs.iter_mut() { if g.s < e && g.e > s { g.rexmit = true; g.t = t; } }
-                if let Some(ev) = classify_rexmit(me, ds, ps, ds.sack_requested && ps.sack_requested, s, e, t, p) { if keep { found.push(Found::Ev { dir: d as u8, kind: ev, seq: s }); } }
+                for g in me.segs.iter_mut() {
+                    if g.s < e && g.e > s {
+                        g.rexmit = true;
+                        g.t = t;
+                    }
+                }
+                if let Some(ev) = classify_rexmit(me, ds, ps, ds.sack_requested && ps.sack_requested, s, e, t, p) {
+                    if keep {
+                        found.push(Found::Ev { dir: d as u8, kind: ev, seq: s });
+                    }
+                }
             } else if s < me.snd_max {
                 kind = KIND_OUT_OF_ORDER;
                 ds.out_of_order_pkts += 1;
@@ -344,7 +429,9 @@ fn process(c: &mut Conn, d: usize, t: i64, p: &TcpPkt, cols: Option<&mut Columns
             }
             if e > me.snd_max {
                 let ns = s.max(me.snd_max);
-                if me.segs.back().map_or(true, |g| g.e <= ns) { me.segs.push_back(Seg { s: ns, e, t, rexmit: false }); }
+                if me.segs.back().map_or(true, |g| g.e <= ns) {
+                    me.segs.push_back(Seg { s: ns, e, t, rexmit: false });
+                }
                 me.snd_max = e;
             }
             me.sent.insert((s + OFF) as u64, (e + OFF) as u64);
@@ -367,28 +454,40 @@ fn process(c: &mut Conn, d: usize, t: i64, p: &TcpPkt, cols: Option<&mut Columns
             ds.win_n = 0;
         }
         ds.win_max = ds.win_max.max(eff_win);
-        if eff_win > 0 && (ds.win_min == 0 || eff_win < ds.win_min) { ds.win_min = eff_win; }
-        if eff_win == 0 && has_ack { ds.win_zero += 1; }
+        if eff_win > 0 && (ds.win_min == 0 || eff_win < ds.win_min) {
+            ds.win_min = eff_win;
+        }
+        if eff_win == 0 && has_ack {
+            ds.win_zero += 1;
+        }
         ds.win_sum += eff_win as u128;
         ds.win_n += 1;
     }
     let mut rel_ack = -1;
     if has_ack {
         ds.ack_pkts += 1;
-        if len == 0 && !syn && !fin && !rst { ds.pure_acks += 1; }
+        if len == 0 && !syn && !fin && !rst {
+            ds.pure_acks += 1;
+        }
         if let Some(a) = peer.unwrap_ack(p.ack) {
             rel_ack = a;
             let (rtt, spurious) = ack_in(peer, ps, me, a, t, len, eff_win, syn || fin || rst, p);
             if keep {
-                if let Some(ns) = rtt { found.push(Found::Rtt { dir: o as u8, ns }); }
-                if let Some(seq) = spurious { found.push(Found::Ev { dir: o as u8, kind: EV_SPURIOUS_TIMEOUT, seq }); }
+                if let Some(ns) = rtt {
+                    found.push(Found::Rtt { dir: o as u8, ns });
+                }
+                if let Some(seq) = spurious {
+                    found.push(Found::Ev { dir: o as u8, kind: EV_SPURIOUS_TIMEOUT, seq });
+                }
             }
         }
         if p.opts.sack_n > 0 {
             ds.sack_pkts += 1;
             ds.sack_blocks += p.opts.sack_n as u64;
             ds.max_sack_blocks = ds.max_sack_blocks.max(p.opts.sack_n as u64);
-            if is_dsack(p) { ds.dsack_pkts += 1; }
+            if is_dsack(p) {
+                ds.dsack_pkts += 1;
+            }
         }
     }
     me.last_win = eff_win;
@@ -405,8 +504,19 @@ fn process(c: &mut Conn, d: usize, t: i64, p: &TcpPkt, cols: Option<&mut Columns
         cols.kind.push(kind);
         for f in c.found.drain(..) {
             match f {
-                Found::Rtt { dir, ns } => { cols.rtt_t_ns.push(t); cols.rtt_conn.push(c.id); cols.rtt_dir.push(dir); cols.rtt_ns.push(ns); }
-                Found::Ev { dir, kind, seq } => { cols.ev_t_ns.push(t); cols.ev_conn.push(c.id); cols.ev_dir.push(dir); cols.ev_kind.push(kind); cols.ev_seq.push(seq); }
+                Found::Rtt { dir, ns } => {
+                    cols.rtt_t_ns.push(t);
+                    cols.rtt_conn.push(c.id);
+                    cols.rtt_dir.push(dir);
+                    cols.rtt_ns.push(ns);
+                }
+                Found::Ev { dir, kind, seq } => {
+                    cols.ev_t_ns.push(t);
+                    cols.ev_conn.push(c.id);
+                    cols.ev_dir.push(dir);
+                    cols.ev_kind.push(kind);
+                    cols.ev_seq.push(seq);
+                }
             }
         }
     }
@@ -417,16 +527,29 @@ fn overlap(r: &Ranges, s: i64, e: i64) -> u64 {
     let mut n = 0;
     let i = r.v.partition_point(|x| x.1 <= s);
     for &(a, b) in &r.v[i..] {
-        if a >= e { break; }
+        if a >= e {
+            break;
+        }
         n += b.min(e) - a.max(s);
     }
     n
 }
 
 /// Classifies a retransmission of `[s, e)`; returns the event it starts, if any.
-fn classify_rexmit(me: &mut DirState, ds: &mut DirStats, ps: &DirStats, sack: bool, s: i64, e: i64, t: i64, p: &TcpPkt) -> Option<u8> {
+fn classify_rexmit(
+    me: &mut DirState,
+    ds: &mut DirStats,
+    ps: &DirStats,
+    sack: bool,
+    s: i64,
+    e: i64,
+    t: i64,
+    p: &TcpPkt,
+) -> Option<u8> {
     let una = me.una.unwrap_or_else(|| me.segs.front().map_or(s, |g| g.s));
-    if !(s <= una && una < e) { return None; }
+    if !(s <= una && una < e) {
+        return None;
+    }
     // Sent in answer to an ACK (fast retransmit of any kind), or by a timer? At the
     // sender an ACK-clocked retransmission follows the ACK at once; at a capture
     // point nearer the receiver it follows about one RTT later. The capture is near
@@ -437,7 +560,13 @@ fn classify_rexmit(me: &mut DirState, ds: &mut DirStats, ps: &DirStats, sack: bo
     let since = t - me.progress_t.max(if me.last_una_rexmit == Some(una) { me.last_una_rexmit_t } else { i64::MIN });
     let ev = if me.recovery.is_none() {
         me.recovery = Some(me.snd_max);
-        if ack_clocked { ds.fast_retransmits += 1; EV_FAST_RETRANSMIT } else { ds.timeouts += 1; EV_TIMEOUT }
+        if ack_clocked {
+            ds.fast_retransmits += 1;
+            EV_FAST_RETRANSMIT
+        } else {
+            ds.timeouts += 1;
+            EV_TIMEOUT
+        }
     } else if !ack_clocked && since >= 200_000_000 {
         // A timeout within an episode starts a new one (go-back-N resends what was outstanding).
         me.recovery = Some(me.snd_max);
@@ -458,14 +587,26 @@ fn classify_rexmit(me: &mut DirState, ds: &mut DirStats, ps: &DirStats, sack: bo
     me.fresh_dups = 0;
     me.last_una_rexmit = Some(una);
     me.last_una_rexmit_t = t;
-    if ev == EV_TIMEOUT { me.eifel = p.opts.ts.map(|(v, _)| (una, v)); }
+    if ev == EV_TIMEOUT {
+        me.eifel = p.opts.ts.map(|(v, _)| (una, v));
+    }
     Some(ev)
 }
 
 /// An ACK `a` (in `snd`'s sequence space) sent by the host whose state is `rcv`.
 /// Returns the RTT sample it gave and the sequence number of a timeout it showed spurious.
 #[allow(clippy::too_many_arguments)]
-fn ack_in(snd: &mut DirState, ss: &mut DirStats, rcv: &mut DirState, a: i64, t: i64, len: i64, win: u64, ctl: bool, p: &TcpPkt) -> (Option<i64>, Option<i64>) {
+fn ack_in(
+    snd: &mut DirState,
+    ss: &mut DirStats,
+    rcv: &mut DirState,
+    a: i64,
+    t: i64,
+    len: i64,
+    win: u64,
+    ctl: bool,
+    p: &TcpPkt,
+) -> (Option<i64>, Option<i64>) {
     let mut out = (None, None);
     let prev = rcv.last_ack;
     let dup = len == 0 && !ctl && prev == Some(a) && rcv.win_known && win == rcv.last_win && snd.snd_max > a;
@@ -474,7 +615,9 @@ fn ack_in(snd: &mut DirState, ss: &mut DirStats, rcv: &mut DirState, a: i64, t: 
         snd.dups += 1;
         snd.fresh_dups += 1;
         snd.last_dup_t = t;
-        if snd.dups == 3 { ss.triple_dupacks += 1; }
+        if snd.dups == 3 {
+            ss.triple_dupacks += 1;
+        }
     } else if prev != Some(a) {
         snd.dups = 0;
         snd.fresh_dups = 0;
@@ -487,28 +630,39 @@ fn ack_in(snd: &mut DirState, ss: &mut DirStats, rcv: &mut DirState, a: i64, t: 
         let mut sample = None;
         while let Some(g) = snd.segs.front_mut() {
             if g.e <= a {
-                if g.e == a && !g.rexmit && latest <= g.t { sample = Some(t - g.t); }
+                if g.e == a && !g.rexmit && latest <= g.t {
+                    sample = Some(t - g.t);
+                }
                 latest = latest.max(g.t);
                 snd.segs.pop_front();
             } else {
-                if g.s < a { g.s = a; }
+                if g.s < a {
+                    g.s = a;
+                }
                 break;
             }
         }
         if let Some(r) = sample {
-            if ss.rtt_samples == 0 || r < ss.rtt_min_ns { ss.rtt_min_ns = r; }
+            if ss.rtt_samples == 0 || r < ss.rtt_min_ns {
+                ss.rtt_min_ns = r;
+            }
             ss.rtt_max_ns = ss.rtt_max_ns.max(r);
             ss.rtt_sum_ns += r as f64;
             ss.rtt_sum2 += (r as f64) * (r as f64);
             ss.rtt_samples += 1;
-            if ss.rtt_3whs_ns.is_none() && snd.una.is_none() && ss.syn_pkts > 0 { ss.rtt_3whs_ns = Some(r); }
+            if ss.rtt_3whs_ns.is_none() && snd.una.is_none() && ss.syn_pkts > 0 {
+                ss.rtt_3whs_ns = Some(r);
+            }
             out.0 = Some(r);
         }
         snd.una = Some(a);
         snd.progress_t = t;
         snd.dups = 0;
         snd.fresh_dups = 0;
-        if snd.recovery.is_some_and(|r| a >= r) { snd.recovery = None; snd.last_una_rexmit = None; }
+        if snd.recovery.is_some_and(|r| a >= r) {
+            snd.recovery = None;
+            snd.last_una_rexmit = None;
+        }
         if let Some((u, tsv)) = snd.eifel {
             if a > u {
                 if let Some((_, ecr)) = p.opts.ts {
@@ -529,8 +683,13 @@ fn is_dsack(p: &TcpPkt) -> bool {
     let b = &p.opts.sack;
     let lt = |x: u32, y: u32| (x.wrapping_sub(y) as i32) < 0;
     let le = |x: u32, y: u32| !lt(y, x);
-    if le(b[0].1, p.ack) { return true; }
-    p.opts.sack_n > 1 && ((le(b[1].0, b[0].0) && le(b[0].1, b[1].1)) || (le(b[0].0, b[1].0) && lt(b[1].0, b[0].1)) || (le(b[1].1, b[0].1) && lt(b[0].0, b[1].1)))
+    if le(b[0].1, p.ack) {
+        return true;
+    }
+    p.opts.sack_n > 1
+        && ((le(b[1].0, b[0].0) && le(b[0].1, b[1].1))
+            || (le(b[0].0, b[1].0) && lt(b[1].0, b[0].1))
+            || (le(b[1].1, b[0].1) && lt(b[0].0, b[1].1)))
 }
 
 #[cfg(test)]
@@ -544,7 +703,18 @@ mod tests {
     /// A packet from a (dir 0) or b (dir 1).
     fn pk(dir: usize, seq: u32, ack: Option<u32>, len: u32, flags: u8) -> TcpPkt {
         let (src, dst, sp, dp) = if dir == 0 { (A, B, 1000, 80) } else { (B, A, 80, 1000) };
-        TcpPkt { src, dst, sport: sp, dport: dp, seq, ack: ack.unwrap_or(0), flags: flags | if ack.is_some() { ACK } else { 0 }, win: 65535, payload: len, ..Default::default() }
+        TcpPkt {
+            src,
+            dst,
+            sport: sp,
+            dport: dp,
+            seq,
+            ack: ack.unwrap_or(0),
+            flags: flags | if ack.is_some() { ACK } else { 0 },
+            win: 65535,
+            payload: len,
+            ..Default::default()
+        }
     }
 
     /// Handshake with ISNs `ia` (a) and `ib` (b); returns the tracker.
@@ -560,8 +730,12 @@ mod tests {
     fn bulk_without_loss_counts_unique_bytes_and_karn_samples() {
         let (ia, ib) = (1000, 5000);
         let mut t = open(ia, ib);
-        for i in 0..10u32 { t.packet((200 + i as i64) * MS, &pk(0, ia + 1 + i * 100, Some(ib + 1), 100, 0)); }
-        for i in 0..5u32 { t.packet((300 + i as i64) * MS, &pk(1, ib + 1, Some(ia + 1 + (2 * i + 2) * 100), 0, 0)); }
+        for i in 0..10u32 {
+            t.packet((200 + i as i64) * MS, &pk(0, ia + 1 + i * 100, Some(ib + 1), 100, 0));
+        }
+        for i in 0..5u32 {
+            t.packet((300 + i as i64) * MS, &pk(1, ib + 1, Some(ia + 1 + (2 * i + 2) * 100), 0, 0));
+        }
         let s = &t.conns[0].dirs[0];
         assert_eq!((s.data_pkts, s.data_bytes, s.unique_bytes, s.rexmit_pkts), (10, 1000, 1000, 0));
         // SYN sample plus one per ACK (each ACK ends a segment sent once).
@@ -577,7 +751,7 @@ mod tests {
         let (ia, ib) = (0xffff_ff00, 7); // wraps around 2^32 during the transfer
         let mut t = open(ia, ib);
         let s1 = ia.wrapping_add(1);
-        t.packet(200 * MS, &pk(0, s1, Some(ib + 1), 1000, 0));            // one GRO segment of 1000 bytes
+        t.packet(200 * MS, &pk(0, s1, Some(ib + 1), 1000, 0)); // one GRO segment of 1000 bytes
         t.packet(201 * MS, &pk(0, s1.wrapping_add(1000), Some(ib + 1), 500, 0));
         t.packet(900 * MS, &pk(0, s1.wrapping_add(500), Some(ib + 1), 700, 0)); // 500 old + 200 old: all retransmitted
         t.packet(901 * MS, &pk(0, s1.wrapping_add(1400), Some(ib + 1), 300, 0)); // 100 old, 200 new
@@ -594,13 +768,17 @@ mod tests {
     fn dupacks_fast_retransmit_and_timeout() {
         let (ia, ib) = (0, 0);
         let mut t = open(ia, ib);
-        for i in 0..8u32 { t.packet(200 * MS + i as i64, &pk(0, 1 + i * 100, Some(1), 100, 0)); }
+        for i in 0..8u32 {
+            t.packet(200 * MS + i as i64, &pk(0, 1 + i * 100, Some(1), 100, 0));
+        }
         // Segment 2 lost: the receiver acks 201 once, then four duplicates.
         t.packet(300 * MS, &pk(1, 1, Some(201), 0, 0));
-        for k in 0..4 { t.packet(301 * MS + k, &pk(1, 1, Some(201), 0, 0)); }
-        t.packet(302 * MS, &pk(0, 201, Some(1), 100, 0));                  // fast retransmit
-        t.packet(400 * MS, &pk(1, 1, Some(801), 0, 0));                    // recovered
-        // Later: a timeout on segment 9 (no duplicate ACKs).
+        for k in 0..4 {
+            t.packet(301 * MS + k, &pk(1, 1, Some(201), 0, 0));
+        }
+        t.packet(302 * MS, &pk(0, 201, Some(1), 100, 0)); // fast retransmit
+        t.packet(400 * MS, &pk(1, 1, Some(801), 0, 0)); // recovered
+                                                        // Later: a timeout on segment 9 (no duplicate ACKs).
         t.packet(401 * MS, &pk(0, 801, Some(1), 100, 0));
         t.packet(1700 * MS, &pk(0, 801, Some(1), 100, 0));
         t.packet(1800 * MS, &pk(1, 1, Some(901), 0, 0));
@@ -623,12 +801,12 @@ mod tests {
         t.packet(300 * MS, &pk(1, 1, Some(101), 0, 0));
         let mut upd = pk(1, 1, Some(101), 0, 0);
         upd.win = 1000;
-        t.packet(301 * MS, &upd);                                          // window update, same ACK
+        t.packet(301 * MS, &upd); // window update, same ACK
         let mut zero = pk(1, 1, Some(201), 0, 0);
         zero.win = 0;
         t.packet(302 * MS, &zero);
-        t.packet(900 * MS, &pk(0, 201, Some(1), 1, 0));                    // probe
-        t.packet(2000 * MS, &pk(0, 201, Some(1), 1, 0));                   // probe again
+        t.packet(900 * MS, &pk(0, 201, Some(1), 1, 0)); // probe
+        t.packet(2000 * MS, &pk(0, 201, Some(1), 1, 0)); // probe again
         let s = &t.conns[0].dirs[0];
         assert_eq!(s.dupacks, 0);
         assert_eq!((s.zwnd_probe_pkts, s.rexmit_pkts), (2, 0));
@@ -641,32 +819,41 @@ mod tests {
         t.packet(200 * MS, &pk(0, 101, Some(201), 0, FIN));
         t.packet(300 * MS, &pk(1, 201, Some(102), 0, FIN));
         t.packet(300 * MS, &pk(0, 102, Some(202), 0, 0));
-        t.packet(5000 * MS, &pk(0, 9000, None, 0, SYN));                  // same ports, new ISN
+        t.packet(5000 * MS, &pk(0, 9000, None, 0, SYN)); // same ports, new ISN
         t.packet(5100 * MS, &pk(1, 7000, Some(9001), 0, SYN));
         t.packet(5100 * MS, &pk(0, 9001, Some(7001), 10, 0));
         assert_eq!(t.conns.len(), 2);
         assert!(t.conns[0].complete());
-        assert_eq!((t.conns[1].dirs[0].packets, t.conns[1].dirs[0].unique_bytes, t.conns[1].dirs[0].rexmit_pkts), (2, 10, 0));
+        assert_eq!(
+            (t.conns[1].dirs[0].packets, t.conns[1].dirs[0].unique_bytes, t.conns[1].dirs[0].rexmit_pkts),
+            (2, 10, 0)
+        );
         // A retransmitted SYN (same ISN) stays in the same connection, and is a timeout.
         let mut u = Tracker::new(false);
         u.packet(0, &pk(0, 5, None, 0, SYN));
         u.packet(3000 * MS, &pk(0, 5, None, 0, SYN));
         assert_eq!(u.conns.len(), 1);
-        assert_eq!((u.conns[0].dirs[0].rexmit_pkts, u.conns[0].dirs[0].timeouts, u.conns[0].dirs[0].unique_bytes), (1, 1, 0));
+        assert_eq!(
+            (u.conns[0].dirs[0].rexmit_pkts, u.conns[0].dirs[0].timeouts, u.conns[0].dirs[0].unique_bytes),
+            (1, 1, 0)
+        );
     }
 
     #[test]
     fn eifel_detects_a_spurious_timeout() {
         let mut t = open(0, 0);
-        let ts = |mut p: TcpPkt, v: u32, e: u32| { p.opts.ts = Some((v, e)); p };
+        let ts = |mut p: TcpPkt, v: u32, e: u32| {
+            p.opts.ts = Some((v, e));
+            p
+        };
         t.packet(200 * MS, &ts(pk(0, 1, Some(1), 100, 0), 10, 0));
-        t.packet(1500 * MS, &ts(pk(0, 1, Some(1), 100, 0), 20, 0));         // timeout
-        t.packet(1600 * MS, &ts(pk(1, 1, Some(101), 0, 0), 30, 10));        // echoes the original: spurious
+        t.packet(1500 * MS, &ts(pk(0, 1, Some(1), 100, 0), 20, 0)); // timeout
+        t.packet(1600 * MS, &ts(pk(1, 1, Some(101), 0, 0), 30, 10)); // echoes the original: spurious
         assert_eq!((t.conns[0].dirs[0].timeouts, t.conns[0].dirs[0].spurious_timeouts), (1, 1));
         let mut u = open(0, 0);
         u.packet(200 * MS, &ts(pk(0, 1, Some(1), 100, 0), 10, 0));
         u.packet(1500 * MS, &ts(pk(0, 1, Some(1), 100, 0), 20, 0));
-        u.packet(1600 * MS, &ts(pk(1, 1, Some(101), 0, 0), 30, 20));        // echoes the retransmission
+        u.packet(1600 * MS, &ts(pk(1, 1, Some(101), 0, 0), 30, 20)); // echoes the retransmission
         assert_eq!((u.conns[0].dirs[0].timeouts, u.conns[0].dirs[0].spurious_timeouts), (1, 0));
     }
 

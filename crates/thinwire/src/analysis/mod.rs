@@ -12,7 +12,7 @@ pub mod capture;
 pub mod conn;
 pub mod decode;
 
-pub use capture::{read_capture, read_capture_chunks, read_capture_from, Chunks, CaptureError, ReadReport};
+pub use capture::{read_capture, read_capture_chunks, read_capture_from, CaptureError, Chunks, ReadReport};
 pub use conn::{Columns, Conn, DirStats, Tracker};
 
 /// Everything found in one capture.
@@ -47,17 +47,29 @@ pub fn analyze_chunks<C: Chunks>(src: C, keep_columns: bool) -> Result<Analysis,
         let t = if p.t_ns == 0 { last_t } else { p.t_ns };
         last_t = t;
         match decode::decode(p.linktype, p.data, p.orig_len) {
-            decode::Decoded::Tcp(h) => { tcp += 1; tracker.packet(t, &h); }
+            decode::Decoded::Tcp(h) => {
+                tcp += 1;
+                tracker.packet(t, &h);
+            }
             decode::Decoded::Other => other += 1,
-            decode::Decoded::Short(why) => { short += 1; short_why.get_or_insert(why); }
-            decode::Decoded::UnknownLink(l) => { other += 1; unknown.get_or_insert(l); }
+            decode::Decoded::Short(why) => {
+                short += 1;
+                short_why.get_or_insert(why);
+            }
+            decode::Decoded::UnknownLink(l) => {
+                other += 1;
+                unknown.get_or_insert(l);
+            }
         }
     })?;
     if let Some(l) = unknown {
         report.warnings.push(format!("link type {l} is not supported (Ethernet 1, raw IP 101/228/229, loopback 0/108, Linux cooked 113/276 are); its packets were skipped"));
     }
     if short > 0 {
-        report.warnings.push(format!("{short} TCP packets were too short to analyse (first: {}); they were skipped", short_why.unwrap_or("?")));
+        report.warnings.push(format!(
+            "{short} TCP packets were too short to analyse (first: {}); they were skipped",
+            short_why.unwrap_or("?")
+        ));
     }
     Ok(Analysis { report, tracker, tcp_packets: tcp, other_packets: other, short_packets: short })
 }
@@ -65,11 +77,18 @@ pub fn analyze_chunks<C: Chunks>(src: C, keep_columns: bool) -> Result<Analysis,
 /// Chunks read ahead by a second thread, so the kernel's copying overlaps the
 /// analysis. Used chunks go back to the reader, so their memory is neither zeroed
 /// nor faulted in again.
-struct ReadAhead { rx: std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>>, back: std::sync::mpsc::Sender<Vec<u8>> }
+struct ReadAhead {
+    rx: std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>>,
+    back: std::sync::mpsc::Sender<Vec<u8>>,
+}
 
 impl capture::Chunks for ReadAhead {
-    fn next_chunk(&mut self) -> Option<std::io::Result<Vec<u8>>> { self.rx.recv().ok() }
-    fn recycle(&mut self, c: Vec<u8>) { let _ = self.back.send(c); }
+    fn next_chunk(&mut self) -> Option<std::io::Result<Vec<u8>>> {
+        self.rx.recv().ok()
+    }
+    fn recycle(&mut self, c: Vec<u8>) {
+        let _ = self.back.send(c);
+    }
 }
 
 /// Analyses a capture file, reading it ahead on a second thread.
@@ -84,8 +103,15 @@ pub fn analyze_file(path: &std::path::Path, keep_columns: bool) -> Result<Analys
         c.clear();
         match (&mut f).take(CHUNK).read_to_end(&mut c) {
             Ok(0) => return,
-            Ok(_) => { if tx.send(Ok(c)).is_err() { return; } }
-            Err(e) => { let _ = tx.send(Err(e)); return; }
+            Ok(_) => {
+                if tx.send(Ok(c)).is_err() {
+                    return;
+                }
+            }
+            Err(e) => {
+                let _ = tx.send(Err(e));
+                return;
+            }
         }
     });
     let r = analyze_chunks(ReadAhead { rx, back }, keep_columns);

@@ -12,10 +12,17 @@ use crate::engine::rng::Rng;
 use crate::time::{Duration, Instant};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct MediaConfig { pub rate: u64, pub packet: u32, pub talk: Duration, pub silence: Duration }
+pub struct MediaConfig {
+    pub rate: u64,
+    pub packet: u32,
+    pub talk: Duration,
+    pub silence: Duration,
+}
 
 impl Default for MediaConfig {
-    fn default() -> Self { MediaConfig { rate: 56_000, packet: 250, talk: Duration::from_secs(1), silence: Duration::from_millis(1350) } }
+    fn default() -> Self {
+        MediaConfig { rate: 56_000, packet: 250, talk: Duration::from_secs(1), silence: Duration::from_millis(1350) }
+    }
 }
 
 pub struct MediaSource {
@@ -34,10 +41,14 @@ impl MediaSource {
         let talk_end = start + Duration::from_secs_f64(rng.exponential(cfg.talk.as_secs_f64()));
         MediaSource { cfg, interval, rng, next: start, talk_end, packets: 0, talk_spurts: 1 }
     }
-    pub fn poll_timeout(&self) -> Instant { self.next }
+    pub fn poll_timeout(&self) -> Instant {
+        self.next
+    }
     /// If a packet is due at `now`, returns its IP size and schedules the next one.
     pub fn poll_packet(&mut self, now: Instant) -> Option<u32> {
-        if self.next > now { return None; }
+        if self.next > now {
+            return None;
+        }
         // Skip silent periods: a packet is only sent inside a talk spurt.
         while self.next >= self.talk_end {
             let silence = Duration::from_secs_f64(self.rng.exponential(self.cfg.silence.as_secs_f64()));
@@ -45,7 +56,9 @@ impl MediaSource {
             self.talk_end = start + Duration::from_secs_f64(self.rng.exponential(self.cfg.talk.as_secs_f64()));
             self.talk_spurts += 1;
             self.next = start;
-            if self.next > now { return None; }
+            if self.next > now {
+                return None;
+            }
         }
         self.next += self.interval;
         self.packets += 1;
@@ -66,7 +79,9 @@ mod tests {
             let t = m.poll_timeout();
             assert!(t >= last, "time must not go backwards");
             last = t;
-            if let Some(s) = m.poll_packet(t) { bytes += s as u64; }
+            if let Some(s) = m.poll_packet(t) {
+                bytes += s as u64;
+            }
         }
         let avg = bytes as f64 * 8.0 / 20_000.0;
         // 56 kbit/s × 1/(1+1.35) = 23.8 kbit/s (seed 002: 37.5 % of 64 kbit/s, i.e. 24 kbit/s).

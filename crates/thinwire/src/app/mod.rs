@@ -8,9 +8,22 @@ pub mod web;
 use crate::time::Instant;
 
 /// A UDP source: media (on/off) or probe (spaced bursts).
-pub enum UdpSource { Media(media::MediaSource), Probe(probe::ProbeSource) }
+pub enum UdpSource {
+    Media(media::MediaSource),
+    Probe(probe::ProbeSource),
+}
 
 impl UdpSource {
-    pub fn poll_timeout(&self) -> Instant { match self { UdpSource::Media(m) => m.poll_timeout(), UdpSource::Probe(p) => p.poll_timeout() } }
-    pub fn poll_packet(&mut self, now: Instant) -> Option<u32> { match self { UdpSource::Media(m) => m.poll_packet(now), UdpSource::Probe(p) => p.poll_packet(now) } }
+    pub fn poll_timeout(&self) -> Instant {
+        match self {
+            UdpSource::Media(m) => m.poll_timeout(),
+            UdpSource::Probe(p) => p.poll_timeout(),
+        }
+    }
+    pub fn poll_packet(&mut self, now: Instant) -> Option<u32> {
+        match self {
+            UdpSource::Media(m) => m.poll_packet(now),
+            UdpSource::Probe(p) => p.poll_packet(now),
+        }
+    }
 }

@@ -30,7 +30,9 @@ pub fn bessel_j0(x: f64) -> f64 {
     let n = 64 + 2 * x.abs().ceil() as usize;
     let h = std::f64::consts::PI / n as f64;
     let mut s = 0.5 * (1.0 + 1.0); // cos(0) at t = 0 and t = π
-    for k in 1..n { s += (x * (k as f64 * h).sin()).cos(); }
+    for k in 1..n {
+        s += (x * (k as f64 * h).sin()).cos();
+    }
     s / n as f64
 }
 
@@ -46,7 +48,9 @@ fn bessel_i0e(z: f64) -> f64 {
             term *= y / (k * k);
             sum += term;
             k += 1.0;
-            if k > 5000.0 { break; }
+            if k > 5000.0 {
+                break;
+            }
         }
         sum
     } else {
@@ -60,11 +64,15 @@ fn bessel_i0e(z: f64) -> f64 {
 pub fn marcum_q1(a: f64, b: f64) -> f64 {
     let f = |x: f64| x * (-(x - a) * (x - a) / 2.0).exp() * bessel_i0e(a * x);
     let hi = a.max(b) + 40.0;
-    if b >= hi { return 0.0; }
+    if b >= hi {
+        return 0.0;
+    }
     let n = 20_000usize;
     let h = (hi - b) / n as f64;
     let mut s = f(b) + f(hi);
-    for k in 1..n { s += f(b + k as f64 * h) * if k % 2 == 1 { 4.0 } else { 2.0 }; }
+    for k in 1..n {
+        s += f(b + k as f64 * h) * if k % 2 == 1 { 4.0 } else { 2.0 };
+    }
     (s * h / 3.0).clamp(0.0, 1.0)
 }
 
@@ -115,7 +123,9 @@ mod tests {
     #[test]
     fn marcum_limits() {
         // Q1(0, b) = exp(-b²/2); Q1(a, 0) = 1.
-        for b in [0.5, 1.0, 2.0, 4.0] { assert!((marcum_q1(0.0, b) - (-b * b / 2.0f64).exp()).abs() < 1e-9, "{b}"); }
+        for b in [0.5, 1.0, 2.0, 4.0] {
+            assert!((marcum_q1(0.0, b) - (-b * b / 2.0f64).exp()).abs() < 1e-9, "{b}");
+        }
         assert!((marcum_q1(3.0, 0.0) - 1.0).abs() < 1e-9);
         // A tabulated value: Q1(1, 2) ≈ 0.269012 (e.g. MATLAB marcumq(1,2)).
         assert!((marcum_q1(1.0, 2.0) - 0.269_012).abs() < 1e-5);

@@ -38,12 +38,18 @@ impl Channel {
             Channel::TwoState(c) => c.lose(start, airtime, bits),
             Channel::Fading(c) => c.lose(start, airtime),
             Channel::DropList { sorted, next } => {
-                while *next < sorted.len() && sorted[*next] < index { *next += 1; }
+                while *next < sorted.len() && sorted[*next] < index {
+                    *next += 1;
+                }
                 *next < sorted.len() && sorted[*next] == index
             }
         }
     }
-    pub fn droplist(mut frames: Vec<u64>) -> Channel { frames.sort_unstable(); frames.dedup(); Channel::DropList { sorted: frames, next: 0 } }
+    pub fn droplist(mut frames: Vec<u64>) -> Channel {
+        frames.sort_unstable();
+        frames.dedup();
+        Channel::DropList { sorted: frames, next: 0 }
+    }
 }
 
 #[cfg(test)]

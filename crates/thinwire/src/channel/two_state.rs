@@ -26,17 +26,29 @@ impl TwoState {
     pub fn new(good_ber: f64, good_mean: Duration, bad_ber: f64, bad_mean: Duration, mut rng: Rng) -> TwoState {
         let mean = [good_mean.as_secs_f64(), bad_mean.as_secs_f64()];
         let until = Instant::ZERO + Duration::from_secs_f64(rng.exponential(mean[0]));
-        TwoState { ber: [good_ber, bad_ber], ln_ok: [(1.0 - good_ber).ln(), (1.0 - bad_ber).ln()], mean, rng, bad: false, until, log: None }
+        TwoState {
+            ber: [good_ber, bad_ber],
+            ln_ok: [(1.0 - good_ber).ln(), (1.0 - bad_ber).ln()],
+            mean,
+            rng,
+            bad: false,
+            until,
+            log: None,
+        }
     }
     fn flip(&mut self) {
         self.bad = !self.bad;
-        if let Some(l) = &mut self.log { l.push((self.until, self.bad)); }
+        if let Some(l) = &mut self.log {
+            l.push((self.until, self.bad));
+        }
         let d = Duration::from_secs_f64(self.rng.exponential(self.mean[self.bad as usize])).max(Duration(1));
         self.until += d;
     }
 
     pub fn lose(&mut self, start: Instant, airtime: Duration, bits: u64) -> bool {
-        while self.until <= start { self.flip(); }
+        while self.until <= start {
+            self.flip();
+        }
         let end = start + airtime;
         let mut t = start;
         let mut log_ok = 0.0f64;
@@ -45,7 +57,9 @@ impl TwoState {
             let seg_end = if self.until < end { self.until } else { end };
             let share = (seg_end - t).nanos() as f64 / total;
             log_ok += share * bits as f64 * self.ln_ok[self.bad as usize];
-            if seg_end >= end { break; }
+            if seg_end >= end {
+                break;
+            }
             t = seg_end;
             self.flip();
         }
@@ -60,17 +74,30 @@ mod tests {
     /// Frame loss rate for seed 002's parameters, frames back to back.
     pub fn measured_flr(bad_ms: i64, seed: u64, frames: u64) -> f64 {
         let airtime = Duration::transmission(254, 64_000);
-        let mut c = TwoState::new(1e-6, Duration::from_secs(10), 1e-2, Duration::from_millis(bad_ms), Rng::stream(seed, 0, "ts"));
+        let mut c = TwoState::new(
+            1e-6,
+            Duration::from_secs(10),
+            1e-2,
+            Duration::from_millis(bad_ms),
+            Rng::stream(seed, 0, "ts"),
+        );
         let mut t = Instant::ZERO;
         let mut lost = 0;
-        for _ in 0..frames { if c.lose(t, airtime, 254 * 8) { lost += 1; } t += airtime; }
+        for _ in 0..frames {
+            if c.lose(t, airtime, 254 * 8) {
+                lost += 1;
+            }
+            t += airtime;
+        }
         lost as f64 / frames as f64
     }
     #[test]
     fn bad_state_frames_are_lost_and_good_state_rarely() {
-        let mut c = TwoState::new(0.0, Duration::from_secs(1_000_000), 1e-2, Duration::from_secs(1), Rng::stream(1, 0, "x"));
+        let mut c =
+            TwoState::new(0.0, Duration::from_secs(1_000_000), 1e-2, Duration::from_secs(1), Rng::stream(1, 0, "x"));
         assert!(!c.lose(Instant(0), Duration::from_millis(30), 2000));
-        c.bad = true; c.until = Instant(0) + Duration::from_secs(100_000);
+        c.bad = true;
+        c.until = Instant(0) + Duration::from_secs(100_000);
         assert!(c.lose(Instant(0), Duration::from_millis(30), 2000));
     }
     #[test]

@@ -2,7 +2,16 @@
 use crate::channel::{Channel, Fading, TwoState};
 use crate::config::{ArqCfg, ChannelCfg, FlowCfg, Limit, Scenario};
 use crate::engine::rng::Rng;
-use crate::link::{gprs::{Gprs, GprsConfig}, gsm_csd::{CsdConfig, GsmCsd}, rlp_gsm::{OnN2, RlpConfig}, is707::{Is707, Is707Config}, raw::Raw, rlc_am::{Rlc, RlcConfig}, sr::{Sr, SrConfig}, Arq};
+use crate::link::{
+    gprs::{Gprs, GprsConfig},
+    gsm_csd::{CsdConfig, GsmCsd},
+    is707::{Is707, Is707Config},
+    raw::Raw,
+    rlc_am::{Rlc, RlcConfig},
+    rlp_gsm::{OnN2, RlpConfig},
+    sr::{Sr, SrConfig},
+    Arq,
+};
 use crate::tcp::{TcpConfig, Variant};
 use crate::time::Duration;
 
@@ -11,13 +20,18 @@ pub const DIR_NAMES: [&str; 2] = ["down", "up"];
 pub fn channel(sc: &Scenario, dir: usize, frame_airtime: Duration) -> Channel {
     let w = &sc.wireless;
     let specific = if dir == 0 { &w.down } else { &w.up };
-    let cfg = specific.as_ref().and_then(|d| d.channel.clone()).or_else(|| w.channel.clone()).unwrap_or(ChannelCfg::None);
+    let cfg =
+        specific.as_ref().and_then(|d| d.channel.clone()).or_else(|| w.channel.clone()).unwrap_or(ChannelCfg::None);
     let rng = Rng::stream(sc.seed, sc.run, &format!("channel.{}", DIR_NAMES[dir]));
     match cfg {
         ChannelCfg::None => Channel::None,
         ChannelCfg::Uniform { p } => Channel::Uniform { p, rng },
-        ChannelCfg::TwoState { good, bad } => Channel::TwoState(TwoState::new(good.ber, good.mean.0, bad.ber, bad.mean.0, rng)),
-        ChannelCfg::Fading { pe, fdt, frame_time } => Channel::Fading(Fading::new(pe, fdt, Some(frame_time.map(|d| d.0).unwrap_or(frame_airtime)), rng)),
+        ChannelCfg::TwoState { good, bad } => {
+            Channel::TwoState(TwoState::new(good.ber, good.mean.0, bad.ber, bad.mean.0, rng))
+        }
+        ChannelCfg::Fading { pe, fdt, frame_time } => {
+            Channel::Fading(Fading::new(pe, fdt, Some(frame_time.map(|d| d.0).unwrap_or(frame_airtime)), rng))
+        }
         ChannelCfg::DropList { frames } => Channel::droplist(frames),
     }
 }
@@ -32,7 +46,12 @@ pub fn arq(sc: &Scenario, side: usize) -> Arq {
         "is707" => Arq::Is707(Box::new(Is707::new(is707_config(&a, max_payload)))),
         "gprs" => {
             let c = gprs_config(&a, side);
-            Arq::Gprs(Box::new(Gprs::new(c, Rng::stream(sc.seed, sc.run, "gprs.outage"), Rng::stream(sc.seed, sc.run, "gprs.poor"), Rng::stream(sc.seed, sc.run, &format!("gprs.setup.{}", DIR_NAMES[side])))))
+            Arq::Gprs(Box::new(Gprs::new(
+                c,
+                Rng::stream(sc.seed, sc.run, "gprs.outage"),
+                Rng::stream(sc.seed, sc.run, "gprs.poor"),
+                Rng::stream(sc.seed, sc.run, &format!("gprs.setup.{}", DIR_NAMES[side])),
+            )))
         }
         "rlp-gsm" => Arq::Gsm(Box::new(GsmCsd::new(csd_config(&a, max_payload, side == 0)))),
         _ => Arq::Sr(Box::new(Sr::new(sr_config(&a, max_payload)))),
@@ -42,7 +61,9 @@ pub fn arq(sc: &Scenario, side: usize) -> Arq {
 /// `side` 0 sends the downlink, 1 the uplink.
 pub fn gprs_config(a: &ArqCfg, side: usize) -> GprsConfig {
     let d = if side == 0 { GprsConfig::downlink() } else { GprsConfig::uplink() };
-    let range = |v: &Option<Vec<crate::config::Dur>>, d: (Duration, Duration)| v.as_ref().map(|v| (v[0].0, v[1].0)).unwrap_or(d);
+    let range = |v: &Option<Vec<crate::config::Dur>>, d: (Duration, Duration)| {
+        v.as_ref().map(|v| (v[0].0, v[1].0)).unwrap_or(d)
+    };
     GprsConfig {
         tbf_idle: a.tbf_idle.map(|x| x.0).unwrap_or(d.tbf_idle),
         setup: range(if side == 0 { &a.setup_down } else { &a.setup_up }, d.setup),
@@ -68,7 +89,14 @@ pub fn csd_config(a: &ArqCfg, max_payload: u32, network_side: bool) -> CsdConfig
         on_n2: if a.on_n2.as_deref() == Some("drop-call") { OnN2::DropCall } else { OnN2::Reset },
     };
     let c = CsdConfig::default();
-    CsdConfig { rlp, vj: a.header_compression.unwrap_or(c.vj), vj_toss_on_error: a.vj_toss_on_error.unwrap_or(c.vj_toss_on_error), l2r_rate: a.l2r_rate.map(|r| r.0 / 8), l2r_buffer: a.l2r_buffer.map(|b| b.0 as u32).unwrap_or(c.l2r_buffer), network_side }
+    CsdConfig {
+        rlp,
+        vj: a.header_compression.unwrap_or(c.vj),
+        vj_toss_on_error: a.vj_toss_on_error.unwrap_or(c.vj_toss_on_error),
+        l2r_rate: a.l2r_rate.map(|r| r.0 / 8),
+        l2r_buffer: a.l2r_buffer.map(|b| b.0 as u32).unwrap_or(c.l2r_buffer),
+        network_side,
+    }
 }
 
 pub fn is707_config(a: &ArqCfg, max_payload: u32) -> Is707Config {
@@ -77,14 +105,22 @@ pub fn is707_config(a: &ArqCfg, max_payload: u32) -> Is707Config {
         max_payload,
         nak_rounds: a.nak_rounds.clone().unwrap_or(d.nak_rounds),
         nak_timer: a.nak_timer.map(|x| x.0).unwrap_or(d.nak_timer),
-        idle_frames: match &a.idle_frames { None => d.idle_frames, Some(crate::config::IdleFrames::Count(n)) => Some(*n), Some(_) => None },
+        idle_frames: match &a.idle_frames {
+            None => d.idle_frames,
+            Some(crate::config::IdleFrames::Count(n)) => Some(*n),
+            Some(_) => None,
+        },
     }
 }
 
 pub fn sr_config(a: &ArqCfg, max_payload: u32) -> SrConfig {
     let d = SrConfig::default();
     let timeout = a.timeout.map(|x| x.0).unwrap_or(d.timeout);
-    let adaptive = if a.protocol == "asr" { Some(a.policy.as_deref().and_then(crate::config::parse_policy).unwrap_or((3, 2))) } else { None };
+    let adaptive = if a.protocol == "asr" {
+        Some(a.policy.as_deref().and_then(crate::config::parse_policy).unwrap_or((3, 2)))
+    } else {
+        None
+    };
     SrConfig {
         window: a.window.unwrap_or(d.window),
         ack_delay: a.ack_delay.map(|x| x.0).unwrap_or(d.ack_delay),
@@ -117,7 +153,9 @@ pub fn rlc_config(a: &ArqCfg, max_payload: u32) -> RlcConfig {
 }
 
 pub fn tcp_config(f: &FlowCfg) -> TcpConfig {
-    let Some(t) = &f.tcp else { return TcpConfig::default(); };
+    let Some(t) = &f.tcp else {
+        return TcpConfig::default();
+    };
     let d = t.profile.as_deref().and_then(TcpConfig::profile).unwrap_or_default();
     let variant = t.variant.as_deref().and_then(Variant::parse).unwrap_or(d.variant);
     TcpConfig {
@@ -142,7 +180,9 @@ pub fn tcp_config(f: &FlowCfg) -> TcpConfig {
     }
 }
 
-pub fn limit(q: &Option<crate::config::QueueCfg>, default: Limit) -> Limit { q.as_ref().map(|q| q.limit).unwrap_or(default) }
+pub fn limit(q: &Option<crate::config::QueueCfg>, default: Limit) -> Limit {
+    q.as_ref().map(|q| q.limit).unwrap_or(default)
+}
 
 /// The split-TCP proxy's configuration from `[proxy]`; the link rate defaults to
 /// the wireless downlink's.
@@ -151,17 +191,35 @@ pub fn proxy_config(sc: &Scenario) -> Option<crate::proxy::ProxyConfig> {
     let mut c = crate::proxy::ProxyConfig::default();
     let down = sc.wireless.down.as_ref().and_then(|d| d.rate).map(|r| r.0).unwrap_or(sc.wireless.rate.0);
     c.link_rate = p.link_rate.map(|r| r.0).unwrap_or(down) / 8;
-    if let Some(d) = p.link_rtt { c.link_rtt = d.0; }
-    if let Some(h) = p.headroom { c.headroom = h; }
+    if let Some(d) = p.link_rtt {
+        c.link_rtt = d.0;
+    }
+    if let Some(h) = p.headroom {
+        c.headroom = h;
+    }
     c.clamp = p.clamp.map(|s| s.0);
     c.estimate_clamp = p.estimate_clamp.unwrap_or(false);
-    if let Some(o) = p.overprovision { c.overprovision = o; }
+    if let Some(o) = p.overprovision {
+        c.overprovision = o;
+    }
     c.growth = p.growth.map(|g| g.0 as f64);
-    if let Some(n) = p.retransmit_at { c.retransmit_at = n; }
-    if let Some(d) = p.min_rto { c.min_rto = d.0; }
-    if let Some(d) = p.initial_rto { c.initial_rto = d.0; }
-    if let Some(d) = p.max_rto { c.max_rto = d.0; }
-    if let Some(m) = p.mss { c.mss = m; }
-    if let Some(cs) = &p.classes { c.classes = cs.iter().map(|k| (k.port, k.priority, k.tickets)).collect(); }
+    if let Some(n) = p.retransmit_at {
+        c.retransmit_at = n;
+    }
+    if let Some(d) = p.min_rto {
+        c.min_rto = d.0;
+    }
+    if let Some(d) = p.initial_rto {
+        c.initial_rto = d.0;
+    }
+    if let Some(d) = p.max_rto {
+        c.max_rto = d.0;
+    }
+    if let Some(m) = p.mss {
+        c.mss = m;
+    }
+    if let Some(cs) = &p.classes {
+        c.classes = cs.iter().map(|k| (k.port, k.priority, k.tickets)).collect();
+    }
     Some(c)
 }

@@ -6,31 +6,66 @@ use crate::time::Instant;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-struct Entry<E> { at: Instant, seq: u64, ev: E }
-impl<E> PartialEq for Entry<E> { fn eq(&self, o: &Self) -> bool { self.at == o.at && self.seq == o.seq } }
+struct Entry<E> {
+    at: Instant,
+    seq: u64,
+    ev: E,
+}
+impl<E> PartialEq for Entry<E> {
+    fn eq(&self, o: &Self) -> bool {
+        self.at == o.at && self.seq == o.seq
+    }
+}
 impl<E> Eq for Entry<E> {}
-impl<E> PartialOrd for Entry<E> { fn partial_cmp(&self, o: &Self) -> Option<Ordering> { Some(self.cmp(o)) } }
+impl<E> PartialOrd for Entry<E> {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
 impl<E> Ord for Entry<E> {
     // Reversed: BinaryHeap is a max-heap and we want the earliest event first.
-    fn cmp(&self, o: &Self) -> Ordering { o.at.cmp(&self.at).then(o.seq.cmp(&self.seq)) }
+    fn cmp(&self, o: &Self) -> Ordering {
+        o.at.cmp(&self.at).then(o.seq.cmp(&self.seq))
+    }
 }
 
-pub struct EventQueue<E> { heap: BinaryHeap<Entry<E>>, seq: u64, now: Instant, popped: u64 }
+pub struct EventQueue<E> {
+    heap: BinaryHeap<Entry<E>>,
+    seq: u64,
+    now: Instant,
+    popped: u64,
+}
 
-impl<E> Default for EventQueue<E> { fn default() -> Self { Self::new() } }
+impl<E> Default for EventQueue<E> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 impl<E> EventQueue<E> {
-    pub fn new() -> Self { EventQueue { heap: BinaryHeap::with_capacity(1024), seq: 0, now: Instant::ZERO, popped: 0 } }
-    pub fn now(&self) -> Instant { self.now }
-    pub fn popped(&self) -> u64 { self.popped }
-    pub fn len(&self) -> usize { self.heap.len() }
-    pub fn is_empty(&self) -> bool { self.heap.is_empty() }
+    pub fn new() -> Self {
+        EventQueue { heap: BinaryHeap::with_capacity(1024), seq: 0, now: Instant::ZERO, popped: 0 }
+    }
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+    pub fn popped(&self) -> u64 {
+        self.popped
+    }
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
     pub fn schedule(&mut self, at: Instant, ev: E) {
         assert!(at >= self.now, "event scheduled in the past: {at:?} < {:?}", self.now);
         self.seq += 1;
         self.heap.push(Entry { at, seq: self.seq, ev });
     }
-    pub fn peek_time(&self) -> Option<Instant> { self.heap.peek().map(|e| e.at) }
+    pub fn peek_time(&self) -> Option<Instant> {
+        self.heap.peek().map(|e| e.at)
+    }
     pub fn pop(&mut self) -> Option<(Instant, E)> {
         let e = self.heap.pop()?;
         assert!(e.at >= self.now, "time went backwards");

@@ -7,7 +7,9 @@
 //! by this code, not by a dependency's version.
 
 #[derive(Clone, Debug)]
-pub struct Rng { s: [u64; 4] }
+pub struct Rng {
+    s: [u64; 4],
+}
 
 fn splitmix(x: &mut u64) -> u64 {
     *x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -20,17 +22,25 @@ fn splitmix(x: &mut u64) -> u64 {
 /// FNV-1a over the label, to turn names into stream keys.
 fn label_hash(label: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in label.bytes() { h ^= b as u64; h = h.wrapping_mul(0x100_0000_01b3); }
+    for b in label.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100_0000_01b3);
+    }
     h
 }
 
 impl Rng {
     /// The stream for component `label` in run `run` of root seed `seed`.
     pub fn stream(seed: u64, run: u64, label: &str) -> Rng {
-        let mut x = seed ^ splitmix(&mut run.wrapping_mul(0xD6E8_FEB8_6659_FD93).clone()) ^ label_hash(label).rotate_left(17);
+        let mut x =
+            seed ^ splitmix(&mut run.wrapping_mul(0xD6E8_FEB8_6659_FD93).clone()) ^ label_hash(label).rotate_left(17);
         let mut s = [0u64; 4];
-        for v in s.iter_mut() { *v = splitmix(&mut x); }
-        if s == [0; 4] { s[0] = 1; }
+        for v in s.iter_mut() {
+            *v = splitmix(&mut x);
+        }
+        if s == [0; 4] {
+            s[0] = 1;
+        }
         Rng { s }
     }
     pub fn next_u64(&mut self) -> u64 {
@@ -45,13 +55,21 @@ impl Rng {
         r
     }
     /// Uniform in [0, 1) with 53 bits.
-    pub fn uniform(&mut self) -> f64 { (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64) }
+    pub fn uniform(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
     /// True with probability p.
-    pub fn bernoulli(&mut self, p: f64) -> bool { p > 0.0 && self.uniform() < p }
+    pub fn bernoulli(&mut self, p: f64) -> bool {
+        p > 0.0 && self.uniform() < p
+    }
     /// Exponential with the given mean.
-    pub fn exponential(&mut self, mean: f64) -> f64 { -mean * (1.0 - self.uniform()).ln() }
+    pub fn exponential(&mut self, mean: f64) -> f64 {
+        -mean * (1.0 - self.uniform()).ln()
+    }
     /// Uniform integer in [0, n).
-    pub fn below(&mut self, n: u64) -> u64 { ((self.next_u64() as u128 * n as u128) >> 64) as u64 }
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((self.next_u64() as u128 * n as u128) >> 64) as u64
+    }
 }
 
 #[cfg(test)]
@@ -59,10 +77,30 @@ mod tests {
     use super::*;
     #[test]
     fn streams_are_independent_and_reproducible() {
-        let a: Vec<u64> = (0..4).map({ let mut r = Rng::stream(1, 0, "chan.down"); move |_| r.next_u64() }).collect();
-        let b: Vec<u64> = (0..4).map({ let mut r = Rng::stream(1, 0, "chan.down"); move |_| r.next_u64() }).collect();
-        let c: Vec<u64> = (0..4).map({ let mut r = Rng::stream(1, 0, "chan.up"); move |_| r.next_u64() }).collect();
-        let d: Vec<u64> = (0..4).map({ let mut r = Rng::stream(1, 1, "chan.down"); move |_| r.next_u64() }).collect();
+        let a: Vec<u64> = (0..4)
+            .map({
+                let mut r = Rng::stream(1, 0, "chan.down");
+                move |_| r.next_u64()
+            })
+            .collect();
+        let b: Vec<u64> = (0..4)
+            .map({
+                let mut r = Rng::stream(1, 0, "chan.down");
+                move |_| r.next_u64()
+            })
+            .collect();
+        let c: Vec<u64> = (0..4)
+            .map({
+                let mut r = Rng::stream(1, 0, "chan.up");
+                move |_| r.next_u64()
+            })
+            .collect();
+        let d: Vec<u64> = (0..4)
+            .map({
+                let mut r = Rng::stream(1, 1, "chan.down");
+                move |_| r.next_u64()
+            })
+            .collect();
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert_ne!(a, d);

@@ -27,10 +27,10 @@
 use super::build;
 use super::queue::EventQueue;
 use super::rng::Rng;
-use crate::channel::Channel;
-use crate::config::{Limit, Scenario, Stop};
 use crate::app::media::{MediaConfig, MediaSource};
 use crate::app::web::{Transaction, WebModel};
+use crate::channel::Channel;
+use crate::config::{Limit, Scenario, Stop};
 use crate::link::{raw::Raw, Arq, Frame, FrameKind};
 use crate::queue::{wired::WiredLink, DropTail};
 use crate::tcp::{Tcp, TcpVar};
@@ -50,9 +50,23 @@ const NODE_GATEWAY: u8 = 1;
 const NODE_MOBILE: u8 = 2;
 
 #[derive(Clone, Copy, Debug)]
-enum Event { FlowStart(u16), TcpTimer(u16, u8), MediaNext(u16), WebNext(u16), Tick(u16), WiredArrive(u8), RadioDone(u8), FrameArrive(u8), ArqTimer(u8), ProxyTimer }
+enum Event {
+    FlowStart(u16),
+    TcpTimer(u16, u8),
+    MediaNext(u16),
+    WebNext(u16),
+    Tick(u16),
+    WiredArrive(u8),
+    RadioDone(u8),
+    FrameArrive(u8),
+    ArqTimer(u8),
+    ProxyTimer,
+}
 
-struct Wire { link: WiredLink, in_flight: VecDeque<Packet> }
+struct Wire {
+    link: WiredLink,
+    in_flight: VecDeque<Packet>,
+}
 
 #[derive(Default, Clone, Debug)]
 pub struct LinkStats {
@@ -102,9 +116,25 @@ pub struct LinkStats {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Mux { RoundRobin, ArqFirst, BypassFirst }
+enum Mux {
+    RoundRobin,
+    ArqFirst,
+    BypassFirst,
+}
 
-struct Radio { qs: [DropTail; 2], rr: usize, mux: Mux, shared: Option<(VecDeque<Frame>, usize)>, busy: bool, rate: u64, delay: Duration, header: u32, channel: Channel, in_flight: VecDeque<Frame>, stats: LinkStats }
+struct Radio {
+    qs: [DropTail; 2],
+    rr: usize,
+    mux: Mux,
+    shared: Option<(VecDeque<Frame>, usize)>,
+    busy: bool,
+    rate: u64,
+    delay: Duration,
+    header: u32,
+    channel: Channel,
+    in_flight: VecDeque<Frame>,
+    stats: LinkStats,
+}
 
 struct Flow {
     /// Index in the scenario's flow list (carried by packets and traces).
@@ -151,7 +181,11 @@ pub struct MediaResult {
 }
 
 #[derive(Clone, Copy)]
-enum Slot { Tcp(usize), Media(usize), Web(usize) }
+enum Slot {
+    Tcp(usize),
+    Media(usize),
+    Web(usize),
+}
 
 #[derive(Clone, Debug)]
 pub struct FlowResult {
@@ -218,7 +252,14 @@ pub struct Sim {
 impl Sim {
     pub fn new(sc: &Scenario) -> Sim {
         let w = &sc.wireless;
-        let mk_wired = |_d: usize| Wire { link: WiredLink::new(sc.wired.rate.0, sc.wired.delay.0, build::limit(&sc.wired.queue, Limit::Packets(1000))), in_flight: VecDeque::new() };
+        let mk_wired = |_d: usize| Wire {
+            link: WiredLink::new(
+                sc.wired.rate.0,
+                sc.wired.delay.0,
+                build::limit(&sc.wired.queue, Limit::Packets(1000)),
+            ),
+            in_flight: VecDeque::new(),
+        };
         let mk_radio = |d: usize| {
             let spec = if d == 0 { &w.down } else { &w.up };
             let rate = spec.as_ref().and_then(|s| s.rate).map(|r| r.0).unwrap_or(w.rate.0);
@@ -229,15 +270,35 @@ impl Sim {
             // unless configured; elsewhere 50 packets.
             let gprs = w.arq.as_ref().is_some_and(|a| a.protocol == "gprs");
             let lim = build::limit(&w.queue, if gprs { Limit::Bytes(120_000) } else { Limit::Packets(50) });
-            let mux = match w.scheduler.as_deref() { Some("arq-first") => Mux::ArqFirst, Some("bypass-first") => Mux::BypassFirst, _ => Mux::RoundRobin };
-            let shared = (w.mux.as_deref() == Some("shared-queue")).then(|| (VecDeque::new(), w.frame_queue.unwrap_or(50) as usize));
-            Radio { qs: [DropTail::new(lim), DropTail::new(lim)], rr: 0, mux, shared, busy: false, rate, delay, header, channel: build::channel(sc, d, airtime),
-                in_flight: VecDeque::new(), stats: LinkStats::default() }
+            let mux = match w.scheduler.as_deref() {
+                Some("arq-first") => Mux::ArqFirst,
+                Some("bypass-first") => Mux::BypassFirst,
+                _ => Mux::RoundRobin,
+            };
+            let shared = (w.mux.as_deref() == Some("shared-queue"))
+                .then(|| (VecDeque::new(), w.frame_queue.unwrap_or(50) as usize));
+            Radio {
+                qs: [DropTail::new(lim), DropTail::new(lim)],
+                rr: 0,
+                mux,
+                shared,
+                busy: false,
+                rate,
+                delay,
+                header,
+                channel: build::channel(sc, d, airtime),
+                in_flight: VecDeque::new(),
+                stats: LinkStats::default(),
+            }
         };
         let mask = LayerMask::from_names(&sc.trace.layers);
         let mut radio = [mk_radio(0), mk_radio(1)];
         if mask.has(Layer::Channel) {
-            for r in radio.iter_mut() { if let Channel::TwoState(c) = &mut r.channel { c.log = Some(Vec::new()); } }
+            for r in radio.iter_mut() {
+                if let Channel::TwoState(c) = &mut r.channel {
+                    c.log = Some(Vec::new());
+                }
+            }
         }
         let mut q = EventQueue::new();
         let mut flows = Vec::new();
@@ -254,18 +315,36 @@ impl Sim {
                 let rng = Rng::stream(sc.seed, sc.run, &format!("flow.{i}.media"));
                 let src = if f.app == "media" {
                     let d = MediaConfig::default();
-                    let cfg = MediaConfig { rate: f.rate.map(|r| r.0).unwrap_or(d.rate), packet: f.packet.map(|p| p.0 as u32).unwrap_or(d.packet),
-                        talk: f.talk.map(|x| x.0).unwrap_or(d.talk), silence: f.silence.map(|x| x.0).unwrap_or(d.silence) };
+                    let cfg = MediaConfig {
+                        rate: f.rate.map(|r| r.0).unwrap_or(d.rate),
+                        packet: f.packet.map(|p| p.0 as u32).unwrap_or(d.packet),
+                        talk: f.talk.map(|x| x.0).unwrap_or(d.talk),
+                        silence: f.silence.map(|x| x.0).unwrap_or(d.silence),
+                    };
                     crate::app::UdpSource::Media(MediaSource::new(cfg, start, rng))
                 } else {
                     let d = crate::app::probe::ProbeConfig::default();
-                    let cfg = crate::app::probe::ProbeConfig { packet: f.packet.map(|p| p.0 as u32).unwrap_or(d.packet), burst: f.burst.unwrap_or(d.burst),
-                        spacing: f.spacing.as_ref().map(|v| (v[0].0, v[1].0)).unwrap_or(d.spacing), bursts: f.messages };
+                    let cfg = crate::app::probe::ProbeConfig {
+                        packet: f.packet.map(|p| p.0 as u32).unwrap_or(d.packet),
+                        burst: f.burst.unwrap_or(d.burst),
+                        spacing: f.spacing.as_ref().map(|v| (v[0].0, v[1].0)).unwrap_or(d.spacing),
+                        bursts: f.messages,
+                    };
                     crate::app::UdpSource::Probe(crate::app::probe::ProbeSource::new(cfg, start, rng))
                 };
                 q.schedule(start, Event::MediaNext(media.len() as u16));
                 slots.push(Slot::Media(media.len()));
-                media.push(Media { id: i, src, sender, ident: 1, sent_born: vec![], recv_born: vec![], delays: vec![], bytes: 0, start });
+                media.push(Media {
+                    id: i,
+                    src,
+                    sender,
+                    ident: 1,
+                    sent_born: vec![],
+                    recv_born: vec![],
+                    delays: vec![],
+                    bytes: 0,
+                    start,
+                });
                 continue;
             }
             if ["web", "ttcp", "http"].contains(&f.app.as_str()) {
@@ -278,40 +357,93 @@ impl Sim {
             let chat = (f.app == "interactive").then(|| Interactive::new(f));
             let port = f.port.unwrap_or(if chat.is_some() { 23 } else { 5001 });
             let [mut server, mut mobile] = endpoint_pair(f, port, 40000 + i as u16, &mut rng, mask);
-            let bytes = match &chat { Some(c) => c.total(), None => f.bytes.and_then(|b| b.0) };
+            let bytes = match &chat {
+                Some(c) => c.total(),
+                None => f.bytes.and_then(|b| b.0),
+            };
             if let Some(c) = &chat {
                 server.set_app_data(Some(0), false);
                 q.schedule(c.first_tick(start), Event::Tick(flows.len() as u16));
-            } else if sender == 0 { server.set_app_data(bytes, true); } else { mobile.set_app_data(bytes, true); }
+            } else if sender == 0 {
+                server.set_app_data(bytes, true);
+            } else {
+                mobile.set_app_data(bytes, true);
+            }
             q.schedule(start, Event::FlowStart(flows.len() as u16));
             slots.push(Slot::Tcp(flows.len()));
-            flows.push(Flow { id: i, cfg: f.clone(), ep: [server, mobile], sched: [None, None], ident: [1, 1], start, bytes, sender, completed: None, chat });
+            flows.push(Flow {
+                id: i,
+                cfg: f.clone(),
+                ep: [server, mobile],
+                sched: [None, None],
+                ident: [1, 1],
+                start,
+                bytes,
+                sender,
+                completed: None,
+                chat,
+            });
         }
-        let pending_finite = flows.iter().filter(|f| f.bytes.is_some()).count() + webs.iter().filter(|w| w.finite()).count();
+        let pending_finite =
+            flows.iter().filter(|f| f.bytes.is_some()).count() + webs.iter().filter(|w| w.finite()).count();
         let max_time = match sc.stop {
             Stop::At(d) => Instant::ZERO + d,
             Stop::End => Instant::ZERO + sc.max_time.map(|d| d.0).unwrap_or(Duration::from_secs(100_000)),
         };
         let pcap = if sc.trace.pcap { [Some(PcapWriter::new()), Some(PcapWriter::new())] } else { [None, None] };
-        Sim { q, wired: [mk_wired(0), mk_wired(1)], radio, arq: [Self::sessions(sc, 0), Self::sessions(sc, 1)], arq_sched: [None, None],
-            flows, media, webs, slots, session, stop: sc.stop, max_time, pending_finite, mask, trace: TraceTable::default(), pcap,
-            proxy: build::proxy_config(sc).map(|c| { let mut p = crate::proxy::Proxy::new(c); if mask.has(Layer::Proxy) { p.trace = Some(vec![]); } p }),
-            proxy_sched: None, next_client_port: 0 }
+        Sim {
+            q,
+            wired: [mk_wired(0), mk_wired(1)],
+            radio,
+            arq: [Self::sessions(sc, 0), Self::sessions(sc, 1)],
+            arq_sched: [None, None],
+            flows,
+            media,
+            webs,
+            slots,
+            session,
+            stop: sc.stop,
+            max_time,
+            pending_finite,
+            mask,
+            trace: TraceTable::default(),
+            pcap,
+            proxy: build::proxy_config(sc).map(|c| {
+                let mut p = crate::proxy::Proxy::new(c);
+                if mask.has(Layer::Proxy) {
+                    p.trace = Some(vec![]);
+                }
+                p
+            }),
+            proxy_sched: None,
+            next_client_port: 0,
+        }
     }
 
-    fn sessions(sc: &Scenario, side: usize) -> [Arq; 2] { [build::arq(sc, side), Arq::Raw(Raw::new(sc.wireless.frame.0 as u32))] }
+    fn sessions(sc: &Scenario, side: usize) -> [Arq; 2] {
+        [build::arq(sc, side), Arq::Raw(Raw::new(sc.wireless.frame.0 as u32))]
+    }
 
-    fn now(&self) -> Instant { self.q.now() }
+    fn now(&self) -> Instant {
+        self.q.now()
+    }
 
     /// Runs to the stop condition and returns the results.
     pub fn run(mut self) -> RunResult {
         while let Some(t) = self.q.peek_time() {
-            if t > self.max_time { break; }
-            if self.stop == Stop::End && self.pending_finite == 0 { break; }
+            if t > self.max_time {
+                break;
+            }
+            if self.stop == Stop::End && self.pending_finite == 0 {
+                break;
+            }
             let (_, ev) = self.q.pop().unwrap();
             self.dispatch(ev);
         }
-        let end = match self.stop { Stop::At(_) => self.max_time, Stop::End => self.now() };
+        let end = match self.stop {
+            Stop::At(_) => self.max_time,
+            Stop::End => self.now(),
+        };
         self.finish(end)
     }
 
@@ -325,7 +457,9 @@ impl Sim {
             Event::TcpTimer(f, e) => {
                 let now = self.now();
                 let fl = &mut self.flows[f as usize];
-                if fl.sched[e as usize] != Some(now) { return; }
+                if fl.sched[e as usize] != Some(now) {
+                    return;
+                }
                 fl.sched[e as usize] = None;
                 fl.ep[e as usize].handle_timeout(now);
                 self.drain_tcp(f as usize, e as usize);
@@ -335,14 +469,25 @@ impl Sim {
             Event::Tick(f) => self.chat_tick(f as usize),
             Event::WiredArrive(d) => {
                 let p = self.wired[d as usize].in_flight.pop_front().expect("packet in flight");
-                if d == 1 { self.to_endpoint(0, p); } else if self.proxy.is_some() { self.to_proxy(crate::proxy::Side::Wired, p); } else { self.enqueue_radio(0, p); }
+                if d == 1 {
+                    self.to_endpoint(0, p);
+                } else if self.proxy.is_some() {
+                    self.to_proxy(crate::proxy::Side::Wired, p);
+                } else {
+                    self.enqueue_radio(0, p);
+                }
             }
             Event::ProxyTimer => self.proxy_timer(),
-            Event::RadioDone(d) => { self.radio[d as usize].busy = false; self.kick_radio(d as usize); }
+            Event::RadioDone(d) => {
+                self.radio[d as usize].busy = false;
+                self.kick_radio(d as usize);
+            }
             Event::FrameArrive(d) => self.frame_arrive(d as usize),
             Event::ArqTimer(s) => {
                 let now = self.now();
-                if self.arq_sched[s as usize] != Some(now) { return; }
+                if self.arq_sched[s as usize] != Some(now) {
+                    return;
+                }
                 self.arq_sched[s as usize] = None;
                 self.arq[s as usize][0].handle_timeout(now);
                 self.deliver(s as usize, 0);
@@ -365,11 +510,27 @@ impl Sim {
             if self.mask.has(Layer::Tcp) {
                 let (seq, ack) = self.rel_seq_ack(f, end, &seg.repr);
                 let ev = if seg.retransmission { Ev::Retransmit } else { Ev::Send };
-                self.trace.push(Row { t: now.nanos(), layer: Layer::Tcp, ev, node: if end == 0 { NODE_SERVER } else { NODE_MOBILE }, dir: end as u8,
-                    flow: id as i32, seq, ack, len: seg.len as i64, value: seg.repr.flags.0 as i64 });
+                self.trace.push(Row {
+                    t: now.nanos(),
+                    layer: Layer::Tcp,
+                    ev,
+                    node: if end == 0 { NODE_SERVER } else { NODE_MOBILE },
+                    dir: end as u8,
+                    flow: id as i32,
+                    seq,
+                    ack,
+                    len: seg.len as i64,
+                    value: seg.repr.flags.0 as i64,
+                });
             }
-            if let Some(w) = &mut self.pcap[end] { w.record(now.nanos(), &pkt.emit()); }
-            if end == 0 { self.enqueue_wired(0, pkt); } else { self.enqueue_radio(1, pkt); }
+            if let Some(w) = &mut self.pcap[end] {
+                w.record(now.nanos(), &pkt.emit());
+            }
+            if end == 0 {
+                self.enqueue_wired(0, pkt);
+            } else {
+                self.enqueue_radio(1, pkt);
+            }
         }
         self.drain_vars(f, end);
         self.sched_tcp(f, end);
@@ -379,7 +540,10 @@ impl Sim {
         let fl = &self.flows[f];
         let iss = fl.ep[end].iss();
         let peer_iss = fl.ep[1 - end].iss();
-        (r.seq.wrapping_sub(iss) as i64, if r.flags.has(crate::wire::TcpFlags::ACK) { r.ack.wrapping_sub(peer_iss) as i64 } else { -1 })
+        (
+            r.seq.wrapping_sub(iss) as i64,
+            if r.flags.has(crate::wire::TcpFlags::ACK) { r.ack.wrapping_sub(peer_iss) as i64 } else { -1 },
+        )
     }
 
     fn drain_vars(&mut self, f: usize, end: usize) {
@@ -388,9 +552,27 @@ impl Sim {
         let node = if end == 0 { NODE_SERVER } else { NODE_MOBILE };
         let id = fl.id as i32;
         for v in vars.drain(..) {
-            let ev = match v.var { TcpVar::Cwnd => Ev::Cwnd, TcpVar::Ssthresh => Ev::Ssthresh, TcpVar::Srtt => Ev::Srtt, TcpVar::Rttvar => Ev::Rttvar, TcpVar::Rto => Ev::Rto,
-                TcpVar::Timeout => Ev::Timeout, TcpVar::FastRetransmit => Ev::FastRetransmit };
-            self.trace.push(Row { t: v.at.nanos(), layer: Layer::Tcp, ev, node, dir: end as u8, flow: id, seq: -1, ack: -1, len: 0, value: v.value.min(i64::MAX / 2) });
+            let ev = match v.var {
+                TcpVar::Cwnd => Ev::Cwnd,
+                TcpVar::Ssthresh => Ev::Ssthresh,
+                TcpVar::Srtt => Ev::Srtt,
+                TcpVar::Rttvar => Ev::Rttvar,
+                TcpVar::Rto => Ev::Rto,
+                TcpVar::Timeout => Ev::Timeout,
+                TcpVar::FastRetransmit => Ev::FastRetransmit,
+            };
+            self.trace.push(Row {
+                t: v.at.nanos(),
+                layer: Layer::Tcp,
+                ev,
+                node,
+                dir: end as u8,
+                flow: id,
+                seq: -1,
+                ack: -1,
+                len: 0,
+                value: v.value.min(i64::MAX / 2),
+            });
         }
     }
 
@@ -418,13 +600,18 @@ impl Sim {
 
     fn to_endpoint(&mut self, end: usize, p: Packet) {
         let now = self.now();
-        if let Some(w) = &mut self.pcap[end] { w.record(now.nanos(), &p.emit()); }
+        if let Some(w) = &mut self.pcap[end] {
+            w.record(now.nanos(), &p.emit());
+        }
         let f = match self.slots[p.flow as usize] {
             Slot::Tcp(f) => f,
             Slot::Web(w) => {
                 let L4::Tcp(r) = &p.l4 else { return };
                 let client_port = if end == 1 { r.dst_port } else { r.src_port };
-                match self.webs[w].ports.get(&client_port) { Some(&f) => f, None => return }
+                match self.webs[w].ports.get(&client_port) {
+                    Some(&f) => f,
+                    None => return,
+                }
             }
             Slot::Media(m) => {
                 let m = &mut self.media[m];
@@ -437,17 +624,34 @@ impl Sim {
         let L4::Tcp(repr) = p.l4 else { return };
         if self.mask.has(Layer::Tcp) {
             let (seq, ack) = self.rel_seq_ack(f, 1 - end, &repr);
-            self.trace.push(Row { t: now.nanos(), layer: Layer::Tcp, ev: Ev::Recv, node: if end == 0 { NODE_SERVER } else { NODE_MOBILE }, dir: (1 - end) as u8,
-                flow: p.flow as i32, seq, ack, len: p.payload_len as i64, value: repr.flags.0 as i64 });
+            self.trace.push(Row {
+                t: now.nanos(),
+                layer: Layer::Tcp,
+                ev: Ev::Recv,
+                node: if end == 0 { NODE_SERVER } else { NODE_MOBILE },
+                dir: (1 - end) as u8,
+                flow: p.flow as i32,
+                seq,
+                ack,
+                len: p.payload_len as i64,
+                value: repr.flags.0 as i64,
+            });
         }
         let fl = &mut self.flows[f];
         fl.ep[end].on_segment(now, &repr, p.payload_len);
         if let Slot::Web(w) = self.slots[fl.id] {
             self.web_progress(w, f, end);
         } else if fl.completed.is_none() && end != fl.sender {
-            if end == 1 && fl.chat.is_some() { self.chat_progress(f); }
+            if end == 1 && fl.chat.is_some() {
+                self.chat_progress(f);
+            }
             let fl = &mut self.flows[f];
-            if let Some(b) = fl.bytes { if fl.ep[end].delivered() >= b { fl.completed = Some(now); self.pending_finite -= 1; } }
+            if let Some(b) = fl.bytes {
+                if fl.ep[end].delivered() >= b {
+                    fl.completed = Some(now);
+                    self.pending_finite -= 1;
+                }
+            }
         }
         self.drain_tcp(f, end);
     }
@@ -459,15 +663,31 @@ impl Sim {
             let md = &mut self.media[m];
             let (src, dst) = if md.sender == 0 { (SERVER_ADDR, MOBILE_ADDR) } else { (MOBILE_ADDR, SERVER_ADDR) };
             let port = 6000 + md.id as u16;
-            let pkt = Packet::new(src, dst, md.ident, L4::Udp(crate::wire::UdpRepr { src_port: port, dst_port: port }), size - 28, md.id as u16, now);
+            let pkt = Packet::new(
+                src,
+                dst,
+                md.ident,
+                L4::Udp(crate::wire::UdpRepr { src_port: port, dst_port: port }),
+                size - 28,
+                md.id as u16,
+                now,
+            );
             md.ident = md.ident.wrapping_add(1);
             md.sent_born.push(now.nanos());
             let sender = md.sender;
-            if let Some(w) = &mut self.pcap[sender] { w.record(now.nanos(), &pkt.emit()); }
-            if sender == 0 { self.enqueue_wired(0, pkt); } else { self.enqueue_radio(1, pkt); }
+            if let Some(w) = &mut self.pcap[sender] {
+                w.record(now.nanos(), &pkt.emit());
+            }
+            if sender == 0 {
+                self.enqueue_wired(0, pkt);
+            } else {
+                self.enqueue_radio(1, pkt);
+            }
         }
         let next = self.media[m].src.poll_timeout();
-        if next <= self.max_time { self.q.schedule(next, Event::MediaNext(m as u16)); }
+        if next <= self.max_time {
+            self.q.schedule(next, Event::MediaNext(m as u16));
+        }
     }
 
     // ----- wired link -----
@@ -483,7 +703,18 @@ impl Sim {
         }
         if self.mask.has(Layer::Queue) {
             let qlen = self.wired[d].link.queue_len(now) as i64;
-            self.trace.push(Row { t: now.nanos(), layer: Layer::Queue, ev: if arrival.is_none() { Ev::Drop } else { Ev::Enqueue }, node, dir: d as u8, flow, seq: -1, ack: -1, len, value: qlen });
+            self.trace.push(Row {
+                t: now.nanos(),
+                layer: Layer::Queue,
+                ev: if arrival.is_none() { Ev::Drop } else { Ev::Enqueue },
+                node,
+                dir: d as u8,
+                flow,
+                seq: -1,
+                ack: -1,
+                len,
+                value: qlen,
+            });
         }
     }
 
@@ -496,14 +727,29 @@ impl Sim {
         let quench = if d == 1 { self.local_sender(&p) } else { None };
         let r = &mut self.radio[d];
         let dropped = r.qs[sess].push(p).is_err();
-        if dropped { r.stats.queue_drops += 1; }
+        if dropped {
+            r.stats.queue_drops += 1;
+        }
         if let (true, Some(f)) = (dropped, quench) {
-            if self.flows[f].ep[1].config().source_quench { self.flows[f].ep[1].source_quench(now); }
+            if self.flows[f].ep[1].config().source_quench {
+                self.flows[f].ep[1].source_quench(now);
+            }
         }
         let qlen = r.qs[sess].len();
         r.stats.queue_max = r.stats.queue_max.max(qlen as u64);
         if self.mask.has(Layer::Queue) {
-            self.trace.push(Row { t: now.nanos(), layer: Layer::Queue, ev: if dropped { Ev::Drop } else { Ev::Enqueue }, node, dir: d as u8, flow, seq: -1, ack: -1, len, value: qlen as i64 });
+            self.trace.push(Row {
+                t: now.nanos(),
+                layer: Layer::Queue,
+                ev: if dropped { Ev::Drop } else { Ev::Enqueue },
+                node,
+                dir: d as u8,
+                flow,
+                seq: -1,
+                ack: -1,
+                len,
+                value: qlen as i64,
+            });
         }
         self.kick_radio(d);
     }
@@ -511,10 +757,19 @@ impl Sim {
     /// Takes the next frame from the sessions of direction `d` in multiplexer order.
     fn next_frame(&mut self, d: usize, now: Instant) -> Option<Frame> {
         let r = &mut self.radio[d];
-        let order = match r.mux { Mux::RoundRobin => [r.rr, 1 - r.rr], Mux::ArqFirst => [0, 1], Mux::BypassFirst => [1, 0] };
+        let order = match r.mux {
+            Mux::RoundRobin => [r.rr, 1 - r.rr],
+            Mux::ArqFirst => [0, 1],
+            Mux::BypassFirst => [1, 0],
+        };
         for s in order {
             let arq = &mut self.arq[d][s];
-            while arq.wants_packet() { match r.qs[s].pop() { Some(p) => arq.send(now, p), None => break } }
+            while arq.wants_packet() {
+                match r.qs[s].pop() {
+                    Some(p) => arq.send(now, p),
+                    None => break,
+                }
+            }
             if let Some(mut f) = arq.poll_transmit(now) {
                 f.session = s as u8;
                 r.rr = 1 - s;
@@ -530,12 +785,25 @@ impl Sim {
         while let Some(f) = self.next_frame(d, now) {
             let r = &mut self.radio[d];
             let (q, limit) = r.shared.as_mut().unwrap();
-            if q.len() < *limit { q.push_back(f); continue; }
+            if q.len() < *limit {
+                q.push_back(f);
+                continue;
+            }
             r.stats.frame_queue_drops += 1;
             if self.mask.has(Layer::Queue) {
                 let flow = if f.flow == u16::MAX { -1 } else { f.flow as i32 };
-                self.trace.push(Row { t: now.nanos(), layer: Layer::Queue, ev: Ev::Drop, node: if d == 0 { NODE_GATEWAY } else { NODE_MOBILE }, dir: d as u8, flow,
-                    seq: f.seq as i64, ack: -1, len: f.size(r.header) as i64, value: *limit as i64 });
+                self.trace.push(Row {
+                    t: now.nanos(),
+                    layer: Layer::Queue,
+                    ev: Ev::Drop,
+                    node: if d == 0 { NODE_GATEWAY } else { NODE_MOBILE },
+                    dir: d as u8,
+                    flow,
+                    seq: f.seq as i64,
+                    ack: -1,
+                    len: f.size(r.header) as i64,
+                    value: *limit as i64,
+                });
             }
         }
     }
@@ -545,12 +813,19 @@ impl Sim {
         if self.radio[d].busy {
             // Pushing frames into the shared queue may have started ARQ timers, and
             // a frame just received may have changed them.
-            if self.radio[d].shared.is_some() { self.fill_shared(d, now); }
+            if self.radio[d].shared.is_some() {
+                self.fill_shared(d, now);
+            }
             self.sched_arq(d);
             return;
         }
-        if self.radio[d].shared.is_some() { self.fill_shared(d, now); }
-        let next = match &mut self.radio[d].shared { Some((q, _)) => q.pop_front(), None => self.next_frame(d, now) };
+        if self.radio[d].shared.is_some() {
+            self.fill_shared(d, now);
+        }
+        let next = match &mut self.radio[d].shared {
+            Some((q, _)) => q.pop_front(),
+            None => self.next_frame(d, now),
+        };
         if let Some(frame) = next {
             let r = &mut self.radio[d];
             let size = frame.size(r.header);
@@ -561,25 +836,85 @@ impl Sim {
             r.stats.bytes_sent += size as u64;
             r.stats.busy_ns += airtime.nanos();
             let ev = match frame.kind {
-                FrameKind::Data => { r.stats.data_frames_sent += 1; if frame.tx > 1 { r.stats.frames_retransmitted += 1; Ev::FrameRetransmit } else { Ev::FrameSend } }
-                FrameKind::Ack => { r.stats.ack_frames += 1; Ev::AckSend }
-                FrameKind::Nack => { r.stats.nack_frames += 1; Ev::NackSend }
-                FrameKind::Status => { r.stats.status_frames += 1; Ev::StatusSend }
-                FrameKind::Idle => { r.stats.idle_frames += 1; Ev::IdleSend }
-                FrameKind::Reset => { r.stats.reset_frames += 1; Ev::Reset }
+                FrameKind::Data => {
+                    r.stats.data_frames_sent += 1;
+                    if frame.tx > 1 {
+                        r.stats.frames_retransmitted += 1;
+                        Ev::FrameRetransmit
+                    } else {
+                        Ev::FrameSend
+                    }
+                }
+                FrameKind::Ack => {
+                    r.stats.ack_frames += 1;
+                    Ev::AckSend
+                }
+                FrameKind::Nack => {
+                    r.stats.nack_frames += 1;
+                    Ev::NackSend
+                }
+                FrameKind::Status => {
+                    r.stats.status_frames += 1;
+                    Ev::StatusSend
+                }
+                FrameKind::Idle => {
+                    r.stats.idle_frames += 1;
+                    Ev::IdleSend
+                }
+                FrameKind::Reset => {
+                    r.stats.reset_frames += 1;
+                    Ev::Reset
+                }
             };
-            if lost { r.stats.frames_lost += 1; }
+            if lost {
+                r.stats.frames_lost += 1;
+            }
             if self.mask.has(Layer::Link) {
                 let node = if d == 0 { NODE_GATEWAY } else { NODE_MOBILE };
                 let flow = if frame.flow == u16::MAX { -1 } else { frame.flow as i32 };
                 let ack = frame.ack.map(|a| a as i64).unwrap_or(-1);
-                self.trace.push(Row { t: now.nanos(), layer: Layer::Link, ev, node, dir: d as u8, flow, seq: frame.seq as i64, ack, len: size as i64, value: frame.tx as i64 });
-                if lost { self.trace.push(Row { t: now.nanos(), layer: Layer::Link, ev: Ev::FrameLost, node, dir: d as u8, flow, seq: frame.seq as i64, ack, len: size as i64, value: frame.tx as i64 }); }
+                self.trace.push(Row {
+                    t: now.nanos(),
+                    layer: Layer::Link,
+                    ev,
+                    node,
+                    dir: d as u8,
+                    flow,
+                    seq: frame.seq as i64,
+                    ack,
+                    len: size as i64,
+                    value: frame.tx as i64,
+                });
+                if lost {
+                    self.trace.push(Row {
+                        t: now.nanos(),
+                        layer: Layer::Link,
+                        ev: Ev::FrameLost,
+                        node,
+                        dir: d as u8,
+                        flow,
+                        seq: frame.seq as i64,
+                        ack,
+                        len: size as i64,
+                        value: frame.tx as i64,
+                    });
+                }
             }
             if let Channel::TwoState(c) = &mut r.channel {
                 if let Some(log) = &mut c.log {
                     for (t, bad) in log.drain(..) {
-                        self.trace.push(Row { t: t.nanos(), layer: Layer::Channel, ev: Ev::State, node: if d == 0 { NODE_GATEWAY } else { NODE_MOBILE }, dir: d as u8, flow: -1, seq: -1, ack: -1, len: 0, value: bad as i64 });
+                        self.trace.push(Row {
+                            t: t.nanos(),
+                            layer: Layer::Channel,
+                            ev: Ev::State,
+                            node: if d == 0 { NODE_GATEWAY } else { NODE_MOBILE },
+                            dir: d as u8,
+                            flow: -1,
+                            seq: -1,
+                            ack: -1,
+                            len: 0,
+                            value: bad as i64,
+                        });
                     }
                 }
             }
@@ -599,8 +934,18 @@ impl Sim {
         let frame = self.radio[d].in_flight.pop_front().expect("frame in flight");
         if self.mask.has(Layer::Link) {
             let flow = if frame.flow == u16::MAX { -1 } else { frame.flow as i32 };
-            self.trace.push(Row { t: now.nanos(), layer: Layer::Link, ev: Ev::FrameRecv, node: if side == 0 { NODE_GATEWAY } else { NODE_MOBILE }, dir: d as u8, flow,
-                seq: frame.seq as i64, ack: frame.ack.map(|a| a as i64).unwrap_or(-1), len: frame.size(self.radio[d].header) as i64, value: frame.tx as i64 });
+            self.trace.push(Row {
+                t: now.nanos(),
+                layer: Layer::Link,
+                ev: Ev::FrameRecv,
+                node: if side == 0 { NODE_GATEWAY } else { NODE_MOBILE },
+                dir: d as u8,
+                flow,
+                seq: frame.seq as i64,
+                ack: frame.ack.map(|a| a as i64).unwrap_or(-1),
+                len: frame.size(self.radio[d].header) as i64,
+                value: frame.tx as i64,
+            });
         }
         let sess = frame.session as usize;
         self.arq[side][sess].on_frame(now, frame);
@@ -614,10 +959,26 @@ impl Sim {
         let d = 1 - side;
         while let Some(p) = self.arq[side][sess].poll_deliver() {
             if self.mask.has(Layer::Link) {
-                self.trace.push(Row { t: now.nanos(), layer: Layer::Link, ev: Ev::PacketDeliver, node: if side == 0 { NODE_GATEWAY } else { NODE_MOBILE }, dir: d as u8,
-                    flow: p.flow as i32, seq: -1, ack: -1, len: p.size() as i64, value: (now - p.born).nanos() });
+                self.trace.push(Row {
+                    t: now.nanos(),
+                    layer: Layer::Link,
+                    ev: Ev::PacketDeliver,
+                    node: if side == 0 { NODE_GATEWAY } else { NODE_MOBILE },
+                    dir: d as u8,
+                    flow: p.flow as i32,
+                    seq: -1,
+                    ack: -1,
+                    len: p.size() as i64,
+                    value: (now - p.born).nanos(),
+                });
             }
-            if side == 1 { self.to_endpoint(1, p); } else if self.proxy.is_some() { self.to_proxy(crate::proxy::Side::Wireless, p); } else { self.enqueue_wired(1, p); }
+            if side == 1 {
+                self.to_endpoint(1, p);
+            } else if self.proxy.is_some() {
+                self.to_proxy(crate::proxy::Side::Wireless, p);
+            } else {
+                self.enqueue_wired(1, p);
+            }
         }
     }
 
@@ -644,34 +1005,78 @@ impl Sim {
                     let span = (f.completed.unwrap_or(end) - f.start).as_secs_f64();
                     let st = &snd.stats;
                     FlowResult {
-                        id: f.id, app: f.cfg.app.clone(), direction: f.cfg.direction.clone(), variant: snd.cfg.variant.name().into(), start_s: f.start.as_secs_f64(),
-                        bytes_delivered: delivered, throughput_bps: if span > 0.0 { delivered as f64 * 8.0 / span } else { 0.0 },
-                        completion_s: f.completed.map(|c| (c - f.start).as_secs_f64()), tcp_retransmits: st.retransmits, tcp_timeouts: st.timeouts,
-                        tcp_fast_retransmits: st.fast_retransmits, rtt_avg_s: (st.rtt_samples > 0).then(|| st.rtt_sum.as_secs_f64() / st.rtt_samples as f64),
-                        segments_sent: st.segments_sent, media: f.chat.as_ref().map(|c| c.result()), transactions: None, durations_s: vec![],
+                        id: f.id,
+                        app: f.cfg.app.clone(),
+                        direction: f.cfg.direction.clone(),
+                        variant: snd.cfg.variant.name().into(),
+                        start_s: f.start.as_secs_f64(),
+                        bytes_delivered: delivered,
+                        throughput_bps: if span > 0.0 { delivered as f64 * 8.0 / span } else { 0.0 },
+                        completion_s: f.completed.map(|c| (c - f.start).as_secs_f64()),
+                        tcp_retransmits: st.retransmits,
+                        tcp_timeouts: st.timeouts,
+                        tcp_fast_retransmits: st.fast_retransmits,
+                        rtt_avg_s: (st.rtt_samples > 0).then(|| st.rtt_sum.as_secs_f64() / st.rtt_samples as f64),
+                        segments_sent: st.segments_sent,
+                        media: f.chat.as_ref().map(|c| c.result()),
+                        transactions: None,
+                        durations_s: vec![],
                     }
                 }
                 Slot::Web(w) => {
                     let wb = &self.webs[w];
                     let span = wb.last_done.map(|t| (t - wb.start).as_secs_f64()).unwrap_or(0.0);
-                    let sum = |g: &dyn Fn(&crate::tcp::TcpStats) -> u64| wb.conns.iter().map(|&c| g(&self.flows[c].ep[0].stats)).sum::<u64>();
-                    let (n, rtt): (u64, f64) = wb.conns.iter().map(|&c| &self.flows[c].ep[0].stats).fold((0, 0.0), |a, s| (a.0 + s.rtt_samples, a.1 + s.rtt_sum.as_secs_f64()));
+                    let sum = |g: &dyn Fn(&crate::tcp::TcpStats) -> u64| {
+                        wb.conns.iter().map(|&c| g(&self.flows[c].ep[0].stats)).sum::<u64>()
+                    };
+                    let (n, rtt): (u64, f64) = wb
+                        .conns
+                        .iter()
+                        .map(|&c| &self.flows[c].ep[0].stats)
+                        .fold((0, 0.0), |a, s| (a.0 + s.rtt_samples, a.1 + s.rtt_sum.as_secs_f64()));
                     FlowResult {
-                        id: wb.id, app: wb.cfg.app.clone(), direction: "down".into(), variant: build::tcp_config(&wb.cfg).variant.name().into(), start_s: wb.start.as_secs_f64(),
-                        bytes_delivered: wb.bytes_done, throughput_bps: if span > 0.0 { wb.bytes_done as f64 * 8.0 / span } else { 0.0 },
-                        completion_s: wb.last_done.map(|t| (t - wb.start).as_secs_f64()), tcp_retransmits: sum(&|s| s.retransmits), tcp_timeouts: sum(&|s| s.timeouts),
-                        tcp_fast_retransmits: sum(&|s| s.fast_retransmits), rtt_avg_s: (n > 0).then(|| rtt / n as f64), segments_sent: sum(&|s| s.segments_sent),
-                        media: None, transactions: Some(wb.done), durations_s: wb.durations.clone(),
+                        id: wb.id,
+                        app: wb.cfg.app.clone(),
+                        direction: "down".into(),
+                        variant: build::tcp_config(&wb.cfg).variant.name().into(),
+                        start_s: wb.start.as_secs_f64(),
+                        bytes_delivered: wb.bytes_done,
+                        throughput_bps: if span > 0.0 { wb.bytes_done as f64 * 8.0 / span } else { 0.0 },
+                        completion_s: wb.last_done.map(|t| (t - wb.start).as_secs_f64()),
+                        tcp_retransmits: sum(&|s| s.retransmits),
+                        tcp_timeouts: sum(&|s| s.timeouts),
+                        tcp_fast_retransmits: sum(&|s| s.fast_retransmits),
+                        rtt_avg_s: (n > 0).then(|| rtt / n as f64),
+                        segments_sent: sum(&|s| s.segments_sent),
+                        media: None,
+                        transactions: Some(wb.done),
+                        durations_s: wb.durations.clone(),
                     }
                 }
                 Slot::Media(m) => {
                     let m = &self.media[m];
                     let span = (end - m.start).as_secs_f64();
                     FlowResult {
-                        id: m.id, app: match m.src { crate::app::UdpSource::Media(_) => "media", crate::app::UdpSource::Probe(_) => "probe" }.into(), direction: if m.sender == 0 { "down".into() } else { "up".into() }, variant: "udp".into(),
-                        start_s: m.start.as_secs_f64(), bytes_delivered: m.bytes, throughput_bps: if span > 0.0 { m.bytes as f64 * 8.0 / span } else { 0.0 },
-                        completion_s: None, tcp_retransmits: 0, tcp_timeouts: 0, tcp_fast_retransmits: 0, rtt_avg_s: None, segments_sent: m.sent_born.len() as u64,
-                        media: Some(media_result(m, end)), transactions: None, durations_s: vec![],
+                        id: m.id,
+                        app: match m.src {
+                            crate::app::UdpSource::Media(_) => "media",
+                            crate::app::UdpSource::Probe(_) => "probe",
+                        }
+                        .into(),
+                        direction: if m.sender == 0 { "down".into() } else { "up".into() },
+                        variant: "udp".into(),
+                        start_s: m.start.as_secs_f64(),
+                        bytes_delivered: m.bytes,
+                        throughput_bps: if span > 0.0 { m.bytes as f64 * 8.0 / span } else { 0.0 },
+                        completion_s: None,
+                        tcp_retransmits: 0,
+                        tcp_timeouts: 0,
+                        tcp_fast_retransmits: 0,
+                        rtt_avg_s: None,
+                        segments_sent: m.sent_born.len() as u64,
+                        media: Some(media_result(m, end)),
+                        transactions: None,
+                        durations_s: vec![],
                     }
                 }
             });
@@ -692,13 +1097,21 @@ impl Sim {
                 s.l2r_busy = rx.stats.l2r_busy;
             }
         }
-        for d in 0..2 { self.radio[d].stats.arq_timeouts = self.arq[d][0].timeouts(); self.radio[d].stats.sdu_discards = self.arq[d][0].discards(); self.radio[d].stats.rate_bps = self.radio[d].rate; }
+        for d in 0..2 {
+            self.radio[d].stats.arq_timeouts = self.arq[d][0].timeouts();
+            self.radio[d].stats.sdu_discards = self.arq[d][0].discards();
+            self.radio[d].stats.rate_bps = self.radio[d].rate;
+        }
         let [p0, p1] = std::mem::take(&mut self.pcap);
         RunResult {
-            events: self.q.popped(), sim_time_s: end.as_secs_f64(), flows,
+            events: self.q.popped(),
+            sim_time_s: end.as_secs_f64(),
+            flows,
             link: [self.radio[0].stats.clone(), self.radio[1].stats.clone()],
             wired_drops: [self.wired[0].link.drops, self.wired[1].link.drops],
-            trace: std::mem::take(&mut self.trace), pcap_server: p0.map(|w| w.buf), pcap_mobile: p1.map(|w| w.buf),
+            trace: std::mem::take(&mut self.trace),
+            pcap_server: p0.map(|w| w.buf),
+            pcap_mobile: p1.map(|w| w.buf),
             proxy: self.proxy.as_ref().map(|p| p.stats()),
         }
     }
@@ -711,7 +1124,10 @@ fn endpoint_pair(f: &crate::config::FlowCfg, sport: u16, mport: u16, rng: &mut R
     let (iss_s, iss_m) = (rng.next_u64() as u32, rng.next_u64() as u32);
     let mut server = Tcp::new(tcfg, sport, mport, iss_s);
     let mut mobile = Tcp::new(tcfg, mport, sport, iss_m);
-    if mask.has(Layer::Tcp) { server.trace = Some(Vec::new()); mobile.trace = Some(Vec::new()); }
+    if mask.has(Layer::Tcp) {
+        server.trace = Some(Vec::new());
+        mobile.trace = Some(Vec::new());
+    }
     server.listen();
     [server, mobile]
 }
@@ -742,4 +1158,6 @@ fn delay_stats(sent: u64, received: u64, delays: &[i64], loss: f64) -> MediaResu
 }
 
 /// Parses, builds and runs a scenario.
-pub fn run_scenario(sc: &Scenario) -> RunResult { Sim::new(sc).run() }
+pub fn run_scenario(sc: &Scenario) -> RunResult {
+    Sim::new(sc).run()
+}

@@ -9,7 +9,14 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FrameKind { Data, Ack, Nack, Status, Idle, Reset }
+pub enum FrameKind {
+    Data,
+    Ack,
+    Nack,
+    Status,
+    Idle,
+    Reset,
+}
 
 /// Contents of an RLC Status PDU (3GPP TS 25.322 §9.2.1.6): an ACK SUFI with a
 /// BITMAP SUFI, and/or the MRW and MRW_ACK SUFIs of the SDU discard procedure.
@@ -25,7 +32,11 @@ pub struct Status {
 /// ACK + BITMAP super-fields: every PDU below `ack` was received; of those in
 /// `ack..end` all but `missing` were received; nothing is said about `end` and above.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Report { pub ack: u32, pub end: u32, pub missing: Vec<u32> }
+pub struct Report {
+    pub ack: u32,
+    pub end: u32,
+    pub missing: Vec<u32>,
+}
 
 #[derive(Clone, Debug)]
 pub struct Frame {
@@ -71,26 +82,54 @@ pub const CTL_DISC: u8 = 8;
 
 /// Where an upper-layer frame ends in a byte stream, with the packet's trace metadata.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Mark { pub flow: u16, pub born: crate::time::Instant }
+pub struct Mark {
+    pub flow: u16,
+    pub born: crate::time::Instant,
+}
 
 /// User bytes of one byte-stream frame; `marks` holds (offset of an upper-layer
 /// frame's last byte, its metadata), so a receiver can label what it reassembles;
 /// `flow` is the flow of the packet its first byte belongs to (trace metadata).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Chunk { pub bytes: Vec<u8>, pub marks: Vec<(u16, Mark)>, pub flow: u16 }
+pub struct Chunk {
+    pub bytes: Vec<u8>,
+    pub marks: Vec<(u16, Mark)>,
+    pub flow: u16,
+}
 
 impl Frame {
     pub fn control(kind: FrameKind, seq: u32, ack: Option<u32>) -> Frame {
-        Frame { kind, seq, ack, payload: 0, first: false, last: false, packet: None, tx: 1, flow: u16::MAX, session: 0, poll: false, status: None, bytes: None, ctl: 0 }
+        Frame {
+            kind,
+            seq,
+            ack,
+            payload: 0,
+            first: false,
+            last: false,
+            packet: None,
+            tx: 1,
+            flow: u16::MAX,
+            session: 0,
+            poll: false,
+            status: None,
+            bytes: None,
+            ctl: 0,
+        }
     }
     /// Bytes on the air given the link-layer header size.
-    pub fn size(&self, header: u32) -> u32 { header + self.payload as u32 }
+    pub fn size(&self, header: u32) -> u32 {
+        header + self.payload as u32
+    }
 }
 
 /// Bytes of a byte stream waiting to go on (RLP's unframed input, an L2R buffer),
 /// with the marks of upper-layer frames that end among them.
 #[derive(Default)]
-pub struct ByteQueue { bytes: VecDeque<u8>, marks: VecDeque<(u64, Mark)>, base: u64 }
+pub struct ByteQueue {
+    bytes: VecDeque<u8>,
+    marks: VecDeque<(u64, Mark)>,
+    base: u64,
+}
 
 impl ByteQueue {
     pub fn push(&mut self, bytes: &[u8], marks: impl IntoIterator<Item = (usize, Mark)>) {
@@ -105,18 +144,30 @@ impl ByteQueue {
         let end = self.base + n as u64;
         let mut marks = vec![];
         while let Some(&(at, m)) = self.marks.front() {
-            if at >= end { break; }
+            if at >= end {
+                break;
+            }
             marks.push(((at - self.base) as usize, m));
             self.marks.pop_front();
         }
         self.base = end;
         (b, marks)
     }
-    pub fn len(&self) -> usize { self.bytes.len() }
-    pub fn is_empty(&self) -> bool { self.bytes.is_empty() }
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
     /// The mark of the upper-layer frame the next byte belongs to (it ends at the next mark).
-    pub fn next_mark(&self) -> Option<Mark> { self.marks.front().map(|m| m.1) }
-    pub fn clear(&mut self) { self.base += self.bytes.len() as u64; self.bytes.clear(); self.marks.clear(); }
+    pub fn next_mark(&self) -> Option<Mark> {
+        self.marks.front().map(|m| m.1)
+    }
+    pub fn clear(&mut self) {
+        self.base += self.bytes.len() as u64;
+        self.bytes.clear();
+        self.marks.clear();
+    }
 }
 
 /// Cuts a packet into fragments of at most `max_payload` bytes.
@@ -127,15 +178,33 @@ pub fn fragment(pkt: Packet, max_payload: u32, mut push: impl FnMut(Frame)) {
     let mut pkt = Some(Rc::new(pkt));
     for i in 0..n {
         let len = if i + 1 == n { size - max_payload * (n - 1) } else { max_payload };
-        push(Frame { kind: FrameKind::Data, seq: 0, ack: None, payload: len as u16, first: i == 0, last: i + 1 == n,
-            packet: if i + 1 == n { pkt.take() } else { None }, tx: 1, flow, session: 0, poll: false, status: None, bytes: None, ctl: 0 });
+        push(Frame {
+            kind: FrameKind::Data,
+            seq: 0,
+            ack: None,
+            payload: len as u16,
+            first: i == 0,
+            last: i + 1 == n,
+            packet: if i + 1 == n { pkt.take() } else { None },
+            tx: 1,
+            flow,
+            session: 0,
+            poll: false,
+            status: None,
+            bytes: None,
+            ctl: 0,
+        });
     }
 }
 
 /// Rebuilds packets from data frames received in sequence-number order; a gap
 /// (a missing sequence number) discards the packet it falls in.
 #[derive(Default)]
-pub struct Reassembler { next_seq: Option<u32>, intact: bool, pub discarded: u64 }
+pub struct Reassembler {
+    next_seq: Option<u32>,
+    intact: bool,
+    pub discarded: u64,
+}
 
 impl Reassembler {
     pub fn push(&mut self, f: Frame) -> Option<Packet> {
@@ -144,13 +213,17 @@ impl Reassembler {
         if f.first {
             self.intact = true;
         } else if !contiguous {
-            if self.intact { self.discarded += 1; }
+            if self.intact {
+                self.discarded += 1;
+            }
             self.intact = false;
         }
         if f.last {
             let ok = self.intact;
             self.intact = false;
-            if ok { return f.packet.map(|p| Rc::try_unwrap(p).unwrap_or_else(|p| (*p).clone())); }
+            if ok {
+                return f.packet.map(|p| Rc::try_unwrap(p).unwrap_or_else(|p| (*p).clone()));
+            }
         }
         None
     }
@@ -161,7 +234,9 @@ mod tests {
     use super::*;
     use crate::time::Instant;
     use crate::wire::{UdpRepr, L4};
-    fn pkt(len: u32) -> Packet { Packet::new([1; 4], [2; 4], 1, L4::Udp(UdpRepr { src_port: 1, dst_port: 2 }), len, 0, Instant::ZERO) }
+    fn pkt(len: u32) -> Packet {
+        Packet::new([1; 4], [2; 4], 1, L4::Udp(UdpRepr { src_port: 1, dst_port: 2 }), len, 0, Instant::ZERO)
+    }
     #[test]
     fn fragment_sizes() {
         let mut v = vec![];
@@ -175,8 +250,12 @@ mod tests {
     #[test]
     fn reassembly_drops_packets_with_gaps() {
         let mut frames = vec![];
-        for len in [600u32, 600, 600] { fragment(pkt(len - 28), 250, |f| frames.push(f)); }
-        for (i, f) in frames.iter_mut().enumerate() { f.seq = i as u32; }
+        for len in [600u32, 600, 600] {
+            fragment(pkt(len - 28), 250, |f| frames.push(f));
+        }
+        for (i, f) in frames.iter_mut().enumerate() {
+            f.seq = i as u32;
+        }
         let mut r = Reassembler::default();
         // Lose frame 4 (middle of the second packet).
         let out: Vec<Packet> = frames.into_iter().filter(|f| f.seq != 4).filter_map(|f| r.push(f)).collect();

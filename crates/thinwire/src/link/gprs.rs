@@ -63,37 +63,67 @@ pub struct GprsConfig {
 
 impl GprsConfig {
     pub fn downlink() -> GprsConfig {
-        GprsConfig { tbf_idle: Duration::from_secs(1), setup: (Duration::from_millis(300), Duration::from_millis(2000)), rlc_buffer: 10,
-            pdu_lifetime: Duration::from_secs(20), outage_every: None, outage_duration: (Duration::from_secs(5), Duration::from_secs(40)), outage_list: vec![], period: None,
-            poor_every: None, poor_duration: (Duration::from_secs(10), Duration::from_secs(60)), poor_share: 0.5 }
+        GprsConfig {
+            tbf_idle: Duration::from_secs(1),
+            setup: (Duration::from_millis(300), Duration::from_millis(2000)),
+            rlc_buffer: 10,
+            pdu_lifetime: Duration::from_secs(20),
+            outage_every: None,
+            outage_duration: (Duration::from_secs(5), Duration::from_secs(40)),
+            outage_list: vec![],
+            period: None,
+            poor_every: None,
+            poor_duration: (Duration::from_secs(10), Duration::from_secs(60)),
+            poor_share: 0.5,
+        }
     }
-    pub fn uplink() -> GprsConfig { GprsConfig { setup: (Duration::from_millis(100), Duration::from_millis(600)), ..GprsConfig::downlink() } }
+    pub fn uplink() -> GprsConfig {
+        GprsConfig { setup: (Duration::from_millis(100), Duration::from_millis(600)), ..GprsConfig::downlink() }
+    }
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct GprsStats { pub tbf_setups: u64, pub outages: u64, pub lifetime_drops: u64, pub poor_packets: u64 }
+pub struct GprsStats {
+    pub tbf_setups: u64,
+    pub outages: u64,
+    pub lifetime_drops: u64,
+    pub poor_packets: u64,
+}
 
 /// A duration drawn uniformly from [a, b].
-fn uniform_in(rng: &mut Rng, (a, b): (Duration, Duration)) -> Duration { a + Duration::from_nanos(((b - a).nanos() as f64 * rng.uniform()) as i64) }
+fn uniform_in(rng: &mut Rng, (a, b): (Duration, Duration)) -> Duration {
+    a + Duration::from_nanos(((b - a).nanos() as f64 * rng.uniform()) as i64)
+}
 
 /// The outage schedule, generated lazily in order (so both ends see the same one).
-struct Outages { rng: Rng, every: Option<Duration>, dur: (Duration, Duration), fixed: VecDeque<(Duration, Duration)>, cur: (Instant, Instant) }
+struct Outages {
+    rng: Rng,
+    every: Option<Duration>,
+    dur: (Duration, Duration),
+    fixed: VecDeque<(Duration, Duration)>,
+    cur: (Instant, Instant),
+}
 
 impl Outages {
     fn new(rng: Rng, every: Option<Duration>, dur: (Duration, Duration), fixed: &[(Duration, Duration)]) -> Outages {
-        let mut o = Outages { rng, every, dur, fixed: fixed.iter().copied().collect(), cur: (Instant::ZERO, Instant::ZERO) };
+        let mut o =
+            Outages { rng, every, dur, fixed: fixed.iter().copied().collect(), cur: (Instant::ZERO, Instant::ZERO) };
         o.cur = o.next_after(Instant::ZERO);
         o
     }
     fn next_after(&mut self, t: Instant) -> (Instant, Instant) {
-        if let Some((at, len)) = self.fixed.pop_front() { return (Instant::ZERO + at, Instant::ZERO + at + len); }
+        if let Some((at, len)) = self.fixed.pop_front() {
+            return (Instant::ZERO + at, Instant::ZERO + at + len);
+        }
         let Some(every) = self.every else { return (Instant::ZERO + Duration::MAX, Instant::ZERO + Duration::MAX) };
         let start = t + Duration::from_secs_f64(self.rng.exponential(every.as_secs_f64()));
         (start, start + uniform_in(&mut self.rng, self.dur))
     }
     /// The end of the outage under way at `now`, if any.
     fn active(&mut self, now: Instant) -> Option<Instant> {
-        while self.cur.1 <= now { self.cur = self.next_after(self.cur.1); }
+        while self.cur.1 <= now {
+            self.cur = self.next_after(self.cur.1);
+        }
         (self.cur.0 <= now).then_some(self.cur.1)
     }
 }
@@ -118,18 +148,37 @@ impl Gprs {
     pub fn new(cfg: GprsConfig, outage_rng: Rng, poor_rng: Rng, setup_rng: Rng) -> Gprs {
         let outages = Outages::new(outage_rng, cfg.outage_every, cfg.outage_duration, &cfg.outage_list);
         let poor = Outages::new(poor_rng, cfg.poor_every, cfg.poor_duration, &[]);
-        Gprs { cfg, held: VecDeque::new(), last_tx: None, hold_until: None, wake: None, outages, poor, in_outage: false, setup_rng, delivered: VecDeque::new(), stats: GprsStats::default() }
+        Gprs {
+            cfg,
+            held: VecDeque::new(),
+            last_tx: None,
+            hold_until: None,
+            wake: None,
+            outages,
+            poor,
+            in_outage: false,
+            setup_rng,
+            delivered: VecDeque::new(),
+            stats: GprsStats::default(),
+        }
     }
 
-    pub fn wants_packet(&self) -> bool { self.held.len() < self.cfg.rlc_buffer }
+    pub fn wants_packet(&self) -> bool {
+        self.held.len() < self.cfg.rlc_buffer
+    }
 
     /// A packet handed down at `now` (the engine calls `poll_transmit` right after).
-    pub fn send_at(&mut self, now: Instant, p: Packet) { self.held.push_back((now, p)); }
+    pub fn send_at(&mut self, now: Instant, p: Packet) {
+        self.held.push_back((now, p));
+    }
 
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Frame> {
         self.wake = None;
         if let Some(end) = self.outages.active(now) {
-            if !self.in_outage { self.in_outage = true; self.stats.outages += 1; }
+            if !self.in_outage {
+                self.in_outage = true;
+                self.stats.outages += 1;
+            }
             self.wake = Some(end);
             return None;
         }
@@ -142,7 +191,9 @@ impl Gprs {
             self.stats.lifetime_drops += (before - self.held.len()) as u64;
             self.last_tx = None; // the TBF was released during the outage
         }
-        if self.held.is_empty() { return None; }
+        if self.held.is_empty() {
+            return None;
+        }
         let idle = self.last_tx.is_none_or(|t| now - t > self.cfg.tbf_idle);
         if idle && self.hold_until.is_none() {
             let mut at = now + uniform_in(&mut self.setup_rng, self.cfg.setup);
@@ -156,7 +207,10 @@ impl Gprs {
             self.stats.tbf_setups += 1;
         }
         if let Some(h) = self.hold_until {
-            if now < h { self.wake = Some(h); return None; }
+            if now < h {
+                self.wake = Some(h);
+                return None;
+            }
             self.hold_until = None;
         }
         let (_, p) = self.held.pop_front()?;
@@ -178,12 +232,18 @@ impl Gprs {
     }
 
     pub fn on_frame(&mut self, _now: Instant, f: Frame) {
-        if let Some(p) = f.packet { self.delivered.push_back(Rc::try_unwrap(p).unwrap_or_else(|p| (*p).clone())); }
+        if let Some(p) = f.packet {
+            self.delivered.push_back(Rc::try_unwrap(p).unwrap_or_else(|p| (*p).clone()));
+        }
     }
 
-    pub fn poll_deliver(&mut self) -> Option<Packet> { self.delivered.pop_front() }
+    pub fn poll_deliver(&mut self) -> Option<Packet> {
+        self.delivered.pop_front()
+    }
 
-    pub fn poll_timeout(&self) -> Option<Instant> { self.wake }
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.wake
+    }
 
     pub fn handle_timeout(&mut self, _now: Instant) {}
 }

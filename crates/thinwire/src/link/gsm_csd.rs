@@ -53,7 +53,16 @@ pub struct CsdConfig {
 }
 
 impl Default for CsdConfig {
-    fn default() -> Self { CsdConfig { rlp: RlpConfig::default(), vj: false, vj_toss_on_error: true, l2r_rate: None, l2r_buffer: 1200, network_side: false } }
+    fn default() -> Self {
+        CsdConfig {
+            rlp: RlpConfig::default(),
+            vj: false,
+            vj_toss_on_error: true,
+            l2r_rate: None,
+            l2r_buffer: 1200,
+            network_side: false,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -70,12 +79,19 @@ pub struct CsdStats {
 
 /// Byte-rate gate: bytes may pass as credit accrues at `rate` bytes/s. Credit is
 /// kept in nano-bytes (integer time throughout).
-struct Gate { rate: i128, credit: i128, last: Instant, cap: i128 }
+struct Gate {
+    rate: i128,
+    credit: i128,
+    last: Instant,
+    cap: i128,
+}
 
 const NANO: i128 = 1_000_000_000;
 
 impl Gate {
-    fn new(rate: u64, cap_bytes: u32) -> Gate { Gate { rate: rate as i128, credit: 0, last: Instant::ZERO, cap: cap_bytes as i128 * NANO } }
+    fn new(rate: u64, cap_bytes: u32) -> Gate {
+        Gate { rate: rate as i128, credit: 0, last: Instant::ZERO, cap: cap_bytes as i128 * NANO }
+    }
     fn refill(&mut self, now: Instant) {
         self.credit = (self.credit + (now - self.last).nanos() as i128 * self.rate).min(self.cap);
         self.last = now;
@@ -89,7 +105,9 @@ impl Gate {
     /// When `need` bytes of credit will be there.
     fn ready_at(&self, need: usize) -> Instant {
         let missing = need as i128 * NANO - self.credit;
-        if missing <= 0 { return self.last; }
+        if missing <= 0 {
+            return self.last;
+        }
         self.last + Duration::from_nanos(((missing + self.rate - 1) / self.rate) as i64)
     }
 }
@@ -115,9 +133,20 @@ impl GsmCsd {
     pub fn new(cfg: CsdConfig) -> GsmCsd {
         let gate = |r: u64| Gate::new(r, cfg.rlp.payload * 2);
         let l2r = cfg.l2r_rate.filter(|_| cfg.network_side);
-        GsmCsd { rlp: Rlp::new(cfg.rlp.clone()), framer: Framer::default(), comp: Compressor::new(), deframer: Deframer::new(), decomp: Decompressor::new(),
-            delivered: VecDeque::new(), staged: ByteQueue::default(), send_gate: l2r.map(gate), relay: ByteQueue::default(), recv_gate: l2r.map(gate),
-            stats: CsdStats::default(), cfg }
+        GsmCsd {
+            rlp: Rlp::new(cfg.rlp.clone()),
+            framer: Framer::default(),
+            comp: Compressor::new(),
+            deframer: Deframer::new(),
+            decomp: Decompressor::new(),
+            delivered: VecDeque::new(),
+            staged: ByteQueue::default(),
+            send_gate: l2r.map(gate),
+            relay: ByteQueue::default(),
+            recv_gate: l2r.map(gate),
+            stats: CsdStats::default(),
+            cfg,
+        }
     }
 
     pub fn wants_packet(&self) -> bool {
@@ -130,7 +159,14 @@ impl GsmCsd {
             let hl = bytes.len() - p.payload_len as usize;
             let (kind, mut hdr) = self.comp.compress(&bytes[..hl]);
             hdr.extend_from_slice(&bytes[hl..]);
-            (match kind { Kind::Ip => PROTO_IP, Kind::Uncompressed => PROTO_VJ_UNCOMPRESSED, Kind::Compressed => PROTO_VJ_COMPRESSED }, hdr)
+            (
+                match kind {
+                    Kind::Ip => PROTO_IP,
+                    Kind::Uncompressed => PROTO_VJ_UNCOMPRESSED,
+                    Kind::Compressed => PROTO_VJ_COMPRESSED,
+                },
+                hdr,
+            )
         } else {
             (PROTO_IP, bytes)
         };
@@ -149,7 +185,9 @@ impl GsmCsd {
         let Some(g) = &mut self.send_gate else { return };
         g.refill(now);
         let n = g.take(self.staged.len());
-        if n == 0 { return; }
+        if n == 0 {
+            return;
+        }
         let (b, marks) = self.staged.take(n);
         let mut from = 0;
         for (at, m) in marks {
@@ -188,7 +226,9 @@ impl GsmCsd {
         }
         let len = self.relay.len() as u32;
         if len > self.cfg.l2r_buffer {
-            if !self.rlp.busy() { self.stats.l2r_busy += 1; }
+            if !self.rlp.busy() {
+                self.stats.l2r_busy += 1;
+            }
             self.rlp.set_busy(true);
         } else if len <= self.cfg.l2r_buffer / 2 {
             self.rlp.set_busy(false);
@@ -199,11 +239,17 @@ impl GsmCsd {
     fn deframe(&mut self, b: &[u8], marks: Vec<(usize, Mark)>) {
         let mut out = Vec::new();
         let mut from = 0;
-        for (at, m) in marks.into_iter().map(|(a, m)| (a, Some(m))).chain(std::iter::once((b.len().wrapping_sub(1), None))) {
-            if from > at || at >= b.len() { continue; }
+        for (at, m) in
+            marks.into_iter().map(|(a, m)| (a, Some(m))).chain(std::iter::once((b.len().wrapping_sub(1), None)))
+        {
+            if from > at || at >= b.len() {
+                continue;
+            }
             self.deframer.push(&b[from..=at], &mut out);
             from = at + 1;
-            for r in out.drain(..) { self.received(r, m); }
+            for r in out.drain(..) {
+                self.received(r, m);
+            }
         }
     }
 
@@ -211,16 +257,29 @@ impl GsmCsd {
         let (proto, info) = match r {
             Received::Damaged => {
                 self.stats.ppp_damaged += 1;
-                if self.cfg.vj_toss_on_error { self.decomp.report_error(); }
+                if self.cfg.vj_toss_on_error {
+                    self.decomp.report_error();
+                }
                 return;
             }
             Received::Frame { protocol, info } => (protocol, info),
         };
-        let kind = match proto { PROTO_IP => Kind::Ip, PROTO_VJ_UNCOMPRESSED => Kind::Uncompressed, PROTO_VJ_COMPRESSED => Kind::Compressed, _ => return };
+        let kind = match proto {
+            PROTO_IP => Kind::Ip,
+            PROTO_VJ_UNCOMPRESSED => Kind::Uncompressed,
+            PROTO_VJ_COMPRESSED => Kind::Compressed,
+            _ => return,
+        };
         let bytes = match self.decomp.decompress_packet(kind, &info) {
             Ok(b) => b,
-            Err(VjError::Tossed) => { self.stats.vj_tossed += 1; return; }
-            Err(VjError::Bad) => { self.stats.checksum_drops += 1; return; }
+            Err(VjError::Tossed) => {
+                self.stats.vj_tossed += 1;
+                return;
+            }
+            Err(VjError::Bad) => {
+                self.stats.checksum_drops += 1;
+                return;
+            }
         };
         match Packet::parse(&bytes) {
             Ok(mut p) => {
@@ -229,19 +288,31 @@ impl GsmCsd {
                 let m = mark.unwrap_or(Mark { flow: u16::MAX, born: Instant::ZERO });
                 p.flow = m.flow;
                 p.born = m.born;
-                if m.flow != u16::MAX { self.delivered.push_back(p); }
+                if m.flow != u16::MAX {
+                    self.delivered.push_back(p);
+                }
             }
             Err(_) => self.stats.checksum_drops += 1,
         }
     }
 
-    pub fn poll_deliver(&mut self) -> Option<Packet> { self.delivered.pop_front() }
+    pub fn poll_deliver(&mut self) -> Option<Packet> {
+        self.delivered.pop_front()
+    }
 
     pub fn poll_timeout(&self) -> Option<Instant> {
         let mut t = self.rlp.poll_timeout();
         let mut at = |x: Instant| t = Some(t.map_or(x, |y: Instant| y.min(x)));
-        if let Some(g) = &self.send_gate { if self.staged.len() > 0 { at(g.ready_at(self.staged.len().min(self.cfg.rlp.payload as usize))); } }
-        if let Some(g) = &self.recv_gate { if self.relay.len() > 0 { at(g.ready_at(self.relay.len().min(self.cfg.rlp.payload as usize))); } }
+        if let Some(g) = &self.send_gate {
+            if self.staged.len() > 0 {
+                at(g.ready_at(self.staged.len().min(self.cfg.rlp.payload as usize)));
+            }
+        }
+        if let Some(g) = &self.recv_gate {
+            if self.relay.len() > 0 {
+                at(g.ready_at(self.relay.len().min(self.cfg.rlp.payload as usize)));
+            }
+        }
         t
     }
 

@@ -42,11 +42,23 @@ pub struct Is707Config {
 }
 
 impl Default for Is707Config {
-    fn default() -> Self { Is707Config { max_payload: 19, nak_rounds: vec![1, 2, 3], nak_timer: Duration::from_millis(200), idle_frames: Some(0) } }
+    fn default() -> Self {
+        Is707Config {
+            max_payload: 19,
+            nak_rounds: vec![1, 2, 3],
+            nak_timer: Duration::from_millis(200),
+            idle_frames: Some(0),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct Is707Stats { pub naks_sent: u64, pub retransmissions: u64, pub frames_abandoned: u64, pub idle_sent: u64 }
+pub struct Is707Stats {
+    pub naks_sent: u64,
+    pub retransmissions: u64,
+    pub frames_abandoned: u64,
+    pub idle_sent: u64,
+}
 
 /// Frames kept for retransmission, at most (older ones can no longer be NAKed
 /// in time: 3 rounds of 200 ms are 30 slots).
@@ -76,17 +88,43 @@ pub struct Is707 {
 
 impl Is707 {
     pub fn new(cfg: Is707Config) -> Is707 {
-        Is707 { cfg, pending: VecDeque::new(), v_s: 0, sent: VecDeque::new(), sent_base: 0, rexmit: VecDeque::new(), idle_left: 0,
-            v_r: 0, v_n: 0, buf: BTreeMap::new(), missing: BTreeMap::new(), abandoned: BTreeSet::new(), naks: VecDeque::new(),
-            rx: Reassembler::default(), delivered: VecDeque::new(), stats: Is707Stats::default() }
+        Is707 {
+            cfg,
+            pending: VecDeque::new(),
+            v_s: 0,
+            sent: VecDeque::new(),
+            sent_base: 0,
+            rexmit: VecDeque::new(),
+            idle_left: 0,
+            v_r: 0,
+            v_n: 0,
+            buf: BTreeMap::new(),
+            missing: BTreeMap::new(),
+            abandoned: BTreeSet::new(),
+            naks: VecDeque::new(),
+            rx: Reassembler::default(),
+            delivered: VecDeque::new(),
+            stats: Is707Stats::default(),
+        }
     }
-    pub fn wants_packet(&self) -> bool { self.pending.is_empty() }
-    pub fn send(&mut self, p: Packet) { fragment(p, self.cfg.max_payload, |f| self.pending.push_back(f)); }
-    pub fn poll_deliver(&mut self) -> Option<Packet> { self.delivered.pop_front() }
+    pub fn wants_packet(&self) -> bool {
+        self.pending.is_empty()
+    }
+    pub fn send(&mut self, p: Packet) {
+        fragment(p, self.cfg.max_payload, |f| self.pending.push_back(f));
+    }
+    pub fn poll_deliver(&mut self) -> Option<Packet> {
+        self.delivered.pop_front()
+    }
     /// V(S), V(R), V(N).
-    pub fn counters(&self) -> (u32, u32, u32) { (self.v_s, self.v_r, self.v_n) }
+    pub fn counters(&self) -> (u32, u32, u32) {
+        (self.v_s, self.v_r, self.v_n)
+    }
 
-    fn slot(&self, mut f: Frame) -> Frame { f.payload = self.cfg.max_payload as u16; f }
+    fn slot(&self, mut f: Frame) -> Frame {
+        f.payload = self.cfg.max_payload as u16;
+        f
+    }
 
     pub fn poll_transmit(&mut self, _now: Instant) -> Option<Frame> {
         if let Some((first, last)) = self.naks.pop_front() {
@@ -94,7 +132,9 @@ impl Is707 {
             return Some(self.slot(Frame::control(FrameKind::Nack, first, Some(last))));
         }
         while let Some(sn) = self.rexmit.pop_front() {
-            if sn < self.sent_base { continue; }
+            if sn < self.sent_base {
+                continue;
+            }
             if let Some(f) = self.sent.get_mut((sn - self.sent_base) as usize) {
                 f.tx += 1;
                 self.stats.retransmissions += 1;
@@ -106,12 +146,17 @@ impl Is707 {
             f.seq = self.v_s;
             self.v_s += 1;
             self.sent.push_back(f.clone());
-            if self.sent.len() > KEEP { self.sent.pop_front(); self.sent_base += 1; }
+            if self.sent.len() > KEEP {
+                self.sent.pop_front();
+                self.sent_base += 1;
+            }
             self.idle_left = self.cfg.idle_frames.unwrap_or(u32::MAX);
             return Some(self.slot(f));
         }
         if self.idle_left > 0 && self.v_s > 0 {
-            if self.cfg.idle_frames.is_some() { self.idle_left -= 1; }
+            if self.cfg.idle_frames.is_some() {
+                self.idle_left -= 1;
+            }
             self.stats.idle_sent += 1;
             return Some(self.slot(Frame::control(FrameKind::Idle, self.v_s, None)));
         }
@@ -122,7 +167,11 @@ impl Is707 {
         match f.kind {
             FrameKind::Nack => {
                 let last = f.ack.unwrap_or(f.seq);
-                for sn in f.seq..=last { if sn < self.v_s { self.rexmit.push_back(sn); } }
+                for sn in f.seq..=last {
+                    if sn < self.v_s {
+                        self.rexmit.push_back(sn);
+                    }
+                }
             }
             FrameKind::Idle => self.notice_up_to(now, f.seq),
             FrameKind::Data => {
@@ -142,13 +191,22 @@ impl Is707 {
 
     /// Frames V(R)..`upto` were sent but not received: start their NAK rounds.
     fn notice_up_to(&mut self, now: Instant, upto: u32) {
-        if upto <= self.v_r { return; }
+        if upto <= self.v_r {
+            return;
+        }
         let rounds = self.cfg.nak_rounds.clone();
         if rounds.is_empty() {
-            for sn in self.v_r..upto { self.abandoned.insert(sn); self.stats.frames_abandoned += 1; }
+            for sn in self.v_r..upto {
+                self.abandoned.insert(sn);
+                self.stats.frames_abandoned += 1;
+            }
         } else {
-            for sn in self.v_r..upto { self.missing.insert(sn, (0, now + self.cfg.nak_timer)); }
-            for _ in 0..rounds[0] { self.naks.push_back((self.v_r, upto - 1)); }
+            for sn in self.v_r..upto {
+                self.missing.insert(sn, (0, now + self.cfg.nak_timer));
+            }
+            for _ in 0..rounds[0] {
+                self.naks.push_back((self.v_r, upto - 1));
+            }
         }
         self.v_r = upto;
         self.deliver();
@@ -157,7 +215,9 @@ impl Is707 {
     fn deliver(&mut self) {
         while self.v_n < self.v_r {
             if let Some(f) = self.buf.remove(&self.v_n) {
-                if let Some(p) = self.rx.push(f) { self.delivered.push_back(p); }
+                if let Some(p) = self.rx.push(f) {
+                    self.delivered.push_back(p);
+                }
             } else if !self.abandoned.remove(&self.v_n) {
                 break;
             }
@@ -165,11 +225,15 @@ impl Is707 {
         }
     }
 
-    pub fn poll_timeout(&mut self) -> Option<Instant> { self.missing.values().map(|&(_, d)| d).min() }
+    pub fn poll_timeout(&mut self) -> Option<Instant> {
+        self.missing.values().map(|&(_, d)| d).min()
+    }
 
     pub fn handle_timeout(&mut self, now: Instant) {
         let due: Vec<u32> = self.missing.iter().filter(|(_, &(_, d))| d <= now).map(|(&s, _)| s).collect();
-        if due.is_empty() { return; }
+        if due.is_empty() {
+            return;
+        }
         // Contiguous runs with the same round get their NAKs together.
         let mut run: Option<(u32, u32, usize)> = None;
         let mut runs = Vec::new();
@@ -177,17 +241,30 @@ impl Is707 {
             let (round, _) = self.missing[&sn];
             match run {
                 Some((a, b, r)) if b + 1 == sn && r == round => run = Some((a, sn, r)),
-                _ => { if let Some(x) = run { runs.push(x); } run = Some((sn, sn, round)); }
+                _ => {
+                    if let Some(x) = run {
+                        runs.push(x);
+                    }
+                    run = Some((sn, sn, round));
+                }
             }
         }
         runs.extend(run);
         for (a, b, round) in runs {
             let next = round + 1;
             if next < self.cfg.nak_rounds.len() {
-                for sn in a..=b { self.missing.insert(sn, (next, now + self.cfg.nak_timer)); }
-                for _ in 0..self.cfg.nak_rounds[next] { self.naks.push_back((a, b)); }
+                for sn in a..=b {
+                    self.missing.insert(sn, (next, now + self.cfg.nak_timer));
+                }
+                for _ in 0..self.cfg.nak_rounds[next] {
+                    self.naks.push_back((a, b));
+                }
             } else {
-                for sn in a..=b { self.missing.remove(&sn); self.abandoned.insert(sn); self.stats.frames_abandoned += 1; }
+                for sn in a..=b {
+                    self.missing.remove(&sn);
+                    self.abandoned.insert(sn);
+                    self.stats.frames_abandoned += 1;
+                }
             }
         }
         self.deliver();

@@ -8,30 +8,112 @@ pub mod gprs;
 pub mod gsm_csd;
 pub mod is707;
 pub mod raw;
-pub mod rlp_gsm;
 pub mod rlc_am;
+pub mod rlp_gsm;
 pub mod sr;
 
-pub use frame::{Frame, FrameKind};
 use crate::time::Instant;
 use crate::wire::Packet;
+pub use frame::{Frame, FrameKind};
 
 /// One side of a wireless link: the sender for its direction and the receiver for
 /// the other, so that ACKs can ride on reverse data frames.
-pub enum Arq { Raw(raw::Raw), Sr(Box<sr::Sr>), Rlc(Box<rlc_am::Rlc>), Is707(Box<is707::Is707>), Gsm(Box<gsm_csd::GsmCsd>), Gprs(Box<gprs::Gprs>) }
+pub enum Arq {
+    Raw(raw::Raw),
+    Sr(Box<sr::Sr>),
+    Rlc(Box<rlc_am::Rlc>),
+    Is707(Box<is707::Is707>),
+    Gsm(Box<gsm_csd::GsmCsd>),
+    Gprs(Box<gprs::Gprs>),
+}
 
 impl Arq {
-    pub fn wants_packet(&self) -> bool { match self { Arq::Raw(r) => r.wants_packet(), Arq::Sr(s) => s.wants_packet(), Arq::Rlc(l) => l.wants_packet(), Arq::Is707(i) => i.wants_packet(), Arq::Gsm(g) => g.wants_packet(), Arq::Gprs(g) => g.wants_packet() } }
-    pub fn send(&mut self, now: Instant, p: Packet) { match self { Arq::Gprs(g) => g.send_at(now, p), Arq::Raw(r) => r.send(p), Arq::Sr(s) => s.send(p), Arq::Rlc(l) => l.send(p), Arq::Is707(i) => i.send(p), Arq::Gsm(g) => g.send(p) } }
-    pub fn poll_transmit(&mut self, now: Instant) -> Option<Frame> {
-        match self { Arq::Raw(r) => r.poll_transmit(now), Arq::Sr(s) => s.poll_transmit(now), Arq::Rlc(l) => l.poll_transmit(now), Arq::Is707(i) => i.poll_transmit(now), Arq::Gsm(g) => g.poll_transmit(now), Arq::Gprs(g) => g.poll_transmit(now) }
+    pub fn wants_packet(&self) -> bool {
+        match self {
+            Arq::Raw(r) => r.wants_packet(),
+            Arq::Sr(s) => s.wants_packet(),
+            Arq::Rlc(l) => l.wants_packet(),
+            Arq::Is707(i) => i.wants_packet(),
+            Arq::Gsm(g) => g.wants_packet(),
+            Arq::Gprs(g) => g.wants_packet(),
+        }
     }
-    pub fn on_frame(&mut self, now: Instant, f: Frame) { match self { Arq::Raw(r) => r.on_frame(now, f), Arq::Sr(s) => s.on_frame(now, f), Arq::Rlc(l) => l.on_frame(now, f), Arq::Is707(i) => i.on_frame(now, f), Arq::Gsm(g) => g.on_frame(now, f), Arq::Gprs(g) => g.on_frame(now, f) } }
-    pub fn poll_deliver(&mut self) -> Option<Packet> { match self { Arq::Raw(r) => r.poll_deliver(), Arq::Sr(s) => s.poll_deliver(), Arq::Rlc(l) => l.poll_deliver(), Arq::Is707(i) => i.poll_deliver(), Arq::Gsm(g) => g.poll_deliver(), Arq::Gprs(g) => g.poll_deliver() } }
-    pub fn poll_timeout(&mut self) -> Option<Instant> { match self { Arq::Raw(_) => None, Arq::Sr(s) => s.poll_timeout(), Arq::Rlc(l) => l.poll_timeout(), Arq::Is707(i) => i.poll_timeout(), Arq::Gsm(g) => g.poll_timeout(), Arq::Gprs(g) => g.poll_timeout() } }
-    pub fn handle_timeout(&mut self, now: Instant) { match self { Arq::Raw(_) => {} Arq::Sr(s) => s.handle_timeout(now), Arq::Rlc(l) => l.handle_timeout(now), Arq::Is707(i) => i.handle_timeout(now), Arq::Gsm(g) => g.handle_timeout(now), Arq::Gprs(g) => g.handle_timeout(now) } }
+    pub fn send(&mut self, now: Instant, p: Packet) {
+        match self {
+            Arq::Gprs(g) => g.send_at(now, p),
+            Arq::Raw(r) => r.send(p),
+            Arq::Sr(s) => s.send(p),
+            Arq::Rlc(l) => l.send(p),
+            Arq::Is707(i) => i.send(p),
+            Arq::Gsm(g) => g.send(p),
+        }
+    }
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Frame> {
+        match self {
+            Arq::Raw(r) => r.poll_transmit(now),
+            Arq::Sr(s) => s.poll_transmit(now),
+            Arq::Rlc(l) => l.poll_transmit(now),
+            Arq::Is707(i) => i.poll_transmit(now),
+            Arq::Gsm(g) => g.poll_transmit(now),
+            Arq::Gprs(g) => g.poll_transmit(now),
+        }
+    }
+    pub fn on_frame(&mut self, now: Instant, f: Frame) {
+        match self {
+            Arq::Raw(r) => r.on_frame(now, f),
+            Arq::Sr(s) => s.on_frame(now, f),
+            Arq::Rlc(l) => l.on_frame(now, f),
+            Arq::Is707(i) => i.on_frame(now, f),
+            Arq::Gsm(g) => g.on_frame(now, f),
+            Arq::Gprs(g) => g.on_frame(now, f),
+        }
+    }
+    pub fn poll_deliver(&mut self) -> Option<Packet> {
+        match self {
+            Arq::Raw(r) => r.poll_deliver(),
+            Arq::Sr(s) => s.poll_deliver(),
+            Arq::Rlc(l) => l.poll_deliver(),
+            Arq::Is707(i) => i.poll_deliver(),
+            Arq::Gsm(g) => g.poll_deliver(),
+            Arq::Gprs(g) => g.poll_deliver(),
+        }
+    }
+    pub fn poll_timeout(&mut self) -> Option<Instant> {
+        match self {
+            Arq::Raw(_) => None,
+            Arq::Sr(s) => s.poll_timeout(),
+            Arq::Rlc(l) => l.poll_timeout(),
+            Arq::Is707(i) => i.poll_timeout(),
+            Arq::Gsm(g) => g.poll_timeout(),
+            Arq::Gprs(g) => g.poll_timeout(),
+        }
+    }
+    pub fn handle_timeout(&mut self, now: Instant) {
+        match self {
+            Arq::Raw(_) => {}
+            Arq::Sr(s) => s.handle_timeout(now),
+            Arq::Rlc(l) => l.handle_timeout(now),
+            Arq::Is707(i) => i.handle_timeout(now),
+            Arq::Gsm(g) => g.handle_timeout(now),
+            Arq::Gprs(g) => g.handle_timeout(now),
+        }
+    }
     /// Retransmission timer expiries (SR/ASR) or poll timer expiries (RLC).
-    pub fn timeouts(&self) -> u64 { match self { Arq::Raw(_) | Arq::Is707(_) | Arq::Gprs(_) => 0, Arq::Gsm(g) => g.rlp.stats.polls_sent, Arq::Sr(s) => s.stats.timeouts, Arq::Rlc(l) => l.stats.poll_timeouts } }
+    pub fn timeouts(&self) -> u64 {
+        match self {
+            Arq::Raw(_) | Arq::Is707(_) | Arq::Gprs(_) => 0,
+            Arq::Gsm(g) => g.rlp.stats.polls_sent,
+            Arq::Sr(s) => s.stats.timeouts,
+            Arq::Rlc(l) => l.stats.poll_timeouts,
+        }
+    }
     /// SDUs given up by the link layer (RLC SDU discard).
-    pub fn discards(&self) -> u64 { match self { Arq::Rlc(l) => l.stats.sdu_discards, Arq::Is707(i) => i.stats.frames_abandoned, Arq::Gprs(g) => g.stats.lifetime_drops, _ => 0 } }
+    pub fn discards(&self) -> u64 {
+        match self {
+            Arq::Rlc(l) => l.stats.sdu_discards,
+            Arq::Is707(i) => i.stats.frames_abandoned,
+            Arq::Gprs(g) => g.stats.lifetime_drops,
+            _ => 0,
+        }
+    }
 }

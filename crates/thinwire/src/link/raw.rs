@@ -7,18 +7,42 @@ use crate::time::Instant;
 use crate::wire::Packet;
 use std::collections::VecDeque;
 
-pub struct Raw { max_payload: u32, pending: VecDeque<Frame>, next_seq: u32, rx: Reassembler, delivered: VecDeque<Packet> }
+pub struct Raw {
+    max_payload: u32,
+    pending: VecDeque<Frame>,
+    next_seq: u32,
+    rx: Reassembler,
+    delivered: VecDeque<Packet>,
+}
 
 impl Raw {
-    pub fn new(max_payload: u32) -> Raw { Raw { max_payload, pending: VecDeque::new(), next_seq: 0, rx: Reassembler::default(), delivered: VecDeque::new() } }
-    pub fn wants_packet(&self) -> bool { self.pending.is_empty() }
-    pub fn send(&mut self, pkt: Packet) { fragment(pkt, self.max_payload, |f| self.pending.push_back(f)); }
+    pub fn new(max_payload: u32) -> Raw {
+        Raw {
+            max_payload,
+            pending: VecDeque::new(),
+            next_seq: 0,
+            rx: Reassembler::default(),
+            delivered: VecDeque::new(),
+        }
+    }
+    pub fn wants_packet(&self) -> bool {
+        self.pending.is_empty()
+    }
+    pub fn send(&mut self, pkt: Packet) {
+        fragment(pkt, self.max_payload, |f| self.pending.push_back(f));
+    }
     pub fn poll_transmit(&mut self, _now: Instant) -> Option<Frame> {
         let mut f = self.pending.pop_front()?;
         f.seq = self.next_seq;
         self.next_seq = self.next_seq.wrapping_add(1);
         Some(f)
     }
-    pub fn on_frame(&mut self, _now: Instant, f: Frame) { if let Some(p) = self.rx.push(f) { self.delivered.push_back(p); } }
-    pub fn poll_deliver(&mut self) -> Option<Packet> { self.delivered.pop_front() }
+    pub fn on_frame(&mut self, _now: Instant, f: Frame) {
+        if let Some(p) = self.rx.push(f) {
+            self.delivered.push_back(p);
+        }
+    }
+    pub fn poll_deliver(&mut self) -> Option<Packet> {
+        self.delivered.pop_front()
+    }
 }

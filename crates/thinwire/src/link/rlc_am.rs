@@ -71,19 +71,42 @@ pub struct RlcConfig {
     pub mrw_timer: Duration,
 }
 
-impl Default for RlcConfig { fn default() -> Self { RlcConfig::preset("uniform").unwrap() } }
+impl Default for RlcConfig {
+    fn default() -> Self {
+        RlcConfig::preset("uniform").unwrap()
+    }
+}
 
 impl RlcConfig {
     /// Seed 002 Table I, by error model: "uniform" or "two-state".
     pub fn preset(name: &str) -> Option<RlcConfig> {
         let ms = Duration::from_millis;
-        let uniform = RlcConfig { window: 128, max_payload: 250, pad: true, max_retransmissions: 2, poll_timer: Some(ms(200)), poll_window: Some(70),
-            poll_last_tx: false, poll_last_retx: false, poll_prohibit: Some(ms(100)), status_missing: true, status_periodic: Some(ms(400)),
-            status_prohibit: None, mrw_timer: ms(500) };
+        let uniform = RlcConfig {
+            window: 128,
+            max_payload: 250,
+            pad: true,
+            max_retransmissions: 2,
+            poll_timer: Some(ms(200)),
+            poll_window: Some(70),
+            poll_last_tx: false,
+            poll_last_retx: false,
+            poll_prohibit: Some(ms(100)),
+            status_missing: true,
+            status_periodic: Some(ms(400)),
+            status_prohibit: None,
+            mrw_timer: ms(500),
+        };
         match name {
             "uniform" => Some(uniform),
-            "two-state" => Some(RlcConfig { poll_window: Some(80), poll_last_retx: true, status_periodic: Some(ms(500)), status_prohibit: Some(ms(90)),
-                mrw_timer: ms(110), max_retransmissions: 1, ..uniform }),
+            "two-state" => Some(RlcConfig {
+                poll_window: Some(80),
+                poll_last_retx: true,
+                status_periodic: Some(ms(500)),
+                status_prohibit: Some(ms(90)),
+                mrw_timer: ms(110),
+                max_retransmissions: 1,
+                ..uniform
+            }),
             _ => None,
         }
     }
@@ -99,9 +122,18 @@ pub struct RlcStats {
     pub mrw_sent: u64,
 }
 
-struct Slot { frame: Frame, acked: bool, queued: bool, discarded: bool }
+struct Slot {
+    frame: Frame,
+    acked: bool,
+    queued: bool,
+    discarded: bool,
+}
 
-struct Mrw { sn: u32, send: bool, deadline: Option<Instant> }
+struct Mrw {
+    sn: u32,
+    send: bool,
+    deadline: Option<Instant>,
+}
 
 pub struct Rlc {
     cfg: RlcConfig,
@@ -130,35 +162,82 @@ pub struct Rlc {
     pub stats: RlcStats,
 }
 
-fn min_opt(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> { match (a, b) { (Some(x), Some(y)) => Some(x.min(y)), (x, y) => x.or(y) } }
+fn min_opt(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    }
+}
 
 impl Rlc {
     pub fn new(cfg: RlcConfig) -> Rlc {
-        Rlc { cfg, pending: VecDeque::new(), pending_sdus: 0, vt_a: 0, vt_s: 0, slots: VecDeque::new(), retx: VecDeque::new(), poll_pending: false, poll_prohibit: None,
-            poll_timer: None, mrw: None, vr_r: 0, vr_h: 0, rxbuf: VecDeque::new(), status_pending: false, status_prohibit: None, status_periodic: None,
-            mrw_ack: None, reasm: Reassembler::default(), delivered: VecDeque::new(), stats: RlcStats::default() }
+        Rlc {
+            cfg,
+            pending: VecDeque::new(),
+            pending_sdus: 0,
+            vt_a: 0,
+            vt_s: 0,
+            slots: VecDeque::new(),
+            retx: VecDeque::new(),
+            poll_pending: false,
+            poll_prohibit: None,
+            poll_timer: None,
+            mrw: None,
+            vr_r: 0,
+            vr_h: 0,
+            rxbuf: VecDeque::new(),
+            status_pending: false,
+            status_prohibit: None,
+            status_periodic: None,
+            mrw_ack: None,
+            reasm: Reassembler::default(),
+            delivered: VecDeque::new(),
+            stats: RlcStats::default(),
+        }
     }
     /// The RLC holds the SDU being segmented and the next one, so that "last PDU in
     /// the transmission buffer" means the queue above is empty too.
-    pub fn wants_packet(&self) -> bool { self.pending_sdus < 2 }
+    pub fn wants_packet(&self) -> bool {
+        self.pending_sdus < 2
+    }
     pub fn send(&mut self, pkt: Packet) {
         self.pending_sdus += 1;
         fragment(pkt, self.cfg.max_payload, |f| self.pending.push_back(f));
     }
-    pub fn poll_deliver(&mut self) -> Option<Packet> { self.delivered.pop_front() }
+    pub fn poll_deliver(&mut self) -> Option<Packet> {
+        self.delivered.pop_front()
+    }
     /// PDUs sent and not yet released (acknowledged or discarded and MRW-acknowledged).
-    pub fn outstanding(&self) -> u32 { self.vt_s - self.vt_a }
+    pub fn outstanding(&self) -> u32 {
+        self.vt_s - self.vt_a
+    }
 
     /// One-line state summary for diagnostics.
     pub fn describe(&self) -> String {
-        let slots: String = self.slots.iter().map(|s| if s.acked { 'a' } else if s.discarded { 'd' } else if s.queued { 'q' } else { '.' }).collect();
+        let slots: String = self
+            .slots
+            .iter()
+            .map(|s| {
+                if s.acked {
+                    'a'
+                } else if s.discarded {
+                    'd'
+                } else if s.queued {
+                    'q'
+                } else {
+                    '.'
+                }
+            })
+            .collect();
         format!("VT(A)={} VT(S)={} [{slots}] poll_pending={} poll_timer={:?} mrw={:?} | VR(R)={} VR(H)={} status_pending={} periodic={:?}",
             self.vt_a, self.vt_s, self.poll_pending, self.poll_timer, self.mrw.as_ref().map(|m| (m.sn, m.send, m.deadline)), self.vr_r, self.vr_h,
             self.status_pending, self.status_periodic)
     }
 
     fn slot(&mut self, sn: u32) -> Option<&mut Slot> {
-        if sn < self.vt_a { return None; }
+        if sn < self.vt_a {
+            return None;
+        }
         self.slots.get_mut((sn - self.vt_a) as usize)
     }
 
@@ -169,19 +248,33 @@ impl Rlc {
             self.slots.drain(..(sn - self.vt_a) as usize);
             self.vt_a = sn;
         }
-        while self.slots.front().is_some_and(|s| s.acked) { self.slots.pop_front(); self.vt_a += 1; }
+        while self.slots.front().is_some_and(|s| s.acked) {
+            self.slots.pop_front();
+            self.vt_a += 1;
+        }
     }
 
     // ----- sender: Status PDUs received -----
 
     fn on_report(&mut self, r: &Report) {
-        if self.mrw.as_ref().is_some_and(|m| r.ack >= m.sn) { self.mrw = None; }
+        if self.mrw.as_ref().is_some_and(|m| r.ack >= m.sn) {
+            self.mrw = None;
+        }
         // Timer_Poll stops once every PDU sent before the poll is accounted for.
-        if self.poll_timer.is_some_and(|(_, vs)| r.end.max(r.ack) >= vs) { self.poll_timer = None; }
+        if self.poll_timer.is_some_and(|(_, vs)| r.end.max(r.ack) >= vs) {
+            self.poll_timer = None;
+        }
         let mut missing = r.missing.iter().copied().peekable();
         for sn in r.ack.max(self.vt_a)..r.end.min(self.vt_s) {
-            while missing.peek().is_some_and(|&m| m < sn) { missing.next(); }
-            if missing.peek() == Some(&sn) { missing.next(); self.on_nack(sn); } else if let Some(s) = self.slot(sn) { s.acked = true; }
+            while missing.peek().is_some_and(|&m| m < sn) {
+                missing.next();
+            }
+            if missing.peek() == Some(&sn) {
+                missing.next();
+                self.on_nack(sn);
+            } else if let Some(s) = self.slot(sn) {
+                s.acked = true;
+            }
         }
         self.release_below(r.ack);
     }
@@ -189,8 +282,13 @@ impl Rlc {
     fn on_nack(&mut self, sn: u32) {
         let limit = 1 + self.cfg.max_retransmissions;
         let Some(s) = self.slot(sn) else { return };
-        if s.acked || s.discarded || s.queued { return; }
-        if s.frame.tx as u32 >= limit { self.discard(sn); return; }
+        if s.acked || s.discarded || s.queued {
+            return;
+        }
+        if s.frame.tx as u32 >= limit {
+            self.discard(sn);
+            return;
+        }
         s.queued = true;
         self.retx.push_back(sn);
     }
@@ -200,55 +298,91 @@ impl Rlc {
     fn discard(&mut self, sn: u32) {
         self.stats.sdu_discards += 1;
         let mut end = sn;
-        while end < self.vt_s && !self.slots[(end - self.vt_a) as usize].frame.last { end += 1; }
-        let mrw_sn = if end < self.vt_s { end + 1 } else {
+        while end < self.vt_s && !self.slots[(end - self.vt_a) as usize].frame.last {
+            end += 1;
+        }
+        let mrw_sn = if end < self.vt_s {
+            end + 1
+        } else {
             // The SDU's remaining segments were never numbered: drop them unsent.
-            while let Some(f) = self.pending.pop_front() { if f.last { self.pending_sdus -= 1; break; } }
+            while let Some(f) = self.pending.pop_front() {
+                if f.last {
+                    self.pending_sdus -= 1;
+                    break;
+                }
+            }
             self.vt_s
         };
-        for s in self.slots.iter_mut().take((mrw_sn - self.vt_a) as usize) { s.discarded = true; s.queued = false; }
+        for s in self.slots.iter_mut().take((mrw_sn - self.vt_a) as usize) {
+            s.discarded = true;
+            s.queued = false;
+        }
         let sn = self.mrw.as_ref().map_or(mrw_sn, |m| m.sn.max(mrw_sn));
         self.mrw = Some(Mrw { sn, send: true, deadline: None });
     }
 
     fn on_mrw_ack(&mut self, sn: u32) {
         if let Some(m) = &self.mrw {
-            if sn >= m.sn { let target = m.sn; self.mrw = None; self.release_below(target); }
+            if sn >= m.sn {
+                let target = m.sn;
+                self.mrw = None;
+                self.release_below(target);
+            }
         }
     }
 
     // ----- receiver -----
 
     fn arm_periodic(&mut self, now: Instant) {
-        if self.status_periodic.is_none() { self.status_periodic = self.cfg.status_periodic.map(|p| now + p); }
+        if self.status_periodic.is_none() {
+            self.status_periodic = self.cfg.status_periodic.map(|p| now + p);
+        }
     }
 
     fn deliver_in_order(&mut self) {
         while let Some(Some(_)) = self.rxbuf.front() {
             let f = self.rxbuf.pop_front().unwrap().unwrap();
             self.vr_r += 1;
-            if let Some(p) = self.reasm.push(f) { self.delivered.push_back(p); }
+            if let Some(p) = self.reasm.push(f) {
+                self.delivered.push_back(p);
+            }
         }
     }
 
     fn on_data(&mut self, now: Instant, f: Frame) {
         self.arm_periodic(now);
-        if f.poll { self.status_pending = true; }
+        if f.poll {
+            self.status_pending = true;
+        }
         let sn = f.seq;
-        if sn < self.vr_r || sn - self.vr_r >= self.cfg.window { return; }
+        if sn < self.vr_r || sn - self.vr_r >= self.cfg.window {
+            return;
+        }
         let off = (sn - self.vr_r) as usize;
-        while self.rxbuf.len() <= off { self.rxbuf.push_back(None); }
-        if self.rxbuf[off].is_some() { return; }
-        if sn > self.vr_h && self.cfg.status_missing { self.status_pending = true; }
+        while self.rxbuf.len() <= off {
+            self.rxbuf.push_back(None);
+        }
+        if self.rxbuf[off].is_some() {
+            return;
+        }
+        if sn > self.vr_h && self.cfg.status_missing {
+            self.status_pending = true;
+        }
         self.vr_h = self.vr_h.max(sn + 1);
         self.rxbuf[off] = Some(f);
-        if off == 0 { self.deliver_in_order(); }
+        if off == 0 {
+            self.deliver_in_order();
+        }
     }
 
     fn on_mrw(&mut self, sn: u32) {
         if sn > self.vr_r {
             for _ in self.vr_r..sn {
-                if let Some(Some(f)) = self.rxbuf.pop_front() { if let Some(p) = self.reasm.push(f) { self.delivered.push_back(p); } }
+                if let Some(Some(f)) = self.rxbuf.pop_front() {
+                    if let Some(p) = self.reasm.push(f) {
+                        self.delivered.push_back(p);
+                    }
+                }
             }
             self.vr_r = sn;
             self.vr_h = self.vr_h.max(sn);
@@ -258,7 +392,14 @@ impl Rlc {
     }
 
     fn report(&self) -> Report {
-        let missing = self.rxbuf.iter().take((self.vr_h - self.vr_r) as usize).enumerate().filter(|(_, f)| f.is_none()).map(|(i, _)| self.vr_r + i as u32).collect();
+        let missing = self
+            .rxbuf
+            .iter()
+            .take((self.vr_h - self.vr_r) as usize)
+            .enumerate()
+            .filter(|(_, f)| f.is_none())
+            .map(|(i, _)| self.vr_r + i as u32)
+            .collect();
         Report { ack: self.vr_r, end: self.vr_h, missing }
     }
 
@@ -268,9 +409,15 @@ impl Rlc {
             FrameKind::Data => self.on_data(now, f),
             FrameKind::Status => {
                 let st = f.status.expect("status PDU carries super-fields");
-                if let Some(r) = &st.report { self.on_report(r); }
-                if let Some(sn) = st.mrw { self.on_mrw(sn); }
-                if let Some(sn) = st.mrw_ack { self.on_mrw_ack(sn); }
+                if let Some(r) = &st.report {
+                    self.on_report(r);
+                }
+                if let Some(sn) = st.mrw {
+                    self.on_mrw(sn);
+                }
+                if let Some(sn) = st.mrw_ack {
+                    self.on_mrw_ack(sn);
+                }
             }
             FrameKind::Ack | FrameKind::Nack | FrameKind::Idle | FrameKind::Reset => {}
         }
@@ -281,14 +428,22 @@ impl Rlc {
     fn status_frame(&mut self, now: Instant) -> Option<Frame> {
         let report_ok = self.status_pending && self.status_prohibit.map_or(true, |t| t <= now);
         let mrw = self.mrw.as_ref().filter(|m| m.send).map(|m| m.sn);
-        if !report_ok && mrw.is_none() && self.mrw_ack.is_none() { return None; }
+        if !report_ok && mrw.is_none() && self.mrw_ack.is_none() {
+            return None;
+        }
         let mut st = Status { report: None, mrw, mrw_ack: self.mrw_ack.take() };
         if report_ok {
             st.report = Some(self.report());
             self.status_pending = false;
             self.status_prohibit = self.cfg.status_prohibit.map(|p| now + p);
         }
-        if let Some(m) = &mut self.mrw { if m.send { m.send = false; m.deadline = Some(now + self.cfg.mrw_timer); self.stats.mrw_sent += 1; } }
+        if let Some(m) = &mut self.mrw {
+            if m.send {
+                m.send = false;
+                m.deadline = Some(now + self.cfg.mrw_timer);
+                self.stats.mrw_sent += 1;
+            }
+        }
         self.stats.status_sent += 1;
         let mut f = Frame::control(FrameKind::Status, 0, None);
         f.payload = if self.cfg.pad { self.cfg.max_payload as u16 } else { status_bytes(&st) };
@@ -298,7 +453,9 @@ impl Rlc {
 
     fn next_retx(&mut self) -> Option<u32> {
         while let Some(sn) = self.retx.pop_front() {
-            if self.slot(sn).is_some_and(|s| s.queued) { return Some(sn); }
+            if self.slot(sn).is_some_and(|s| s.queued) {
+                return Some(sn);
+            }
         }
         None
     }
@@ -310,14 +467,19 @@ impl Rlc {
     /// Stamps a PDU for transmission, deciding its poll bit.
     fn emit(&mut self, now: Instant, sn: u32, trigger: bool) -> Frame {
         let mut want = trigger || self.poll_pending;
-        if want && self.poll_prohibit.is_some_and(|t| t > now) { self.poll_pending = true; want = false; }
+        if want && self.poll_prohibit.is_some_and(|t| t > now) {
+            self.poll_pending = true;
+            want = false;
+        }
         let pad = self.cfg.pad;
         let max = self.cfg.max_payload as u16;
         let s = self.slot(sn).unwrap();
         s.queued = false;
         s.frame.tx += 1;
         let mut f = s.frame.clone();
-        if pad { f.payload = max; }
+        if pad {
+            f.payload = max;
+        }
         f.poll = want;
         if want {
             self.stats.polls += 1;
@@ -331,7 +493,9 @@ impl Rlc {
     /// The next frame to put on the air, if any: Status PDUs first, then
     /// retransmissions, then new PDUs, then a lone poll.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Frame> {
-        if let Some(f) = self.status_frame(now) { return Some(f); }
+        if let Some(f) = self.status_frame(now) {
+            return Some(f);
+        }
         if let Some(sn) = self.next_retx() {
             self.stats.retransmissions += 1;
             let last = self.cfg.poll_last_retx && self.retx_empty();
@@ -339,7 +503,9 @@ impl Rlc {
         }
         if self.vt_s - self.vt_a < self.cfg.window {
             if let Some(mut f) = self.pending.pop_front() {
-                if f.last { self.pending_sdus -= 1; }
+                if f.last {
+                    self.pending_sdus -= 1;
+                }
                 f.seq = self.vt_s;
                 f.tx = 0;
                 self.vt_s += 1;
@@ -350,9 +516,15 @@ impl Rlc {
             }
         }
         if self.poll_pending && self.poll_prohibit.map_or(true, |t| t <= now) {
-            let newest = (self.vt_a..self.vt_s).rev().find(|&sn| { let s = &self.slots[(sn - self.vt_a) as usize]; !s.acked && !s.discarded });
+            let newest = (self.vt_a..self.vt_s).rev().find(|&sn| {
+                let s = &self.slots[(sn - self.vt_a) as usize];
+                !s.acked && !s.discarded
+            });
             match newest {
-                Some(sn) => { self.stats.retransmissions += 1; return Some(self.emit(now, sn, true)); }
+                Some(sn) => {
+                    self.stats.retransmissions += 1;
+                    return Some(self.emit(now, sn, true));
+                }
                 None => self.poll_pending = false,
             }
         }
@@ -372,16 +544,27 @@ impl Rlc {
             self.poll_timer = None;
             self.stats.poll_timeouts += 1;
             // Only worth a poll while something is unacknowledged.
-            if self.slots.iter().any(|s| !s.acked && !s.discarded) { self.poll_pending = true; }
+            if self.slots.iter().any(|s| !s.acked && !s.discarded) {
+                self.poll_pending = true;
+            }
         }
-        if self.poll_prohibit.is_some_and(|t| t <= now) { self.poll_prohibit = None; }
-        if self.status_prohibit.is_some_and(|t| t <= now) { self.status_prohibit = None; }
+        if self.poll_prohibit.is_some_and(|t| t <= now) {
+            self.poll_prohibit = None;
+        }
+        if self.status_prohibit.is_some_and(|t| t <= now) {
+            self.status_prohibit = None;
+        }
         if self.status_periodic.is_some_and(|t| t <= now) {
             self.status_periodic = None;
             self.status_pending = true;
             self.arm_periodic(now);
         }
-        if let Some(m) = &mut self.mrw { if m.deadline.is_some_and(|t| t <= now) { m.deadline = None; m.send = true; } }
+        if let Some(m) = &mut self.mrw {
+            if m.deadline.is_some_and(|t| t <= now) {
+                m.deadline = None;
+                m.send = true;
+            }
+        }
     }
 }
 
@@ -392,10 +575,16 @@ fn status_bytes(st: &Status) -> u16 {
     let mut b = 1;
     if let Some(r) = &st.report {
         b += 2;
-        if !r.missing.is_empty() { b += 3 + (r.end - r.ack).div_ceil(8) as u16; }
+        if !r.missing.is_empty() {
+            b += 3 + (r.end - r.ack).div_ceil(8) as u16;
+        }
     }
-    if st.mrw.is_some() { b += 3; }
-    if st.mrw_ack.is_some() { b += 3; }
+    if st.mrw.is_some() {
+        b += 3;
+    }
+    if st.mrw_ack.is_some() {
+        b += 3;
+    }
     b
 }
 
@@ -409,7 +598,10 @@ mod tests {
         assert_eq!((u.window, t.window), (128, 128));
         assert_eq!((u.poll_window, t.poll_window), (Some(70), Some(80)));
         assert_eq!((u.poll_last_retx, t.poll_last_retx), (false, true));
-        assert_eq!((u.status_periodic, t.status_periodic), (Some(Duration::from_millis(400)), Some(Duration::from_millis(500))));
+        assert_eq!(
+            (u.status_periodic, t.status_periodic),
+            (Some(Duration::from_millis(400)), Some(Duration::from_millis(500)))
+        );
         assert_eq!((u.status_prohibit, t.status_prohibit), (None, Some(Duration::from_millis(90))));
         assert_eq!((u.mrw_timer, t.mrw_timer), (Duration::from_millis(500), Duration::from_millis(110)));
         assert!(RlcConfig::preset("fading").is_none());

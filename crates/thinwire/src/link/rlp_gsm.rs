@@ -42,7 +42,10 @@ use std::rc::Rc;
 
 /// What exceeding N2 does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OnN2 { Reset, DropCall }
+pub enum OnN2 {
+    Reset,
+    DropCall,
+}
 
 #[derive(Clone, Debug)]
 pub struct RlpConfig {
@@ -54,7 +57,9 @@ pub struct RlpConfig {
 }
 
 impl Default for RlpConfig {
-    fn default() -> Self { RlpConfig { payload: 24, window: 61, t1: Duration::from_millis(480), n2: 6, on_n2: OnN2::Reset } }
+    fn default() -> Self {
+        RlpConfig { payload: 24, window: 61, t1: Duration::from_millis(480), n2: 6, on_n2: OnN2::Reset }
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -74,10 +79,18 @@ pub struct RlpStats {
     pub flushed: Vec<(u32, u32)>,
 }
 
-struct Sent { n: u32, chunk: Rc<Chunk>, tx: u16 }
+struct Sent {
+    n: u32,
+    chunk: Rc<Chunk>,
+    tx: u16,
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State { Up, Resetting { deadline: Instant, tries: u32 }, Down }
+enum State {
+    Up,
+    Resetting { deadline: Instant, tries: u32 },
+    Down,
+}
 
 pub struct Rlp {
     cfg: RlpConfig,
@@ -114,36 +127,80 @@ pub struct Rlp {
 
 impl Rlp {
     pub fn new(cfg: RlpConfig) -> Rlp {
-        Rlp { cfg, input: ByteQueue::default(), sent: VecDeque::new(), v_a: 0, v_s: 0, rexmit: VecDeque::new(),
-            t1: None, poll_due: false, poll_tries: 0, awaiting_final: false, peer_busy: false, v_r: 0, held: BTreeMap::new(), srej_asked: BTreeSet::new(),
-            srej_due: VecDeque::new(), ack_due: false, final_due: false, busy: false, busy_told: false, out: VecDeque::new(), state: State::Up,
-            sabm_due: false, ua_due: false, disc_due: false, disc_tries: 0, disc_deadline: None, stats: RlpStats::default() }
+        Rlp {
+            cfg,
+            input: ByteQueue::default(),
+            sent: VecDeque::new(),
+            v_a: 0,
+            v_s: 0,
+            rexmit: VecDeque::new(),
+            t1: None,
+            poll_due: false,
+            poll_tries: 0,
+            awaiting_final: false,
+            peer_busy: false,
+            v_r: 0,
+            held: BTreeMap::new(),
+            srej_asked: BTreeSet::new(),
+            srej_due: VecDeque::new(),
+            ack_due: false,
+            final_due: false,
+            busy: false,
+            busy_told: false,
+            out: VecDeque::new(),
+            state: State::Up,
+            sabm_due: false,
+            ua_due: false,
+            disc_due: false,
+            disc_tries: 0,
+            disc_deadline: None,
+            stats: RlpStats::default(),
+        }
     }
 
     /// Bytes handed down but not yet put in a frame.
-    pub fn unframed(&self) -> usize { self.input.len() }
+    pub fn unframed(&self) -> usize {
+        self.input.len()
+    }
 
     /// Whether the call is still up.
-    pub fn is_up(&self) -> bool { self.state != State::Down }
+    pub fn is_up(&self) -> bool {
+        self.state != State::Down
+    }
 
     /// Queues bytes for transmission; `mark` labels the last of them.
     pub fn write(&mut self, bytes: &[u8], mark: Option<Mark>) {
-        if self.state == State::Down || bytes.is_empty() { return; }
+        if self.state == State::Down || bytes.is_empty() {
+            return;
+        }
         self.input.push(bytes, mark.map(|m| (bytes.len() - 1, m)));
     }
 
     /// In-sequence bytes received, in order.
-    pub fn read(&mut self) -> Option<Rc<Chunk>> { self.out.pop_front() }
+    pub fn read(&mut self) -> Option<Rc<Chunk>> {
+        self.out.pop_front()
+    }
 
     /// Flow control of the receiving side: while busy, every frame says RNR.
     pub fn set_busy(&mut self, busy: bool) {
-        if busy != self.busy { self.busy = busy; self.busy_told = false; }
+        if busy != self.busy {
+            self.busy = busy;
+            self.busy_told = false;
+        }
     }
 
     /// Whether this side says "not ready".
-    pub fn busy(&self) -> bool { self.busy }
+    pub fn busy(&self) -> bool {
+        self.busy
+    }
 
-    fn ctl(&self) -> u8 { if self.busy { CTL_BUSY } else { 0 } }
+    fn ctl(&self) -> u8 {
+        if self.busy {
+            CTL_BUSY
+        } else {
+            0
+        }
+    }
 
     fn frame(&mut self, kind: FrameKind, seq: u32, ctl: u8) -> Frame {
         let mut f = Frame::control(kind, seq, Some(self.v_r));
@@ -173,20 +230,30 @@ impl Rlp {
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Frame> {
         match self.state {
             State::Down => {
-                if std::mem::take(&mut self.ua_due) { return Some(self.ua()); }
-                if !std::mem::take(&mut self.disc_due) { return None; }
+                if std::mem::take(&mut self.ua_due) {
+                    return Some(self.ua());
+                }
+                if !std::mem::take(&mut self.disc_due) {
+                    return None;
+                }
                 self.disc_tries += 1;
                 self.disc_deadline = (self.disc_tries < self.cfg.n2).then(|| now + self.cfg.t1);
                 return Some(self.control(0, CTL_DISC));
             }
             State::Resetting { .. } => {
-                if std::mem::take(&mut self.sabm_due) { return Some(self.control(self.v_s, CTL_POLL)); }
-                if std::mem::take(&mut self.ua_due) { return Some(self.ua()); }
+                if std::mem::take(&mut self.sabm_due) {
+                    return Some(self.control(self.v_s, CTL_POLL));
+                }
+                if std::mem::take(&mut self.ua_due) {
+                    return Some(self.ua());
+                }
                 return None;
             }
             State::Up => {}
         }
-        if std::mem::take(&mut self.ua_due) { return Some(self.ua()); }
+        if std::mem::take(&mut self.ua_due) {
+            return Some(self.ua());
+        }
         if let Some(m) = self.srej_due.pop_front() {
             self.stats.srej_sent += 1;
             return Some(self.frame(FrameKind::Nack, m, 0));
@@ -198,10 +265,14 @@ impl Rlp {
             self.t1 = Some(now + self.cfg.t1);
             return Some(self.frame(FrameKind::Ack, self.v_s, CTL_POLL));
         }
-        if std::mem::take(&mut self.final_due) { return Some(self.frame(FrameKind::Ack, self.v_s, CTL_FINAL)); }
+        if std::mem::take(&mut self.final_due) {
+            return Some(self.frame(FrameKind::Ack, self.v_s, CTL_FINAL));
+        }
         if !self.awaiting_final {
             while let Some(n) = self.rexmit.pop_front() {
-                let Some(i) = n.checked_sub(self.v_a).map(|i| i as usize).filter(|&i| i < self.sent.len()) else { continue };
+                let Some(i) = n.checked_sub(self.v_a).map(|i| i as usize).filter(|&i| i < self.sent.len()) else {
+                    continue;
+                };
                 if self.sent[i].tx as u32 > self.cfg.n2 {
                     self.give_up(now);
                     return self.poll_transmit(now);
@@ -209,7 +280,9 @@ impl Rlp {
                 self.sent[i].tx += 1;
                 self.stats.retransmissions += 1;
                 let (chunk, tx) = (self.sent[i].chunk.clone(), self.sent[i].tx);
-                if self.t1.is_none() { self.t1 = Some(now + self.cfg.t1); }
+                if self.t1.is_none() {
+                    self.t1 = Some(now + self.cfg.t1);
+                }
                 return Some(self.data_frame(n, chunk, tx, 0));
             }
             if !self.peer_busy && !self.input.is_empty() && self.v_s < self.v_a + self.cfg.window {
@@ -217,15 +290,21 @@ impl Rlp {
                 let n = self.v_s;
                 self.v_s += 1;
                 self.sent.push_back(Sent { n, chunk: chunk.clone(), tx: 1 });
-                if self.t1.is_none() { self.t1 = Some(now + self.cfg.t1); }
+                if self.t1.is_none() {
+                    self.t1 = Some(now + self.cfg.t1);
+                }
                 return Some(self.data_frame(n, chunk, 1, 0));
             }
         }
-        if self.ack_due || !self.busy_told { return Some(self.frame(FrameKind::Ack, self.v_s, 0)); }
+        if self.ack_due || !self.busy_told {
+            return Some(self.frame(FrameKind::Ack, self.v_s, 0));
+        }
         None
     }
 
-    fn ua(&mut self) -> Frame { self.control(self.v_s, CTL_FINAL) }
+    fn ua(&mut self) -> Frame {
+        self.control(self.v_s, CTL_FINAL)
+    }
 
     /// A link-control (U) frame: SABM (`CTL_POLL`, carrying the sender's new first
     /// sequence number), UA (`CTL_FINAL`, likewise) or DISC (`CTL_DISC`).
@@ -237,26 +316,43 @@ impl Rlp {
     }
 
     pub fn poll_timeout(&self) -> Option<Instant> {
-        match self.state { State::Resetting { deadline, .. } => Some(deadline), State::Down => self.disc_deadline, State::Up => self.t1 }
+        match self.state {
+            State::Resetting { deadline, .. } => Some(deadline),
+            State::Down => self.disc_deadline,
+            State::Up => self.t1,
+        }
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
         match self.state {
             State::Down => {
-                if self.disc_deadline.is_some_and(|d| d <= now) { self.disc_deadline = None; self.disc_due = true; }
+                if self.disc_deadline.is_some_and(|d| d <= now) {
+                    self.disc_deadline = None;
+                    self.disc_due = true;
+                }
             }
             State::Resetting { deadline, tries } => {
-                if now < deadline { return; }
-                if tries >= self.cfg.n2 { self.drop_call(); return; }
+                if now < deadline {
+                    return;
+                }
+                if tries >= self.cfg.n2 {
+                    self.drop_call();
+                    return;
+                }
                 self.state = State::Resetting { deadline: now + self.cfg.t1, tries: tries + 1 };
                 self.sabm_due = true;
             }
             State::Up => {
                 let Some(t) = self.t1 else { return };
-                if now < t { return; }
+                if now < t {
+                    return;
+                }
                 self.t1 = None;
                 if self.awaiting_final {
-                    if self.poll_tries >= self.cfg.n2 { self.give_up(now); return; }
+                    if self.poll_tries >= self.cfg.n2 {
+                        self.give_up(now);
+                        return;
+                    }
                 } else if self.sent.is_empty() {
                     return;
                 }
@@ -269,7 +365,10 @@ impl Rlp {
 
     /// N2 exceeded: reset the link, or drop the call.
     fn give_up(&mut self, now: Instant) {
-        if self.cfg.on_n2 == OnN2::DropCall { self.drop_call(); return; }
+        if self.cfg.on_n2 == OnN2::DropCall {
+            self.drop_call();
+            return;
+        }
         self.stats.resets += 1;
         self.flush();
         self.state = State::Resetting { deadline: now + self.cfg.t1, tries: 1 };
@@ -290,7 +389,9 @@ impl Rlp {
 
     /// Throws away the transmit window and the receive buffer.
     fn flush(&mut self) {
-        if self.v_a < self.v_s { self.stats.flushed.push((self.v_a, self.v_s)); }
+        if self.v_a < self.v_s {
+            self.stats.flushed.push((self.v_a, self.v_s));
+        }
         self.stats.flushed_tx += self.sent.iter().map(|s| s.chunk.bytes.len() as u64).sum::<u64>();
         self.stats.flushed_rx += self.held.values().map(|c| c.bytes.len() as u64).sum::<u64>();
         self.sent.clear();
@@ -310,10 +411,17 @@ impl Rlp {
 
     /// A frame from the peer (it survived the channel).
     pub fn on_frame(&mut self, now: Instant, f: Frame) {
-        if f.kind == FrameKind::Reset { self.on_link_control(&f); return; }
-        if self.state != State::Up { return; }
+        if f.kind == FrameKind::Reset {
+            self.on_link_control(&f);
+            return;
+        }
+        if self.state != State::Up {
+            return;
+        }
         self.peer_busy = f.ctl & CTL_BUSY != 0;
-        if let Some(nr) = f.ack { self.on_ack(now, nr); }
+        if let Some(nr) = f.ack {
+            self.on_ack(now, nr);
+        }
         if f.ctl & CTL_FINAL != 0 && self.awaiting_final {
             // Checkpoint recovery: go back to N(R).
             self.awaiting_final = false;
@@ -328,7 +436,9 @@ impl Rlp {
         match f.kind {
             FrameKind::Data => self.on_data(f),
             FrameKind::Nack => {
-                if f.seq >= self.v_a && f.seq < self.v_s && !self.rexmit.contains(&f.seq) { self.rexmit.push_back(f.seq); }
+                if f.seq >= self.v_a && f.seq < self.v_s && !self.rexmit.contains(&f.seq) {
+                    self.rexmit.push_back(f.seq);
+                }
             }
             _ => {}
         }
@@ -337,8 +447,13 @@ impl Rlp {
     fn on_link_control(&mut self, f: &Frame) {
         if self.state == State::Down {
             // UA answering our DISC ends its repetition; a repeated DISC is answered again.
-            if f.ctl & CTL_FINAL != 0 { self.disc_deadline = None; self.disc_due = false; }
-            if f.ctl & CTL_DISC != 0 { self.ua_due = true; }
+            if f.ctl & CTL_FINAL != 0 {
+                self.disc_deadline = None;
+                self.disc_due = false;
+            }
+            if f.ctl & CTL_DISC != 0 {
+                self.ua_due = true;
+            }
             return;
         }
         if f.ctl & CTL_DISC != 0 {
@@ -359,8 +474,12 @@ impl Rlp {
     }
 
     fn on_ack(&mut self, now: Instant, nr: u32) {
-        if nr <= self.v_a || nr > self.v_s { return; }
-        while self.sent.front().is_some_and(|s| s.n < nr) { self.sent.pop_front(); }
+        if nr <= self.v_a || nr > self.v_s {
+            return;
+        }
+        while self.sent.front().is_some_and(|s| s.n < nr) {
+            self.sent.pop_front();
+        }
         self.v_a = nr;
         self.rexmit.retain(|&n| n >= nr);
         if !self.awaiting_final {
@@ -372,10 +491,14 @@ impl Rlp {
         let n = f.seq;
         let chunk = f.bytes.expect("RLP data frame carries bytes");
         self.ack_due = true;
-        if n < self.v_r || n >= self.v_r + self.cfg.window { return; }
+        if n < self.v_r || n >= self.v_r + self.cfg.window {
+            return;
+        }
         if n > self.v_r {
             for m in self.v_r..n {
-                if !self.held.contains_key(&m) && self.srej_asked.insert(m) { self.srej_due.push_back(m); }
+                if !self.held.contains_key(&m) && self.srej_asked.insert(m) {
+                    self.srej_due.push_back(m);
+                }
             }
             self.held.insert(n, chunk);
             return;

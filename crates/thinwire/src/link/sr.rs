@@ -51,15 +51,33 @@ pub struct SrConfig {
 
 impl Default for SrConfig {
     fn default() -> Self {
-        SrConfig { window: 127, ack_delay: Duration::from_millis(500), timeout: Duration::from_millis(1100), adaptive: None,
-            initial_srtt: Duration::from_millis(1100), tick: Duration::from_millis(10), renack: Duration::from_millis(1100), max_payload: 250 }
+        SrConfig {
+            window: 127,
+            ack_delay: Duration::from_millis(500),
+            timeout: Duration::from_millis(1100),
+            adaptive: None,
+            initial_srtt: Duration::from_millis(1100),
+            tick: Duration::from_millis(10),
+            renack: Duration::from_millis(1100),
+            max_payload: 250,
+        }
     }
 }
 
-struct Slot { frame: Frame, sent_at: Instant, queued: bool }
+struct Slot {
+    frame: Frame,
+    sent_at: Instant,
+    queued: bool,
+}
 
 #[derive(Default, Clone, Debug)]
-pub struct SrStats { pub timeouts: u64, pub retransmissions: u64, pub nacks_sent: u64, pub acks_sent: u64, pub rtt_samples: u64 }
+pub struct SrStats {
+    pub timeouts: u64,
+    pub retransmissions: u64,
+    pub nacks_sent: u64,
+    pub acks_sent: u64,
+    pub rtt_samples: u64,
+}
 
 pub struct Sr {
     cfg: SrConfig,
@@ -90,20 +108,54 @@ pub struct Sr {
 impl Sr {
     pub fn new(cfg: SrConfig) -> Sr {
         let srtt8 = 8 * cfg.initial_srtt.nanos() / cfg.tick.nanos().max(1);
-        let mut s = Sr { cfg, pending: VecDeque::new(), base: 0, next_seq: 0, slots: VecDeque::new(), retx: VecDeque::new(), timers: VecDeque::new(),
-            last_deadline: Instant::ZERO, rto: cfg.timeout, srtt8, var4: 0, expected: 0, highest: 0, rxbuf: VecDeque::new(), nack_at: VecDeque::new(),
-            nacks: VecDeque::new(), ack_due: None, ack_now: false, reasm: Reassembler::default(), delivered: VecDeque::new(), stats: SrStats::default() };
-        if s.cfg.adaptive.is_some() { s.rto = s.adaptive_rto(); }
+        let mut s = Sr {
+            cfg,
+            pending: VecDeque::new(),
+            base: 0,
+            next_seq: 0,
+            slots: VecDeque::new(),
+            retx: VecDeque::new(),
+            timers: VecDeque::new(),
+            last_deadline: Instant::ZERO,
+            rto: cfg.timeout,
+            srtt8,
+            var4: 0,
+            expected: 0,
+            highest: 0,
+            rxbuf: VecDeque::new(),
+            nack_at: VecDeque::new(),
+            nacks: VecDeque::new(),
+            ack_due: None,
+            ack_now: false,
+            reasm: Reassembler::default(),
+            delivered: VecDeque::new(),
+            stats: SrStats::default(),
+        };
+        if s.cfg.adaptive.is_some() {
+            s.rto = s.adaptive_rto();
+        }
         s
     }
     /// Current retransmission timeout.
-    pub fn rto(&self) -> Duration { self.rto }
-    pub fn srtt(&self) -> Duration { self.cfg.tick * self.srtt8 / 8 }
-    pub fn wants_packet(&self) -> bool { self.pending.is_empty() }
-    pub fn send(&mut self, pkt: Packet) { fragment(pkt, self.cfg.max_payload, |f| self.pending.push_back(f)); }
-    pub fn poll_deliver(&mut self) -> Option<Packet> { self.delivered.pop_front() }
+    pub fn rto(&self) -> Duration {
+        self.rto
+    }
+    pub fn srtt(&self) -> Duration {
+        self.cfg.tick * self.srtt8 / 8
+    }
+    pub fn wants_packet(&self) -> bool {
+        self.pending.is_empty()
+    }
+    pub fn send(&mut self, pkt: Packet) {
+        fragment(pkt, self.cfg.max_payload, |f| self.pending.push_back(f));
+    }
+    pub fn poll_deliver(&mut self) -> Option<Packet> {
+        self.delivered.pop_front()
+    }
     /// Frames sent but not yet acknowledged.
-    pub fn outstanding(&self) -> u32 { self.next_seq - self.base }
+    pub fn outstanding(&self) -> u32 {
+        self.next_seq - self.base
+    }
 
     fn adaptive_rto(&self) -> Duration {
         let (a, b) = self.cfg.adaptive.unwrap();
@@ -112,7 +164,9 @@ impl Sr {
     }
 
     fn rtt_sample(&mut self, sample: Duration) {
-        if self.cfg.adaptive.is_none() { return; }
+        if self.cfg.adaptive.is_none() {
+            return;
+        }
         self.stats.rtt_samples += 1;
         let t = self.cfg.tick.nanos().max(1);
         let m = (sample.nanos().max(0) + t - 1) / t;
@@ -123,7 +177,9 @@ impl Sr {
     }
 
     fn on_ack(&mut self, now: Instant, a: u32) {
-        if a <= self.base || a > self.next_seq { return; } // duplicate or bogus: no sample
+        if a <= self.base || a > self.next_seq {
+            return;
+        } // duplicate or bogus: no sample
         let last = &self.slots[(a - 1 - self.base) as usize];
         let sample = now - last.sent_at;
         let n = (a - self.base) as usize;
@@ -133,9 +189,14 @@ impl Sr {
     }
 
     fn on_nack(&mut self, n: u32) {
-        if n < self.base || n >= self.next_seq { return; }
+        if n < self.base || n >= self.next_seq {
+            return;
+        }
         let slot = &mut self.slots[(n - self.base) as usize];
-        if !slot.queued { slot.queued = true; self.retx.push_back(n); }
+        if !slot.queued {
+            slot.queued = true;
+            self.retx.push_back(n);
+        }
     }
 
     fn deliver_in_order(&mut self) {
@@ -143,40 +204,68 @@ impl Sr {
             let f = self.rxbuf.pop_front().unwrap().unwrap();
             self.nack_at.pop_front();
             self.expected += 1;
-            if let Some(p) = self.reasm.push(f) { self.delivered.push_back(p); }
+            if let Some(p) = self.reasm.push(f) {
+                self.delivered.push_back(p);
+            }
         }
     }
 
-    fn arm_ack(&mut self, now: Instant) { if self.ack_due.is_none() { self.ack_due = Some(now + self.cfg.ack_delay); } }
+    fn arm_ack(&mut self, now: Instant) {
+        if self.ack_due.is_none() {
+            self.ack_due = Some(now + self.cfg.ack_delay);
+        }
+    }
 
     fn on_data(&mut self, now: Instant, f: Frame) {
         let s = f.seq;
-        if s < self.expected || s - self.expected >= self.cfg.window { self.arm_ack(now); return; }
+        if s < self.expected || s - self.expected >= self.cfg.window {
+            self.arm_ack(now);
+            return;
+        }
         let off = (s - self.expected) as usize;
-        while self.rxbuf.len() <= off { self.rxbuf.push_back(None); self.nack_at.push_back(None); }
-        if self.rxbuf[off].is_some() { self.arm_ack(now); return; }
+        while self.rxbuf.len() <= off {
+            self.rxbuf.push_back(None);
+            self.nack_at.push_back(None);
+        }
+        if self.rxbuf[off].is_some() {
+            self.arm_ack(now);
+            return;
+        }
         // New gap: NACK every frame between the highest seen and this one.
         if s > self.highest {
             for m in self.highest.max(self.expected)..s {
                 let i = (m - self.expected) as usize;
-                if self.rxbuf[i].is_none() && self.nack_at[i].is_none() { self.nacks.push_back(m); self.nack_at[i] = Some(now); }
+                if self.rxbuf[i].is_none() && self.nack_at[i].is_none() {
+                    self.nacks.push_back(m);
+                    self.nack_at[i] = Some(now);
+                }
             }
         }
         // Multireject: NACK again frames whose NACK is older than `renack`.
         for i in 0..self.rxbuf.len() {
-            if i == off || self.rxbuf[i].is_some() { continue; }
+            if i == off || self.rxbuf[i].is_some() {
+                continue;
+            }
             if let Some(t) = self.nack_at[i] {
-                if now - t >= self.cfg.renack { self.nacks.push_back(self.expected + i as u32); self.nack_at[i] = Some(now); }
+                if now - t >= self.cfg.renack {
+                    self.nacks.push_back(self.expected + i as u32);
+                    self.nack_at[i] = Some(now);
+                }
             }
         }
         self.highest = self.highest.max(s + 1);
         self.rxbuf[off] = Some(f);
-        if off == 0 { self.deliver_in_order(); self.arm_ack(now); }
+        if off == 0 {
+            self.deliver_in_order();
+            self.arm_ack(now);
+        }
     }
 
     /// A frame arrived from the peer (it survived the channel).
     pub fn on_frame(&mut self, now: Instant, mut f: Frame) {
-        if let Some(a) = f.ack.take() { self.on_ack(now, a); }
+        if let Some(a) = f.ack.take() {
+            self.on_ack(now, a);
+        }
         match f.kind {
             FrameKind::Data => self.on_data(now, f),
             FrameKind::Ack | FrameKind::Status | FrameKind::Idle | FrameKind::Reset => {}
@@ -213,8 +302,12 @@ impl Sr {
             return Some(Frame::control(FrameKind::Ack, 0, Some(self.expected)));
         }
         while let Some(seq) = self.retx.pop_front() {
-            if seq < self.base { continue; }
-            if !self.slots[(seq - self.base) as usize].queued { continue; }
+            if seq < self.base {
+                continue;
+            }
+            if !self.slots[(seq - self.base) as usize].queued {
+                continue;
+            }
             self.stats.retransmissions += 1;
             return Some(self.stamp(now, seq));
         }
@@ -232,8 +325,13 @@ impl Sr {
 
     fn prune_timers(&mut self) {
         while let Some(&(_, seq, tx)) = self.timers.front() {
-            let live = seq >= self.base && { let s = &self.slots[(seq - self.base) as usize]; s.frame.tx == tx && !s.queued };
-            if live { break; }
+            let live = seq >= self.base && {
+                let s = &self.slots[(seq - self.base) as usize];
+                s.frame.tx == tx && !s.queued
+            };
+            if live {
+                break;
+            }
             self.timers.pop_front();
         }
     }
@@ -241,11 +339,19 @@ impl Sr {
     pub fn poll_timeout(&mut self) -> Option<Instant> {
         self.prune_timers();
         let t = self.timers.front().map(|e| e.0);
-        match (t, self.ack_due) { (Some(a), Some(b)) => Some(a.min(b)), (a, b) => a.or(b) }
+        match (t, self.ack_due) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
-        if let Some(d) = self.ack_due { if d <= now { self.ack_now = true; self.ack_due = None; } }
+        if let Some(d) = self.ack_due {
+            if d <= now {
+                self.ack_now = true;
+                self.ack_due = None;
+            }
+        }
         loop {
             self.prune_timers();
             match self.timers.front() {

@@ -59,7 +59,9 @@ pub struct Entry {
 }
 
 impl Entry {
-    pub fn payload(&self) -> u64 { self.end - self.start - self.fin as u64 }
+    pub fn payload(&self) -> u64 {
+        self.end - self.start - self.fin as u64
+    }
 }
 
 pub struct Acb {
@@ -92,21 +94,54 @@ pub struct Feedback {
 
 impl Acb {
     pub fn new(mobile: [u8; 4], clamp: u64, rtt: RttEstimator) -> Acb {
-        Acb { mobile, clamp, probing: false, backoff: 0, stalled: false, rtt, min_rtt: None, deadline: None, list: Vec::new(), conns: Vec::new(), sched: Stride::default(), next_order: 0 }
+        Acb {
+            mobile,
+            clamp,
+            probing: false,
+            backoff: 0,
+            stalled: false,
+            rtt,
+            min_rtt: None,
+            deadline: None,
+            list: Vec::new(),
+            conns: Vec::new(),
+            sched: Stride::default(),
+            next_order: 0,
+        }
     }
 
     /// Bytes in flight: unSACKed entries' payload.
-    pub fn outstanding(&self) -> u64 { self.list.iter().filter(|e| !e.sacked).map(|e| e.payload()).sum() }
+    pub fn outstanding(&self) -> u64 {
+        self.list.iter().filter(|e| !e.sacked).map(|e| e.payload()).sum()
+    }
 
     pub fn push(&mut self, conn: usize, start: u64, end: u64, fin: bool, now: Instant) {
         let order = self.next_order;
         self.next_order += 1;
-        self.list.push(Entry { conn, start, end, fin, order, sent_at: now, tx: 1, counter: 0, sacked: false, due: false });
+        self.list.push(Entry {
+            conn,
+            start,
+            end,
+            fin,
+            order,
+            sent_at: now,
+            tx: 1,
+            counter: 0,
+            sacked: false,
+            due: false,
+        });
     }
 
     /// Applies connection `conn`'s cumulative ACK (`acked` = first offset not
     /// acknowledged) and SACK blocks; raises counters; marks retransmissions due.
-    pub fn feedback(&mut self, conn: usize, acked: u64, sacks: &[(u64, u64)], now: Instant, retransmit_at: u32) -> Feedback {
+    pub fn feedback(
+        &mut self,
+        conn: usize,
+        acked: u64,
+        sacks: &[(u64, u64)],
+        now: Instant,
+        retransmit_at: u32,
+    ) -> Feedback {
         let mut fb = Feedback::default();
         let mut newest: Option<u64> = None;
         let mut sample: Option<(u64, Duration)> = None;
@@ -115,9 +150,14 @@ impl Acb {
             let sacked_now = !acked_now && !e.sacked && sacks.iter().any(|&(l, r)| l <= e.start && e.end <= r);
             if acked_now || sacked_now {
                 newest = Some(newest.map_or(e.order, |n| n.max(e.order)));
-                if e.tx == 1 && sample.map_or(true, |(o, _)| e.order > o) { sample = Some((e.order, now - e.sent_at)); }
+                if e.tx == 1 && sample.map_or(true, |(o, _)| e.order > o) {
+                    sample = Some((e.order, now - e.sent_at));
+                }
             }
-            if sacked_now { e.sacked = true; e.due = false; }
+            if sacked_now {
+                e.sacked = true;
+                e.due = false;
+            }
         }
         self.list.retain(|e| !(e.conn == conn && e.end <= acked));
         let Some(newest) = newest else { return fb };
@@ -130,7 +170,9 @@ impl Acb {
         for e in self.list.iter_mut().filter(|e| e.order < newest && !e.sacked) {
             e.counter += 1;
             fb.counters.push((e.conn, e.start, e.counter));
-            if e.counter >= retransmit_at { e.due = true; }
+            if e.counter >= retransmit_at {
+                e.due = true;
+            }
         }
         fb
     }
@@ -204,14 +246,27 @@ pub fn allowance_step(w: f64, alpha: f64, dt_s: f64, q: f64, target: f64, lo: f6
 mod tests {
     use super::*;
 
-    fn acb() -> Acb { Acb::new([0; 4], 10_000, RttEstimator::new(Duration::from_secs(3), Duration::from_millis(10), Duration::from_secs(1), Duration::from_secs(60))) }
+    fn acb() -> Acb {
+        Acb::new(
+            [0; 4],
+            10_000,
+            RttEstimator::new(
+                Duration::from_secs(3),
+                Duration::from_millis(10),
+                Duration::from_secs(1),
+                Duration::from_secs(60),
+            ),
+        )
+    }
     const T0: Instant = Instant::ZERO;
 
     #[test]
     fn later_acks_on_any_connection_raise_counters_and_trigger_retransmission_at_three() {
         let mut a = acb();
         a.push(0, 1, 1001, false, T0); // lost
-        for i in 0..3 { a.push(1, 1 + i * 1000, 1001 + i * 1000, false, T0); }
+        for i in 0..3 {
+            a.push(1, 1 + i * 1000, 1001 + i * 1000, false, T0);
+        }
         for (k, acked) in [1001u64, 2001, 3001].into_iter().enumerate() {
             let fb = a.feedback(1, acked, &[], T0 + Duration::from_secs(1), 3);
             assert!(fb.progress);
@@ -226,9 +281,13 @@ mod tests {
     #[test]
     fn sacked_segments_are_never_retransmitted_and_do_not_count_as_outstanding() {
         let mut a = acb();
-        for i in 0..5 { a.push(0, 1 + i * 1000, 1001 + i * 1000, false, T0); }
+        for i in 0..5 {
+            a.push(0, 1 + i * 1000, 1001 + i * 1000, false, T0);
+        }
         // Segment 1 lost; SACKs for 2, 3, 4 arrive one by one.
-        for k in 2..5u64 { a.feedback(0, 1001, &[(2001, 1001 + k * 1000)], T0, 3); }
+        for k in 2..5u64 {
+            a.feedback(0, 1001, &[(2001, 1001 + k * 1000)], T0, 3);
+        }
         assert!(a.list.iter().filter(|e| e.sacked).count() == 3);
         assert!(a.list.iter().filter(|e| e.due).all(|e| e.start == 1001));
         assert_eq!(a.outstanding(), 1000);
@@ -250,7 +309,9 @@ mod tests {
     fn timeouts_probe_with_one_segment_and_back_off_linearly() {
         let mut a = acb();
         a.rtt.sample(Duration::from_secs(2));
-        for i in 0..4 { a.push(0, 1 + i * 1000, 1001 + i * 1000, false, T0); }
+        for i in 0..4 {
+            a.push(0, 1 + i * 1000, 1001 + i * 1000, false, T0);
+        }
         let mut at = T0 + Duration::from_secs(10);
         let mut gaps = vec![];
         for _ in 0..4 {

@@ -71,15 +71,25 @@ pub struct Conn {
 
 impl Conn {
     /// End of the data the wired leg has received in order (an offset).
-    pub fn avail_end(&self) -> u64 { 1 + self.wired.delivered() }
+    pub fn avail_end(&self) -> u64 {
+        1 + self.wired.delivered()
+    }
     /// Bytes held at the proxy for the mobile: early-ACKed, not yet ACKed by it.
-    pub fn held(&self) -> u64 { self.avail_end().saturating_sub(self.snd_una.max(1)) }
+    pub fn held(&self) -> u64 {
+        self.avail_end().saturating_sub(self.snd_una.max(1))
+    }
     /// Bytes in the connection's queue: early-ACKed, not yet sent to the mobile.
-    pub fn unsent(&self) -> u64 { self.avail_end().saturating_sub(self.snd_nxt.max(1)) }
+    pub fn unsent(&self) -> u64 {
+        self.avail_end().saturating_sub(self.snd_nxt.max(1))
+    }
     /// Mobile data not yet acknowledged by the server.
-    fn upload_backlog(&self) -> u64 { (self.rcv_nxt - 1).saturating_sub(self.wired.acked_bytes()) }
+    fn upload_backlog(&self) -> u64 {
+        (self.rcv_nxt - 1).saturating_sub(self.wired.acked_bytes())
+    }
     /// The window the wireless leg offers the mobile.
-    pub fn window_to_mobile(&self) -> u16 { 65535u64.saturating_sub(self.upload_backlog()) as u16 }
+    pub fn window_to_mobile(&self) -> u16 {
+        65535u64.saturating_sub(self.upload_backlog()) as u16
+    }
     /// The acknowledgement number toward the mobile: its FIN only once the
     /// server has acknowledged the wired leg's.
     pub fn ack_to_mobile(&self) -> u32 {
@@ -90,8 +100,15 @@ impl Conn {
     /// A wireless-leg header (server → mobile), with SACK blocks for the mobile's
     /// out-of-order data when SACK was agreed (highest blocks first, RFC 2018).
     pub fn header(&self, seq_off: u64, flags: u8) -> TcpRepr {
-        let mut r = TcpRepr { src_port: self.sport, dst_port: self.mport, seq: self.iss.wrapping_add(seq_off as u32), ack: self.ack_to_mobile(),
-            flags: TcpFlags(flags), window: self.window_to_mobile(), ..Default::default() };
+        let mut r = TcpRepr {
+            src_port: self.sport,
+            dst_port: self.mport,
+            seq: self.iss.wrapping_add(seq_off as u32),
+            ack: self.ack_to_mobile(),
+            flags: TcpFlags(flags),
+            window: self.window_to_mobile(),
+            ..Default::default()
+        };
         if self.sack && flags & TcpFlags::ACK != 0 && flags & TcpFlags::SYN == 0 {
             for (i, &(a, b)) in self.ooo.v.iter().rev().take(TcpRepr::max_sack_blocks(false)).enumerate() {
                 r.sack[i] = (self.irs.wrapping_add(a as u32), self.irs.wrapping_add(b as u32));
@@ -106,16 +123,23 @@ impl Conn {
     /// smaller piece only when nothing of this connection is in flight); the FIN
     /// follows the last byte.
     pub fn sendable(&self) -> Option<(u64, u64, bool)> {
-        if self.phase != Phase::Open || !self.established { return None; }
+        if self.phase != Phase::Open || !self.established {
+            return None;
+        }
         let end = self.avail_end();
         if self.snd_nxt < end {
             let want = self.mss.min(end - self.snd_nxt);
             let room = (self.snd_una + self.rwnd).saturating_sub(self.snd_nxt);
             let len = want.min(room);
-            if len == want || (self.snd_nxt == self.snd_una && len > 0) { return Some((self.snd_nxt, self.snd_nxt + len, false)); }
+            if len == want || (self.snd_nxt == self.snd_una && len > 0) {
+                return Some((self.snd_nxt, self.snd_nxt + len, false));
+            }
             return None;
         }
-        match self.fin_at { Some(f) if !self.fin_sent && self.snd_nxt == f => Some((f, f + 1, true)), _ => None }
+        match self.fin_at {
+            Some(f) if !self.fin_sent && self.snd_nxt == f => Some((f, f + 1, true)),
+            _ => None,
+        }
     }
 
     /// Takes in the mobile's data or FIN; returns true if anything new arrived.
@@ -124,11 +148,21 @@ impl Conn {
         let e = s + len as u64;
         let before = (self.rcv_nxt, self.mobile_fin_in);
         if len > 0 {
-            if s <= self.rcv_nxt && e > self.rcv_nxt { self.rcv_nxt = e; } else if s > self.rcv_nxt { self.ooo.insert(s, e); }
-            while let Some(x) = self.ooo.pop_at(self.rcv_nxt) { self.rcv_nxt = self.rcv_nxt.max(x); }
+            if s <= self.rcv_nxt && e > self.rcv_nxt {
+                self.rcv_nxt = e;
+            } else if s > self.rcv_nxt {
+                self.ooo.insert(s, e);
+            }
+            while let Some(x) = self.ooo.pop_at(self.rcv_nxt) {
+                self.rcv_nxt = self.rcv_nxt.max(x);
+            }
         }
-        if fin { self.mobile_fin_at = Some(e); }
-        if self.mobile_fin_at == Some(self.rcv_nxt) { self.mobile_fin_in = true; }
+        if fin {
+            self.mobile_fin_at = Some(e);
+        }
+        if self.mobile_fin_at == Some(self.rcv_nxt) {
+            self.mobile_fin_in = true;
+        }
         self.ack_owed = true;
         (self.rcv_nxt, self.mobile_fin_in) != before
     }

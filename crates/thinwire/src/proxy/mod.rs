@@ -49,6 +49,7 @@ pub mod acb;
 pub mod conn;
 pub mod sched;
 
+use crate::fx::FxMap;
 use crate::tcp::rtt::RttEstimator;
 use crate::tcp::{TcpConfig, Variant};
 use crate::time::{Duration, Instant};
@@ -56,12 +57,14 @@ use crate::wire::{Packet, TcpFlags, TcpRepr, L4};
 use acb::{allowance_step, Acb};
 use conn::{Conn, Phase};
 use sched::Stride;
-use crate::fx::FxMap;
 use std::collections::VecDeque;
 
 /// Which side of the proxy a packet comes from or goes to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Side { Wired, Wireless }
+pub enum Side {
+    Wired,
+    Wireless,
+}
 
 #[derive(Clone, Debug)]
 pub struct ProxyConfig {
@@ -100,17 +103,36 @@ impl Default for ProxyConfig {
         wired.slow_start_after_idle = false;
         wired.delack_count = 1;
         ProxyConfig {
-            link_rate: 4150, link_rtt: Duration::from_millis(1800), headroom: 0.3, clamp: None, estimate_clamp: false, overprovision: 0.5, growth: None, retransmit_at: 3,
-            min_rto: Duration::from_secs(3), initial_rto: Duration::from_secs(6), max_rto: Duration::from_secs(60), mss: 1460, sack_mobile: true,
-            classes: vec![(23, 0, 100)], default_class: (1, 100), wired_tcp: wired,
+            link_rate: 4150,
+            link_rtt: Duration::from_millis(1800),
+            headroom: 0.3,
+            clamp: None,
+            estimate_clamp: false,
+            overprovision: 0.5,
+            growth: None,
+            retransmit_at: 3,
+            min_rto: Duration::from_secs(3),
+            initial_rto: Duration::from_secs(6),
+            max_rto: Duration::from_secs(60),
+            mss: 1460,
+            sack_mobile: true,
+            classes: vec![(23, 0, 100)],
+            default_class: (1, 100),
+            wired_tcp: wired,
         }
     }
 }
 
 impl ProxyConfig {
-    pub fn bdp(&self) -> f64 { self.link_rate as f64 * self.link_rtt.as_secs_f64() }
-    pub fn clamp_bytes(&self) -> u64 { self.clamp.unwrap_or(((1.0 + self.headroom) * self.bdp()).round() as u64) }
-    pub fn target(&self) -> f64 { (1.0 + self.overprovision) * self.bdp() }
+    pub fn bdp(&self) -> f64 {
+        self.link_rate as f64 * self.link_rtt.as_secs_f64()
+    }
+    pub fn clamp_bytes(&self) -> u64 {
+        self.clamp.unwrap_or(((1.0 + self.headroom) * self.bdp()).round() as u64)
+    }
+    pub fn target(&self) -> f64 {
+        (1.0 + self.overprovision) * self.bdp()
+    }
 }
 
 /// A traced proxy decision. `flow` is the packet flow id of the connection (or
@@ -138,7 +160,14 @@ pub enum EventKind {
 }
 
 #[derive(Clone, Copy, Debug)]
-pub struct Event { pub at: Instant, pub kind: EventKind, pub flow: i32, pub seq: i64, pub len: i64, pub value: i64 }
+pub struct Event {
+    pub at: Instant,
+    pub kind: EventKind,
+    pub flow: i32,
+    pub seq: i64,
+    pub len: i64,
+    pub value: i64,
+}
 
 #[derive(Clone, Debug, Default)]
 pub struct ProxyStats {
@@ -174,34 +203,62 @@ pub struct Proxy {
 
 impl Proxy {
     pub fn new(cfg: ProxyConfig) -> Proxy {
-        Proxy { cfg, conns: vec![], live: vec![], by_key: FxMap::default(), acbs: vec![], by_mobile: FxMap::default(), out: VecDeque::new(), ident: 1, trace: None, stats: ProxyStats::default() }
+        Proxy {
+            cfg,
+            conns: vec![],
+            live: vec![],
+            by_key: FxMap::default(),
+            acbs: vec![],
+            by_mobile: FxMap::default(),
+            out: VecDeque::new(),
+            ident: 1,
+            trace: None,
+            stats: ProxyStats::default(),
+        }
     }
 
     /// The next packet to send, and the side it goes to.
-    pub fn poll_transmit(&mut self) -> Option<(Side, Packet)> { self.out.pop_front() }
+    pub fn poll_transmit(&mut self) -> Option<(Side, Packet)> {
+        self.out.pop_front()
+    }
 
     /// Counters, with the current window of the most recent aggregate.
-    pub fn stats(&self) -> ProxyStats { ProxyStats { clamp: self.acbs.last().map_or(self.cfg.clamp_bytes(), |a| a.clamp), ..self.stats.clone() } }
+    pub fn stats(&self) -> ProxyStats {
+        ProxyStats { clamp: self.acbs.last().map_or(self.cfg.clamp_bytes(), |a| a.clamp), ..self.stats.clone() }
+    }
 
     pub fn poll_timeout(&self) -> Option<Instant> {
         let a = self.acbs.iter().filter_map(|a| a.deadline).min();
         let t = self.live.iter().filter_map(|&c| self.conns[c].wired.poll_timeout()).min();
-        match (a, t) { (Some(a), Some(t)) => Some(a.min(t)), (a, t) => a.or(t) }
+        match (a, t) {
+            (Some(a), Some(t)) => Some(a.min(t)),
+            (a, t) => a.or(t),
+        }
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
         for c in self.live.clone() {
-            if self.conns[c].phase == Phase::Closed { continue; }
-            if self.conns[c].wired.poll_timeout().is_some_and(|t| t <= now) { self.conns[c].wired.handle_timeout(now); self.drain_wired(c, now); }
+            if self.conns[c].phase == Phase::Closed {
+                continue;
+            }
+            if self.conns[c].wired.poll_timeout().is_some_and(|t| t <= now) {
+                self.conns[c].wired.handle_timeout(now);
+                self.drain_wired(c, now);
+            }
         }
         for a in 0..self.acbs.len() {
-            if !self.acbs[a].deadline.is_some_and(|t| t <= now) { continue; }
+            if !self.acbs[a].deadline.is_some_and(|t| t <= now) {
+                continue;
+            }
             let (min, max) = (self.cfg.min_rto, self.cfg.max_rto);
             match self.acbs[a].on_timeout(now, min, max) {
                 Some(e) => {
                     self.stats.timeouts += 1;
                     let backoff = self.acbs[a].backoff;
-                    if backoff == 1 { self.stats.stalls += 1; self.log(now, EventKind::Stall, -1, -1, 0, 1); }
+                    if backoff == 1 {
+                        self.stats.stalls += 1;
+                        self.log(now, EventKind::Stall, -1, -1, 0, 1);
+                    }
                     self.log(now, EventKind::Timeout, -1, -1, 0, backoff as i64);
                     self.log(now, EventKind::Cwnd, -1, -1, 0, self.cfg.mss as i64);
                     self.emit_entry(&e, now);
@@ -215,33 +272,57 @@ impl Proxy {
     /// Takes a packet arriving from `from`.
     pub fn on_packet(&mut self, now: Instant, from: Side, p: Packet) {
         let L4::Tcp(r) = p.l4 else { return self.pass(from, p) };
-        let key = match from { Side::Wireless => (p.ip.src, r.src_port, p.ip.dst, r.dst_port), Side::Wired => (p.ip.dst, r.dst_port, p.ip.src, r.src_port) };
-        let existing = self.by_key.get(&key).copied().filter(|&c| self.conns[c].phase != Phase::Closed || !is_syn(&r) || from == Side::Wired);
-        if from == Side::Wireless && is_syn(&r) && existing.is_none() { return self.open(now, key, &p, &r); }
+        let key = match from {
+            Side::Wireless => (p.ip.src, r.src_port, p.ip.dst, r.dst_port),
+            Side::Wired => (p.ip.dst, r.dst_port, p.ip.src, r.src_port),
+        };
+        let existing = self
+            .by_key
+            .get(&key)
+            .copied()
+            .filter(|&c| self.conns[c].phase != Phase::Closed || !is_syn(&r) || from == Side::Wired);
+        if from == Side::Wireless && is_syn(&r) && existing.is_none() {
+            return self.open(now, key, &p, &r);
+        }
         let Some(c) = existing else { return self.pass(from, p) };
         if self.conns[c].phase == Phase::Closed {
             // Late retransmissions after the close: answer a FIN so the peer can finish.
-            if r.flags.has(TcpFlags::FIN) && from == Side::Wireless { self.conns[c].ack_owed = true; self.flush_acks(c, now); }
+            if r.flags.has(TcpFlags::FIN) && from == Side::Wireless {
+                self.conns[c].ack_owed = true;
+                self.flush_acks(c, now);
+            }
             return;
         }
         if r.flags.has(TcpFlags::RST) {
-            if from == Side::Wired { self.conns[c].wired.on_segment(now, &r, 0); }
+            if from == Side::Wired {
+                self.conns[c].wired.on_segment(now, &r, 0);
+            }
             self.out.push_back((other(from), p));
             return self.close(c, now);
         }
-        match from { Side::Wired => self.from_server(c, now, &r, p.payload_len), Side::Wireless => self.from_mobile(c, now, &r, p.payload_len) }
+        match from {
+            Side::Wired => self.from_server(c, now, &r, p.payload_len),
+            Side::Wireless => self.from_mobile(c, now, &r, p.payload_len),
+        }
         let a = self.conns[c].acb;
         self.service(a, now);
     }
 
-    fn pass(&mut self, from: Side, p: Packet) { self.out.push_back((other(from), p)); }
+    fn pass(&mut self, from: Side, p: Packet) {
+        self.out.push_back((other(from), p));
+    }
 
     fn open(&mut self, now: Instant, key: Key, p: &Packet, r: &TcpRepr) {
         let (mobile, mport, server, sport) = key;
         let a = match self.by_mobile.get(&mobile) {
             Some(&a) => a,
             None => {
-                let rtt = RttEstimator::new(self.cfg.initial_rto, Duration::from_millis(10), self.cfg.min_rto, self.cfg.max_rto);
+                let rtt = RttEstimator::new(
+                    self.cfg.initial_rto,
+                    Duration::from_millis(10),
+                    self.cfg.min_rto,
+                    self.cfg.max_rto,
+                );
                 self.acbs.push(Acb::new(mobile, self.cfg.clamp_bytes(), rtt));
                 self.by_mobile.insert(mobile, self.acbs.len() - 1);
                 self.acbs.len() - 1
@@ -249,14 +330,43 @@ impl Proxy {
         };
         let mut wired = crate::tcp::Tcp::new(self.cfg.wired_tcp, mport, sport, r.seq);
         wired.connect(now);
-        let (class, tickets) = self.cfg.classes.iter().find(|c| c.0 == sport).map(|c| (c.1, c.2)).unwrap_or(self.cfg.default_class);
+        let (class, tickets) =
+            self.cfg.classes.iter().find(|c| c.0 == sport).map(|c| (c.1, c.2)).unwrap_or(self.cfg.default_class);
         let mss = (self.cfg.mss as u64).min(r.mss.unwrap_or(536) as u64);
         let c = self.conns.len();
         self.conns.push(Conn {
-            flow: p.flow, mobile, server, mport, sport, acb: a, phase: Phase::Connecting, wired, iss: 0, irs: r.seq, established: false, mss,
-            sack: r.sack_permitted && self.cfg.sack_mobile, snd_una: 1, snd_nxt: 1, rwnd: r.window as u64, fin_at: None, fin_sent: false, fin_acked: false,
-            rcv_nxt: 1, ooo: Default::default(), mobile_fin_at: None, mobile_fin_in: false, mobile_fin_acked: false, ack_owed: false, class, tickets, pass: 0,
-            allowance: 0.0, fc_at: now, last_cap: None, last_queue: 0,
+            flow: p.flow,
+            mobile,
+            server,
+            mport,
+            sport,
+            acb: a,
+            phase: Phase::Connecting,
+            wired,
+            iss: 0,
+            irs: r.seq,
+            established: false,
+            mss,
+            sack: r.sack_permitted && self.cfg.sack_mobile,
+            snd_una: 1,
+            snd_nxt: 1,
+            rwnd: r.window as u64,
+            fin_at: None,
+            fin_sent: false,
+            fin_acked: false,
+            rcv_nxt: 1,
+            ooo: Default::default(),
+            mobile_fin_at: None,
+            mobile_fin_in: false,
+            mobile_fin_acked: false,
+            ack_owed: false,
+            class,
+            tickets,
+            pass: 0,
+            allowance: 0.0,
+            fc_at: now,
+            last_cap: None,
+            last_queue: 0,
         });
         self.by_key.insert(key, c);
         self.live.push(c);
@@ -287,13 +397,21 @@ impl Proxy {
         if r.flags.has(TcpFlags::FIN) && !conn.fin_acked {
             // Hold the FIN: the wired leg must not acknowledge it yet.
             let off = (r.seq.wrapping_sub(conn.iss) as u64) + len as u64;
-            if conn.phase == Phase::Open { conn.fin_at = Some(off); }
+            if conn.phase == Phase::Open {
+                conn.fin_at = Some(off);
+            }
             seg.flags = TcpFlags(seg.flags.0 & !TcpFlags::FIN);
-            if len == 0 && !seg.flags.has(TcpFlags::ACK) { return; }
+            if len == 0 && !seg.flags.has(TcpFlags::ACK) {
+                return;
+            }
         }
         let was_connecting = conn.phase == Phase::Connecting;
         conn.wired.on_segment(now, &seg, len);
-        if was_connecting && r.flags.has(TcpFlags::SYN) && r.flags.has(TcpFlags::ACK) && conn.wired.state == crate::tcp::State::Established {
+        if was_connecting
+            && r.flags.has(TcpFlags::SYN)
+            && r.flags.has(TcpFlags::ACK)
+            && conn.wired.state == crate::tcp::State::Established
+        {
             conn.phase = Phase::Open;
             conn.iss = r.seq;
             self.send_synack(c, now);
@@ -313,20 +431,33 @@ impl Proxy {
     fn from_mobile(&mut self, c: usize, now: Instant, r: &TcpRepr, len: u32) {
         if is_syn(r) {
             // The mobile did not get our SYN-ACK.
-            if self.conns[c].phase == Phase::Open && !self.conns[c].established { self.send_synack(c, now); }
+            if self.conns[c].phase == Phase::Open && !self.conns[c].established {
+                self.send_synack(c, now);
+            }
             return;
         }
         let conn = &mut self.conns[c];
-        if conn.phase != Phase::Open { return; }
+        if conn.phase != Phase::Open {
+            return;
+        }
         if r.flags.has(TcpFlags::ACK) {
-            let acked = conn.snd_una + (r.ack.wrapping_sub(conn.iss.wrapping_add(conn.snd_una as u32)) as i32).max(0) as u64;
-            if !conn.established && acked >= 1 { conn.established = true; }
+            let acked =
+                conn.snd_una + (r.ack.wrapping_sub(conn.iss.wrapping_add(conn.snd_una as u32)) as i32).max(0) as u64;
+            if !conn.established && acked >= 1 {
+                conn.established = true;
+            }
             conn.rwnd = r.window as u64;
             let top = conn.snd_nxt;
             let acked = acked.min(top);
             let base = conn.iss;
-            let sacks: Vec<(u64, u64)> = r.sack_blocks().iter().map(|&(l, e)| (off(base, conn.snd_una, l), off(base, conn.snd_una, e))).collect();
-            if acked > conn.snd_una { conn.snd_una = acked; }
+            let sacks: Vec<(u64, u64)> = r
+                .sack_blocks()
+                .iter()
+                .map(|&(l, e)| (off(base, conn.snd_una, l), off(base, conn.snd_una, e)))
+                .collect();
+            if acked > conn.snd_una {
+                conn.snd_una = acked;
+            }
             if conn.fin_sent && acked > conn.fin_at.unwrap_or(u64::MAX) && !conn.fin_acked {
                 conn.fin_acked = true;
                 self.release_fin(c, now);
@@ -343,10 +474,16 @@ impl Proxy {
                     let min = self.acbs[a].min_rtt.unwrap_or(Duration::MAX);
                     let w = ((1.0 + self.cfg.headroom) * self.cfg.link_rate as f64 * min.as_secs_f64()).round() as u64;
                     let w = w.max(2 * self.cfg.mss as u64);
-                    if w != self.acbs[a].clamp { self.acbs[a].clamp = w; self.log(now, EventKind::Cwnd, -1, -1, 0, w as i64); }
+                    if w != self.acbs[a].clamp {
+                        self.acbs[a].clamp = w;
+                        self.log(now, EventKind::Cwnd, -1, -1, 0, w as i64);
+                    }
                 }
             }
-            for &(k, s, n) in &fb.counters { let f = self.conns[k].flow as i32; self.log(now, EventKind::Counter, f, s as i64, 0, n as i64); }
+            for &(k, s, n) in &fb.counters {
+                let f = self.conns[k].flow as i32;
+                self.log(now, EventKind::Counter, f, s as i64, 0, n as i64);
+            }
             if fb.progress && self.acbs[a].on_progress(now) {
                 self.log(now, EventKind::Stall, -1, -1, 0, 0);
                 let w = self.acbs[a].clamp as i64;
@@ -368,8 +505,15 @@ impl Proxy {
     fn release_fin(&mut self, c: usize, now: Instant) {
         let conn = &mut self.conns[c];
         let Some(off) = conn.fin_at else { return };
-        let h = TcpRepr { src_port: conn.sport, dst_port: conn.mport, seq: conn.iss.wrapping_add(off as u32), ack: conn.wired.iss().wrapping_add(1 + conn.wired.app_limit().unwrap_or(0) as u32),
-            flags: TcpFlags(TcpFlags::FIN), window: 65535, ..Default::default() };
+        let h = TcpRepr {
+            src_port: conn.sport,
+            dst_port: conn.mport,
+            seq: conn.iss.wrapping_add(off as u32),
+            ack: conn.wired.iss().wrapping_add(1 + conn.wired.app_limit().unwrap_or(0) as u32),
+            flags: TcpFlags(TcpFlags::FIN),
+            window: 65535,
+            ..Default::default()
+        };
         let limit = conn.wired.app_limit();
         conn.wired.on_segment(now, &h, 0);
         // The wired leg closes when the mobile does, not on the server's FIN.
@@ -391,11 +535,15 @@ impl Proxy {
             self.flush_acks(c, now);
         }
         let conn = &self.conns[c];
-        if conn.phase == Phase::Open && conn.wired.is_closed() && conn.fin_acked && conn.mobile_fin_in { self.close(c, now); }
+        if conn.phase == Phase::Open && conn.wired.is_closed() && conn.fin_acked && conn.mobile_fin_in {
+            self.close(c, now);
+        }
     }
 
     fn flush_acks(&mut self, c: usize, now: Instant) {
-        if !self.conns[c].ack_owed { return; }
+        if !self.conns[c].ack_owed {
+            return;
+        }
         self.conns[c].ack_owed = false;
         let conn = &self.conns[c];
         let h = conn.header(conn.snd_nxt, TcpFlags::ACK);
@@ -410,7 +558,12 @@ impl Proxy {
         let acb = &mut self.acbs[a];
         acb.conns.retain(|&x| x != c);
         acb.list.retain(|e| e.conn != c);
-        if !acb.list.iter().any(|e| !e.sacked) { acb.deadline = None; acb.probing = false; acb.stalled = false; acb.backoff = 0; }
+        if !acb.list.iter().any(|e| !e.sacked) {
+            acb.deadline = None;
+            acb.probing = false;
+            acb.stalled = false;
+            acb.backoff = 0;
+        }
     }
 
     /// Sends what the aggregate's window and the scheduler allow, then updates the
@@ -418,26 +571,40 @@ impl Proxy {
     fn service(&mut self, a: usize, now: Instant) {
         loop {
             let mss = self.cfg.mss as u64;
-            if !self.acbs[a].has_room(mss) { break; }
+            if !self.acbs[a].has_room(mss) {
+                break;
+            }
             if let Some(e) = self.acbs[a].take_due(now) {
                 self.emit_entry(&e, now);
                 continue;
             }
-            let cands: Vec<sched::Candidate> = self.acbs[a].conns.iter().filter(|&&c| self.conns[c].sendable().is_some())
-                .map(|&c| (c, self.conns[c].class, self.acbs[a].sched.join(self.conns[c].class, self.conns[c].pass))).collect();
+            let cands: Vec<sched::Candidate> = self.acbs[a]
+                .conns
+                .iter()
+                .filter(|&&c| self.conns[c].sendable().is_some())
+                .map(|&c| (c, self.conns[c].class, self.acbs[a].sched.join(self.conns[c].class, self.conns[c].pass)))
+                .collect();
             let Some((c, class, pass)) = self.acbs[a].sched.pick(&cands) else { break };
             let (s, e, fin) = self.conns[c].sendable().unwrap();
             let conn = &mut self.conns[c];
             conn.pass = Stride::charge(pass, conn.tickets, (e - s).max(1), conn.mss);
             conn.snd_nxt = e;
-            if fin { conn.fin_sent = true; }
+            if fin {
+                conn.fin_sent = true;
+            }
             let flow = conn.flow as i32;
             self.log(now, EventKind::Pick, flow, s as i64, (e - s - fin as u64) as i64, class as i64);
             self.acbs[a].push(c, s, e, fin, now);
-            if self.acbs[a].deadline.is_none() { let f = self.cfg.initial_rto; self.acbs[a].arm_after_idle(now, f); }
+            if self.acbs[a].deadline.is_none() {
+                let f = self.cfg.initial_rto;
+                self.acbs[a].arm_after_idle(now, f);
+            }
             self.send_piece(c, s, e, fin, now);
         }
-        for i in 0..self.acbs[a].conns.len() { let c = self.acbs[a].conns[i]; self.flush_acks(c, now); }
+        for i in 0..self.acbs[a].conns.len() {
+            let c = self.acbs[a].conns[i];
+            self.flush_acks(c, now);
+        }
         self.flow_control(a, now);
     }
 
@@ -451,7 +618,13 @@ impl Proxy {
     fn send_piece(&mut self, c: usize, s: u64, e: u64, fin: bool, now: Instant) {
         let conn = &mut self.conns[c];
         let len = e - s - fin as u64;
-        let flags = if fin { TcpFlags::FIN | TcpFlags::ACK } else if s + len == conn.avail_end() { TcpFlags::ACK | TcpFlags::PSH } else { TcpFlags::ACK };
+        let flags = if fin {
+            TcpFlags::FIN | TcpFlags::ACK
+        } else if s + len == conn.avail_end() {
+            TcpFlags::ACK | TcpFlags::PSH
+        } else {
+            TcpFlags::ACK
+        };
         conn.ack_owed = false;
         let h = conn.header(s, flags);
         self.stats.segments_sent += 1;
@@ -473,37 +646,69 @@ impl Proxy {
             let conn = &mut self.conns[c];
             let dt = (now - conn.fc_at).as_secs_f64();
             conn.fc_at = now;
-            conn.allowance = allowance_step(conn.allowance, alpha, dt, q as f64 * conn.allowance / mean.max(1.0), target, lo, 65535.0);
+            conn.allowance = allowance_step(
+                conn.allowance,
+                alpha,
+                dt,
+                q as f64 * conn.allowance / mean.max(1.0),
+                target,
+                lo,
+                65535.0,
+            );
             let qc = conn.unsent();
             let cap = if stalled { 0 } else { (conn.allowance as u64).saturating_sub(qc) };
             let (flow, qchange, capchange) = (conn.flow as i32, qc != conn.last_queue, Some(cap) != conn.last_cap);
             conn.last_queue = qc;
-            if capchange { conn.last_cap = Some(cap); conn.wired.set_window_cap(Some(cap)); }
-            if qchange { self.log(now, EventKind::Queue, flow, -1, 0, qc as i64); }
-            if capchange { self.log(now, EventKind::Window, flow, -1, 0, cap as i64); self.drain_wired(c, now); }
+            if capchange {
+                conn.last_cap = Some(cap);
+                conn.wired.set_window_cap(Some(cap));
+            }
+            if qchange {
+                self.log(now, EventKind::Queue, flow, -1, 0, qc as i64);
+            }
+            if capchange {
+                self.log(now, EventKind::Window, flow, -1, 0, cap as i64);
+                self.drain_wired(c, now);
+            }
         }
     }
 
     fn emit(&mut self, c: usize, to: Side, h: TcpRepr, len: u32, now: Instant) {
         let conn = &self.conns[c];
-        let (src, dst) = match to { Side::Wired => (conn.mobile, conn.server), Side::Wireless => (conn.server, conn.mobile) };
+        let (src, dst) = match to {
+            Side::Wired => (conn.mobile, conn.server),
+            Side::Wireless => (conn.server, conn.mobile),
+        };
         let p = Packet::new(src, dst, self.ident, L4::Tcp(h), len, conn.flow, now);
         self.ident = self.ident.wrapping_add(1);
         self.out.push_back((to, p));
     }
 
     fn log(&mut self, at: Instant, kind: EventKind, flow: i32, seq: i64, len: i64, value: i64) {
-        if let Some(t) = &mut self.trace { t.push(Event { at, kind, flow, seq, len, value }); }
+        if let Some(t) = &mut self.trace {
+            t.push(Event { at, kind, flow, seq, len, value });
+        }
     }
 
     /// Connections seen (open or closed), for inspection.
-    pub fn connections(&self) -> impl Iterator<Item = &Conn> { self.conns.iter() }
+    pub fn connections(&self) -> impl Iterator<Item = &Conn> {
+        self.conns.iter()
+    }
     /// The aggregate of a mobile host.
-    pub fn aggregate(&self, mobile: [u8; 4]) -> Option<&Acb> { self.by_mobile.get(&mobile).map(|&a| &self.acbs[a]) }
+    pub fn aggregate(&self, mobile: [u8; 4]) -> Option<&Acb> {
+        self.by_mobile.get(&mobile).map(|&a| &self.acbs[a])
+    }
 }
 
-fn is_syn(r: &TcpRepr) -> bool { r.flags.has(TcpFlags::SYN) && !r.flags.has(TcpFlags::ACK) }
-fn other(s: Side) -> Side { match s { Side::Wired => Side::Wireless, Side::Wireless => Side::Wired } }
+fn is_syn(r: &TcpRepr) -> bool {
+    r.flags.has(TcpFlags::SYN) && !r.flags.has(TcpFlags::ACK)
+}
+fn other(s: Side) -> Side {
+    match s {
+        Side::Wired => Side::Wireless,
+        Side::Wireless => Side::Wired,
+    }
+}
 /// A wire sequence number as an offset from `base`, near `reference`.
 fn off(base: u32, reference: u64, wire: u32) -> u64 {
     let d = wire.wrapping_sub(base.wrapping_add(reference as u32)) as i32 as i64;

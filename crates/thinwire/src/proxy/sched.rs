@@ -20,7 +20,9 @@ pub struct Stride {
 
 impl Stride {
     /// The pass a connection of `class` continues from.
-    pub fn join(&self, class: u8, pass: u64) -> u64 { pass.max(self.vtime.get(&class).copied().unwrap_or(0)) }
+    pub fn join(&self, class: u8, pass: u64) -> u64 {
+        pass.max(self.vtime.get(&class).copied().unwrap_or(0))
+    }
 
     /// The winner among `cands`: lowest class, then lowest pass, then lowest index.
     pub fn pick(&mut self, cands: &[Candidate]) -> Option<Candidate> {

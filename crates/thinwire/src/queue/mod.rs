@@ -7,22 +7,44 @@ use crate::config::Limit;
 use crate::wire::Packet;
 use std::collections::VecDeque;
 
-pub struct DropTail { q: VecDeque<Packet>, bytes: u64, limit: Limit, pub drops: u64, pub max_len: usize }
+pub struct DropTail {
+    q: VecDeque<Packet>,
+    bytes: u64,
+    limit: Limit,
+    pub drops: u64,
+    pub max_len: usize,
+}
 
 impl DropTail {
-    pub fn new(limit: Limit) -> DropTail { DropTail { q: VecDeque::new(), bytes: 0, limit, drops: 0, max_len: 0 } }
+    pub fn new(limit: Limit) -> DropTail {
+        DropTail { q: VecDeque::new(), bytes: 0, limit, drops: 0, max_len: 0 }
+    }
     /// Enqueues; returns the packet back if it was dropped.
     pub fn push(&mut self, p: Packet) -> Result<(), Packet> {
-        let fits = match self.limit { Limit::Packets(n) => self.q.len() < n as usize, Limit::Bytes(b) => self.bytes + p.size() as u64 <= b };
-        if !fits { self.drops += 1; return Err(p); }
+        let fits = match self.limit {
+            Limit::Packets(n) => self.q.len() < n as usize,
+            Limit::Bytes(b) => self.bytes + p.size() as u64 <= b,
+        };
+        if !fits {
+            self.drops += 1;
+            return Err(p);
+        }
         self.bytes += p.size() as u64;
         self.q.push_back(p);
         self.max_len = self.max_len.max(self.q.len());
         Ok(())
     }
-    pub fn pop(&mut self) -> Option<Packet> { let p = self.q.pop_front()?; self.bytes -= p.size() as u64; Some(p) }
-    pub fn len(&self) -> usize { self.q.len() }
-    pub fn is_empty(&self) -> bool { self.q.is_empty() }
+    pub fn pop(&mut self) -> Option<Packet> {
+        let p = self.q.pop_front()?;
+        self.bytes -= p.size() as u64;
+        Some(p)
+    }
+    pub fn len(&self) -> usize {
+        self.q.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.q.is_empty()
+    }
 }
 
 #[cfg(test)]
@@ -30,7 +52,9 @@ mod tests {
     use super::*;
     use crate::time::Instant;
     use crate::wire::{UdpRepr, L4};
-    fn p(n: u32) -> Packet { Packet::new([1; 4], [2; 4], 0, L4::Udp(UdpRepr { src_port: 1, dst_port: 2 }), n, 0, Instant::ZERO) }
+    fn p(n: u32) -> Packet {
+        Packet::new([1; 4], [2; 4], 0, L4::Udp(UdpRepr { src_port: 1, dst_port: 2 }), n, 0, Instant::ZERO)
+    }
     #[test]
     fn packet_limit() {
         let mut q = DropTail::new(Limit::Packets(2));

@@ -24,12 +24,22 @@ pub struct WiredLink {
 
 impl WiredLink {
     pub fn new(rate: u64, delay: Duration, limit: Limit) -> WiredLink {
-        WiredLink { rate, delay, limit, busy_until: Instant::ZERO, waiting: VecDeque::new(), waiting_bytes: 0, drops: 0 }
+        WiredLink {
+            rate,
+            delay,
+            limit,
+            busy_until: Instant::ZERO,
+            waiting: VecDeque::new(),
+            waiting_bytes: 0,
+            drops: 0,
+        }
     }
 
     fn advance(&mut self, now: Instant) {
         while let Some(&(start, size)) = self.waiting.front() {
-            if start > now { break; }
+            if start > now {
+                break;
+            }
             self.waiting.pop_front();
             self.waiting_bytes -= size as u64;
         }
@@ -41,8 +51,14 @@ impl WiredLink {
         self.advance(now);
         let busy = self.busy_until > now;
         if busy {
-            let fits = match self.limit { Limit::Packets(n) => self.waiting.len() < n as usize, Limit::Bytes(b) => self.waiting_bytes + size as u64 <= b };
-            if !fits { self.drops += 1; return None; }
+            let fits = match self.limit {
+                Limit::Packets(n) => self.waiting.len() < n as usize,
+                Limit::Bytes(b) => self.waiting_bytes + size as u64 <= b,
+            };
+            if !fits {
+                self.drops += 1;
+                return None;
+            }
         }
         let start = self.busy_until.max(now);
         self.busy_until = start + Duration::transmission(size as u64, self.rate);
@@ -54,13 +70,18 @@ impl WiredLink {
     }
 
     /// Packets waiting (not yet being transmitted) at `now`.
-    pub fn queue_len(&mut self, now: Instant) -> usize { self.advance(now); self.waiting.len() }
+    pub fn queue_len(&mut self, now: Instant) -> usize {
+        self.advance(now);
+        self.waiting.len()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    fn ms(x: i64) -> Instant { Instant::ZERO + Duration::from_millis(x) }
+    fn ms(x: i64) -> Instant {
+        Instant::ZERO + Duration::from_millis(x)
+    }
     #[test]
     fn packets_follow_each_other_and_the_queue_drops_when_full() {
         // 1000 B at 1 Mbit/s = 8 ms; delay 1 ms; room for 2 waiting packets.

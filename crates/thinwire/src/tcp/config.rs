@@ -2,7 +2,12 @@
 use crate::time::Duration;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Variant { Tahoe, Reno, NewReno, Sack }
+pub enum Variant {
+    Tahoe,
+    Reno,
+    NewReno,
+    Sack,
+}
 
 impl Variant {
     pub fn parse(s: &str) -> Option<Variant> {
@@ -14,7 +19,14 @@ impl Variant {
             _ => return None,
         })
     }
-    pub fn name(self) -> &'static str { match self { Variant::Tahoe => "tahoe", Variant::Reno => "reno", Variant::NewReno => "newreno", Variant::Sack => "sack" } }
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Tahoe => "tahoe",
+            Variant::Reno => "reno",
+            Variant::NewReno => "newreno",
+            Variant::Sack => "sack",
+        }
+    }
 }
 
 /// Every parameter of the TCP model. Defaults follow the RFCs named beside each
@@ -83,14 +95,35 @@ impl TcpConfig {
         match name {
             "default" => Some(d),
             "bsd" => Some(TcpConfig {
-                variant: Variant::Reno, sack: false, timestamps: true, window_scaling: false, initial_window: 1,
-                initial_rto: Duration::from_secs(6), min_rto: Duration::from_secs(1), max_rto: Duration::from_secs(64),
-                timer_granularity: Duration::from_millis(500), rcv_buf: 8192, snd_buf: 8192, source_quench: true, ..d
+                variant: Variant::Reno,
+                sack: false,
+                timestamps: true,
+                window_scaling: false,
+                initial_window: 1,
+                initial_rto: Duration::from_secs(6),
+                min_rto: Duration::from_secs(1),
+                max_rto: Duration::from_secs(64),
+                timer_granularity: Duration::from_millis(500),
+                rcv_buf: 8192,
+                snd_buf: 8192,
+                source_quench: true,
+                ..d
             }),
             "linux" => Some(TcpConfig {
-                variant: Variant::Sack, sack: true, timestamps: true, window_scaling: false, initial_window: 2,
-                initial_rto: Duration::from_secs(3), min_rto: Duration::from_millis(200), max_rto: Duration::from_secs(120),
-                timer_granularity: Duration::from_millis(10), rcv_buf: 65535, snd_buf: 65535, rcv_wnd_initial: Some(5392), slow_start_after_idle: true, ..d
+                variant: Variant::Sack,
+                sack: true,
+                timestamps: true,
+                window_scaling: false,
+                initial_window: 2,
+                initial_rto: Duration::from_secs(3),
+                min_rto: Duration::from_millis(200),
+                max_rto: Duration::from_secs(120),
+                timer_granularity: Duration::from_millis(10),
+                rcv_buf: 65535,
+                snd_buf: 65535,
+                rcv_wnd_initial: Some(5392),
+                slow_start_after_idle: true,
+                ..d
             }),
             _ => None,
         }
@@ -100,9 +133,24 @@ impl TcpConfig {
 impl Default for TcpConfig {
     fn default() -> Self {
         TcpConfig {
-            variant: Variant::NewReno, mss: 1460, sack: false, timestamps: false, window_scaling: true, initial_window: 2,
-            delack_count: 2, delack_timeout: Duration::from_millis(200), min_rto: Duration::from_secs(1), max_rto: Duration::from_secs(64),
-            initial_rto: Duration::from_secs(1), timer_granularity: Duration::from_millis(10), rcv_buf: 65536, snd_buf: 65536, source_quench: false, rcv_wnd_initial: None, slow_start_after_idle: false, cwnd_clamp: None,
+            variant: Variant::NewReno,
+            mss: 1460,
+            sack: false,
+            timestamps: false,
+            window_scaling: true,
+            initial_window: 2,
+            delack_count: 2,
+            delack_timeout: Duration::from_millis(200),
+            min_rto: Duration::from_secs(1),
+            max_rto: Duration::from_secs(64),
+            initial_rto: Duration::from_secs(1),
+            timer_granularity: Duration::from_millis(10),
+            rcv_buf: 65536,
+            snd_buf: 65536,
+            source_quench: false,
+            rcv_wnd_initial: None,
+            slow_start_after_idle: false,
+            cwnd_clamp: None,
         }
     }
 }

@@ -23,15 +23,34 @@ use crate::time::{Duration, Instant};
 use crate::wire::{TcpFlags, TcpRepr};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum State { Closed, Listen, SynSent, SynRcvd, Established, Done }
+pub enum State {
+    Closed,
+    Listen,
+    SynSent,
+    SynRcvd,
+    Established,
+    Done,
+}
 
 /// A congestion-control or RTT variable that changed (for traces).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 /// Traced sender variables and events; `Timeout` and `FastRetransmit` carry the running count.
-pub enum TcpVar { Cwnd, Ssthresh, Srtt, Rttvar, Rto, Timeout, FastRetransmit }
+pub enum TcpVar {
+    Cwnd,
+    Ssthresh,
+    Srtt,
+    Rttvar,
+    Rto,
+    Timeout,
+    FastRetransmit,
+}
 
 #[derive(Clone, Copy, Debug)]
-pub struct VarEvent { pub at: Instant, pub var: TcpVar, pub value: i64 }
+pub struct VarEvent {
+    pub at: Instant,
+    pub var: TcpVar,
+    pub value: i64,
+}
 
 #[derive(Clone, Debug, Default)]
 pub struct TcpStats {
@@ -49,7 +68,11 @@ pub struct TcpStats {
 
 /// An outgoing segment: the header and the number of virtual payload bytes.
 #[derive(Clone, Copy, Debug)]
-pub struct Segment { pub repr: TcpRepr, pub len: u32, pub retransmission: bool }
+pub struct Segment {
+    pub repr: TcpRepr,
+    pub len: u32,
+    pub retransmission: bool,
+}
 
 pub struct Tcp {
     pub cfg: TcpConfig,
@@ -123,46 +146,112 @@ impl Tcp {
         let smss = cfg.mss as u64;
         let rcv_ssthresh = cfg.rcv_wnd_initial.map_or(cfg.rcv_buf, |w| w.min(cfg.rcv_buf)) as u64;
         Tcp {
-            rcv_ssthresh, last_data_sent: None, wnd_cap: None, last_adv: 0,
-            cfg, state: State::Closed, local_port, remote_port, iss, snd_una: 0, snd_nxt: 0, snd_max: 0, app_limit: Some(0), close_when_done: false,
-            fin_sent: false, cwnd: cfg.cwnd_clamp.map_or(smss * cfg.initial_window as u64, |c| c as u64), ssthresh: u64::MAX / 4, snd_wnd: 65535, snd_wscale: 0, rcv_wscale: 0, smss,
-            dupacks: 0, in_recovery: false, recover: 0, high_rxt: 0, rexmit: None, scoreboard: Ranges::default(), rtt, timing: None,
-            rto_deadline: None, syn_retx: false, ts_ok: false, sack_ok: false, ts_recent: 0, snd_wscale_peer_offered: false, irs: 0, rcv_nxt: 0, ooo: Ranges::default(),
-            last_block: None, delivered: 0, fin_rcvd: false, pending_fin: None, unacked_segs: 0, ack_deadline: None, ack_now: false, trace: None, stats: TcpStats::default(),
+            rcv_ssthresh,
+            last_data_sent: None,
+            wnd_cap: None,
+            last_adv: 0,
+            cfg,
+            state: State::Closed,
+            local_port,
+            remote_port,
+            iss,
+            snd_una: 0,
+            snd_nxt: 0,
+            snd_max: 0,
+            app_limit: Some(0),
+            close_when_done: false,
+            fin_sent: false,
+            cwnd: cfg.cwnd_clamp.map_or(smss * cfg.initial_window as u64, |c| c as u64),
+            ssthresh: u64::MAX / 4,
+            snd_wnd: 65535,
+            snd_wscale: 0,
+            rcv_wscale: 0,
+            smss,
+            dupacks: 0,
+            in_recovery: false,
+            recover: 0,
+            high_rxt: 0,
+            rexmit: None,
+            scoreboard: Ranges::default(),
+            rtt,
+            timing: None,
+            rto_deadline: None,
+            syn_retx: false,
+            ts_ok: false,
+            sack_ok: false,
+            ts_recent: 0,
+            snd_wscale_peer_offered: false,
+            irs: 0,
+            rcv_nxt: 0,
+            ooo: Ranges::default(),
+            last_block: None,
+            delivered: 0,
+            fin_rcvd: false,
+            pending_fin: None,
+            unacked_segs: 0,
+            ack_deadline: None,
+            ack_now: false,
+            trace: None,
+            stats: TcpStats::default(),
         }
     }
 
     // ----- application interface -----
     /// Sends `bytes` of application data (None = unlimited), then closes if `close`.
-    pub fn set_app_data(&mut self, bytes: Option<u64>, close: bool) { self.app_limit = bytes; self.close_when_done = close; }
+    pub fn set_app_data(&mut self, bytes: Option<u64>, close: bool) {
+        self.app_limit = bytes;
+        self.close_when_done = close;
+    }
     pub fn connect(&mut self, now: Instant) {
         self.state = State::SynSent;
         self.trace_all(now);
         self.arm_rto(now);
     }
-    pub fn listen(&mut self) { self.state = State::Listen; }
+    pub fn listen(&mut self) {
+        self.state = State::Listen;
+    }
     /// Application bytes received in order.
-    pub fn delivered(&self) -> u64 { self.delivered }
+    pub fn delivered(&self) -> u64 {
+        self.delivered
+    }
     /// Application bytes acknowledged by the peer.
-    pub fn acked_bytes(&self) -> u64 { self.snd_una.saturating_sub(1).min(self.app_limit.unwrap_or(u64::MAX)) }
-    pub fn cwnd(&self) -> u64 { self.cwnd }
-    pub fn config(&self) -> &TcpConfig { &self.cfg }
-    pub fn ssthresh(&self) -> u64 { self.ssthresh }
-    pub fn smss(&self) -> u64 { self.smss }
-    pub fn is_closed(&self) -> bool { self.state == State::Done }
+    pub fn acked_bytes(&self) -> u64 {
+        self.snd_una.saturating_sub(1).min(self.app_limit.unwrap_or(u64::MAX))
+    }
+    pub fn cwnd(&self) -> u64 {
+        self.cwnd
+    }
+    pub fn config(&self) -> &TcpConfig {
+        &self.cfg
+    }
+    pub fn ssthresh(&self) -> u64 {
+        self.ssthresh
+    }
+    pub fn smss(&self) -> u64 {
+        self.smss
+    }
+    pub fn is_closed(&self) -> bool {
+        self.state == State::Done
+    }
     /// The peer's FIN has arrived in order (the application saw end of file).
-    pub fn fin_received(&self) -> bool { self.fin_rcvd }
+    pub fn fin_received(&self) -> bool {
+        self.fin_rcvd
+    }
 
     // ----- tracing helpers -----
     fn push_var(&mut self, now: Instant, var: TcpVar, value: i64) {
-        if let Some(t) = &mut self.trace { t.push(VarEvent { at: now, var, value }); }
+        if let Some(t) = &mut self.trace {
+            t.push(VarEvent { at: now, var, value });
+        }
     }
     /// ICMP source quench, or BSD's `tcp_quench` on a local interface-queue drop
     /// (seed 000 §5.2, Fig. 7): the congestion window drops to one segment; ssthresh
     /// and recovery state are left alone, so the lost packet is still repaired by
     /// fast retransmit or the timer.
     pub fn source_quench(&mut self, now: Instant) {
-        if self.state == State::Done { return; }
+        if self.state == State::Done {
+            return;
+        }
         let one = self.smss;
         self.set_cwnd(now, one);
     }
@@ -170,16 +259,31 @@ impl Tcp {
     fn set_cwnd(&mut self, now: Instant, v: u64) {
         // A clamped sender (seed 003 §V) keeps its fixed window whatever happens.
         let v = self.cfg.cwnd_clamp.map_or(v, |c| c as u64);
-        if v != self.cwnd { self.cwnd = v; self.push_var(now, TcpVar::Cwnd, v as i64); } }
-    fn set_ssthresh(&mut self, now: Instant, v: u64) { if v != self.ssthresh { self.ssthresh = v; self.push_var(now, TcpVar::Ssthresh, v as i64); } }
+        if v != self.cwnd {
+            self.cwnd = v;
+            self.push_var(now, TcpVar::Cwnd, v as i64);
+        }
+    }
+    fn set_ssthresh(&mut self, now: Instant, v: u64) {
+        if v != self.ssthresh {
+            self.ssthresh = v;
+            self.push_var(now, TcpVar::Ssthresh, v as i64);
+        }
+    }
     fn trace_all(&mut self, now: Instant) {
-        if self.trace.is_none() { return; }
+        if self.trace.is_none() {
+            return;
+        }
         self.push_var(now, TcpVar::Cwnd, self.cwnd as i64);
         self.push_var(now, TcpVar::Rto, self.rtt.rto().nanos());
     }
     fn trace_rtt(&mut self, now: Instant) {
-        if self.trace.is_none() { return; }
-        if let Some(s) = self.rtt.srtt { self.push_var(now, TcpVar::Srtt, s.nanos()); }
+        if self.trace.is_none() {
+            return;
+        }
+        if let Some(s) = self.rtt.srtt {
+            self.push_var(now, TcpVar::Srtt, s.nanos());
+        }
         self.push_var(now, TcpVar::Rttvar, self.rtt.rttvar.nanos());
         self.push_var(now, TcpVar::Rto, self.rtt.rto().nanos());
     }
@@ -191,19 +295,41 @@ impl Tcp {
         self.rto_deadline = Some(Instant(d.nanos()));
     }
     pub fn poll_timeout(&self) -> Option<Instant> {
-        match (self.rto_deadline, self.ack_deadline) { (Some(a), Some(b)) => Some(a.min(b)), (a, b) => a.or(b) }
+        match (self.rto_deadline, self.ack_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
     pub fn handle_timeout(&mut self, now: Instant) {
-        if let Some(d) = self.ack_deadline { if d <= now { self.ack_deadline = None; self.ack_now = true; } }
-        if let Some(d) = self.rto_deadline { if d <= now { self.rto_deadline = None; self.on_rto(now); } }
+        if let Some(d) = self.ack_deadline {
+            if d <= now {
+                self.ack_deadline = None;
+                self.ack_now = true;
+            }
+        }
+        if let Some(d) = self.rto_deadline {
+            if d <= now {
+                self.rto_deadline = None;
+                self.on_rto(now);
+            }
+        }
     }
     fn on_rto(&mut self, now: Instant) {
         match self.state {
-            State::SynSent | State::SynRcvd => { self.syn_retx = true; self.rtt.on_timeout(); self.stats.timeouts += 1; self.push_var(now, TcpVar::Timeout, self.stats.timeouts as i64); self.arm_rto(now); return; }
+            State::SynSent | State::SynRcvd => {
+                self.syn_retx = true;
+                self.rtt.on_timeout();
+                self.stats.timeouts += 1;
+                self.push_var(now, TcpVar::Timeout, self.stats.timeouts as i64);
+                self.arm_rto(now);
+                return;
+            }
             State::Established => {}
             _ => return,
         }
-        if self.snd_max <= self.snd_una { return; }
+        if self.snd_max <= self.snd_una {
+            return;
+        }
         self.stats.timeouts += 1;
         self.push_var(now, TcpVar::Timeout, self.stats.timeouts as i64);
         let flight = self.snd_max - self.snd_una;
@@ -219,20 +345,30 @@ impl Tcp {
         self.rexmit = None;
         self.timing = None;
         self.scoreboard.clear();
-        if self.fin_sent && self.snd_una <= self.fin_off() { self.fin_sent = false; }
+        if self.fin_sent && self.snd_una <= self.fin_off() {
+            self.fin_sent = false;
+        }
         self.arm_rto(now);
     }
 
     // ----- helpers -----
-    fn data_end(&self) -> u64 { self.app_limit.map(|b| 1 + b).unwrap_or(u64::MAX / 2) }
-    fn fin_off(&self) -> u64 { self.data_end() }
-    fn ts_now(now: Instant) -> u32 { (now.nanos() / 1_000_000) as u32 + 1 }
+    fn data_end(&self) -> u64 {
+        self.app_limit.map(|b| 1 + b).unwrap_or(u64::MAX / 2)
+    }
+    fn fin_off(&self) -> u64 {
+        self.data_end()
+    }
+    fn ts_now(now: Instant) -> u32 {
+        (now.nanos() / 1_000_000) as u32 + 1
+    }
     /// Advertised window: free receive-buffer space. As in BSD (`sbspace`), the
     /// reassembly queue is not counted, so the right edge never moves left; the
     /// simulated application reads in-order data at once.
     /// With `rcv_wnd_initial` the window offered starts smaller and grows as data
     /// arrives (Linux's `rcv_ssthresh`).
-    fn adv_window(&self) -> u16 { (self.rcv_ssthresh.min(self.wnd_cap.unwrap_or(u64::MAX)) >> self.rcv_wscale).min(65535) as u16 }
+    fn adv_window(&self) -> u16 {
+        (self.rcv_ssthresh.min(self.wnd_cap.unwrap_or(u64::MAX)) >> self.rcv_wscale).min(65535) as u16
+    }
 
     /// Caps the advertised window (None lifts the cap). When the window opens by
     /// at least min(SMSS, half the buffer) over the last one advertised, a window
@@ -242,27 +378,42 @@ impl Tcp {
         self.wnd_cap = cap;
         let now_adv = (self.adv_window() as u64) << self.rcv_wscale;
         let step = self.smss.min(self.cfg.rcv_buf as u64 / 2).max(1);
-        if now_adv >= self.last_adv + step && self.state == State::Established { self.ack_now = true; }
+        if now_adv >= self.last_adv + step && self.state == State::Established {
+            self.ack_now = true;
+        }
     }
     /// Our FIN has been sent and acknowledged.
-    pub fn fin_acked(&self) -> bool { self.fin_sent && self.app_limit.is_some() && self.snd_una > self.fin_off() }
+    pub fn fin_acked(&self) -> bool {
+        self.fin_sent && self.app_limit.is_some() && self.snd_una > self.fin_off()
+    }
 
     fn header(&self, now: Instant, seq_off: u64, flags: u8) -> TcpRepr {
         let mut r = TcpRepr {
-            src_port: self.local_port, dst_port: self.remote_port, seq: self.iss.wrapping_add(seq_off as u32),
-            ack: 0, flags: TcpFlags(flags), window: self.adv_window(), ..Default::default()
+            src_port: self.local_port,
+            dst_port: self.remote_port,
+            seq: self.iss.wrapping_add(seq_off as u32),
+            ack: 0,
+            flags: TcpFlags(flags),
+            window: self.adv_window(),
+            ..Default::default()
         };
-        if flags & TcpFlags::ACK != 0 { r.ack = self.irs.wrapping_add(self.rcv_nxt as u32); }
+        if flags & TcpFlags::ACK != 0 {
+            r.ack = self.irs.wrapping_add(self.rcv_nxt as u32);
+        }
         let syn = flags & TcpFlags::SYN != 0;
         if syn {
             r.mss = Some(self.cfg.mss as u16);
             r.window = self.rcv_ssthresh.min(65535) as u16;
             let offer_ws = self.cfg.window_scaling && (self.state == State::SynSent || self.snd_wscale_offered());
-            if offer_ws { r.wscale = Some(self.rcv_wscale_for_buf()); }
+            if offer_ws {
+                r.wscale = Some(self.rcv_wscale_for_buf());
+            }
             let passive = self.state == State::SynRcvd;
             r.sack_permitted = if passive { self.sack_ok } else { self.cfg.sack };
             let ts = if passive { self.ts_ok } else { self.cfg.timestamps };
-            if ts { r.timestamps = Some((Self::ts_now(now), self.ts_recent)); }
+            if ts {
+                r.timestamps = Some((Self::ts_now(now), self.ts_recent));
+            }
         } else if self.ts_ok {
             r.timestamps = Some((Self::ts_now(now), self.ts_recent));
         }
@@ -270,21 +421,35 @@ impl Tcp {
             let max = TcpRepr::max_sack_blocks(self.ts_ok);
             let mut n = 0;
             let mut push = |blk: (u64, u64), r: &mut TcpRepr| {
-                if n < max && !r.sack[..n].contains(&(self.irs.wrapping_add(blk.0 as u32), self.irs.wrapping_add(blk.1 as u32))) {
+                if n < max
+                    && !r.sack[..n]
+                        .contains(&(self.irs.wrapping_add(blk.0 as u32), self.irs.wrapping_add(blk.1 as u32)))
+                {
                     r.sack[n] = (self.irs.wrapping_add(blk.0 as u32), self.irs.wrapping_add(blk.1 as u32));
                     n += 1;
                 }
             };
-            if let Some((s, _)) = self.last_block { if let Some(e) = self.ooo.end_of(s) { let st = self.ooo.v.iter().find(|b| b.0 <= s && s < b.1).unwrap().0; push((st, e), &mut r); } }
-            for &b in self.ooo.v.iter().rev() { push(b, &mut r); }
+            if let Some((s, _)) = self.last_block {
+                if let Some(e) = self.ooo.end_of(s) {
+                    let st = self.ooo.v.iter().find(|b| b.0 <= s && s < b.1).unwrap().0;
+                    push((st, e), &mut r);
+                }
+            }
+            for &b in self.ooo.v.iter().rev() {
+                push(b, &mut r);
+            }
             r.sack_len = n as u8;
         }
         r
     }
-    fn snd_wscale_offered(&self) -> bool { self.snd_wscale_peer_offered }
+    fn snd_wscale_offered(&self) -> bool {
+        self.snd_wscale_peer_offered
+    }
     fn rcv_wscale_for_buf(&self) -> u8 {
         let mut s = 0u8;
-        while s < 14 && (self.cfg.rcv_buf as u64 >> s) > 65535 { s += 1; }
+        while s < 14 && (self.cfg.rcv_buf as u64 >> s) > 65535 {
+            s += 1;
+        }
         s
     }
 
@@ -296,14 +461,19 @@ impl Tcp {
                 // SYN (active side) or SYN-ACK (passive side), first or again.
                 self.syn_retx = false;
                 let retx = self.snd_max > 0;
-                self.snd_nxt = 1; self.snd_max = 1;
+                self.snd_nxt = 1;
+                self.snd_max = 1;
                 self.timing = if retx { None } else { Some((1, now)) };
-                if self.rto_deadline.is_none() { self.arm_rto(now); }
+                if self.rto_deadline.is_none() {
+                    self.arm_rto(now);
+                }
                 let flags = if self.state == State::SynSent { TcpFlags::SYN } else { TcpFlags::SYN | TcpFlags::ACK };
                 return Some(self.emit(now, 0, 0, flags, retx));
             }
             State::Established => {
-                if let Some(s) = self.next_data(now) { return Some(s); }
+                if let Some(s) = self.next_data(now) {
+                    return Some(s);
+                }
             }
             _ => {}
         }
@@ -321,12 +491,17 @@ impl Tcp {
             self.ack_now = false;
             self.ack_deadline = None;
             self.unacked_segs = 0;
-            if len == 0 && flags & (TcpFlags::SYN | TcpFlags::FIN) == 0 { self.stats.acks_sent += 1; }
+            if len == 0 && flags & (TcpFlags::SYN | TcpFlags::FIN) == 0 {
+                self.stats.acks_sent += 1;
+            }
         }
         if len > 0 {
             self.stats.data_segments_sent += 1;
             self.stats.data_bytes_sent += len as u64;
-            if retransmission { self.stats.retransmits += 1; self.stats.retransmitted_bytes += len as u64; }
+            if retransmission {
+                self.stats.retransmits += 1;
+                self.stats.retransmitted_bytes += len as u64;
+            }
         }
         Segment { repr, len, retransmission }
     }
@@ -340,36 +515,59 @@ impl Tcp {
             self.fin_sent = true;
             self.snd_nxt = self.snd_nxt.max(end + 1);
             self.snd_max = self.snd_max.max(end + 1);
-            if self.rto_deadline.is_none() { self.arm_rto(now); }
+            if self.rto_deadline.is_none() {
+                self.arm_rto(now);
+            }
             return self.emit(now, end, 0, TcpFlags::FIN | TcpFlags::ACK, retx);
         }
         let len = max_len.min(self.smss).min(end - seq);
-        if !retx && self.cfg.slow_start_after_idle && self.snd_una == self.snd_max && self.last_data_sent.is_some_and(|t| now - t > self.rtt.rto()) {
+        if !retx
+            && self.cfg.slow_start_after_idle
+            && self.snd_una == self.snd_max
+            && self.last_data_sent.is_some_and(|t| now - t > self.rtt.rto())
+        {
             // RFC 5681 §4.1: restart window = min(IW, cwnd) after an idle RTO.
             let rw = self.cwnd.min(self.smss * self.cfg.initial_window as u64);
             self.set_cwnd(now, rw);
         }
         self.last_data_sent = Some(now);
-        if retx { self.timing = None; } else if self.timing.is_none() && !self.ts_ok { self.timing = Some((seq + len, now)); }
+        if retx {
+            self.timing = None;
+        } else if self.timing.is_none() && !self.ts_ok {
+            self.timing = Some((seq + len, now));
+        }
         self.snd_nxt = self.snd_nxt.max(seq + len);
         self.snd_max = self.snd_max.max(seq + len);
-        if self.rto_deadline.is_none() { self.arm_rto(now); }
+        if self.rto_deadline.is_none() {
+            self.arm_rto(now);
+        }
         let mut flags = TcpFlags::ACK;
-        if seq + len == end || self.snd_max == seq + len { flags |= TcpFlags::PSH; }
+        if seq + len == end || self.snd_max == seq + len {
+            flags |= TcpFlags::PSH;
+        }
         self.emit(now, seq, len as u32, flags, retx)
     }
 
-    fn window(&self) -> u64 { self.cwnd.min(self.snd_wnd).min(self.cfg.snd_buf as u64) }
+    fn window(&self) -> u64 {
+        self.cwnd.min(self.snd_wnd).min(self.cfg.snd_buf as u64)
+    }
 
     fn next_data(&mut self, now: Instant) -> Option<Segment> {
         if let Some(s) = self.rexmit.take() {
-            if s >= self.snd_una && s < self.snd_max { let hole_end = self.scoreboard.v.iter().find(|b| b.0 > s).map(|b| b.0).unwrap_or(u64::MAX); return Some(self.send_at(now, s, hole_end - s)); }
+            if s >= self.snd_una && s < self.snd_max {
+                let hole_end = self.scoreboard.v.iter().find(|b| b.0 > s).map(|b| b.0).unwrap_or(u64::MAX);
+                return Some(self.send_at(now, s, hole_end - s));
+            }
         }
-        if self.cfg.variant == Variant::Sack && self.in_recovery { return self.next_seg_sack(now); }
+        if self.cfg.variant == Variant::Sack && self.in_recovery {
+            return self.next_seg_sack(now);
+        }
         let end = self.data_end();
         let fin_pending = self.close_when_done && self.app_limit.is_some() && !self.fin_sent;
         // Skip over SACKed data when resending after a timeout.
-        while let Some(e) = self.scoreboard.end_of(self.snd_nxt) { self.snd_nxt = e; }
+        while let Some(e) = self.scoreboard.end_of(self.snd_nxt) {
+            self.snd_nxt = e;
+        }
         let limit = self.snd_una + self.window();
         if self.snd_nxt < end {
             let avail = end - self.snd_nxt;
@@ -381,7 +579,9 @@ impl Tcp {
             }
             return None;
         }
-        if fin_pending && self.snd_nxt == end { return Some(self.send_at(now, end, 0)); }
+        if fin_pending && self.snd_nxt == end {
+            return Some(self.send_at(now, end, 0));
+        }
         None
     }
 
@@ -390,7 +590,9 @@ impl Tcp {
         let thresh = 2 * self.smss; // (DupThresh − 1)·SMSS
         let mut acc = 0u64;
         for &(s, e) in self.scoreboard.v.iter().rev() {
-            if acc + (e - s) > thresh { return e - (thresh - acc); }
+            if acc + (e - s) > thresh {
+                return e - (thresh - acc);
+            }
             acc += e - s;
         }
         0
@@ -400,22 +602,35 @@ impl Tcp {
         let mut pipe = 0;
         let mut a = self.snd_una;
         let mut holes: Vec<(u64, u64)> = Vec::new();
-        for &(s, e) in &self.scoreboard.v { if s > a { holes.push((a, s.min(self.snd_max))); } a = a.max(e); }
-        if a < self.snd_max { holes.push((a, self.snd_max)); }
+        for &(s, e) in &self.scoreboard.v {
+            if s > a {
+                holes.push((a, s.min(self.snd_max)));
+            }
+            a = a.max(e);
+        }
+        if a < self.snd_max {
+            holes.push((a, self.snd_max));
+        }
         for (s, e) in holes {
             let not_lost_from = s.max(lost).min(e);
             pipe += e - not_lost_from;
             let rx_to = self.high_rxt.min(e);
-            if rx_to > s { pipe += rx_to - s; }
+            if rx_to > s {
+                pipe += rx_to - s;
+            }
         }
         pipe
     }
     fn next_seg_sack(&mut self, now: Instant) -> Option<Segment> {
-        if self.cwnd < self.pipe() + self.smss { return None; }
+        if self.cwnd < self.pipe() + self.smss {
+            return None;
+        }
         let lost = self.lost_bound();
         // Rule 1: lowest unSACKed, lost sequence number above HighRxt.
         let mut s = self.high_rxt.max(self.snd_una);
-        while let Some(e) = self.scoreboard.end_of(s) { s = e; }
+        while let Some(e) = self.scoreboard.end_of(s) {
+            s = e;
+        }
         if s < lost && s < self.snd_max {
             let hole_end = self.scoreboard.v.iter().find(|b| b.0 > s).map(|b| b.0).unwrap_or(self.snd_max);
             let len = (hole_end - s).min(self.smss);
@@ -435,25 +650,38 @@ impl Tcp {
     /// Processes an incoming segment with `len` payload bytes.
     pub fn on_segment(&mut self, now: Instant, seg: &TcpRepr, len: u32) {
         let f = seg.flags;
-        if f.has(TcpFlags::RST) { self.state = State::Done; return; }
+        if f.has(TcpFlags::RST) {
+            self.state = State::Done;
+            return;
+        }
         match self.state {
             State::Closed => return,
             State::Listen => {
-                if !f.has(TcpFlags::SYN) { return; }
+                if !f.has(TcpFlags::SYN) {
+                    return;
+                }
                 self.irs = seg.seq;
                 self.rcv_nxt = 1;
                 self.negotiate(now, seg);
                 self.state = State::SynRcvd;
-                if let Some((v, _)) = seg.timestamps { self.ts_recent = v; }
+                if let Some((v, _)) = seg.timestamps {
+                    self.ts_recent = v;
+                }
                 return;
             }
             State::SynSent => {
-                if !(f.has(TcpFlags::SYN) && f.has(TcpFlags::ACK)) { return; }
-                if seg.ack != self.iss.wrapping_add(1) { return; }
+                if !(f.has(TcpFlags::SYN) && f.has(TcpFlags::ACK)) {
+                    return;
+                }
+                if seg.ack != self.iss.wrapping_add(1) {
+                    return;
+                }
                 self.irs = seg.seq;
                 self.rcv_nxt = 1;
                 self.negotiate(now, seg);
-                if let Some((v, _)) = seg.timestamps { self.ts_recent = v; }
+                if let Some((v, _)) = seg.timestamps {
+                    self.ts_recent = v;
+                }
                 self.snd_una = 1;
                 self.snd_nxt = 1;
                 self.snd_wnd = (seg.window as u64) << self.snd_wscale;
@@ -464,9 +692,16 @@ impl Tcp {
                 return;
             }
             State::SynRcvd => {
-                if f.has(TcpFlags::SYN) && !f.has(TcpFlags::ACK) { self.syn_retx = true; return; }
-                if !f.has(TcpFlags::ACK) { return; }
-                if unwrap_seq(self.snd_una, self.iss, seg.ack) < 1 { return; }
+                if f.has(TcpFlags::SYN) && !f.has(TcpFlags::ACK) {
+                    self.syn_retx = true;
+                    return;
+                }
+                if !f.has(TcpFlags::ACK) {
+                    return;
+                }
+                if unwrap_seq(self.snd_una, self.iss, seg.ack) < 1 {
+                    return;
+                }
                 self.snd_una = 1;
                 self.snd_nxt = self.snd_nxt.max(1);
                 self.sample_rtt(now, seg, 1);
@@ -474,15 +709,24 @@ impl Tcp {
                 self.state = State::Established;
             }
             State::Established | State::Done => {
-                if f.has(TcpFlags::SYN) { self.ack_now = true; return; } // retransmitted SYN-ACK: our ACK was lost
+                if f.has(TcpFlags::SYN) {
+                    self.ack_now = true;
+                    return;
+                } // retransmitted SYN-ACK: our ACK was lost
             }
         }
         if let Some((v, _)) = seg.timestamps {
             let s = unwrap_seq(self.rcv_nxt, self.irs, seg.seq);
-            if s <= self.rcv_nxt { self.ts_recent = v; }
+            if s <= self.rcv_nxt {
+                self.ts_recent = v;
+            }
         }
-        if f.has(TcpFlags::ACK) { self.on_ack(now, seg, len); }
-        if len > 0 || f.has(TcpFlags::FIN) { self.on_data(now, seg, len); }
+        if f.has(TcpFlags::ACK) {
+            self.on_ack(now, seg, len);
+        }
+        if len > 0 || f.has(TcpFlags::FIN) {
+            self.on_data(now, seg, len);
+        }
         self.check_done();
     }
 
@@ -502,9 +746,18 @@ impl Tcp {
 
     fn sample_rtt(&mut self, now: Instant, seg: &TcpRepr, acked_to: u64) {
         let sample = if self.ts_ok {
-            match seg.timestamps { Some((_, ecr)) if ecr != 0 => Some(Duration::from_millis((Self::ts_now(now).wrapping_sub(ecr)) as i64)), _ => None }
+            match seg.timestamps {
+                Some((_, ecr)) if ecr != 0 => Some(Duration::from_millis((Self::ts_now(now).wrapping_sub(ecr)) as i64)),
+                _ => None,
+            }
         } else {
-            match self.timing { Some((s, t)) if acked_to >= s => { self.timing = None; Some(now - t) } _ => None }
+            match self.timing {
+                Some((s, t)) if acked_to >= s => {
+                    self.timing = None;
+                    Some(now - t)
+                }
+                _ => None,
+            }
         };
         if let Some(r) = sample {
             self.rtt.sample(r);
@@ -514,11 +767,16 @@ impl Tcp {
         }
     }
 
-    fn flight(&self) -> u64 { self.snd_max - self.snd_una }
+    fn flight(&self) -> u64 {
+        self.snd_max - self.snd_una
+    }
 
     fn on_ack(&mut self, now: Instant, seg: &TcpRepr, len: u32) {
         let ack = unwrap_seq(self.snd_una, self.iss, seg.ack);
-        if ack > self.snd_max { self.ack_now = true; return; }
+        if ack > self.snd_max {
+            self.ack_now = true;
+            return;
+        }
         let old_wnd = self.snd_wnd;
         self.snd_wnd = (seg.window as u64) << self.snd_wscale;
         let mut new_sack = false;
@@ -535,18 +793,31 @@ impl Tcp {
         if ack > self.snd_una {
             let acked = ack - self.snd_una;
             self.snd_una = ack;
-            if self.snd_nxt < ack { self.snd_nxt = ack; }
-            if self.high_rxt < ack { self.high_rxt = ack; }
+            if self.snd_nxt < ack {
+                self.snd_nxt = ack;
+            }
+            if self.high_rxt < ack {
+                self.high_rxt = ack;
+            }
             self.scoreboard.trim_below(ack);
             self.sample_rtt(now, seg, ack);
             self.dupacks = 0;
             self.on_new_ack(now, acked);
-            if self.snd_una >= self.snd_max { self.rto_deadline = None; } else { self.arm_rto(now); }
+            if self.snd_una >= self.snd_max {
+                self.rto_deadline = None;
+            } else {
+                self.arm_rto(now);
+            }
             return;
         }
-        let is_dup = ack == self.snd_una && self.snd_max > self.snd_una && len == 0 && !seg.flags.has(TcpFlags::FIN | TcpFlags::SYN)
+        let is_dup = ack == self.snd_una
+            && self.snd_max > self.snd_una
+            && len == 0
+            && !seg.flags.has(TcpFlags::FIN | TcpFlags::SYN)
             && (self.snd_wnd == old_wnd || new_sack);
-        if !is_dup { return; }
+        if !is_dup {
+            return;
+        }
         self.dupacks += 1;
         match self.cfg.variant {
             Variant::Tahoe => {
@@ -562,7 +833,9 @@ impl Tcp {
             }
             Variant::Reno | Variant::NewReno => {
                 if self.in_recovery {
-                    if self.dupacks > 3 { self.set_cwnd(now, self.cwnd + self.smss); }
+                    if self.dupacks > 3 {
+                        self.set_cwnd(now, self.cwnd + self.smss);
+                    }
                 } else if self.dupacks == 3 && (self.cfg.variant == Variant::Reno || self.snd_una >= self.recover) {
                     self.enter_recovery(now);
                     self.set_cwnd(now, self.ssthresh + 3 * self.smss);
@@ -570,12 +843,16 @@ impl Tcp {
                 }
             }
             Variant::Sack => {
-                if !self.in_recovery && (self.dupacks >= 3 || self.lost_bound() > self.snd_una) && self.snd_una >= self.recover {
+                if !self.in_recovery
+                    && (self.dupacks >= 3 || self.lost_bound() > self.snd_una)
+                    && self.snd_una >= self.recover
+                {
                     self.enter_recovery(now);
                     self.set_cwnd(now, self.ssthresh);
                     // RFC 6675 §5 (4.3): retransmit the first segment presumed lost at once,
                     // whatever the pipe, and set HighRxt to its end.
-                    let hole_end = self.scoreboard.v.iter().find(|b| b.0 > self.snd_una).map(|b| b.0).unwrap_or(self.snd_max);
+                    let hole_end =
+                        self.scoreboard.v.iter().find(|b| b.0 > self.snd_una).map(|b| b.0).unwrap_or(self.snd_max);
                     self.high_rxt = self.snd_una + self.smss.min(hole_end - self.snd_una);
                     self.rexmit = Some(self.snd_una);
                 }
@@ -616,7 +893,8 @@ impl Tcp {
                 }
             }
         }
-        let inc = if self.cwnd < self.ssthresh { acked.min(self.smss) } else { (self.smss * self.smss / self.cwnd).max(1) };
+        let inc =
+            if self.cwnd < self.ssthresh { acked.min(self.smss) } else { (self.smss * self.smss / self.cwnd).max(1) };
         self.set_cwnd(now, self.cwnd + inc);
     }
 
@@ -630,21 +908,32 @@ impl Tcp {
         }
         if e > self.rcv_nxt && s <= self.rcv_nxt {
             self.rcv_nxt = e;
-            while let Some(end) = self.ooo.pop_at(self.rcv_nxt) { self.rcv_nxt = self.rcv_nxt.max(end); }
+            while let Some(end) = self.ooo.pop_at(self.rcv_nxt) {
+                self.rcv_nxt = self.rcv_nxt.max(end);
+            }
             let data_end = self.rcv_nxt;
             self.delivered = data_end - 1;
-            if had_holes { self.ack_now = true; } else {
+            if had_holes {
+                self.ack_now = true;
+            } else {
                 self.unacked_segs += 1;
-                if self.unacked_segs >= self.cfg.delack_count { self.ack_now = true; }
-                else if self.ack_deadline.is_none() { self.ack_deadline = Some(Instant((now + self.cfg.delack_timeout).nanos())); }
+                if self.unacked_segs >= self.cfg.delack_count {
+                    self.ack_now = true;
+                } else if self.ack_deadline.is_none() {
+                    self.ack_deadline = Some(Instant((now + self.cfg.delack_timeout).nanos()));
+                }
             }
         } else if s > self.rcv_nxt && len > 0 {
-            if e - self.rcv_nxt <= self.cfg.rcv_buf as u64 { self.last_block = Some(self.ooo.insert(s, e)); }
+            if e - self.rcv_nxt <= self.cfg.rcv_buf as u64 {
+                self.last_block = Some(self.ooo.insert(s, e));
+            }
             self.ack_now = true;
         } else if len > 0 {
             self.ack_now = true; // old duplicate
         }
-        if seg.flags.has(TcpFlags::FIN) && e > self.rcv_nxt { self.pending_fin = Some(e); }
+        if seg.flags.has(TcpFlags::FIN) && e > self.rcv_nxt {
+            self.pending_fin = Some(e);
+        }
         let fin_now = (seg.flags.has(TcpFlags::FIN) && e == self.rcv_nxt) || self.pending_fin == Some(self.rcv_nxt);
         if fin_now && !self.fin_rcvd {
             self.fin_rcvd = true;
@@ -655,21 +944,32 @@ impl Tcp {
             self.ack_now = true;
             // Passive close: once the peer has closed, the application closes after
             // sending what it has already given us.
-            if self.fin_rcvd && self.app_limit.is_some() { self.close_when_done = true; }
+            if self.fin_rcvd && self.app_limit.is_some() {
+                self.close_when_done = true;
+            }
         }
     }
 
     fn check_done(&mut self) {
         // ACKs beyond snd_max are rejected, so an ACK past the FIN means it was sent.
         let our_fin_acked = self.app_limit.is_some() && self.snd_una > self.fin_off();
-        if our_fin_acked && self.fin_rcvd && self.state == State::Established { self.state = State::Done; self.rto_deadline = None; }
+        if our_fin_acked && self.fin_rcvd && self.state == State::Established {
+            self.state = State::Done;
+            self.rto_deadline = None;
+        }
     }
 }
 
 impl Tcp {
     /// Initial send sequence number (for relative sequence numbers in traces).
-    pub fn iss(&self) -> u32 { self.iss }
-    pub fn local_port(&self) -> u16 { self.local_port }
+    pub fn iss(&self) -> u32 {
+        self.iss
+    }
+    pub fn local_port(&self) -> u16 {
+        self.local_port
+    }
     /// Application bytes given to TCP so far (None = unlimited).
-    pub fn app_limit(&self) -> Option<u64> { self.app_limit }
+    pub fn app_limit(&self) -> Option<u64> {
+        self.app_limit
+    }
 }

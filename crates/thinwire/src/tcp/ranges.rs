@@ -1,21 +1,38 @@
 //! Sorted, disjoint half-open byte ranges `[start, end)` over 64-bit sequence
 //! offsets: the receiver's out-of-order queue and the sender's SACK scoreboard.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Ranges { pub v: Vec<(u64, u64)> }
+pub struct Ranges {
+    pub v: Vec<(u64, u64)>,
+}
 
 impl Ranges {
     /// Inserts `[s, e)`, merging; returns the merged range containing it.
     pub fn insert(&mut self, s: u64, e: u64) -> (u64, u64) {
-        if s >= e { return (s, e); }
+        if s >= e {
+            return (s, e);
+        }
         // Fast path: in-order data extends (or follows) the last range.
         if let Some(last) = self.v.last_mut() {
-            if s >= last.0 && s <= last.1 { last.1 = last.1.max(e); return *last; }
-            if s > last.1 { self.v.push((s, e)); return (s, e); }
-        } else { self.v.push((s, e)); return (s, e); }
+            if s >= last.0 && s <= last.1 {
+                last.1 = last.1.max(e);
+                return *last;
+            }
+            if s > last.1 {
+                self.v.push((s, e));
+                return (s, e);
+            }
+        } else {
+            self.v.push((s, e));
+            return (s, e);
+        }
         let i = self.v.partition_point(|r| r.1 < s);
         let mut j = i;
         let (mut ns, mut ne) = (s, e);
-        while j < self.v.len() && self.v[j].0 <= e { ns = ns.min(self.v[j].0); ne = ne.max(self.v[j].1); j += 1; }
+        while j < self.v.len() && self.v[j].0 <= e {
+            ns = ns.min(self.v[j].0);
+            ne = ne.max(self.v[j].1);
+            j += 1;
+        }
         self.v.splice(i..j, [(ns, ne)]);
         (ns, ne)
     }
@@ -23,19 +40,43 @@ impl Ranges {
     pub fn trim_below(&mut self, x: u64) {
         let i = self.v.partition_point(|r| r.1 <= x);
         self.v.drain(..i);
-        if let Some(f) = self.v.first_mut() { if f.0 < x { f.0 = x; } }
+        if let Some(f) = self.v.first_mut() {
+            if f.0 < x {
+                f.0 = x;
+            }
+        }
     }
     /// If a range starts at `x`, removes and returns its end.
     pub fn pop_at(&mut self, x: u64) -> Option<u64> {
-        match self.v.first() { Some(&(s, e)) if s <= x => { self.v.remove(0); Some(e) } _ => None }
+        match self.v.first() {
+            Some(&(s, e)) if s <= x => {
+                self.v.remove(0);
+                Some(e)
+            }
+            _ => None,
+        }
     }
-    pub fn contains(&self, x: u64) -> bool { let i = self.v.partition_point(|r| r.1 <= x); i < self.v.len() && self.v[i].0 <= x }
+    pub fn contains(&self, x: u64) -> bool {
+        let i = self.v.partition_point(|r| r.1 <= x);
+        i < self.v.len() && self.v[i].0 <= x
+    }
     /// End of the range containing `x`, if any.
-    pub fn end_of(&self, x: u64) -> Option<u64> { let i = self.v.partition_point(|r| r.1 <= x); (i < self.v.len() && self.v[i].0 <= x).then(|| self.v[i].1) }
-    pub fn bytes(&self) -> u64 { self.v.iter().map(|r| r.1 - r.0).sum() }
-    pub fn bytes_above(&self, x: u64) -> u64 { self.v.iter().map(|&(s, e)| e.saturating_sub(s.max(x))).sum() }
-    pub fn is_empty(&self) -> bool { self.v.is_empty() }
-    pub fn clear(&mut self) { self.v.clear() }
+    pub fn end_of(&self, x: u64) -> Option<u64> {
+        let i = self.v.partition_point(|r| r.1 <= x);
+        (i < self.v.len() && self.v[i].0 <= x).then(|| self.v[i].1)
+    }
+    pub fn bytes(&self) -> u64 {
+        self.v.iter().map(|r| r.1 - r.0).sum()
+    }
+    pub fn bytes_above(&self, x: u64) -> u64 {
+        self.v.iter().map(|&(s, e)| e.saturating_sub(s.max(x))).sum()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.v.is_empty()
+    }
+    pub fn clear(&mut self) {
+        self.v.clear()
+    }
 }
 
 #[cfg(test)]
@@ -44,7 +85,9 @@ mod tests {
     #[test]
     fn insert_merges() {
         let mut r = Ranges::default();
-        r.insert(10, 20); r.insert(30, 40); r.insert(50, 60);
+        r.insert(10, 20);
+        r.insert(30, 40);
+        r.insert(50, 60);
         assert_eq!(r.insert(15, 35), (10, 40));
         assert_eq!(r.v, vec![(10, 40), (50, 60)]);
         r.insert(40, 50);

@@ -17,12 +17,23 @@ pub struct RttEstimator {
 
 impl RttEstimator {
     pub fn new(initial: Duration, granularity: Duration, min_rto: Duration, max_rto: Duration) -> Self {
-        RttEstimator { srtt: None, rttvar: Duration::ZERO, base_rto: initial, backoff: 0, granularity, min_rto, max_rto }
+        RttEstimator {
+            srtt: None,
+            rttvar: Duration::ZERO,
+            base_rto: initial,
+            backoff: 0,
+            granularity,
+            min_rto,
+            max_rto,
+        }
     }
     pub fn sample(&mut self, r: Duration) {
         let r = r.max(Duration(1));
         match self.srtt {
-            None => { self.srtt = Some(r); self.rttvar = r / 2; }
+            None => {
+                self.srtt = Some(r);
+                self.rttvar = r / 2;
+            }
             Some(s) => {
                 let err = Duration((s.nanos() - r.nanos()).abs());
                 self.rttvar = Duration((3 * self.rttvar.nanos() + err.nanos()) / 4);
@@ -39,13 +50,19 @@ impl RttEstimator {
         let b = r.nanos().saturating_mul(1i64 << self.backoff.min(30));
         Duration(b).min(self.max_rto)
     }
-    pub fn on_timeout(&mut self) { if self.rto() < self.max_rto { self.backoff += 1; } }
+    pub fn on_timeout(&mut self) {
+        if self.rto() < self.max_rto {
+            self.backoff += 1;
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    fn ms(x: i64) -> Duration { Duration::from_millis(x) }
+    fn ms(x: i64) -> Duration {
+        Duration::from_millis(x)
+    }
     #[test]
     fn rfc6298_first_and_second_sample() {
         let mut e = RttEstimator::new(ms(1000), ms(10), ms(200), ms(64000));
@@ -61,9 +78,13 @@ mod tests {
     #[test]
     fn backoff_doubles_and_clamps() {
         let mut e = RttEstimator::new(ms(3000), ms(500), ms(1000), ms(64000));
-        for _ in 0..3 { e.on_timeout(); }
+        for _ in 0..3 {
+            e.on_timeout();
+        }
         assert_eq!(e.rto(), ms(24000));
-        for _ in 0..10 { e.on_timeout(); }
+        for _ in 0..10 {
+            e.on_timeout();
+        }
         assert_eq!(e.rto(), ms(64000));
         e.sample(ms(100));
         assert_eq!(e.rto(), ms(1000)); // min_rto, backoff cleared

@@ -15,35 +15,97 @@ pub mod pcap;
 
 pub const LAYERS: &[&str] = &["tcp", "link", "queue", "channel", "proxy"];
 pub const EVENTS: &[&str] = &[
-    "send", "retransmit", "recv", "cwnd", "ssthresh", "srtt", "rttvar", "rto",
-    "frame_send", "frame_retransmit", "frame_lost", "frame_recv", "ack_send", "nack_send", "packet_deliver",
-    "enqueue", "drop", "state", "status_send", "timeout", "fast_retransmit", "idle_send", "reset",
-    "queue_len", "adv_window", "pick", "loss_counter", "stall", "rtt",
+    "send",
+    "retransmit",
+    "recv",
+    "cwnd",
+    "ssthresh",
+    "srtt",
+    "rttvar",
+    "rto",
+    "frame_send",
+    "frame_retransmit",
+    "frame_lost",
+    "frame_recv",
+    "ack_send",
+    "nack_send",
+    "packet_deliver",
+    "enqueue",
+    "drop",
+    "state",
+    "status_send",
+    "timeout",
+    "fast_retransmit",
+    "idle_send",
+    "reset",
+    "queue_len",
+    "adv_window",
+    "pick",
+    "loss_counter",
+    "stall",
+    "rtt",
 ];
 pub const NODES: &[&str] = &["server", "gateway", "mobile"];
 pub const DIRS: &[&str] = &["down", "up", "-"];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
-pub enum Layer { Tcp = 0, Link = 1, Queue = 2, Channel = 3, Proxy = 4 }
+pub enum Layer {
+    Tcp = 0,
+    Link = 1,
+    Queue = 2,
+    Channel = 3,
+    Proxy = 4,
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Ev {
-    Send = 0, Retransmit, Recv, Cwnd, Ssthresh, Srtt, Rttvar, Rto,
-    FrameSend, FrameRetransmit, FrameLost, FrameRecv, AckSend, NackSend, PacketDeliver,
-    Enqueue, Drop, State, StatusSend, Timeout, FastRetransmit, IdleSend, Reset,
-    QueueLen, AdvWindow, Pick, LossCounter, Stall, Rtt,
+    Send = 0,
+    Retransmit,
+    Recv,
+    Cwnd,
+    Ssthresh,
+    Srtt,
+    Rttvar,
+    Rto,
+    FrameSend,
+    FrameRetransmit,
+    FrameLost,
+    FrameRecv,
+    AckSend,
+    NackSend,
+    PacketDeliver,
+    Enqueue,
+    Drop,
+    State,
+    StatusSend,
+    Timeout,
+    FastRetransmit,
+    IdleSend,
+    Reset,
+    QueueLen,
+    AdvWindow,
+    Pick,
+    LossCounter,
+    Stall,
+    Rtt,
 }
 
 /// Which layers to record.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LayerMask(pub u8);
 impl LayerMask {
-    pub fn has(self, l: Layer) -> bool { self.0 & (1 << l as u8) != 0 }
+    pub fn has(self, l: Layer) -> bool {
+        self.0 & (1 << l as u8) != 0
+    }
     pub fn from_names(names: &[String]) -> LayerMask {
         let mut m = 0;
-        for n in names { if let Some(i) = LAYERS.iter().position(|l| l == n) { m |= 1 << i; } }
+        for n in names {
+            if let Some(i) = LAYERS.iter().position(|l| l == n) {
+                m |= 1 << i;
+            }
+        }
         LayerMask(m)
     }
 }
@@ -64,13 +126,36 @@ pub struct TraceTable {
 
 /// One trace row.
 #[derive(Clone, Copy, Debug)]
-pub struct Row { pub t: i64, pub layer: Layer, pub ev: Ev, pub node: u8, pub dir: u8, pub flow: i32, pub seq: i64, pub ack: i64, pub len: i64, pub value: i64 }
+pub struct Row {
+    pub t: i64,
+    pub layer: Layer,
+    pub ev: Ev,
+    pub node: u8,
+    pub dir: u8,
+    pub flow: i32,
+    pub seq: i64,
+    pub ack: i64,
+    pub len: i64,
+    pub value: i64,
+}
 
 impl TraceTable {
     pub fn push(&mut self, r: Row) {
-        self.time_ns.push(r.t); self.layer.push(r.layer as u8); self.event.push(r.ev as u8); self.node.push(r.node); self.dir.push(r.dir);
-        self.flow.push(r.flow); self.seq.push(r.seq); self.ack.push(r.ack); self.len.push(r.len); self.value.push(r.value);
+        self.time_ns.push(r.t);
+        self.layer.push(r.layer as u8);
+        self.event.push(r.ev as u8);
+        self.node.push(r.node);
+        self.dir.push(r.dir);
+        self.flow.push(r.flow);
+        self.seq.push(r.seq);
+        self.ack.push(r.ack);
+        self.len.push(r.len);
+        self.value.push(r.value);
     }
-    pub fn len(&self) -> usize { self.time_ns.len() }
-    pub fn is_empty(&self) -> bool { self.time_ns.is_empty() }
+    pub fn len(&self) -> usize {
+        self.time_ns.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.time_ns.is_empty()
+    }
 }

@@ -1,8 +1,15 @@
 //! Classic pcap writer (LINKTYPE_RAW = 101, raw IPv4), nanosecond timestamps
 //! (magic 0xa1b23c4d), written into memory so the caller chooses where it goes.
-pub struct PcapWriter { pub buf: Vec<u8>, pub packets: u64 }
+pub struct PcapWriter {
+    pub buf: Vec<u8>,
+    pub packets: u64,
+}
 
-impl Default for PcapWriter { fn default() -> Self { Self::new() } }
+impl Default for PcapWriter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 impl PcapWriter {
     pub fn new() -> PcapWriter {

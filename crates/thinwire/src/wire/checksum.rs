@@ -3,15 +3,29 @@
 /// One's-complement sum of 16-bit big-endian words, not yet folded or inverted.
 pub fn sum(data: &[u8], mut acc: u32) -> u32 {
     let mut chunks = data.chunks_exact(2);
-    for c in &mut chunks { acc += u16::from_be_bytes([c[0], c[1]]) as u32; if acc > 0xffff_0000 { acc = fold(acc) as u32; } }
-    if let [b] = chunks.remainder() { acc += (*b as u32) << 8; }
+    for c in &mut chunks {
+        acc += u16::from_be_bytes([c[0], c[1]]) as u32;
+        if acc > 0xffff_0000 {
+            acc = fold(acc) as u32;
+        }
+    }
+    if let [b] = chunks.remainder() {
+        acc += (*b as u32) << 8;
+    }
     acc
 }
 
-pub fn fold(mut acc: u32) -> u16 { while acc >> 16 != 0 { acc = (acc & 0xffff) + (acc >> 16); } acc as u16 }
+pub fn fold(mut acc: u32) -> u16 {
+    while acc >> 16 != 0 {
+        acc = (acc & 0xffff) + (acc >> 16);
+    }
+    acc as u16
+}
 
 /// Checksum of `data` (inverted folded sum).
-pub fn checksum(data: &[u8]) -> u16 { !fold(sum(data, 0)) }
+pub fn checksum(data: &[u8]) -> u16 {
+    !fold(sum(data, 0))
+}
 
 /// IPv4 pseudo-header sum for TCP/UDP.
 pub fn pseudo_header(src: [u8; 4], dst: [u8; 4], proto: u8, len: u16) -> u32 {

@@ -17,7 +17,9 @@ pub struct Ipv4Repr {
 }
 
 impl Ipv4Repr {
-    pub fn total_len(&self) -> usize { HEADER_LEN + self.payload_len as usize }
+    pub fn total_len(&self) -> usize {
+        HEADER_LEN + self.payload_len as usize
+    }
 
     pub fn emit(&self, buf: &mut [u8]) {
         let b = &mut buf[..HEADER_LEN];
@@ -37,13 +39,23 @@ impl Ipv4Repr {
 
     /// Parses and validates a header; returns the repr and the payload slice.
     pub fn parse(buf: &[u8]) -> Result<(Ipv4Repr, &[u8]), WireError> {
-        if buf.len() < HEADER_LEN { return Err(WireError::Truncated); }
-        if buf[0] >> 4 != 4 { return Err(WireError::Malformed("not IPv4")); }
+        if buf.len() < HEADER_LEN {
+            return Err(WireError::Truncated);
+        }
+        if buf[0] >> 4 != 4 {
+            return Err(WireError::Malformed("not IPv4"));
+        }
         let ihl = (buf[0] & 0xf) as usize * 4;
-        if ihl < HEADER_LEN || buf.len() < ihl { return Err(WireError::Malformed("bad IHL")); }
+        if ihl < HEADER_LEN || buf.len() < ihl {
+            return Err(WireError::Malformed("bad IHL"));
+        }
         let total = u16::from_be_bytes([buf[2], buf[3]]) as usize;
-        if total < ihl || total > buf.len() { return Err(WireError::Truncated); }
-        if checksum::checksum(&buf[..ihl]) != 0 { return Err(WireError::Checksum); }
+        if total < ihl || total > buf.len() {
+            return Err(WireError::Truncated);
+        }
+        if checksum::checksum(&buf[..ihl]) != 0 {
+            return Err(WireError::Checksum);
+        }
         let r = Ipv4Repr {
             ident: u16::from_be_bytes([buf[4], buf[5]]),
             ttl: buf[8],

@@ -7,20 +7,24 @@
 //! bytes) or, for UDP, on the IP identification.
 pub mod checksum;
 pub mod ipv4;
+pub mod packet;
+pub mod ppp;
 pub mod tcp;
 pub mod udp;
-pub mod ppp;
 pub mod vj;
-pub mod packet;
 
 pub use ipv4::Ipv4Repr;
-pub use packet::{L4, Packet};
+pub use packet::{Packet, L4};
 pub use tcp::{TcpFlags, TcpRepr};
 pub use udp::UdpRepr;
 
 /// Errors from parsing bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WireError { Truncated, Malformed(&'static str), Checksum }
+pub enum WireError {
+    Truncated,
+    Malformed(&'static str),
+    Checksum,
+}
 
 impl std::fmt::Display for WireError {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
@@ -34,4 +38,6 @@ impl std::fmt::Display for WireError {
 
 /// Byte `i` of the virtual TCP payload: a function of the sequence number.
 #[inline]
-pub fn virtual_byte(seq: u32) -> u8 { (seq.wrapping_mul(0x9E37_79B1) >> 24) as u8 }
+pub fn virtual_byte(seq: u32) -> u8 {
+    (seq.wrapping_mul(0x9E37_79B1) >> 24) as u8
+}

@@ -30,7 +30,10 @@ const fn fcs_table() -> [u16; 256] {
     while b < 256 {
         let mut v = b as u16;
         let mut i = 0;
-        while i < 8 { v = if v & 1 != 0 { (v >> 1) ^ 0x8408 } else { v >> 1 }; i += 1; }
+        while i < 8 {
+            v = if v & 1 != 0 { (v >> 1) ^ 0x8408 } else { v >> 1 };
+            i += 1;
+        }
         t[b] = v;
         b += 1;
     }
@@ -40,7 +43,9 @@ static FCS: [u16; 256] = fcs_table();
 
 /// FCS-16 of `data` continuing from `fcs` (start with 0xffff); RFC 1662 §C.2.
 pub fn fcs16(mut fcs: u16, data: &[u8]) -> u16 {
-    for &b in data { fcs = (fcs >> 8) ^ FCS[((fcs ^ b as u16) & 0xff) as usize]; }
+    for &b in data {
+        fcs = (fcs >> 8) ^ FCS[((fcs ^ b as u16) & 0xff) as usize];
+    }
     fcs
 }
 /// The FCS of a frame that arrived intact, taken over its contents and its FCS.
@@ -48,23 +53,40 @@ pub const GOOD_FCS: u16 = 0xf0b8;
 
 /// The sending side.
 #[derive(Clone, Debug)]
-pub struct Framer { pub accm: u32, pub shared_flags: bool, flag_sent: bool }
+pub struct Framer {
+    pub accm: u32,
+    pub shared_flags: bool,
+    flag_sent: bool,
+}
 
-impl Default for Framer { fn default() -> Self { Framer { accm: 0, shared_flags: true, flag_sent: false } } }
+impl Default for Framer {
+    fn default() -> Self {
+        Framer { accm: 0, shared_flags: true, flag_sent: false }
+    }
+}
 
 impl Framer {
-    fn escaped(&self, b: u8) -> bool { b == FLAG || b == ESC || (b < 0x20 && self.accm & (1 << b) != 0) }
+    fn escaped(&self, b: u8) -> bool {
+        b == FLAG || b == ESC || (b < 0x20 && self.accm & (1 << b) != 0)
+    }
 
     /// Appends the frame for `info` of `protocol` to `out`; returns the bytes added.
     /// When `shared_flags`, the opening flag is omitted if the previous frame's
     /// closing flag immediately precedes (call [`Framer::idle`] when the line idles).
     pub fn frame(&mut self, protocol: u16, info: &[u8], out: &mut Vec<u8>) -> usize {
         let n0 = out.len();
-        if !(self.shared_flags && self.flag_sent) { out.push(FLAG); }
+        if !(self.shared_flags && self.flag_sent) {
+            out.push(FLAG);
+        }
         let head = [0xff, 0x03, (protocol >> 8) as u8, protocol as u8];
         let fcs = !fcs16(fcs16(0xffff, &head), info);
         for &b in head.iter().chain(info).chain(&fcs.to_le_bytes()) {
-            if self.escaped(b) { out.push(ESC); out.push(b ^ 0x20); } else { out.push(b); }
+            if self.escaped(b) {
+                out.push(ESC);
+                out.push(b ^ 0x20);
+            } else {
+                out.push(b);
+            }
         }
         out.push(FLAG);
         self.flag_sent = true;
@@ -72,39 +94,68 @@ impl Framer {
     }
 
     /// The line went idle: the next frame opens with its own flag.
-    pub fn idle(&mut self) { self.flag_sent = false; }
+    pub fn idle(&mut self) {
+        self.flag_sent = false;
+    }
 }
 
 /// What the receiver made of the bytes between two flags.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Received {
-    Frame { protocol: u16, info: Vec<u8> },
+    Frame {
+        protocol: u16,
+        info: Vec<u8>,
+    },
     /// FCS failed, too short, too long or aborted (escape before a flag): discarded.
     Damaged,
 }
 
 /// The receiving side: feed it the byte stream, collect frames.
 #[derive(Clone, Debug, Default)]
-pub struct Deframer { buf: Vec<u8>, esc: bool, hunting: bool, started: bool }
+pub struct Deframer {
+    buf: Vec<u8>,
+    esc: bool,
+    hunting: bool,
+    started: bool,
+}
 
 impl Deframer {
-    pub fn new() -> Deframer { Deframer::default() }
+    pub fn new() -> Deframer {
+        Deframer::default()
+    }
 
     /// Consumes bytes from the link; pushes each frame found (or damage) to `out`.
     pub fn push(&mut self, bytes: &[u8], out: &mut Vec<Received>) {
         for &b in bytes {
             if b == FLAG {
-                if self.started && (!self.buf.is_empty() || self.esc) { out.push(self.finish()); }
+                if self.started && (!self.buf.is_empty() || self.esc) {
+                    out.push(self.finish());
+                }
                 self.buf.clear();
                 self.esc = false;
                 self.hunting = false;
                 self.started = true;
                 continue;
             }
-            if !self.started || self.hunting { continue; }
-            if b == ESC { self.esc = true; continue; }
-            let v = if self.esc { self.esc = false; b ^ 0x20 } else { b };
-            if self.buf.len() > MRU + 8 { self.hunting = true; out.push(Received::Damaged); self.buf.clear(); continue; }
+            if !self.started || self.hunting {
+                continue;
+            }
+            if b == ESC {
+                self.esc = true;
+                continue;
+            }
+            let v = if self.esc {
+                self.esc = false;
+                b ^ 0x20
+            } else {
+                b
+            };
+            if self.buf.len() > MRU + 8 {
+                self.hunting = true;
+                out.push(Received::Damaged);
+                self.buf.clear();
+                continue;
+            }
             self.buf.push(v);
         }
     }
@@ -132,13 +183,23 @@ mod tests {
     fn frames_round_trip_with_escapes_and_cost_seven_bytes_plus_escapes() {
         let mut f = Framer::default();
         let mut d = Deframer::new();
-        let infos: Vec<Vec<u8>> = vec![vec![0x41, 0x42, 0x43], (0..=255).collect(), vec![FLAG, ESC, 0x11, 0x41], vec![0x41; 1500]];
+        let infos: Vec<Vec<u8>> =
+            vec![vec![0x41, 0x42, 0x43], (0..=255).collect(), vec![FLAG, ESC, 0x11, 0x41], vec![0x41; 1500]];
         let mut line = Vec::new();
         let mut sizes = Vec::new();
-        for (i, info) in infos.iter().enumerate() { sizes.push(f.frame(PROTO_IP + i as u16, info, &mut line)); }
+        for (i, info) in infos.iter().enumerate() {
+            sizes.push(f.frame(PROTO_IP + i as u16, info, &mut line));
+        }
         let mut got = Vec::new();
         d.push(&line, &mut got);
-        assert_eq!(got, infos.iter().enumerate().map(|(i, x)| Received::Frame { protocol: PROTO_IP + i as u16, info: x.clone() }).collect::<Vec<_>>());
+        assert_eq!(
+            got,
+            infos
+                .iter()
+                .enumerate()
+                .map(|(i, x)| Received::Frame { protocol: PROTO_IP + i as u16, info: x.clone() })
+                .collect::<Vec<_>>()
+        );
         // 8 bytes for the first frame (two flags), 7 for the next when nothing needs escaping.
         assert_eq!(sizes[0], 8 + 3);
         assert_eq!(sizes[3], 7 + 1500);
@@ -187,7 +248,9 @@ mod tests {
         for pos in [5, 50, 150, line.len() - 3] {
             let mut bad = line.clone();
             bad[pos] ^= 0x04;
-            if bad[pos] == FLAG || bad[pos] == ESC { continue; }
+            if bad[pos] == FLAG || bad[pos] == ESC {
+                continue;
+            }
             let mut got = Vec::new();
             Deframer::new().push(&bad, &mut got);
             assert_eq!(got, vec![Received::Damaged], "bit flip at {pos}");

@@ -14,7 +14,9 @@ impl TcpFlags {
     pub const RST: u8 = 0x04;
     pub const PSH: u8 = 0x08;
     pub const ACK: u8 = 0x10;
-    pub fn has(self, f: u8) -> bool { self.0 & f != 0 }
+    pub fn has(self, f: u8) -> bool {
+        self.0 & f != 0
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -35,20 +37,40 @@ pub struct TcpRepr {
 }
 
 impl TcpRepr {
-    pub fn sack_blocks(&self) -> &[(u32, u32)] { &self.sack[..self.sack_len as usize] }
+    pub fn sack_blocks(&self) -> &[(u32, u32)] {
+        &self.sack[..self.sack_len as usize]
+    }
     /// Most SACK blocks that fit next to the other options.
-    pub fn max_sack_blocks(timestamps: bool) -> usize { if timestamps { 3 } else { 4 } }
+    pub fn max_sack_blocks(timestamps: bool) -> usize {
+        if timestamps {
+            3
+        } else {
+            4
+        }
+    }
 
     pub fn options_len(&self) -> usize {
         let mut n = 0;
-        if self.mss.is_some() { n += 4; }
-        if self.wscale.is_some() { n += 4; }
-        if self.sack_permitted { n += 4; }
-        if self.timestamps.is_some() { n += 12; }
-        if self.sack_len > 0 { n += 4 + 8 * self.sack_len as usize; }
+        if self.mss.is_some() {
+            n += 4;
+        }
+        if self.wscale.is_some() {
+            n += 4;
+        }
+        if self.sack_permitted {
+            n += 4;
+        }
+        if self.timestamps.is_some() {
+            n += 12;
+        }
+        if self.sack_len > 0 {
+            n += 4 + 8 * self.sack_len as usize;
+        }
         n
     }
-    pub fn header_len(&self) -> usize { BASE_LEN + self.options_len() }
+    pub fn header_len(&self) -> usize {
+        BASE_LEN + self.options_len()
+    }
 
     /// Writes header and payload into `buf` and fills in the checksum.
     pub fn emit(&self, buf: &mut [u8], payload: &[u8], src: [u8; 4], dst: [u8; 4]) {
@@ -64,18 +86,31 @@ impl TcpRepr {
         b[14..16].copy_from_slice(&self.window.to_be_bytes());
         b[16..20].copy_from_slice(&[0, 0, 0, 0]);
         let mut o = BASE_LEN;
-        let mut put = |bytes: &[u8], o: &mut usize| { b[*o..*o + bytes.len()].copy_from_slice(bytes); *o += bytes.len(); };
-        if let Some(m) = self.mss { let m = m.to_be_bytes(); put(&[2, 4, m[0], m[1]], &mut o); }
-        if self.sack_permitted { put(&[1, 1, 4, 2], &mut o); }
+        let mut put = |bytes: &[u8], o: &mut usize| {
+            b[*o..*o + bytes.len()].copy_from_slice(bytes);
+            *o += bytes.len();
+        };
+        if let Some(m) = self.mss {
+            let m = m.to_be_bytes();
+            put(&[2, 4, m[0], m[1]], &mut o);
+        }
+        if self.sack_permitted {
+            put(&[1, 1, 4, 2], &mut o);
+        }
         if let Some((v, e)) = self.timestamps {
             put(&[1, 1, 8, 10], &mut o);
             put(&v.to_be_bytes(), &mut o);
             put(&e.to_be_bytes(), &mut o);
         }
-        if let Some(w) = self.wscale { put(&[1, 3, 3, w], &mut o); }
+        if let Some(w) = self.wscale {
+            put(&[1, 3, 3, w], &mut o);
+        }
         if self.sack_len > 0 {
             put(&[1, 1, 5, 2 + 8 * self.sack_len], &mut o);
-            for &(l, r) in self.sack_blocks() { put(&l.to_be_bytes(), &mut o); put(&r.to_be_bytes(), &mut o); }
+            for &(l, r) in self.sack_blocks() {
+                put(&l.to_be_bytes(), &mut o);
+                put(&r.to_be_bytes(), &mut o);
+            }
         }
         debug_assert_eq!(o, hl);
         b[hl..].copy_from_slice(payload);
@@ -86,11 +121,17 @@ impl TcpRepr {
 
     /// Parses a segment, verifying the checksum against the pseudo-header.
     pub fn parse<'a>(buf: &'a [u8], src: [u8; 4], dst: [u8; 4]) -> Result<(TcpRepr, &'a [u8]), WireError> {
-        if buf.len() < BASE_LEN { return Err(WireError::Truncated); }
+        if buf.len() < BASE_LEN {
+            return Err(WireError::Truncated);
+        }
         let hl = (buf[12] >> 4) as usize * 4;
-        if hl < BASE_LEN || hl > buf.len() { return Err(WireError::Malformed("bad data offset")); }
+        if hl < BASE_LEN || hl > buf.len() {
+            return Err(WireError::Malformed("bad data offset"));
+        }
         let acc = checksum::sum(buf, checksum::pseudo_header(src, dst, super::ipv4::PROTO_TCP, buf.len() as u16));
-        if checksum::fold(acc) != 0xffff { return Err(WireError::Checksum); }
+        if checksum::fold(acc) != 0xffff {
+            return Err(WireError::Checksum);
+        }
         let mut r = TcpRepr {
             src_port: u16::from_be_bytes([buf[0], buf[1]]),
             dst_port: u16::from_be_bytes([buf[2], buf[3]]),
@@ -105,20 +146,35 @@ impl TcpRepr {
         while i < opts.len() {
             match opts[i] {
                 0 => break,
-                1 => { i += 1; continue; }
+                1 => {
+                    i += 1;
+                    continue;
+                }
                 kind => {
-                    if i + 1 >= opts.len() { return Err(WireError::Malformed("option length")); }
+                    if i + 1 >= opts.len() {
+                        return Err(WireError::Malformed("option length"));
+                    }
                     let len = opts[i + 1] as usize;
-                    if len < 2 || i + len > opts.len() { return Err(WireError::Malformed("option length")); }
+                    if len < 2 || i + len > opts.len() {
+                        return Err(WireError::Malformed("option length"));
+                    }
                     let v = &opts[i + 2..i + len];
                     match (kind, len) {
                         (2, 4) => r.mss = Some(u16::from_be_bytes([v[0], v[1]])),
                         (3, 3) => r.wscale = Some(v[0]),
                         (4, 2) => r.sack_permitted = true,
-                        (8, 10) => r.timestamps = Some((u32::from_be_bytes(v[0..4].try_into().unwrap()), u32::from_be_bytes(v[4..8].try_into().unwrap()))),
+                        (8, 10) => {
+                            r.timestamps = Some((
+                                u32::from_be_bytes(v[0..4].try_into().unwrap()),
+                                u32::from_be_bytes(v[4..8].try_into().unwrap()),
+                            ))
+                        }
                         (5, l) if (l - 2) % 8 == 0 && l <= 34 => {
                             for (k, c) in v.chunks_exact(8).enumerate() {
-                                r.sack[k] = (u32::from_be_bytes(c[0..4].try_into().unwrap()), u32::from_be_bytes(c[4..8].try_into().unwrap()));
+                                r.sack[k] = (
+                                    u32::from_be_bytes(c[0..4].try_into().unwrap()),
+                                    u32::from_be_bytes(c[4..8].try_into().unwrap()),
+                                );
                                 r.sack_len = k as u8 + 1;
                             }
                         }
@@ -138,9 +194,22 @@ mod tests {
     use super::*;
     #[test]
     fn roundtrip_with_all_options() {
-        let mut r = TcpRepr { src_port: 80, dst_port: 40000, seq: 0xfffffff0, ack: 7, flags: TcpFlags(TcpFlags::ACK | TcpFlags::PSH), window: 65535,
-            mss: None, wscale: None, sack_permitted: false, timestamps: Some((1, 2)), ..Default::default() };
-        r.sack[0] = (100, 200); r.sack[1] = (300, 400); r.sack_len = 2;
+        let mut r = TcpRepr {
+            src_port: 80,
+            dst_port: 40000,
+            seq: 0xfffffff0,
+            ack: 7,
+            flags: TcpFlags(TcpFlags::ACK | TcpFlags::PSH),
+            window: 65535,
+            mss: None,
+            wscale: None,
+            sack_permitted: false,
+            timestamps: Some((1, 2)),
+            ..Default::default()
+        };
+        r.sack[0] = (100, 200);
+        r.sack[1] = (300, 400);
+        r.sack_len = 2;
         let payload: Vec<u8> = (0..33u32).map(|i| crate::wire::virtual_byte(r.seq.wrapping_add(i))).collect();
         let mut buf = vec![0u8; r.header_len() + payload.len()];
         let (s, d) = ([10, 0, 0, 1], [10, 0, 1, 2]);
@@ -153,7 +222,18 @@ mod tests {
     }
     #[test]
     fn syn_options_roundtrip() {
-        let r = TcpRepr { src_port: 1, dst_port: 2, seq: 5, flags: TcpFlags(TcpFlags::SYN), window: 8192, mss: Some(1460), wscale: Some(7), sack_permitted: true, timestamps: Some((9, 0)), ..Default::default() };
+        let r = TcpRepr {
+            src_port: 1,
+            dst_port: 2,
+            seq: 5,
+            flags: TcpFlags(TcpFlags::SYN),
+            window: 8192,
+            mss: Some(1460),
+            wscale: Some(7),
+            sack_permitted: true,
+            timestamps: Some((9, 0)),
+            ..Default::default()
+        };
         let mut buf = vec![0u8; r.header_len()];
         r.emit(&mut buf, &[], [1, 2, 3, 4], [5, 6, 7, 8]);
         assert_eq!(r.header_len(), 44);

@@ -4,7 +4,10 @@ use super::{checksum, WireError};
 pub const HEADER_LEN: usize = 8;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct UdpRepr { pub src_port: u16, pub dst_port: u16 }
+pub struct UdpRepr {
+    pub src_port: u16,
+    pub dst_port: u16,
+}
 
 impl UdpRepr {
     /// Writes header + payload into `buf` (which must hold both).
@@ -17,19 +20,30 @@ impl UdpRepr {
         buf[HEADER_LEN..len as usize].copy_from_slice(payload);
         let acc = checksum::sum(&buf[..len as usize], checksum::pseudo_header(src, dst, super::ipv4::PROTO_UDP, len));
         let mut c = !checksum::fold(acc);
-        if c == 0 { c = 0xffff; }
+        if c == 0 {
+            c = 0xffff;
+        }
         buf[6..8].copy_from_slice(&c.to_be_bytes());
     }
 
     pub fn parse<'a>(buf: &'a [u8], src: [u8; 4], dst: [u8; 4]) -> Result<(UdpRepr, &'a [u8]), WireError> {
-        if buf.len() < HEADER_LEN { return Err(WireError::Truncated); }
+        if buf.len() < HEADER_LEN {
+            return Err(WireError::Truncated);
+        }
         let len = u16::from_be_bytes([buf[4], buf[5]]) as usize;
-        if len < HEADER_LEN || len > buf.len() { return Err(WireError::Malformed("bad UDP length")); }
+        if len < HEADER_LEN || len > buf.len() {
+            return Err(WireError::Malformed("bad UDP length"));
+        }
         let c = u16::from_be_bytes([buf[6], buf[7]]);
         if c != 0 {
             let acc = checksum::sum(&buf[..len], checksum::pseudo_header(src, dst, super::ipv4::PROTO_UDP, len as u16));
-            if checksum::fold(acc) != 0xffff { return Err(WireError::Checksum); }
+            if checksum::fold(acc) != 0xffff {
+                return Err(WireError::Checksum);
+            }
         }
-        Ok((UdpRepr { src_port: u16::from_be_bytes([buf[0], buf[1]]), dst_port: u16::from_be_bytes([buf[2], buf[3]]) }, &buf[HEADER_LEN..len]))
+        Ok((
+            UdpRepr { src_port: u16::from_be_bytes([buf[0], buf[1]]), dst_port: u16::from_be_bytes([buf[2], buf[3]]) },
+            &buf[HEADER_LEN..len],
+        ))
     }
 }

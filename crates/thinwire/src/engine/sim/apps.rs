@@ -25,11 +25,17 @@
 use super::*;
 
 /// Where a session's transactions come from.
-pub(super) enum TxSource { Mah(WebModel), Fixed(Vec<(u64, u64)>) }
+pub(super) enum TxSource {
+    Mah(WebModel),
+    Fixed(Vec<(u64, u64)>),
+}
 
 impl TxSource {
     fn transaction(&mut self) -> Transaction {
-        match self { TxSource::Mah(m) => m.transaction(), TxSource::Fixed(x) => Transaction { exchanges: x.clone() } }
+        match self {
+            TxSource::Mah(m) => m.transaction(),
+            TxSource::Fixed(x) => Transaction { exchanges: x.clone() },
+        }
     }
 }
 
@@ -77,15 +83,43 @@ impl Web {
                 let req = f.request.map(|r| r.0).unwrap_or(300);
                 (TxSource::Fixed(vec![(req, bytes); f.objects.unwrap_or(4) as usize]), f.transactions, false, 80)
             }
-            _ => (TxSource::Mah(WebModel::new(Rng::stream(sc.seed, sc.run, &format!("flow.{i}.web")))), f.transactions, false, 80),
+            _ => (
+                TxSource::Mah(WebModel::new(Rng::stream(sc.seed, sc.run, &format!("flow.{i}.web")))),
+                f.transactions,
+                false,
+                80,
+            ),
         };
         Web {
-            id: i, cfg: f.clone(), source, rng: Rng::stream(sc.seed, sc.run, &format!("flow.{i}.isn")), think: f.think.map(|d| d.0).unwrap_or(Duration::ZERO),
-            gap: f.gap.map(|d| d.0).unwrap_or(Duration::ZERO), limit, start, persistent: f.persistent.unwrap_or(false), wait_fin, server_port: f.port.unwrap_or(server_port), tx: None, tx_start: start, step: 0, conn: None,
-            req_cum: 0, requested: None, reply_cum: 0, ports: Default::default(), done: 0, bytes_done: 0, last_done: None, durations: vec![], conns: vec![],
+            id: i,
+            cfg: f.clone(),
+            source,
+            rng: Rng::stream(sc.seed, sc.run, &format!("flow.{i}.isn")),
+            think: f.think.map(|d| d.0).unwrap_or(Duration::ZERO),
+            gap: f.gap.map(|d| d.0).unwrap_or(Duration::ZERO),
+            limit,
+            start,
+            persistent: f.persistent.unwrap_or(false),
+            wait_fin,
+            server_port: f.port.unwrap_or(server_port),
+            tx: None,
+            tx_start: start,
+            step: 0,
+            conn: None,
+            req_cum: 0,
+            requested: None,
+            reply_cum: 0,
+            ports: Default::default(),
+            done: 0,
+            bytes_done: 0,
+            last_done: None,
+            durations: vec![],
+            conns: vec![],
         }
     }
-    pub(super) fn finite(&self) -> bool { self.limit.is_some() }
+    pub(super) fn finite(&self) -> bool {
+        self.limit.is_some()
+    }
 }
 
 /// An interactive flow's message source and what the mobile's application saw.
@@ -101,15 +135,30 @@ pub(super) struct Interactive {
 
 impl Interactive {
     pub(super) fn new(f: &crate::config::FlowCfg) -> Interactive {
-        Interactive { packet: f.packet.map(|p| p.0).unwrap_or(40), interval: f.interval.map(|d| d.0).unwrap_or(Duration::from_secs(1)),
-            limit: f.messages, written: 0, pending: VecDeque::new(), delays: vec![] }
+        Interactive {
+            packet: f.packet.map(|p| p.0).unwrap_or(40),
+            interval: f.interval.map(|d| d.0).unwrap_or(Duration::from_secs(1)),
+            limit: f.messages,
+            written: 0,
+            pending: VecDeque::new(),
+            delays: vec![],
+        }
     }
-    pub(super) fn total(&self) -> Option<u64> { self.limit.map(|n| n * self.packet) }
-    pub(super) fn first_tick(&self, start: Instant) -> Instant { start + self.interval }
+    pub(super) fn total(&self) -> Option<u64> {
+        self.limit.map(|n| n * self.packet)
+    }
+    pub(super) fn first_tick(&self, start: Instant) -> Instant {
+        start + self.interval
+    }
     /// Delay statistics of the delivered messages.
     pub(super) fn result(&self) -> MediaResult {
         let sent = self.written / self.packet.max(1);
-        delay_stats(sent, self.delays.len() as u64, &self.delays, if sent > 0 { 1.0 - self.delays.len() as f64 / sent as f64 } else { 0.0 })
+        delay_stats(
+            sent,
+            self.delays.len() as u64,
+            &self.delays,
+            if sent > 0 { 1.0 - self.delays.len() as f64 / sent as f64 } else { 0.0 },
+        )
     }
 }
 
@@ -118,8 +167,14 @@ impl Sim {
     pub(super) fn web_next(&mut self, w: usize) {
         let now = self.now();
         let web = &mut self.webs[w];
-        if web.limit.is_some_and(|l| web.done >= l) { return; }
-        if web.tx.is_none() { web.tx = Some(web.source.transaction()); web.step = 0; web.tx_start = now; }
+        if web.limit.is_some_and(|l| web.done >= l) {
+            return;
+        }
+        if web.tx.is_none() {
+            web.tx = Some(web.source.transaction());
+            web.step = 0;
+            web.tx_start = now;
+        }
         let (req, _) = web.tx.as_ref().unwrap().exchanges[web.step];
         if let (true, Some(f)) = (web.persistent, web.conn) {
             // HTTP/1.1: the next request on the open connection.
@@ -137,7 +192,10 @@ impl Sim {
         let fixed = 40000..40000 + self.slots.len() as u32;
         let mut mport = 32768 + self.next_client_port % 32768;
         self.next_client_port = self.next_client_port.wrapping_add(1);
-        while fixed.contains(&(mport as u32)) { mport = 32768 + self.next_client_port % 32768; self.next_client_port = self.next_client_port.wrapping_add(1); }
+        while fixed.contains(&(mport as u32)) {
+            mport = 32768 + self.next_client_port % 32768;
+            self.next_client_port = self.next_client_port.wrapping_add(1);
+        }
         let web = &mut self.webs[w];
         let [mut server, mut mobile] = endpoint_pair(&web.cfg, web.server_port, mport, &mut web.rng, self.mask);
         server.set_app_data(Some(0), false);
@@ -150,8 +208,18 @@ impl Sim {
         web.req_cum = req;
         web.requested = Some(web.step);
         web.reply_cum = 0;
-        self.flows.push(Flow { id: web.id, cfg: web.cfg.clone(), ep: [server, mobile], sched: [None, None], ident: [1, 1], start: now, bytes: None, sender: 0,
-            completed: None, chat: None });
+        self.flows.push(Flow {
+            id: web.id,
+            cfg: web.cfg.clone(),
+            ep: [server, mobile],
+            sched: [None, None],
+            ident: [1, 1],
+            start: now,
+            bytes: None,
+            sender: 0,
+            completed: None,
+            chat: None,
+        });
         self.drain_tcp(f, 1);
     }
 
@@ -160,12 +228,20 @@ impl Sim {
         let now = self.now();
         let web = &mut self.webs[w];
         let fl = &mut self.flows[f];
-        if fl.ep[0].is_closed() && fl.ep[1].is_closed() { web.ports.remove(&fl.ep[1].local_port()); }
-        if web.conn != Some(f) { return; }
+        if fl.ep[0].is_closed() && fl.ep[1].is_closed() {
+            web.ports.remove(&fl.ep[1].local_port());
+        }
+        if web.conn != Some(f) {
+            return;
+        }
         let n = web.tx.as_ref().unwrap().exchanges.len();
         let (_, reply) = web.tx.as_ref().unwrap().exchanges[web.step];
         let target = web.reply_cum + reply;
-        if end == 0 && web.requested == Some(web.step) && fl.ep[0].app_limit().unwrap_or(0) < target && fl.ep[0].delivered() >= web.req_cum {
+        if end == 0
+            && web.requested == Some(web.step)
+            && fl.ep[0].app_limit().unwrap_or(0) < target
+            && fl.ep[0].delivered() >= web.req_cum
+        {
             // The server answers; HTTP/1.0 and ttcp servers then close.
             fl.ep[0].set_app_data(Some(target), !web.persistent);
         }
@@ -177,14 +253,22 @@ impl Sim {
                 fl.completed = Some(now);
                 web.conn = None;
                 // The HTTP/1.1 client closes after its last object.
-                if web.persistent { fl.ep[1].set_app_data(Some(web.req_cum), true); }
+                if web.persistent {
+                    fl.ep[1].set_app_data(Some(web.req_cum), true);
+                }
             }
-            if !last { self.q.schedule(now + web.gap, Event::WebNext(w as u16)); return; }
+            if !last {
+                self.q.schedule(now + web.gap, Event::WebNext(w as u16));
+                return;
+            }
             web.done += 1;
             web.bytes_done += web.tx.take().unwrap().bytes_down();
             web.durations.push((now - web.tx_start).as_secs_f64());
             web.last_done = Some(now);
-            if web.limit == Some(web.done) { self.pending_finite -= 1; return; }
+            if web.limit == Some(web.done) {
+                self.pending_finite -= 1;
+                return;
+            }
             self.q.schedule(now + web.think, Event::WebNext(w as u16));
         }
     }
@@ -197,7 +281,9 @@ impl Sim {
         c.written += c.packet;
         c.pending.push_back((now, c.written));
         fl.ep[0].set_app_data(Some(c.written), false);
-        if c.limit.map_or(true, |l| c.written < l * c.packet) { self.q.schedule(now + c.interval, Event::Tick(f as u16)); }
+        if c.limit.map_or(true, |l| c.written < l * c.packet) {
+            self.q.schedule(now + c.interval, Event::Tick(f as u16));
+        }
         self.drain_tcp(f, 0);
     }
 
@@ -208,7 +294,9 @@ impl Sim {
         let delivered = fl.ep[1].delivered();
         let Some(c) = fl.chat.as_mut() else { return };
         while let Some(&(t, end)) = c.pending.front() {
-            if end > delivered { break; }
+            if end > delivered {
+                break;
+            }
             c.delays.push((now - t).nanos());
             c.pending.pop_front();
         }

@@ -9,15 +9,21 @@ use crate::proxy::{EventKind, Side};
 impl Sim {
     pub(super) fn to_proxy(&mut self, from: Side, p: Packet) {
         let now = self.now();
-        if let Some(px) = self.proxy.as_mut() { px.on_packet(now, from, p); }
+        if let Some(px) = self.proxy.as_mut() {
+            px.on_packet(now, from, p);
+        }
         self.drain_proxy();
     }
 
     pub(super) fn proxy_timer(&mut self) {
         let now = self.now();
-        if self.proxy_sched != Some(now) { return; }
+        if self.proxy_sched != Some(now) {
+            return;
+        }
         self.proxy_sched = None;
-        if let Some(px) = self.proxy.as_mut() { px.handle_timeout(now); }
+        if let Some(px) = self.proxy.as_mut() {
+            px.handle_timeout(now);
+        }
         self.drain_proxy();
     }
 
@@ -25,16 +31,37 @@ impl Sim {
         let now = self.now();
         loop {
             let Some((side, p)) = self.proxy.as_mut().and_then(|x| x.poll_transmit()) else { break };
-            match side { Side::Wired => self.enqueue_wired(1, p), Side::Wireless => self.enqueue_radio(0, p) }
+            match side {
+                Side::Wired => self.enqueue_wired(1, p),
+                Side::Wireless => self.enqueue_radio(0, p),
+            }
         }
         let Some(px) = self.proxy.as_mut() else { return };
         if let Some(evs) = px.trace.as_mut() {
             for e in evs.drain(..) {
                 let ev = match e.kind {
-                    EventKind::Queue => Ev::QueueLen, EventKind::Window => Ev::AdvWindow, EventKind::Pick => Ev::Pick, EventKind::Counter => Ev::LossCounter,
-                    EventKind::Retransmit => Ev::Retransmit, EventKind::Timeout => Ev::Timeout, EventKind::Stall => Ev::Stall, EventKind::Cwnd => Ev::Cwnd, EventKind::Rtt => Ev::Rtt,
+                    EventKind::Queue => Ev::QueueLen,
+                    EventKind::Window => Ev::AdvWindow,
+                    EventKind::Pick => Ev::Pick,
+                    EventKind::Counter => Ev::LossCounter,
+                    EventKind::Retransmit => Ev::Retransmit,
+                    EventKind::Timeout => Ev::Timeout,
+                    EventKind::Stall => Ev::Stall,
+                    EventKind::Cwnd => Ev::Cwnd,
+                    EventKind::Rtt => Ev::Rtt,
                 };
-                self.trace.push(Row { t: e.at.nanos(), layer: Layer::Proxy, ev, node: NODE_GATEWAY, dir: 0, flow: e.flow, seq: e.seq, ack: -1, len: e.len, value: e.value });
+                self.trace.push(Row {
+                    t: e.at.nanos(),
+                    layer: Layer::Proxy,
+                    ev,
+                    node: NODE_GATEWAY,
+                    dir: 0,
+                    flow: e.flow,
+                    seq: e.seq,
+                    ack: -1,
+                    len: e.len,
+                    value: e.value,
+                });
             }
         }
         if let Some(t) = px.poll_timeout() {
