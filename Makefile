@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.deps-ok
 
-.PHONY: demo test build venv bench clean cargo-test py-test
+.PHONY: demo test build venv bench clean cargo-test py-test lint
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,14 @@ py-test: build
 	$(PY) -m pytest -q tests
 
 test: cargo-test py-test
+
+# Format and lint checks (run by .ci/run before the tests).
+lint: $(STAMP)
+	$(PY) -m pip install -q "ruff>=0.6"
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets --release -q -- -D warnings
+	$(VENV)/bin/ruff format --check -q .
+	$(VENV)/bin/ruff check -q .
 
 bench: build
 	$(PY) bench/run.py

@@ -11,7 +11,6 @@ whole command, from process start) and the analysis alone inside the Rust core.
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import struct

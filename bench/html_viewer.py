@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from thinwire.analysis.html import write_html
 from thinwire.analysis.series import Series
 

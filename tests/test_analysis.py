@@ -9,7 +9,6 @@ import subprocess
 import numpy as np
 import polars as pl
 import pytest
-
 import thinwire
 from conftest import SMALL, shared_pcap, thinwire_cli
 from thinwire.analysis import SimRun, analyze_capture, window_goodput

@@ -2,7 +2,6 @@ import json
 
 import polars as pl
 import pytest
-
 import thinwire
 from conftest import SCENARIOS
 

@@ -4,7 +4,6 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-
 import thinwire
 from conftest import SMALL
 from thinwire.analysis import SimRun
@@ -60,7 +59,6 @@ def test_raw_link_with_frames_larger_than_packets_sends_one_frame_per_packet():
 
 
 def test_droplist_channel_loses_exactly_the_listed_frames():
-    extra_set = {"wireless.channel": None}
     r = thinwire.run(
         SMALL.replace('model = "uniform"\np = 0.02', 'model = "droplist"\nframes = [10, 11, 12]'), trace=["link"]
     )
@@ -79,11 +77,9 @@ def test_fading_channel_average_and_burstiness():
         '"100KB"', '"400KB"'
     )
     r = thinwire.run(text, set={"wireless.arq.protocol": "raw"}, trace=["link"])
-    ev = r.layer("link").filter(pl.col("dir") == "down").filter(pl.col("event").is_in(["frame_send", "frame_lost"]))
     flr = r.summary["link"]["down"]["flr"]
     assert 0.02 < flr < 0.09
     # Bursty: a lost frame is followed by another lost frame far more often than Pe.
-    lost = ev.with_columns(pl.col("event").shift(-1).alias("next")).filter(pl.col("event") == "frame_send")["time_ns"]
     fates = r.layer("link").filter(
         (pl.col("dir") == "down")
         & pl.col("event").is_in(["frame_send", "frame_retransmit", "ack_send", "nack_send", "frame_lost"])

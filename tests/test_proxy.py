@@ -4,7 +4,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 import thinwire
 
 GPRS = (Path(__file__).resolve().parent.parent / "scenarios" / "gprs-download.toml").read_text()

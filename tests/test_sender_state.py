@@ -4,7 +4,6 @@ aligned with a capture."""
 import numpy as np
 import polars as pl
 import pytest
-
 from conftest import ROOT, shared_pcap, thinwire_cli
 from thinwire.analysis import analyze_capture
 from thinwire.analysis.sender_state import SenderStateError, align_probe, read_ss, read_tcp_probe, sender_series, sniff

@@ -3,12 +3,10 @@ import math
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import polars as pl
 import pytest
-
 from conftest import SMALL, thinwire_cli
 from thinwire.stats import t975
 from thinwire.sweep import run_sweep

@@ -8,10 +8,8 @@ the test also checks that it still prints them.
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, shared_pcap
 from thinwire.analysis import analyze_capture
 

@@ -161,6 +161,7 @@ def _cmd_sweep(a) -> int:
 
 def _cmd_reproduce(a) -> int:
     import importlib
+
     from .studies import STUDIES
 
     if a.study not in STUDIES:

@@ -30,9 +30,10 @@ import math
 import os
 import sys
 import time
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+
+import tomllib
 
 from . import _core
 from .api import ScenarioError, _toml_value
@@ -196,6 +197,7 @@ def _write_atomic(df, path: Path):
 def summarize(runs, axes: list[str]):
     """Mean, standard deviation, n and 95 % CI half-width per point and metric."""
     import polars as pl
+
     from .stats import t975
 
     group = [f"axis:{a}" for a in axes] or ["point"]
@@ -212,7 +214,7 @@ def summarize(runs, axes: list[str]):
         s = s.with_columns(
             (
                 pl.struct([f"{m}:sd", f"{m}:n"]).map_elements(
-                    lambda x: (
+                    lambda x, m=m: (
                         t975(x[f"{m}:n"] - 1) * x[f"{m}:sd"] / math.sqrt(x[f"{m}:n"])
                         if x[f"{m}:n"] and x[f"{m}:n"] > 1 and x[f"{m}:sd"] is not None
                         else None

@@ -1007,13 +1007,11 @@ fn validate(sc: &Scenario) -> Result<(), ConfigError> {
                     }
                 }
             }
-            "ttcp" | "http" => {
-                if f.bytes.map_or(true, |b| b.0.is_none() || b.0 == Some(0)) {
-                    return Err(cerr(
-                        format!("flow[{i}].bytes"),
-                        format!("a {} flow needs a finite size per download, e.g. bytes = \"10KB\"", f.app),
-                    ));
-                }
+            "ttcp" | "http" if f.bytes.is_none_or(|b| b.0.is_none() || b.0 == Some(0)) => {
+                return Err(cerr(
+                    format!("flow[{i}].bytes"),
+                    format!("a {} flow needs a finite size per download, e.g. bytes = \"10KB\"", f.app),
+                ));
             }
             _ => {}
         }

@@ -96,7 +96,7 @@ impl TcpPair {
         }
         if let Some(t) = self.ep[e].poll_timeout() {
             let t = t.max(now);
-            if self.sched[e].map_or(true, |s| t < s) {
+            if self.sched[e].is_none_or(|s| t < s) {
                 self.sched[e] = Some(t);
                 self.q.schedule(t, PairEv::Timer(e));
             }
@@ -197,7 +197,7 @@ impl ArqPair {
         }
         if let Some(t) = self.side[s].poll_timeout() {
             let t = t.max(now);
-            if self.sched[s].map_or(true, |x| t < x) {
+            if self.sched[s].is_none_or(|x| t < x) {
                 self.sched[s] = Some(t);
                 self.q.schedule(t, ArqEv::Timer(s));
             }

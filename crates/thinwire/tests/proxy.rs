@@ -343,7 +343,7 @@ fn a_stall_zeroes_the_windows_probes_linearly_and_recovers() {
     assert_eq!(stall.iter().map(|e| e.value).collect::<Vec<_>>(), vec![1, 0]);
     let wins = net.events(EventKind::Window);
     // The wired sender is held at a zero window for the whole stall.
-    let at_stall = wins.iter().filter(|e| e.at <= stall[0].at).last().unwrap();
+    let at_stall = wins.iter().rfind(|e| e.at <= stall[0].at).unwrap();
     assert_eq!(at_stall.value, 0);
     assert!(wins.iter().filter(|e| e.at > stall[0].at && e.at < stall[1].at).all(|e| e.value == 0));
     // Recovery: within a few seconds of the link's return the proxy sends again.

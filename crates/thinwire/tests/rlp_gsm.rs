@@ -189,7 +189,7 @@ fn check_losses_are_exactly_flushed(w: &Wire, data: &[u8]) {
     let mut last = None;
     for g in w.got.chunks(4) {
         let off = u32::from_be_bytes(g.try_into().unwrap()) as usize * 4;
-        assert!(last.map_or(true, |l| off > l), "delivered out of order or twice at {off}");
+        assert!(last.is_none_or(|l| off > l), "delivered out of order or twice at {off}");
         last = Some(off);
         delivered[off..off + 4].iter_mut().for_each(|v| *v = true);
     }
@@ -318,7 +318,7 @@ fn ppp_and_vj_round_trip_every_packet_exactly_when_nothing_is_lost() {
         let got = &p.delivered[1];
         assert_eq!(got.len(), sent.len(), "vj {vj}");
         for (a, b) in got.iter().zip(&sent) {
-            assert_eq!((a.ip, a.l4.clone(), a.payload_len), (b.ip, b.l4.clone(), b.payload_len));
+            assert_eq!((a.ip, a.l4, a.payload_len), (b.ip, b.l4, b.payload_len));
             assert_eq!(a.emit(), b.emit());
         }
         let Arq::Gsm(g) = &p.side[0] else { panic!() };

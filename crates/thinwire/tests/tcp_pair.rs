@@ -236,14 +236,8 @@ fn a_small_initial_receive_window_limits_the_first_flight_and_grows() {
     let server = TcpConfig { mss: 1000, initial_window: 10, ..Default::default() };
     for (initial, first) in [(Some(5392), 5), (None, 10)] {
         let client = TcpConfig { mss: 1000, rcv_wnd_initial: initial, ..Default::default() };
-        let mut p = TcpPair::new(
-            client,
-            server.clone(),
-            Some(100_000),
-            2_000_000,
-            Duration::from_millis(50),
-            TcpPair::drop_none(),
-        );
+        let mut p =
+            TcpPair::new(client, server, Some(100_000), 2_000_000, Duration::from_millis(50), TcpPair::drop_none());
         finish(&mut p);
         assert_eq!(burst_at(&p, 0), first, "initial window {initial:?}");
         assert_eq!(p.ep[0].delivered(), 100_000);
@@ -254,14 +248,7 @@ fn a_small_initial_receive_window_limits_the_first_flight_and_grows() {
 fn slow_start_restarts_after_an_idle_period_longer_than_the_rto() {
     for (ssr, restart) in [(true, 2usize), (false, 0)] {
         let c = TcpConfig { mss: 1000, initial_window: 2, slow_start_after_idle: ssr, ..Default::default() };
-        let mut p = TcpPair::new(
-            c.clone(),
-            c.clone(),
-            Some(60_000),
-            2_000_000,
-            Duration::from_millis(50),
-            TcpPair::drop_none(),
-        );
+        let mut p = TcpPair::new(c, c, Some(60_000), 2_000_000, Duration::from_millis(50), TcpPair::drop_none());
         p.ep[1].set_app_data(Some(60_000), false);
         p.run(Duration::from_secs(20));
         assert_eq!(p.ep[0].delivered(), 60_000);

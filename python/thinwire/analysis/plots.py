@@ -46,6 +46,7 @@ def build_series(
     `sender_state` names an `ss -tin` log or tcp_probe output (see sender_state.py)
     that supplies the TCP sender's cwnd, ssthresh, SRTT and RTO."""
     import polars as pl
+
     from .capture import CaptureAnalysis
     from .goodput import window_goodput
 

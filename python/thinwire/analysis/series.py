@@ -87,6 +87,7 @@ def _np(col) -> np.ndarray:
 
 def sim_tsq(run, flow: int, offset: int = 10_000) -> list[Series]:
     import polars as pl
+
     from .simtrace import DATA_EVENTS, _flow_dir
 
     tcp = run._need_trace("tcp").filter(pl.col("flow") == flow)

@@ -42,6 +42,7 @@ GAP = "3s"
 def window_run(kb) -> dict:
     """kb: a fixed window in KB, None (no proxy) or "est" (estimated on line)."""
     import polars as pl
+
     import thinwire
 
     proxy = None if kb is None else "estimate_clamp = true" if kb == "est" else f'clamp = "{kb}KB"'
@@ -182,6 +183,7 @@ def plot(data: dict, out: Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
+
     import thinwire
 
     written: list[Path] = []

@@ -56,6 +56,7 @@ def latency(quick: bool) -> dict:
 
 def download(radio: str, seed: int, outage=None) -> dict:
     import polars as pl
+
     import thinwire
 
     res = thinwire.run(scenario(flow(bytes="600KB"), radio, outage), seed=seed, trace=["tcp"])
@@ -128,6 +129,7 @@ def plot(data: dict, out: Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import polars as pl
+
     import thinwire
 
     written: list[Path] = []

@@ -96,6 +96,7 @@ def _runs(quick: bool) -> list[dict]:
 
 def _one(r: dict) -> dict:
     import polars as pl
+
     import thinwire
     from thinwire.analysis import SimRun
 
@@ -171,6 +172,7 @@ def run_all(out: Path, quick: bool, progress: bool):
 def second_connection() -> dict:
     """A second connection opened while a bulk upload fills the interface buffer."""
     import polars as pl
+
     import thinwire
     from thinwire.analysis import SimRun
 
@@ -197,6 +199,7 @@ def plot(df, out: Path, quick: bool) -> list[Path]:
     import matplotlib.pyplot as plt
     import numpy as np
     import polars as pl
+
     import thinwire
     from thinwire.analysis import SimRun
     from thinwire.analysis.plots import plot as mt_plot

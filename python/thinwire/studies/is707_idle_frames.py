@@ -61,7 +61,7 @@ tcp = {{ variant = "reno", mss = 536, timestamps = false, sack = false, window_s
 
 
 def scenario(stop: str, idle) -> str:
-    line = "" if idle is None else (f'idle_frames = "unlimited"' if idle == "unlimited" else f"idle_frames = {idle}")
+    line = "" if idle is None else ('idle_frames = "unlimited"' if idle == "unlimited" else f"idle_frames = {idle}")
     return BASE.format(stop=stop, idle=line)
 
 
@@ -100,6 +100,7 @@ def _chan(text: str) -> dict:
 
 def run_sweeps(out: Path, quick: bool, scheduler, workers, progress):
     import polars as pl
+
     from ..sweep import execute_sweeps
 
     sw = _sweeps(out, quick)
@@ -126,6 +127,7 @@ def run_sweeps(out: Path, quick: bool, scheduler, workers, progress):
 
 def summarize(df):
     import polars as pl
+
     from ..stats import t975
 
     s = df.group_by(["sweep", "fdt", "pe", "idle"], maintain_order=True).agg(
@@ -151,6 +153,7 @@ def _hist_job(args):
     fdt, seed, stop_s = args
     import numpy as np
     import polars as pl
+
     import thinwire
     from thinwire.analysis import SimRun, window_goodput
 

@@ -183,6 +183,7 @@ def jobs(quick: bool) -> list[dict]:
 
 def run_all(out: Path, quick: bool, scheduler, workers, progress):
     import polars as pl
+
     from ..sweep import Sweep, execute_sweeps
 
     reps = 3 if quick else 30
@@ -236,6 +237,7 @@ def summarize(df):
     """Mean, standard deviation, count and 95 % CI half-width per point, for File
     Transfer / Web Browsing throughput and (with contention) media packet delay."""
     import polars as pl
+
     from ..stats import t975
 
     keys = ["app", "protocol", "setting", "model", "flr", "contention"]

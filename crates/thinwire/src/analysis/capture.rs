@@ -276,7 +276,7 @@ fn read_pcapng<C: Chunks>(w: &mut Window<C>, f: &mut impl FnMut(Pkt<'_>)) -> Res
         first = false;
         let btype = if be { type_be } else { raw_type };
         let blen = (if be { len_be } else { len_le }) as usize;
-        if blen < 12 || blen % 4 != 0 || blen > 0x0400_0000 {
+        if blen < 12 || !blen.is_multiple_of(4) || blen > 0x0400_0000 {
             rep.warnings.push(format!("pcapng block {btype:#x} at byte {o} has an impossible length ({blen} bytes); the {} packets before it were analysed", rep.packets));
             break;
         }

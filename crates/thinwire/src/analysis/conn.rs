@@ -429,7 +429,7 @@ fn process(c: &mut Conn, d: usize, t: i64, p: &TcpPkt, cols: Option<&mut Columns
             }
             if e > me.snd_max {
                 let ns = s.max(me.snd_max);
-                if me.segs.back().map_or(true, |g| g.e <= ns) {
+                if me.segs.back().is_none_or(|g| g.e <= ns) {
                     me.segs.push_back(Seg { s: ns, e, t, rexmit: false });
                 }
                 me.snd_max = e;
@@ -536,6 +536,7 @@ fn overlap(r: &Ranges, s: i64, e: i64) -> u64 {
 }
 
 /// Classifies a retransmission of `[s, e)`; returns the event it starts, if any.
+#[allow(clippy::too_many_arguments)] // the state of both directions and the segment, all needed
 fn classify_rexmit(
     me: &mut DirState,
     ds: &mut DirStats,

@@ -265,7 +265,7 @@ impl Sim {
             let rate = spec.as_ref().and_then(|s| s.rate).map(|r| r.0).unwrap_or(w.rate.0);
             let delay = spec.as_ref().and_then(|s| s.delay).map(|r| r.0).unwrap_or(w.delay.0);
             let header = w.header.0 as u32;
-            let airtime = Duration::transmission((w.frame.0 + w.header.0) as u64, rate);
+            let airtime = Duration::transmission(w.frame.0 + w.header.0, rate);
             // GPRS: the gateway's ~120 KB downlink buffer (seed 003 §IV-B, seed 004 §III)
             // unless configured; elsewhere 50 packets.
             let gprs = w.arq.as_ref().is_some_and(|a| a.protocol == "gprs");
@@ -581,7 +581,7 @@ impl Sim {
         let fl = &mut self.flows[f];
         if let Some(t) = fl.ep[end].poll_timeout() {
             let t = t.max(now);
-            if fl.sched[end].map_or(true, |s| t < s) {
+            if fl.sched[end].is_none_or(|s| t < s) {
                 fl.sched[end] = Some(t);
                 self.q.schedule(t, Event::TcpTimer(f as u16, end as u8));
             }
@@ -986,7 +986,7 @@ impl Sim {
         let now = self.now();
         if let Some(t) = self.arq[s][0].poll_timeout() {
             let t = t.max(now);
-            if self.arq_sched[s].map_or(true, |x| t < x) {
+            if self.arq_sched[s].is_none_or(|x| t < x) {
                 self.arq_sched[s] = Some(t);
                 self.q.schedule(t, Event::ArqTimer(s as u8));
             }

@@ -304,12 +304,12 @@ impl GsmCsd {
         let mut t = self.rlp.poll_timeout();
         let mut at = |x: Instant| t = Some(t.map_or(x, |y: Instant| y.min(x)));
         if let Some(g) = &self.send_gate {
-            if self.staged.len() > 0 {
+            if !self.staged.is_empty() {
                 at(g.ready_at(self.staged.len().min(self.cfg.rlp.payload as usize)));
             }
         }
         if let Some(g) = &self.recv_gate {
-            if self.relay.len() > 0 {
+            if !self.relay.is_empty() {
                 at(g.ready_at(self.relay.len().min(self.cfg.rlp.payload as usize)));
             }
         }

@@ -426,7 +426,7 @@ impl Rlc {
     // ----- transmission -----
 
     fn status_frame(&mut self, now: Instant) -> Option<Frame> {
-        let report_ok = self.status_pending && self.status_prohibit.map_or(true, |t| t <= now);
+        let report_ok = self.status_pending && self.status_prohibit.is_none_or(|t| t <= now);
         let mrw = self.mrw.as_ref().filter(|m| m.send).map(|m| m.sn);
         if !report_ok && mrw.is_none() && self.mrw_ack.is_none() {
             return None;
@@ -515,7 +515,7 @@ impl Rlc {
                 return Some(self.emit(now, self.vt_s - 1, last || win));
             }
         }
-        if self.poll_pending && self.poll_prohibit.map_or(true, |t| t <= now) {
+        if self.poll_pending && self.poll_prohibit.is_none_or(|t| t <= now) {
             let newest = (self.vt_a..self.vt_s).rev().find(|&sn| {
                 let s = &self.slots[(sn - self.vt_a) as usize];
                 !s.acked && !s.discarded

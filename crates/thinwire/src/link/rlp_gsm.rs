@@ -435,10 +435,8 @@ impl Rlp {
         }
         match f.kind {
             FrameKind::Data => self.on_data(f),
-            FrameKind::Nack => {
-                if f.seq >= self.v_a && f.seq < self.v_s && !self.rexmit.contains(&f.seq) {
-                    self.rexmit.push_back(f.seq);
-                }
+            FrameKind::Nack if f.seq >= self.v_a && f.seq < self.v_s && !self.rexmit.contains(&f.seq) => {
+                self.rexmit.push_back(f.seq);
             }
             _ => {}
         }

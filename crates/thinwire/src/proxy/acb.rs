@@ -150,7 +150,7 @@ impl Acb {
             let sacked_now = !acked_now && !e.sacked && sacks.iter().any(|&(l, r)| l <= e.start && e.end <= r);
             if acked_now || sacked_now {
                 newest = Some(newest.map_or(e.order, |n| n.max(e.order)));
-                if e.tx == 1 && sample.map_or(true, |(o, _)| e.order > o) {
+                if e.tx == 1 && sample.is_none_or(|(o, _)| e.order > o) {
                     sample = Some((e.order, now - e.sent_at));
                 }
             }

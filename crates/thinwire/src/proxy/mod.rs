@@ -247,7 +247,7 @@ impl Proxy {
             }
         }
         for a in 0..self.acbs.len() {
-            if !self.acbs[a].deadline.is_some_and(|t| t <= now) {
+            if self.acbs[a].deadline.is_none_or(|t| t > now) {
                 continue;
             }
             let (min, max) = (self.cfg.min_rto, self.cfg.max_rto);

@@ -735,8 +735,8 @@ impl Tcp {
         self.sack_ok = self.cfg.sack && seg.sack_permitted;
         self.ts_ok = self.cfg.timestamps && seg.timestamps.is_some();
         self.snd_wscale_peer_offered = seg.wscale.is_some();
-        if self.cfg.window_scaling && seg.wscale.is_some() {
-            self.snd_wscale = seg.wscale.unwrap().min(14);
+        if let (true, Some(ws)) = (self.cfg.window_scaling, seg.wscale) {
+            self.snd_wscale = ws.min(14);
             self.rcv_wscale = self.rcv_wscale_for_buf();
         }
         self.smss = self.cfg.mss.min(peer_mss as u32) as u64 - if self.ts_ok { 12 } else { 0 };

@@ -120,7 +120,7 @@ impl TcpRepr {
     }
 
     /// Parses a segment, verifying the checksum against the pseudo-header.
-    pub fn parse<'a>(buf: &'a [u8], src: [u8; 4], dst: [u8; 4]) -> Result<(TcpRepr, &'a [u8]), WireError> {
+    pub fn parse(buf: &[u8], src: [u8; 4], dst: [u8; 4]) -> Result<(TcpRepr, &[u8]), WireError> {
         if buf.len() < BASE_LEN {
             return Err(WireError::Truncated);
         }

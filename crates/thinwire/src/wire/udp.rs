@@ -26,7 +26,7 @@ impl UdpRepr {
         buf[6..8].copy_from_slice(&c.to_be_bytes());
     }
 
-    pub fn parse<'a>(buf: &'a [u8], src: [u8; 4], dst: [u8; 4]) -> Result<(UdpRepr, &'a [u8]), WireError> {
+    pub fn parse(buf: &[u8], src: [u8; 4], dst: [u8; 4]) -> Result<(UdpRepr, &[u8]), WireError> {
         if buf.len() < HEADER_LEN {
             return Err(WireError::Truncated);
         }

@@ -197,26 +197,23 @@ impl Compressor {
         }
         let last_len = (be16(&o, 2) as usize).saturating_sub(hlen) as u32;
         match changes {
-            0 => {
+            0
                 // A data packet after a pure ACK may go compressed; anything else
                 // unchanged (a retransmitted ACK or segment) goes whole.
-                if !(be16(h, 2) != be16(&o, 2) && be16(&o, 2) as usize == hlen) {
+                if !(be16(h, 2) != be16(&o, 2) && be16(&o, 2) as usize == hlen) => {
                     return self.uncompressed(id, h);
                 }
-            }
             SPECIAL_I | SPECIAL_D => return self.uncompressed(id, h),
-            c if c == NEW_S | NEW_A => {
-                if ds == da && ds == last_len {
+            c if c == NEW_S | NEW_A
+                && ds == da && ds == last_len => {
                     changes = SPECIAL_I;
                     deltas.clear();
                 }
-            }
-            NEW_S => {
-                if ds == last_len {
+            NEW_S
+                if ds == last_len => {
                     changes = SPECIAL_D;
                     deltas.clear();
                 }
-            }
             _ => {}
         }
         let di = be16(h, 4).wrapping_sub(be16(&o, 4));

@@ -281,7 +281,7 @@ impl Sim {
         c.written += c.packet;
         c.pending.push_back((now, c.written));
         fl.ep[0].set_app_data(Some(c.written), false);
-        if c.limit.map_or(true, |l| c.written < l * c.packet) {
+        if c.limit.is_none_or(|l| c.written < l * c.packet) {
             self.q.schedule(now + c.interval, Event::Tick(f as u16));
         }
         self.drain_tcp(f, 0);

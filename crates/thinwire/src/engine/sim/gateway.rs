@@ -29,8 +29,7 @@ impl Sim {
 
     fn drain_proxy(&mut self) {
         let now = self.now();
-        loop {
-            let Some((side, p)) = self.proxy.as_mut().and_then(|x| x.poll_transmit()) else { break };
+        while let Some((side, p)) = self.proxy.as_mut().and_then(|x| x.poll_transmit()) {
             match side {
                 Side::Wired => self.enqueue_wired(1, p),
                 Side::Wireless => self.enqueue_radio(0, p),
@@ -66,7 +65,7 @@ impl Sim {
         }
         if let Some(t) = px.poll_timeout() {
             let t = t.max(now);
-            if self.proxy_sched.map_or(true, |s| t < s) {
+            if self.proxy_sched.is_none_or(|s| t < s) {
                 self.proxy_sched = Some(t);
                 self.q.schedule(t, Event::ProxyTimer);
             }
