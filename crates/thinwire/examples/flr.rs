@@ -4,7 +4,7 @@
 //! confidence interval over independent runs, beside the paper's figures.
 //! `cargo run --release --example flr [RUNS] [FRAMES_PER_RUN]`
 use thinwire::channel::TwoState;
-use thinwire::engine::rng::Rng;
+use thinwire::rng::Rng;
 use thinwire::time::{Duration, Instant};
 
 fn main() {

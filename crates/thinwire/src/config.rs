@@ -46,12 +46,9 @@ fn parse_timer(s: &str) -> Result<Option<Duration>, String> {
     Ok(Some(d))
 }
 
+pub use crate::queue::Limit;
+
 /// A queue limit: `"50pkt"` (packets) or a size (`"64KB"`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Limit {
-    Packets(u32),
-    Bytes(u64),
-}
 impl<'de> Deserialize<'de> for Limit {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;

@@ -9,6 +9,8 @@ pub mod fx;
 pub mod link;
 pub mod proxy;
 pub mod queue;
+pub mod rng;
+pub mod sched;
 pub mod tcp;
 pub mod testkit;
 pub mod time;

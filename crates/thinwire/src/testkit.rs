@@ -3,14 +3,19 @@
 //! `TcpPair`: a client (active open, receives) and a server (passive open, sends)
 //! joined by a link of given rate and one-way delay in each direction; a drop
 //! function decides, per direction and per segment index, whether a segment is lost.
-//! `ArqPair`: two link-layer ends joined the same way, dropping frames by index.
-use crate::engine::queue::EventQueue;
-use crate::link::{Arq, Frame};
+//! `ArqPair`: two link-layer ends joined by the simulator's own wireless link
+//! ([`WirelessLink`], driven on its own timers), dropping frames by index.
+use crate::channel::Channel;
+use crate::link::wireless::{DirConfig, Mux, Session, WirelessConfig, WirelessLink};
+use crate::link::Arq;
+use crate::queue::Limit;
+use crate::sched::EventQueue;
 use crate::tcp::{Segment, Tcp, TcpConfig};
 use crate::time::{Duration, Instant};
 use crate::wire::{Packet, TcpRepr};
+use std::sync::{Arc, Mutex};
 
-pub type DropFn = Box<dyn FnMut(usize, u64, bool) -> bool>;
+pub type DropFn = Box<dyn FnMut(usize, u64, bool) -> bool + Send>;
 
 enum PairEv {
     Arrive(usize, TcpRepr, u32),
@@ -131,112 +136,89 @@ impl TcpPair {
     }
 }
 
-enum ArqEv {
-    Arrive(usize, Frame),
-    Done(usize),
-    Timer(usize),
-}
-
-/// Two link-layer ends; `send(side, packet)` then `run`.
+/// Two link-layer ends joined by a [`WirelessLink`] with a scripted channel: queue
+/// packets with `send(side, packet)`, then `run`. Side 0 sends direction 0 (down),
+/// side 1 direction 1 (up); IP queues are unbounded, frame headers 4 bytes.
 pub struct ArqPair {
-    pub side: [Arq; 2],
+    link: WirelessLink,
     pub rate: u64,
     pub delay: Duration,
-    pub header: u32,
-    q: EventQueue<ArqEv>,
-    busy: [bool; 2],
-    backlog: [std::collections::VecDeque<Packet>; 2],
-    sched: [Option<Instant>; 2],
-    pub frames: [u64; 2],
-    drop: DropFn,
+    script: Arc<Mutex<Script>>,
+    backlog: [Vec<Packet>; 2],
+    now: Instant,
+    /// Packets delivered at each side (side 1 receives direction 0).
     pub delivered: [Vec<Packet>; 2],
-    /// Outages: frames side `.0` starts sending in [`.1`, `.2`) are lost.
-    pub outages: Vec<(usize, Instant, Instant)>,
+}
+
+struct Script {
+    drop: DropFn,
+    /// Frames side `.0` starts sending in [`.1`, `.2`) are lost.
+    outages: Vec<(usize, Instant, Instant)>,
 }
 
 impl ArqPair {
+    /// `drop(side, frame index, retransmission?)` decides which frames are lost.
     pub fn new(a: Arq, b: Arq, rate: u64, delay: Duration, drop: DropFn) -> ArqPair {
+        ArqPair::with_header(a, b, rate, delay, 4, drop)
+    }
+    /// As `new`, with `header` bytes of link-layer header per frame.
+    pub fn with_header(a: Arq, b: Arq, rate: u64, delay: Duration, header: u32, drop: DropFn) -> ArqPair {
+        let script = Arc::new(Mutex::new(Script { drop, outages: vec![] }));
+        let channel = |side: usize| {
+            let s = Arc::clone(&script);
+            Channel::Scripted(Box::new(move |i, at, retx| {
+                let mut s = s.lock().expect("script");
+                let out = s.outages.iter().any(|&(o, a, b)| o == side && at >= a && at < b);
+                (s.drop)(side, i, retx) || out
+            }))
+        };
+        let dir = DirConfig { rate, delay, queue: Limit::Packets(u32::MAX) };
+        let cfg = WirelessConfig { dirs: [dir, dir], frame: 250, header, mux: Mux::default() };
+        let link = WirelessLink::new(cfg, [a, b], [channel(0), channel(1)]);
         ArqPair {
-            side: [a, b],
+            link,
             rate,
             delay,
-            header: 4,
-            q: EventQueue::new(),
-            busy: [false; 2],
+            script,
             backlog: Default::default(),
-            sched: [None; 2],
-            frames: [0; 2],
-            drop,
+            now: Instant::ZERO,
             delivered: [vec![], vec![]],
-            outages: vec![],
         }
     }
+    /// Queues `p` at side `s`; it is offered to the link when `run` starts.
     pub fn send(&mut self, s: usize, p: Packet) {
-        self.backlog[s].push_back(p);
+        self.backlog[s].push(p);
     }
-    fn kick(&mut self, s: usize) {
-        let now = self.q.now();
-        if !self.busy[s] {
-            while self.side[s].wants_packet() {
-                match self.backlog[s].pop_front() {
-                    Some(p) => self.side[s].send(now, p),
-                    None => break,
-                }
-            }
-            if let Some(f) = self.side[s].poll_transmit(now) {
-                let tx = Duration::transmission(f.size(self.header) as u64, self.rate);
-                let i = self.frames[s];
-                self.frames[s] += 1;
-                self.busy[s] = true;
-                self.q.schedule(now + tx, ArqEv::Done(s));
-                let out = self.outages.iter().any(|&(side, a, b)| side == s && now >= a && now < b);
-                if !(self.drop)(s, i, f.tx > 1) && !out {
-                    self.q.schedule(now + tx + self.delay, ArqEv::Arrive(1 - s, f));
-                }
-            }
-        }
-        if let Some(t) = self.side[s].poll_timeout() {
-            let t = t.max(now);
-            if self.sched[s].is_none_or(|x| t < x) {
-                self.sched[s] = Some(t);
-                self.q.schedule(t, ArqEv::Timer(s));
-            }
-        }
+    /// Frames that side `s` sends in [`from`, `to`) are lost.
+    pub fn add_outage(&mut self, s: usize, from: Instant, to: Instant) {
+        self.script.lock().expect("script").outages.push((s, from, to));
     }
+    /// Side `s`'s link-layer machine.
+    pub fn side(&self, s: usize) -> &Arq {
+        self.link.arq(s)
+    }
+    /// Frames side `s` has sent.
+    pub fn frames(&self, s: usize) -> u64 {
+        self.link.stats()[s].frames_sent
+    }
+    /// Runs until nothing is left to do or `limit` passes; returns the time of the
+    /// last event.
     pub fn run(&mut self, limit: Duration) -> Instant {
-        self.kick(0);
-        self.kick(1);
+        for s in 0..2 {
+            let ps = std::mem::take(&mut self.backlog[s]);
+            self.link.offer_all(self.now, s, Session::Arq, ps);
+        }
         let end = Instant::ZERO + limit;
-        while let Some(t) = self.q.peek_time() {
+        while let Some(t) = self.link.poll_timeout() {
             if t > end {
                 break;
             }
-            let (now, ev) = self.q.pop().unwrap();
-            match ev {
-                ArqEv::Arrive(s, f) => {
-                    self.side[s].on_frame(now, f);
-                    while let Some(p) = self.side[s].poll_deliver() {
-                        self.delivered[s].push(p);
-                    }
-                    self.kick(s);
-                }
-                ArqEv::Done(s) => {
-                    self.busy[s] = false;
-                    self.kick(s);
-                }
-                ArqEv::Timer(s) => {
-                    if self.sched[s] != Some(now) {
-                        continue;
-                    }
-                    self.sched[s] = None;
-                    self.side[s].handle_timeout(now);
-                    while let Some(p) = self.side[s].poll_deliver() {
-                        self.delivered[s].push(p);
-                    }
-                    self.kick(s);
-                }
+            self.now = t;
+            self.link.handle_timeout(t);
+            while let Some((dir, p)) = self.link.poll_deliver() {
+                self.delivered[1 - dir].push(p);
             }
         }
-        self.q.now()
+        self.now
     }
 }

@@ -63,11 +63,11 @@ fn raw_loses_the_packet_of_a_lost_frame() {
 fn sr_without_loss_delivers_in_order_with_delayed_acks() {
     let p = transfer(sr(SrConfig::default()), sr(SrConfig::default()), 40, 250, Box::new(|_, _, _| false));
     assert_eq!(idents(&p), (0..40).collect::<Vec<_>>());
-    let s = stats(&p.side[0]);
+    let s = stats(p.side(0));
     assert_eq!((s.retransmissions, s.timeouts), (0, 0));
     // 40 frames of 31.75 ms = 1.27 s; with a 500 ms ACK delay the receiver sends a
     // handful of standalone ACKs, not one per frame.
-    let r = stats(&p.side[1]);
+    let r = stats(p.side(1));
     assert!(r.acks_sent >= 2 && r.acks_sent <= 5, "acks {}", r.acks_sent);
 }
 
@@ -75,7 +75,7 @@ fn sr_without_loss_delivers_in_order_with_delayed_acks() {
 fn sr_nack_repairs_a_loss_before_the_timeout() {
     let p = transfer(sr(SrConfig::default()), sr(SrConfig::default()), 20, 250, drop_from(0, &[5]));
     assert_eq!(idents(&p), (0..20).collect::<Vec<_>>());
-    let (s, r) = (stats(&p.side[0]), stats(&p.side[1]));
+    let (s, r) = (stats(p.side(0)), stats(p.side(1)));
     assert_eq!((s.retransmissions, s.timeouts, r.nacks_sent), (1, 0, 1));
 }
 
@@ -94,7 +94,7 @@ fn sr_lost_nack_is_covered_by_the_timeout() {
     }
     p.run(Duration::from_secs(60));
     assert_eq!(idents(&p), (0..20).collect::<Vec<_>>());
-    assert!(stats(&p.side[0]).timeouts >= 1);
+    assert!(stats(p.side(0)).timeouts >= 1);
 }
 
 #[test]
@@ -121,8 +121,8 @@ fn sr_multireject_nacks_a_frame_again_when_its_retransmission_is_lost() {
     }
     p.run(Duration::from_secs(600));
     assert_eq!(idents(&p), (0..200).collect::<Vec<_>>());
-    assert_eq!(stats(&p.side[0]).timeouts, 0, "recovered by a second NACK, not by the (30 s) timer");
-    assert_eq!(stats(&p.side[1]).nacks_sent, 2);
+    assert_eq!(stats(p.side(0)).timeouts, 0, "recovered by a second NACK, not by the (30 s) timer");
+    assert_eq!(stats(p.side(1)).nacks_sent, 2);
 }
 
 #[test]
@@ -133,8 +133,8 @@ fn sr_never_exceeds_its_window() {
         p.send(0, pkt(i, 250));
     }
     p.run(Duration::from_millis(400));
-    assert_eq!(sr_ref(&p.side[0]).outstanding(), 4);
-    assert_eq!(p.frames[0], 4, "only a window's worth before the first ACK can return");
+    assert_eq!(sr_ref(p.side(0)).outstanding(), 4);
+    assert_eq!(p.frames(0), 4, "only a window's worth before the first ACK can return");
     p.run(Duration::from_secs(60));
     assert_eq!(idents(&p), (0..20).collect::<Vec<_>>());
 }
@@ -146,7 +146,7 @@ fn asr_timeout_follows_alpha_srtt_plus_beta_srttvar() {
     for (a, b) in [(1u32, 4u32), (3, 2), (4, 0)] {
         let cfg = SrConfig { adaptive: Some((a, b)), ack_delay: Duration::ZERO, ..Default::default() };
         let p = transfer(sr(cfg), sr(cfg), 300, 250, Box::new(|_, _, _| false));
-        let s = sr_ref(&p.side[0]);
+        let s = sr_ref(p.side(0));
         let srtt = s.srtt().as_secs_f64();
         assert!(srtt > 0.09 && srtt < 0.2, "srtt {srtt}");
         let rto = s.rto().as_secs_f64();
@@ -154,7 +154,7 @@ fn asr_timeout_follows_alpha_srtt_plus_beta_srttvar() {
             rto >= a as f64 * srtt - 0.011 && rto <= a as f64 * srtt + b as f64 * 0.03 + 0.011,
             "{a}+{b}: rto {rto} srtt {srtt}"
         );
-        assert!(stats(&p.side[0]).rtt_samples > 100);
+        assert!(stats(p.side(0)).rtt_samples > 100);
     }
 }
 
@@ -169,7 +169,7 @@ fn asr_does_not_back_off_after_a_timeout() {
         p.send(0, pkt(i, 250));
     }
     p.run(Duration::from_secs(30));
-    let s = sr_ref(&p.side[0]);
+    let s = sr_ref(p.side(0));
     assert!(s.stats.timeouts >= 3);
     let rto = s.rto().as_secs_f64();
     assert!(rto < 3.4, "no exponential backoff: {rto}");

@@ -1,8 +1,8 @@
 //! GPRS link model (seeds 003/004): TBF set-up delay on the first packet after idle
 //! only, outages that stop both directions and drop what outlives its lifetime,
 //! uplink allocation periods (ACK bunching).
-use thinwire::engine::rng::Rng;
 use thinwire::link::gprs::{Gprs, GprsConfig};
+use thinwire::rng::Rng;
 use thinwire::time::{Duration, Instant};
 use thinwire::wire::{Packet, UdpRepr, L4};
 

@@ -30,8 +30,8 @@ fn st(a: &Arq) -> Is707Stats {
 }
 
 fn transfer(n: u16, idle: Option<u32>, drop: DropFn, limit_s: i64) -> ArqPair {
-    let mut p = ArqPair::new(is707(idle), is707(Some(0)), 9600, Duration::from_millis(40), drop);
-    p.header = 5; // 24-byte frames: one 20 ms slot each
+    // 5-byte headers: 24-byte frames, one 20 ms slot each.
+    let mut p = ArqPair::with_header(is707(idle), is707(Some(0)), 9600, Duration::from_millis(40), 5, drop);
     for i in 0..n {
         p.send(0, pkt(i));
     }
@@ -54,9 +54,9 @@ fn drop0(list: &[u64]) -> DropFn {
 fn clean_channel_delivers_everything_one_frame_per_slot_without_naks() {
     let p = transfer(5, Some(0), none(), 60);
     assert_eq!(idents(&p), vec![0, 1, 2, 3, 4]);
-    assert_eq!(p.frames[0], 5 * 31, "31 frames per 576-byte packet");
-    assert_eq!(p.frames[1], 0, "the receiver acknowledges nothing");
-    let s = st(&p.side[1]);
+    assert_eq!(p.frames(0), 5 * 31, "31 frames per 576-byte packet");
+    assert_eq!(p.frames(1), 0, "the receiver acknowledges nothing");
+    let s = st(p.side(1));
     assert_eq!((s.naks_sent, s.frames_abandoned), (0, 0));
 }
 
@@ -64,8 +64,8 @@ fn clean_channel_delivers_everything_one_frame_per_slot_without_naks() {
 fn one_lost_frame_costs_one_nak_and_one_retransmission() {
     let p = transfer(5, Some(0), drop0(&[40]), 60);
     assert_eq!(idents(&p), vec![0, 1, 2, 3, 4]);
-    assert_eq!(st(&p.side[1]).naks_sent, 1);
-    assert_eq!(st(&p.side[0]).retransmissions, 1);
+    assert_eq!(st(p.side(1)).naks_sent, 1);
+    assert_eq!(st(p.side(0)).retransmissions, 1);
 }
 
 #[test]
@@ -88,9 +88,9 @@ fn a_lost_retransmission_escalates_to_two_naks_then_three() {
     });
     let p = transfer(5, Some(0), drop, 60);
     assert_eq!(idents(&p), vec![0, 1, 2, 3, 4]);
-    assert_eq!(st(&p.side[1]).naks_sent, 1 + 2);
-    assert_eq!(st(&p.side[0]).retransmissions, 1 + 2);
-    assert_eq!(st(&p.side[1]).frames_abandoned, 0);
+    assert_eq!(st(p.side(1)).naks_sent, 1 + 2);
+    assert_eq!(st(p.side(0)).retransmissions, 1 + 2);
+    assert_eq!(st(p.side(1)).frames_abandoned, 0);
 }
 
 #[test]
@@ -100,9 +100,9 @@ fn after_three_rounds_the_receiver_gives_up_and_the_packet_is_lost() {
     let drop: DropFn = Box::new(|s, i, retx| s == 0 && (i == 40 || retx));
     let p = transfer(5, Some(0), drop, 60);
     assert_eq!(idents(&p), vec![0, 2, 3, 4]);
-    let r = st(&p.side[1]);
+    let r = st(p.side(1));
     assert_eq!((r.naks_sent, r.frames_abandoned), (6, 1));
-    assert_eq!(st(&p.side[0]).retransmissions, 6);
+    assert_eq!(st(p.side(0)).retransmissions, 6);
 }
 
 #[test]
@@ -110,22 +110,22 @@ fn a_lost_last_frame_needs_idle_frames_to_be_noticed() {
     let last = 3 * 31 - 1;
     let p = transfer(3, Some(0), drop0(&[last]), 60);
     assert_eq!(idents(&p), vec![0, 1], "without idle frames the receiver never learns of the loss");
-    assert_eq!(st(&p.side[1]).naks_sent, 0);
+    assert_eq!(st(p.side(1)).naks_sent, 0);
     let p = transfer(3, Some(3), drop0(&[last]), 60);
     assert_eq!(idents(&p), vec![0, 1, 2], "an idle frame carrying V(S) reveals it");
-    assert_eq!(st(&p.side[1]).naks_sent, 1);
-    assert!(st(&p.side[0]).idle_sent >= 3);
+    assert_eq!(st(p.side(1)).naks_sent, 1);
+    assert!(st(p.side(0)).idle_sent >= 3);
 }
 
 #[test]
 fn idle_frame_budget_zero_n_or_unlimited() {
     for (idle, want) in [(Some(0), 0u64), (Some(5), 5)] {
         let p = transfer(2, idle, none(), 60);
-        assert_eq!(st(&p.side[0]).idle_sent, want);
+        assert_eq!(st(p.side(0)).idle_sent, want);
     }
     // Unlimited: one idle frame per 20 ms slot once the data is out (62 data slots).
     let p = transfer(2, None, none(), 10);
-    let idle = st(&p.side[0]).idle_sent;
+    let idle = st(p.side(0)).idle_sent;
     assert!((10_000 / 20 - 62 - 2..=10_000 / 20 - 62 + 1).contains(&idle), "{idle}");
 }
 
@@ -135,5 +135,5 @@ fn a_lost_nak_is_repeated_in_the_next_round() {
     let drop: DropFn = Box::new(|s, i, _| (s == 0 && i == 40) || (s == 1 && i == 0));
     let p = transfer(5, Some(0), drop, 60);
     assert_eq!(idents(&p), vec![0, 1, 2, 3, 4]);
-    assert_eq!(st(&p.side[1]).naks_sent, 1 + 2);
+    assert_eq!(st(p.side(1)).naks_sent, 1 + 2);
 }

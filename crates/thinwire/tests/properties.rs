@@ -1,10 +1,10 @@
 //! Property tests over random loss patterns: reliable layers deliver every byte or
 //! packet exactly once and in order, whatever is lost.
-use thinwire::engine::rng::Rng;
 use thinwire::link::{
     sr::{Sr, SrConfig},
     Arq,
 };
+use thinwire::rng::Rng;
 use thinwire::tcp::{TcpConfig, Variant};
 use thinwire::testkit::{ArqPair, TcpPair};
 use thinwire::time::{Duration, Instant};
@@ -98,7 +98,7 @@ fn sr_delivers_every_packet_once_in_order_under_random_loss() {
         for w in p.delivered[0].windows(2) {
             assert!(w[0].ip.ident < w[1].ip.ident, "case {case}: reverse direction out of order or duplicated");
         }
-        if let Arq::Sr(s) = &p.side[0] {
+        if let Arq::Sr(s) = p.side(0) {
             retx += s.stats.retransmissions;
         }
     }

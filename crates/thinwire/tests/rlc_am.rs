@@ -1,10 +1,10 @@
 //! UMTS RLC Acknowledged Mode (seed 002 §VI, Table I) over a scripted wire, and
 //! driven by hand where the timing of polls and Status PDUs matters.
-use thinwire::engine::rng::Rng;
 use thinwire::link::{
     rlc_am::{Rlc, RlcConfig, RlcStats},
     Arq, Frame, FrameKind,
 };
+use thinwire::rng::Rng;
 use thinwire::testkit::{ArqPair, DropFn};
 use thinwire::time::{Duration, Instant};
 use thinwire::wire::{Packet, UdpRepr, L4};
@@ -64,12 +64,12 @@ fn without_loss_everything_arrives_in_order_with_few_status_pdus() {
     }
     p.run(Duration::from_secs(5));
     assert_eq!(idents(&p), (0..100).collect::<Vec<_>>());
-    let (s, r) = (stats(&p.side[0]), stats(&p.side[1]));
+    let (s, r) = (stats(p.side(0)), stats(p.side(1)));
     assert_eq!((s.retransmissions, s.sdu_discards), (0, 0));
     // 100 PDUs of 31.75 ms take 3.2 s; in 5 s the receiver sends a periodic status
     // every 400 ms plus replies to window polls, never one per PDU.
     assert!(r.status_sent >= 5 && r.status_sent <= 20, "status PDUs {}", r.status_sent);
-    assert_eq!(rlc_ref(&p.side[0]).outstanding(), 0, "the last periodic status releases the window");
+    assert_eq!(rlc_ref(p.side(0)).outstanding(), 0, "the last periodic status releases the window");
 }
 
 #[test]
@@ -93,7 +93,7 @@ fn pdus_and_status_pdus_are_padded_to_the_pdu_size() {
 fn a_gap_triggers_a_status_pdu_and_a_retransmission() {
     let p = transfer(uniform(), 20, 250, drop_from(0, &[5]));
     assert_eq!(idents(&p), (0..20).collect::<Vec<_>>());
-    assert_eq!((stats(&p.side[0]).retransmissions, stats(&p.side[0]).sdu_discards), (1, 0));
+    assert_eq!((stats(p.side(0)).retransmissions, stats(p.side(0)).sdu_discards), (1, 0));
 }
 
 #[test]
@@ -103,10 +103,10 @@ fn a_lost_tail_pdu_waits_without_a_poll_and_is_repaired_with_one() {
     // on the last PDU: the periodic status cannot report what the receiver never saw.
     let p = transfer(uniform(), 10, 250, drop_from(0, &[9]));
     assert_eq!(idents(&p), (0..9).collect::<Vec<_>>());
-    assert_eq!(rlc_ref(&p.side[0]).outstanding(), 1);
+    assert_eq!(rlc_ref(p.side(0)).outstanding(), 1);
     let p = transfer(RlcConfig { poll_last_tx: true, ..uniform() }, 10, 250, drop_from(0, &[9]));
     assert_eq!(idents(&p), (0..10).collect::<Vec<_>>());
-    assert!(stats(&p.side[0]).poll_timeouts >= 1, "the poll timer repeats the lost poll");
+    assert!(stats(p.side(0)).poll_timeouts >= 1, "the poll timer repeats the lost poll");
 }
 
 #[test]
@@ -127,10 +127,10 @@ fn sdu_discard_after_the_retransmission_limit_moves_the_receiver_window() {
     p.run(Duration::from_secs(600));
     let want: Vec<u16> = (0..30).filter(|&i| i != 5).collect();
     assert_eq!(idents(&p), want);
-    let s = stats(&p.side[0]);
+    let s = stats(p.side(0));
     assert_eq!((s.retransmissions, s.sdu_discards), (2, 1), "1 + 2 transmissions, then discard");
     assert!(s.mrw_sent >= 1);
-    assert_eq!(rlc_ref(&p.side[0]).outstanding(), 0, "MRW_ACK releases the window");
+    assert_eq!(rlc_ref(p.side(0)).outstanding(), 0, "MRW_ACK releases the window");
 }
 
 fn status(st: thinwire::link::frame::Status) -> Frame {
@@ -303,20 +303,20 @@ fn delivers_every_packet_once_in_order_under_random_loss() {
             assert_eq!(got, (0..n).collect::<Vec<_>>(), "case {case}: {cfg:?} p={p_loss}");
         } else {
             assert!(got.windows(2).all(|w| w[0] < w[1]), "case {case}: out of order or duplicated");
-            assert!(got.len() as u64 + stats(&p.side[0]).sdu_discards * 150 >= n as u64);
+            assert!(got.len() as u64 + stats(p.side(0)).sdu_discards * 150 >= n as u64);
         }
         for w in p.delivered[0].windows(2) {
             assert!(w[0].ip.ident < w[1].ip.ident, "case {case}: reverse direction out of order or duplicated");
         }
         assert_eq!(
-            rlc_ref(&p.side[0]).outstanding(),
+            rlc_ref(p.side(0)).outstanding(),
             0,
             "case {case}: {cfg:?} p={p_loss}: the sender's window must drain: {} / {}",
-            rlc_ref(&p.side[0]).describe(),
-            rlc_ref(&p.side[1]).describe()
+            rlc_ref(p.side(0)).describe(),
+            rlc_ref(p.side(1)).describe()
         );
-        retx += stats(&p.side[0]).retransmissions;
-        discards += stats(&p.side[0]).sdu_discards;
+        retx += stats(p.side(0)).retransmissions;
+        discards += stats(p.side(0)).sdu_discards;
     }
     assert!(retx > 1000 && discards > 20, "the loss patterns must exercise recovery and discard: {retx} {discards}");
 }

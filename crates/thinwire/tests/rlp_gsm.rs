@@ -301,9 +301,8 @@ fn csd(vj: bool, l2r: Option<u64>, network_side: bool) -> Arq {
 }
 
 fn pair(vj: bool, drop: thinwire::testkit::DropFn) -> ArqPair {
-    let mut p = ArqPair::new(csd(vj, None, false), csd(vj, None, true), 12_000, DELAY, drop);
-    p.header = 6; // 30-byte frames: 20 ms at 12 kbit/s
-    p
+    // 6-byte headers: 30-byte frames, 20 ms at 12 kbit/s.
+    ArqPair::with_header(csd(vj, None, false), csd(vj, None, true), 12_000, DELAY, 6, drop)
 }
 
 #[test]
@@ -321,12 +320,12 @@ fn ppp_and_vj_round_trip_every_packet_exactly_when_nothing_is_lost() {
             assert_eq!((a.ip, a.l4, a.payload_len), (b.ip, b.l4, b.payload_len));
             assert_eq!(a.emit(), b.emit());
         }
-        let Arq::Gsm(g) = &p.side[0] else { panic!() };
+        let Arq::Gsm(g) = p.side(0) else { panic!() };
         // 460-byte segments without options: 500 bytes + 7 of PPP (+ escapes) without VJ;
         // VJ takes the 40-byte header down to a few bytes after the first packet.
         let frames = g.rlp.stats.retransmissions;
         assert_eq!(frames, 0);
-        let Arq::Gsm(r) = &p.side[1] else { panic!() };
+        let Arq::Gsm(r) = p.side(1) else { panic!() };
         assert_eq!(r.stats.checksum_drops + r.stats.ppp_damaged + r.stats.vj_tossed, 0);
     }
 }
@@ -340,7 +339,7 @@ fn vj_compression_shrinks_what_goes_over_rlp() {
             p.send(0, seg(1 + i * 460, 460));
         }
         p.run(Duration::from_secs(60));
-        frames.push(p.frames[0]);
+        frames.push(p.frames(0));
     }
     // 40 × (500 + 7) bytes ≈ 845 frames without, 40 × (460 + ~12) ≈ 787 with.
     assert!(frames[1] < frames[0] && frames[0] - frames[1] >= 40, "{frames:?}");
@@ -349,9 +348,14 @@ fn vj_compression_shrinks_what_goes_over_rlp() {
 #[test]
 fn l2r_flow_control_throttles_the_mobile_sender_to_the_relay_rate_with_pauses() {
     // Mobile (side 0) sends up; the network side (1) relays at 960 bytes/s.
-    let mut p =
-        ArqPair::new(csd(false, None, false), csd(false, Some(960), true), 12_000, DELAY, Box::new(|_, _, _| false));
-    p.header = 6;
+    let mut p = ArqPair::with_header(
+        csd(false, None, false),
+        csd(false, Some(960), true),
+        12_000,
+        DELAY,
+        6,
+        Box::new(|_, _, _| false),
+    );
     for i in 0..60 {
         p.send(0, seg(1 + i * 460, 460));
     }
@@ -361,7 +365,7 @@ fn l2r_flow_control_throttles_the_mobile_sender_to_the_relay_rate_with_pauses() 
     let secs = end.as_secs_f64();
     let rate = bytes / secs;
     assert!(rate < 990.0 && rate > 880.0, "relay rate {rate:.0} B/s over {secs:.1} s");
-    let Arq::Gsm(net) = &p.side[1] else { panic!() };
+    let Arq::Gsm(net) = p.side(1) else { panic!() };
     assert!(net.stats.l2r_busy >= 3, "busy episodes {}", net.stats.l2r_busy);
 }
 
@@ -373,15 +377,15 @@ fn a_reset_with_vj_makes_the_receiver_drop_segments_until_an_uncompressed_one() 
     let mut lost = vec![];
     for vj in [false, true] {
         let mut p = pair(vj, Box::new(|_, _, _| false));
-        p.outages.push((0, Instant::ZERO + Duration::from_secs(3), Instant::ZERO + Duration::from_secs(7)));
+        p.add_outage(0, Instant::ZERO + Duration::from_secs(3), Instant::ZERO + Duration::from_secs(7));
         let sent: Vec<Packet> = (0..60).map(|i| seg(1 + i * 460, 460)).collect();
         for s in &sent {
             p.send(0, s.clone());
         }
         p.run(Duration::from_secs(120));
-        let Arq::Gsm(tx) = &p.side[0] else { panic!() };
+        let Arq::Gsm(tx) = p.side(0) else { panic!() };
         assert_eq!(tx.rlp.stats.resets, 1, "vj {vj}");
-        let Arq::Gsm(rx) = &p.side[1] else { panic!() };
+        let Arq::Gsm(rx) = p.side(1) else { panic!() };
         // Whatever arrives is intact and in order.
         let seqs: Vec<u32> = p.delivered[1].iter().map(|q| q.tcp().unwrap().seq).collect();
         assert!(seqs.windows(2).all(|w| w[0] < w[1]));
@@ -425,14 +429,13 @@ fn without_error_reports_the_stale_base_fails_the_tcp_checksum() {
                 ..CsdConfig::default()
             })))
         };
-        let mut p = ArqPair::new(mk(false), mk(true), 12_000, DELAY, Box::new(|_, _, _| false));
-        p.header = 6;
-        p.outages.push((0, Instant::ZERO + Duration::from_secs(3), Instant::ZERO + Duration::from_secs(7)));
+        let mut p = ArqPair::with_header(mk(false), mk(true), 12_000, DELAY, 6, Box::new(|_, _, _| false));
+        p.add_outage(0, Instant::ZERO + Duration::from_secs(3), Instant::ZERO + Duration::from_secs(7));
         for i in 0..60 {
             p.send(0, seg(1 + i * 460, 460));
         }
         p.run(Duration::from_secs(120));
-        let Arq::Gsm(rx) = &p.side[1] else { panic!() };
+        let Arq::Gsm(rx) = p.side(1) else { panic!() };
         counts.push((rx.stats.vj_tossed, rx.stats.checksum_drops, p.delivered[1].len()));
     }
     let (tossed, ck_toss, n_toss) = counts[0];

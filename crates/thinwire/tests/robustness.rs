@@ -1,6 +1,6 @@
 //! Parsers of outside input never panic: random bytes and mutated valid inputs.
 use thinwire::config::parse_scenario;
-use thinwire::engine::rng::Rng;
+use thinwire::rng::Rng;
 use thinwire::time::Instant;
 use thinwire::wire::{Packet, TcpFlags, TcpRepr, L4};
 

@@ -3,8 +3,8 @@
 //! split-TCP proxy: no panic, byte-identical repeat runs, and the applications'
 //! accounting holds.
 use thinwire::config::parse_scenario;
-use thinwire::engine::rng::Rng;
 use thinwire::engine::run_scenario;
+use thinwire::rng::Rng;
 
 fn scenario(case: u64) -> String {
     let mut r = Rng::stream(case, 0, "prop.sim");

@@ -3,7 +3,7 @@
 //! a packet that vanishes without notice makes the decompressor rebuild wrong
 //! headers that the TCP receiver rejects by checksum until an uncompressed
 //! retransmission resynchronises it.
-use thinwire::engine::rng::Rng;
+use thinwire::rng::Rng;
 use thinwire::time::Instant;
 use thinwire::wire::vj::{Compressor, Decompressor, Kind, VjError};
 use thinwire::wire::{Packet, TcpFlags, TcpRepr, WireError, L4};

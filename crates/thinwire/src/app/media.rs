@@ -8,7 +8,7 @@
 //! `packet·8/rate` (35.7 ms by default). The source starts talking at its start time.
 //! Sans-IO: `poll_timeout` gives the next send time, `poll_packet(now)` returns the
 //! size of a packet due now.
-use crate::engine::rng::Rng;
+use crate::rng::Rng;
 use crate::time::{Duration, Instant};
 
 #[derive(Clone, Copy, Debug, PartialEq)]

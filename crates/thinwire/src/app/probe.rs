@@ -5,7 +5,7 @@
 //! Parameters (defaults): `packet` 92 B (IP size: 64 bytes of UDP data), `burst` 1
 //! packet, `spacing` uniform in [5 s, 10 s] between bursts, `messages` (number of
 //! bursts) unlimited. The first burst goes at the flow's start.
-use crate::engine::rng::Rng;
+use crate::rng::Rng;
 use crate::time::{Duration, Instant};
 
 #[derive(Clone, Copy, Debug, PartialEq)]

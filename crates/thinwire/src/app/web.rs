@@ -18,7 +18,7 @@
 //! (mobile host), closed by the server after its reply; one connection at a time.
 //! Parameters (defaults): `think` 0 s between transactions; `transactions`
 //! unlimited.
-use crate::engine::rng::Rng;
+use crate::rng::Rng;
 
 /// (cumulative probability, bytes) for request sizes.
 pub const REQUEST: &[(f64, f64)] = &[

@@ -11,7 +11,7 @@
 //! from the stationary `Pe = p/(p+q)`. The chain steps once per frame time; when the
 //! link has been idle for k frame times the k-step transition is applied in closed
 //! form (`λ = 1−p−q`). The chain starts in its stationary distribution.
-use crate::engine::rng::Rng;
+use crate::rng::Rng;
 use crate::time::{Duration, Instant};
 
 pub struct Fading {

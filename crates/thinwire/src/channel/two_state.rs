@@ -6,7 +6,7 @@
 //! the bad state is lost with probability `1 − (1−BER_g)^b_g · (1−BER_b)^b_b`, so a
 //! frame overlapping a bad period is almost surely lost. The state process runs in
 //! continuous time whether or not frames are sent; it starts in the good state.
-use crate::engine::rng::Rng;
+use crate::rng::Rng;
 use crate::time::{Duration, Instant};
 
 pub struct TwoState {

@@ -1,7 +1,6 @@
 //! Turns a typed [`Scenario`] into the model objects the simulator drives.
 use crate::channel::{Channel, Fading, TwoState};
 use crate::config::{ArqCfg, ChannelCfg, FlowCfg, Limit, Scenario};
-use crate::engine::rng::Rng;
 use crate::link::{
     gprs::{Gprs, GprsConfig},
     gsm_csd::{CsdConfig, GsmCsd},
@@ -10,12 +9,42 @@ use crate::link::{
     rlc_am::{Rlc, RlcConfig},
     rlp_gsm::{OnN2, RlpConfig},
     sr::{Sr, SrConfig},
+    wireless::{DirConfig, Mux, Scheduler, WirelessConfig, WirelessLink},
     Arq,
 };
+use crate::rng::Rng;
 use crate::tcp::{TcpConfig, Variant};
 use crate::time::Duration;
 
 pub const DIR_NAMES: [&str; 2] = ["down", "up"];
+
+/// The wireless link of `[wireless]`: per-direction rate, delay, channel and IP
+/// queue (50 packets; GPRS: the gateway's ~120 KB downlink buffer, seed 003 §IV-B,
+/// seed 004 §III), the configured protocol at both ends and the multiplexer.
+pub fn wireless(sc: &Scenario) -> WirelessLink {
+    let w = &sc.wireless;
+    let gprs = w.arq.as_ref().is_some_and(|a| a.protocol == "gprs");
+    let queue = limit(&w.queue, if gprs { Limit::Bytes(120_000) } else { Limit::Packets(50) });
+    let dir = |d: usize| {
+        let spec = if d == 0 { &w.down } else { &w.up };
+        let rate = spec.as_ref().and_then(|s| s.rate).map(|r| r.0).unwrap_or(w.rate.0);
+        let delay = spec.as_ref().and_then(|s| s.delay).map(|r| r.0).unwrap_or(w.delay.0);
+        DirConfig { rate, delay, queue }
+    };
+    let dirs = [dir(0), dir(1)];
+    let scheduler = match w.scheduler.as_deref() {
+        Some("arq-first") => Scheduler::ArqFirst,
+        Some("bypass-first") => Scheduler::BypassFirst,
+        _ => Scheduler::RoundRobin,
+    };
+    let mux = match w.mux.as_deref() {
+        Some("shared-queue") => Mux::SharedQueue { limit: w.frame_queue.unwrap_or(50) as usize },
+        _ => Mux::Pull(scheduler),
+    };
+    let cfg = WirelessConfig { dirs, frame: w.frame.0 as u32, header: w.header.0 as u32, mux };
+    let airtime = |d: usize| Duration::transmission(w.frame.0 + w.header.0, dirs[d].rate);
+    WirelessLink::new(cfg, [arq(sc, 0), arq(sc, 1)], [channel(sc, 0, airtime(0)), channel(sc, 1, airtime(1))])
+}
 
 pub fn channel(sc: &Scenario, dir: usize, frame_airtime: Duration) -> Channel {
     let w = &sc.wireless;

@@ -1,7 +1,5 @@
-//! Discrete-event engine: event queue, random streams, simulator and topology.
+//! Discrete-event engine: the simulator and its topology, built from a scenario.
 pub mod build;
-pub mod queue;
-pub mod rng;
 pub mod sim;
 
 pub use sim::{run_scenario, FlowResult, LinkStats, RunResult, Sim};

@@ -3,39 +3,24 @@
 //! wireless link, all protocol machines driven sans-IO from one event queue.
 //!
 //! Wired link: per direction a drop-tail queue (default 1000 packets), a rate and a
-//! propagation delay. Wireless link: per direction a drop-tail IP queue in front of
-//! the link-layer protocol (default 50 packets), a rate, a delay and a channel; the
-//! ARQ machine at each end sends in its direction and receives the other, so ACKs
-//! can ride on reverse data frames. A frame's fate is decided by the channel when it
-//! starts transmission; frames and packets in flight on a link keep FIFO order.
-//!
-//! Link sharing (seed 002 §III): each end of the wireless link runs two link-layer
-//! sessions, session 0 with the configured protocol (raw/SR/ASR/RLC) and session 1
-//! without ARQ ("bypass", for media). Each has its own IP queue. When the radio is
-//! free the multiplexer takes the next frame from one session: `round-robin`
-//! (default) alternates between sessions that have a frame ready; `arq-first` and
-//! `bypass-first` are strict priorities.
-//!
-//! With `mux = "shared-queue"` the sessions instead push every frame they can
-//! produce, as soon as they can, into one drop-tail frame queue (limit
-//! `frame_queue`, default 50 frames) that the radio serves first come, first served:
-//! the structure of ns-2, where the link layer sits above the interface queue. A
-//! frame that finds the queue full is lost (the ARQ recovers it like a channel loss).
+//! propagation delay. Wireless link: one [`WirelessLink`] (src/link/wireless.rs) with
+//! both directions' IP queues, link-layer sessions, multiplexer, channels, airtime
+//! and propagation; its wake-ups go into this simulator's event queue, so its events
+//! are ordered with every other event as if its code were part of the simulator.
 //!
 //! Each machine exposes `poll_timeout`; the simulator keeps the earliest wake-up it
 //! has scheduled per machine and ignores stale timer events.
 use super::build;
-use super::queue::EventQueue;
-use super::rng::Rng;
 use crate::app::media::{MediaConfig, MediaSource};
 use crate::app::web::{Transaction, WebModel};
-use crate::channel::Channel;
 use crate::config::{Limit, Scenario, Stop};
-use crate::link::{raw::Raw, Arq, Frame, FrameKind};
-use crate::queue::{wired::WiredLink, DropTail};
+use crate::link::wireless::{LinkTimer, LinkTrace, Offer, Session, WirelessLink};
+use crate::queue::wired::WiredLink;
+use crate::rng::Rng;
+use crate::sched::EventQueue;
 use crate::tcp::{Tcp, TcpVar};
 use crate::time::{Duration, Instant};
-use crate::trace::{pcap::PcapWriter, Ev, Layer, LayerMask, Row, TraceTable};
+use crate::trace::{pcap::PcapWriter, Ev, Layer, LayerMask, Row, TraceTable, NODE_GATEWAY, NODE_MOBILE, NODE_SERVER};
 use crate::wire::{Packet, L4};
 use std::collections::VecDeque;
 
@@ -45,9 +30,6 @@ use apps::{Interactive, Web};
 
 pub const SERVER_ADDR: [u8; 4] = [10, 0, 0, 1];
 pub const MOBILE_ADDR: [u8; 4] = [10, 0, 1, 2];
-const NODE_SERVER: u8 = 0;
-const NODE_GATEWAY: u8 = 1;
-const NODE_MOBILE: u8 = 2;
 
 #[derive(Clone, Copy, Debug)]
 enum Event {
@@ -57,10 +39,14 @@ enum Event {
     WebNext(u16),
     Tick(u16),
     WiredArrive(u8),
-    RadioDone(u8),
-    FrameArrive(u8),
-    ArqTimer(u8),
+    Link(LinkTimer),
     ProxyTimer,
+}
+
+impl From<LinkTimer> for Event {
+    fn from(t: LinkTimer) -> Event {
+        Event::Link(t)
+    }
 }
 
 struct Wire {
@@ -68,73 +54,7 @@ struct Wire {
     in_flight: VecDeque<Packet>,
 }
 
-#[derive(Default, Clone, Debug)]
-pub struct LinkStats {
-    pub frames_sent: u64,
-    pub frames_lost: u64,
-    pub data_frames_sent: u64,
-    pub frames_retransmitted: u64,
-    pub ack_frames: u64,
-    pub nack_frames: u64,
-    /// RLC Status PDUs.
-    pub status_frames: u64,
-    /// SDUs the link layer gave up (RLC SDU discard), or frames (IS-707 after its NAK rounds).
-    pub sdu_discards: u64,
-    /// IS-707 idle frames.
-    pub idle_frames: u64,
-    /// GSM RLP link-reset frames (SABM, UA, DISC) sent.
-    pub reset_frames: u64,
-    /// GSM RLP: resets started by this direction's sender (N2 exceeded).
-    pub link_resets: u64,
-    /// GSM RLP: this direction's user bytes thrown away by resets (sender's window
-    /// and receiver's out-of-sequence buffer).
-    pub flushed_bytes: u64,
-    /// GSM RLP: the call was dropped (`on_n2 = "drop-call"`, or SABM unanswered).
-    pub call_dropped: bool,
-    /// PPP frames of this direction discarded by the receiver's deframer (bad FCS).
-    pub ppp_damaged: u64,
-    /// VJ-compressed packets tossed by the decompressor after a reported error.
-    pub vj_tossed: u64,
-    /// Packets whose rebuilt bytes failed the IP/TCP checksum at the receiver (VJ
-    /// decompression against a stale base).
-    pub checksum_drops: u64,
-    /// Times the network side's L2R buffer turned this direction's RLP to "not ready".
-    pub l2r_busy: u64,
-    /// GPRS: temporary block flows set up (first packet after idle) in this direction.
-    pub tbf_setups: u64,
-    /// GPRS: outages seen by this direction's sender.
-    pub outages: u64,
-    pub bytes_sent: u64,
-    pub arq_timeouts: u64,
-    pub queue_drops: u64,
-    pub queue_max: u64,
-    /// Frames dropped at a full shared frame queue (`mux = "shared-queue"`).
-    pub frame_queue_drops: u64,
-    pub busy_ns: i64,
-    /// The radio link's rate in bit/s (so analyses can turn frame sizes into airtime).
-    pub rate_bps: u64,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Mux {
-    RoundRobin,
-    ArqFirst,
-    BypassFirst,
-}
-
-struct Radio {
-    qs: [DropTail; 2],
-    rr: usize,
-    mux: Mux,
-    shared: Option<(VecDeque<Frame>, usize)>,
-    busy: bool,
-    rate: u64,
-    delay: Duration,
-    header: u32,
-    channel: Channel,
-    in_flight: VecDeque<Frame>,
-    stats: LinkStats,
-}
+pub use crate::link::wireless::LinkStats;
 
 struct Flow {
     /// Index in the scenario's flow list (carried by packets and traces).
@@ -227,16 +147,13 @@ pub struct RunResult {
 pub struct Sim {
     q: EventQueue<Event>,
     wired: [Wire; 2],
-    radio: [Radio; 2],
-    /// [side][session]: side 0 = gateway, 1 = mobile; session 0 = ARQ, 1 = bypass.
-    arq: [[Arq; 2]; 2],
-    arq_sched: [Option<Instant>; 2],
+    link: WirelessLink,
     flows: Vec<Flow>,
     media: Vec<Media>,
     webs: Vec<Web>,
     slots: Vec<Slot>,
     /// Link session of each scenario flow.
-    session: Vec<u8>,
+    session: Vec<Session>,
     stop: Stop,
     max_time: Instant,
     pending_finite: usize,
@@ -251,7 +168,6 @@ pub struct Sim {
 
 impl Sim {
     pub fn new(sc: &Scenario) -> Sim {
-        let w = &sc.wireless;
         let mk_wired = |_d: usize| Wire {
             link: WiredLink::new(
                 sc.wired.rate.0,
@@ -260,46 +176,13 @@ impl Sim {
             ),
             in_flight: VecDeque::new(),
         };
-        let mk_radio = |d: usize| {
-            let spec = if d == 0 { &w.down } else { &w.up };
-            let rate = spec.as_ref().and_then(|s| s.rate).map(|r| r.0).unwrap_or(w.rate.0);
-            let delay = spec.as_ref().and_then(|s| s.delay).map(|r| r.0).unwrap_or(w.delay.0);
-            let header = w.header.0 as u32;
-            let airtime = Duration::transmission(w.frame.0 + w.header.0, rate);
-            // GPRS: the gateway's ~120 KB downlink buffer (seed 003 §IV-B, seed 004 §III)
-            // unless configured; elsewhere 50 packets.
-            let gprs = w.arq.as_ref().is_some_and(|a| a.protocol == "gprs");
-            let lim = build::limit(&w.queue, if gprs { Limit::Bytes(120_000) } else { Limit::Packets(50) });
-            let mux = match w.scheduler.as_deref() {
-                Some("arq-first") => Mux::ArqFirst,
-                Some("bypass-first") => Mux::BypassFirst,
-                _ => Mux::RoundRobin,
-            };
-            let shared = (w.mux.as_deref() == Some("shared-queue"))
-                .then(|| (VecDeque::new(), w.frame_queue.unwrap_or(50) as usize));
-            Radio {
-                qs: [DropTail::new(lim), DropTail::new(lim)],
-                rr: 0,
-                mux,
-                shared,
-                busy: false,
-                rate,
-                delay,
-                header,
-                channel: build::channel(sc, d, airtime),
-                in_flight: VecDeque::new(),
-                stats: LinkStats::default(),
-            }
-        };
         let mask = LayerMask::from_names(&sc.trace.layers);
-        let mut radio = [mk_radio(0), mk_radio(1)];
-        if mask.has(Layer::Channel) {
-            for r in radio.iter_mut() {
-                if let Channel::TwoState(c) = &mut r.channel {
-                    c.log = Some(Vec::new());
-                }
-            }
-        }
+        let mut link = build::wireless(sc);
+        link.set_trace(LinkTrace {
+            link: mask.has(Layer::Link),
+            queue: mask.has(Layer::Queue),
+            channel: mask.has(Layer::Channel),
+        });
         let mut q = EventQueue::new();
         let mut flows = Vec::new();
         let mut media = Vec::new();
@@ -310,7 +193,7 @@ impl Sim {
             let start = Instant::ZERO + f.start.map(|d| d.0).unwrap_or(Duration::ZERO);
             let sender = if f.direction == "up" { 1 } else { 0 };
             let bypass = f.link.as_deref().map(|l| l == "bypass").unwrap_or(f.app == "media");
-            session.push(bypass as u8);
+            session.push(if bypass { Session::Bypass } else { Session::Arq });
             if f.app == "media" || f.app == "probe" {
                 let rng = Rng::stream(sc.seed, sc.run, &format!("flow.{i}.media"));
                 let src = if f.app == "media" {
@@ -394,9 +277,7 @@ impl Sim {
         Sim {
             q,
             wired: [mk_wired(0), mk_wired(1)],
-            radio,
-            arq: [Self::sessions(sc, 0), Self::sessions(sc, 1)],
-            arq_sched: [None, None],
+            link,
             flows,
             media,
             webs,
@@ -418,10 +299,6 @@ impl Sim {
             proxy_sched: None,
             next_client_port: 0,
         }
-    }
-
-    fn sessions(sc: &Scenario, side: usize) -> [Arq; 2] {
-        [build::arq(sc, side), Arq::Raw(Raw::new(sc.wireless.frame.0 as u32))]
     }
 
     fn now(&self) -> Instant {
@@ -478,20 +355,16 @@ impl Sim {
                 }
             }
             Event::ProxyTimer => self.proxy_timer(),
-            Event::RadioDone(d) => {
-                self.radio[d as usize].busy = false;
-                self.kick_radio(d as usize);
-            }
-            Event::FrameArrive(d) => self.frame_arrive(d as usize),
-            Event::ArqTimer(s) => {
+            Event::Link(t) => {
                 let now = self.now();
-                if self.arq_sched[s as usize] != Some(now) {
-                    return;
+                self.link.on_timer_with(now, t, &mut self.q);
+                self.drain_link_events();
+                while let Some((dir, p)) = self.link.poll_deliver() {
+                    self.drain_link_events();
+                    self.from_wireless(dir, p);
                 }
-                self.arq_sched[s as usize] = None;
-                self.arq[s as usize][0].handle_timeout(now);
-                self.deliver(s as usize, 0);
-                self.kick_radio(s as usize); // also reschedules the ARQ timer
+                self.link.resume_with(&mut self.q);
+                self.drain_link_events();
             }
         }
     }
@@ -721,275 +594,31 @@ impl Sim {
     // ----- wireless link -----
     fn enqueue_radio(&mut self, d: usize, p: Packet) {
         let now = self.now();
-        let node = if d == 0 { NODE_GATEWAY } else { NODE_MOBILE };
-        let (flow, len) = (p.flow as i32, p.size() as i64);
-        let sess = self.session[p.flow as usize] as usize;
+        let session = self.session[p.flow as usize];
         let quench = if d == 1 { self.local_sender(&p) } else { None };
-        let r = &mut self.radio[d];
-        let dropped = r.qs[sess].push(p).is_err();
-        if dropped {
-            r.stats.queue_drops += 1;
-        }
-        if let (true, Some(f)) = (dropped, quench) {
+        let offer = self.link.offer_with(now, d, session, p, &mut self.q);
+        if let (Offer::QueueFull, Some(f)) = (offer, quench) {
             if self.flows[f].ep[1].config().source_quench {
                 self.flows[f].ep[1].source_quench(now);
             }
         }
-        let qlen = r.qs[sess].len();
-        r.stats.queue_max = r.stats.queue_max.max(qlen as u64);
-        if self.mask.has(Layer::Queue) {
-            self.trace.push(Row {
-                t: now.nanos(),
-                layer: Layer::Queue,
-                ev: if dropped { Ev::Drop } else { Ev::Enqueue },
-                node,
-                dir: d as u8,
-                flow,
-                seq: -1,
-                ack: -1,
-                len,
-                value: qlen as i64,
-            });
-        }
-        self.kick_radio(d);
+        self.drain_link_events();
     }
 
-    /// Takes the next frame from the sessions of direction `d` in multiplexer order.
-    fn next_frame(&mut self, d: usize, now: Instant) -> Option<Frame> {
-        let r = &mut self.radio[d];
-        let order = match r.mux {
-            Mux::RoundRobin => [r.rr, 1 - r.rr],
-            Mux::ArqFirst => [0, 1],
-            Mux::BypassFirst => [1, 0],
-        };
-        for s in order {
-            let arq = &mut self.arq[d][s];
-            while arq.wants_packet() {
-                match r.qs[s].pop() {
-                    Some(p) => arq.send(now, p),
-                    None => break,
-                }
-            }
-            if let Some(mut f) = arq.poll_transmit(now) {
-                f.session = s as u8;
-                r.rr = 1 - s;
-                return Some(f);
-            }
-        }
-        None
-    }
-
-    /// Shared-queue mode: moves every frame the sessions can produce now into the
-    /// frame queue, dropping those that find it full.
-    fn fill_shared(&mut self, d: usize, now: Instant) {
-        while let Some(f) = self.next_frame(d, now) {
-            let r = &mut self.radio[d];
-            let (q, limit) = r.shared.as_mut().unwrap();
-            if q.len() < *limit {
-                q.push_back(f);
-                continue;
-            }
-            r.stats.frame_queue_drops += 1;
-            if self.mask.has(Layer::Queue) {
-                let flow = if f.flow == u16::MAX { -1 } else { f.flow as i32 };
-                self.trace.push(Row {
-                    t: now.nanos(),
-                    layer: Layer::Queue,
-                    ev: Ev::Drop,
-                    node: if d == 0 { NODE_GATEWAY } else { NODE_MOBILE },
-                    dir: d as u8,
-                    flow,
-                    seq: f.seq as i64,
-                    ack: -1,
-                    len: f.size(r.header) as i64,
-                    value: *limit as i64,
-                });
-            }
+    /// A packet that left the far end of wireless direction `dir`.
+    fn from_wireless(&mut self, dir: usize, p: Packet) {
+        if dir == 0 {
+            self.to_endpoint(1, p);
+        } else if self.proxy.is_some() {
+            self.to_proxy(crate::proxy::Side::Wireless, p);
+        } else {
+            self.enqueue_wired(1, p);
         }
     }
 
-    fn kick_radio(&mut self, d: usize) {
-        let now = self.now();
-        if self.radio[d].busy {
-            // Pushing frames into the shared queue may have started ARQ timers, and
-            // a frame just received may have changed them.
-            if self.radio[d].shared.is_some() {
-                self.fill_shared(d, now);
-            }
-            self.sched_arq(d);
-            return;
-        }
-        if self.radio[d].shared.is_some() {
-            self.fill_shared(d, now);
-        }
-        let next = match &mut self.radio[d].shared {
-            Some((q, _)) => q.pop_front(),
-            None => self.next_frame(d, now),
-        };
-        if let Some(frame) = next {
-            let r = &mut self.radio[d];
-            let size = frame.size(r.header);
-            let airtime = Duration::transmission(size as u64, r.rate);
-            let index = r.stats.frames_sent;
-            let lost = r.channel.lose(index, now, airtime, size as u64 * 8);
-            r.stats.frames_sent += 1;
-            r.stats.bytes_sent += size as u64;
-            r.stats.busy_ns += airtime.nanos();
-            let ev = match frame.kind {
-                FrameKind::Data => {
-                    r.stats.data_frames_sent += 1;
-                    if frame.tx > 1 {
-                        r.stats.frames_retransmitted += 1;
-                        Ev::FrameRetransmit
-                    } else {
-                        Ev::FrameSend
-                    }
-                }
-                FrameKind::Ack => {
-                    r.stats.ack_frames += 1;
-                    Ev::AckSend
-                }
-                FrameKind::Nack => {
-                    r.stats.nack_frames += 1;
-                    Ev::NackSend
-                }
-                FrameKind::Status => {
-                    r.stats.status_frames += 1;
-                    Ev::StatusSend
-                }
-                FrameKind::Idle => {
-                    r.stats.idle_frames += 1;
-                    Ev::IdleSend
-                }
-                FrameKind::Reset => {
-                    r.stats.reset_frames += 1;
-                    Ev::Reset
-                }
-            };
-            if lost {
-                r.stats.frames_lost += 1;
-            }
-            if self.mask.has(Layer::Link) {
-                let node = if d == 0 { NODE_GATEWAY } else { NODE_MOBILE };
-                let flow = if frame.flow == u16::MAX { -1 } else { frame.flow as i32 };
-                let ack = frame.ack.map(|a| a as i64).unwrap_or(-1);
-                self.trace.push(Row {
-                    t: now.nanos(),
-                    layer: Layer::Link,
-                    ev,
-                    node,
-                    dir: d as u8,
-                    flow,
-                    seq: frame.seq as i64,
-                    ack,
-                    len: size as i64,
-                    value: frame.tx as i64,
-                });
-                if lost {
-                    self.trace.push(Row {
-                        t: now.nanos(),
-                        layer: Layer::Link,
-                        ev: Ev::FrameLost,
-                        node,
-                        dir: d as u8,
-                        flow,
-                        seq: frame.seq as i64,
-                        ack,
-                        len: size as i64,
-                        value: frame.tx as i64,
-                    });
-                }
-            }
-            if let Channel::TwoState(c) = &mut r.channel {
-                if let Some(log) = &mut c.log {
-                    for (t, bad) in log.drain(..) {
-                        self.trace.push(Row {
-                            t: t.nanos(),
-                            layer: Layer::Channel,
-                            ev: Ev::State,
-                            node: if d == 0 { NODE_GATEWAY } else { NODE_MOBILE },
-                            dir: d as u8,
-                            flow: -1,
-                            seq: -1,
-                            ack: -1,
-                            len: 0,
-                            value: bad as i64,
-                        });
-                    }
-                }
-            }
-            r.busy = true;
-            self.q.schedule(now + airtime, Event::RadioDone(d as u8));
-            if !lost {
-                r.in_flight.push_back(frame);
-                self.q.schedule(now + airtime + r.delay, Event::FrameArrive(d as u8));
-            }
-        }
-        self.sched_arq(d);
-    }
-
-    fn frame_arrive(&mut self, d: usize) {
-        let now = self.now();
-        let side = 1 - d;
-        let frame = self.radio[d].in_flight.pop_front().expect("frame in flight");
-        if self.mask.has(Layer::Link) {
-            let flow = if frame.flow == u16::MAX { -1 } else { frame.flow as i32 };
-            self.trace.push(Row {
-                t: now.nanos(),
-                layer: Layer::Link,
-                ev: Ev::FrameRecv,
-                node: if side == 0 { NODE_GATEWAY } else { NODE_MOBILE },
-                dir: d as u8,
-                flow,
-                seq: frame.seq as i64,
-                ack: frame.ack.map(|a| a as i64).unwrap_or(-1),
-                len: frame.size(self.radio[d].header) as i64,
-                value: frame.tx as i64,
-            });
-        }
-        let sess = frame.session as usize;
-        self.arq[side][sess].on_frame(now, frame);
-        self.deliver(side, sess);
-        self.kick_radio(side); // also reschedules the ARQ timer
-    }
-
-    /// Hands on what the link layer of `side` has delivered.
-    fn deliver(&mut self, side: usize, sess: usize) {
-        let now = self.now();
-        let d = 1 - side;
-        while let Some(p) = self.arq[side][sess].poll_deliver() {
-            if self.mask.has(Layer::Link) {
-                self.trace.push(Row {
-                    t: now.nanos(),
-                    layer: Layer::Link,
-                    ev: Ev::PacketDeliver,
-                    node: if side == 0 { NODE_GATEWAY } else { NODE_MOBILE },
-                    dir: d as u8,
-                    flow: p.flow as i32,
-                    seq: -1,
-                    ack: -1,
-                    len: p.size() as i64,
-                    value: (now - p.born).nanos(),
-                });
-            }
-            if side == 1 {
-                self.to_endpoint(1, p);
-            } else if self.proxy.is_some() {
-                self.to_proxy(crate::proxy::Side::Wireless, p);
-            } else {
-                self.enqueue_wired(1, p);
-            }
-        }
-    }
-
-    fn sched_arq(&mut self, s: usize) {
-        let now = self.now();
-        if let Some(t) = self.arq[s][0].poll_timeout() {
-            let t = t.max(now);
-            if self.arq_sched[s].is_none_or(|x| t < x) {
-                self.arq_sched[s] = Some(t);
-                self.q.schedule(t, Event::ArqTimer(s as u8));
-            }
+    fn drain_link_events(&mut self) {
+        while let Some(e) = self.link.poll_event() {
+            crate::trace::link_rows(&e, |r| self.trace.push(r));
         }
     }
 
@@ -1081,33 +710,12 @@ impl Sim {
                 }
             });
         }
-        for d in 0..2 {
-            if let Arq::Gprs(g) = &self.arq[d][0] {
-                self.radio[d].stats.tbf_setups = g.stats.tbf_setups;
-                self.radio[d].stats.outages = g.stats.outages;
-            }
-            if let (Arq::Gsm(tx), Arq::Gsm(rx)) = (&self.arq[d][0], &self.arq[1 - d][0]) {
-                let s = &mut self.radio[d].stats;
-                s.link_resets = tx.rlp.stats.resets;
-                s.flushed_bytes = tx.rlp.stats.flushed_tx + rx.rlp.stats.flushed_rx;
-                s.call_dropped = !tx.rlp.is_up() || !rx.rlp.is_up();
-                s.ppp_damaged = rx.stats.ppp_damaged;
-                s.vj_tossed = rx.stats.vj_tossed;
-                s.checksum_drops = rx.stats.checksum_drops;
-                s.l2r_busy = rx.stats.l2r_busy;
-            }
-        }
-        for d in 0..2 {
-            self.radio[d].stats.arq_timeouts = self.arq[d][0].timeouts();
-            self.radio[d].stats.sdu_discards = self.arq[d][0].discards();
-            self.radio[d].stats.rate_bps = self.radio[d].rate;
-        }
         let [p0, p1] = std::mem::take(&mut self.pcap);
         RunResult {
             events: self.q.popped(),
             sim_time_s: end.as_secs_f64(),
             flows,
-            link: [self.radio[0].stats.clone(), self.radio[1].stats.clone()],
+            link: self.link.stats(),
             wired_drops: [self.wired[0].link.drops, self.wired[1].link.drops],
             trace: std::mem::take(&mut self.trace),
             pcap_server: p0.map(|w| w.buf),

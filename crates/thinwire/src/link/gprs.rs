@@ -33,7 +33,7 @@
 //! Both ends draw the same outage schedule (one random stream), so an outage stops
 //! both directions at once.
 use super::frame::{Frame, FrameKind};
-use crate::engine::rng::Rng;
+use crate::rng::Rng;
 use crate::time::{Duration, Instant};
 use crate::wire::Packet;
 use std::collections::VecDeque;

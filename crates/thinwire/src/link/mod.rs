@@ -11,6 +11,7 @@ pub mod raw;
 pub mod rlc_am;
 pub mod rlp_gsm;
 pub mod sr;
+pub mod wireless;
 
 use crate::time::Instant;
 use crate::wire::Packet;

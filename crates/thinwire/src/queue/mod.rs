@@ -3,9 +3,15 @@
 //! BSD interface default.
 pub mod wired;
 
-use crate::config::Limit;
 use crate::wire::Packet;
 use std::collections::VecDeque;
+
+/// A queue limit in packets or bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    Packets(u32),
+    Bytes(u64),
+}
 
 pub struct DropTail {
     q: VecDeque<Packet>,

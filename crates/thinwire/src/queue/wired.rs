@@ -7,7 +7,7 @@
 //! queue length an arriving packet sees is the number of accepted packets whose
 //! transmission has not started yet (a packet starting at this very instant has
 //! started). This replaces a "transmission done" event per packet.
-use crate::config::Limit;
+use super::Limit;
 use crate::time::{Duration, Instant};
 use std::collections::VecDeque;
 

@@ -1,7 +1,12 @@
-//! The event queue: a binary heap totally ordered by `(time, sequence)`.
+//! Timer queue: a binary heap totally ordered by `(time, sequence)`, and the
+//! [`Timers`] trait through which a machine with several timers asks to be woken.
 //!
 //! The sequence number is assigned at insertion, so events scheduled for the same
 //! instant fire in the order they were scheduled; popping asserts monotonic time.
+//! The simulator keeps one such queue for everything; a machine driven on its own
+//! (the wireless link in the emulator) keeps its own. A machine that schedules
+//! through `Timers` behaves identically in both, because the order of its
+//! `schedule` calls fixes the order of its events.
 use crate::time::Instant;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -72,6 +77,19 @@ impl<E> EventQueue<E> {
         self.now = e.at;
         self.popped += 1;
         Some((e.at, e.ev))
+    }
+}
+
+/// Where a machine puts its wake-ups: `timer` is handed back to it at `at`.
+pub trait Timers<T> {
+    fn schedule(&mut self, at: Instant, timer: T);
+}
+
+/// Any queue whose events can be made from the machine's timers: the machine's own
+/// `EventQueue<T>`, or a driver's queue of a larger event type.
+impl<T, E: From<T>> Timers<T> for EventQueue<E> {
+    fn schedule(&mut self, at: Instant, timer: T) {
+        EventQueue::schedule(self, at, E::from(timer))
     }
 }
 

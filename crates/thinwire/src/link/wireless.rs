@@ -1,0 +1,650 @@
+//! The wireless link as one sans-IO machine: everything between "an IP packet is
+//! offered to the wireless interface" and "an IP packet leaves the far end", in both
+//! directions. The simulator, the test harness and the real-time emulator drive this
+//! one type.
+//!
+//! Per direction (0 = down, sent by the gateway; 1 = up, sent by the mobile): a
+//! drop-tail IP queue per link-layer session, a radio of a given rate, a
+//! propagation delay and a channel deciding each frame's fate when its transmission
+//! starts; frames in flight keep FIFO order. Each end runs two link-layer sessions
+//! (seed 002 §III): session 0 with the configured protocol (raw, SR/ASR, RLC, IS-707,
+//! GSM RLP, GPRS) and session 1 without ARQ ("bypass", for media). An end's ARQ
+//! machine sends in its direction and receives the other, so ACKs ride on reverse
+//! data frames.
+//!
+//! Multiplexing the two sessions onto the radio:
+//! - `Mux::Pull` (default): when the radio is free it takes the next frame from one
+//!   session, `RoundRobin` (alternating between sessions that have a frame ready),
+//!   `ArqFirst` or `BypassFirst` (strict priorities).
+//! - `Mux::SharedQueue { limit }`: the sessions push every frame they can produce, as
+//!   soon as they can, into one drop-tail frame queue (default 50 frames) served
+//!   first come, first served: ns-2's structure, with the link layer above the
+//!   interface queue, so ARQ timers also run while frames wait there. A frame that
+//!   finds the queue full is lost (the ARQ recovers it like a channel loss).
+//!
+//! Defaults (from the scenario, `[wireless]`): frame payload 250 B, header 4 B, IP
+//! queue 50 packets (GPRS: 120 KB), pull multiplexer with round-robin.
+//!
+//! ## Driving it
+//! Time comes in with every call. The link asks to be woken through [`Timers`]:
+//! - on its own (emulator, examples): [`WirelessLink::offer`], then
+//!   [`WirelessLink::poll_timeout`] / [`WirelessLink::handle_timeout`], which keep
+//!   the link's timers in a queue of its own;
+//! - inside another event queue (the simulator): the `*_with` methods take that
+//!   queue, so the link's wake-ups are ordered with every other event exactly as if
+//!   the link's code were part of the driver.
+//!
+//! After a timer delivers packets (a frame arrived, or an ARQ timer released
+//! buffered data), take them all with [`WirelessLink::poll_deliver`] and offer any
+//! immediate answer (a TCP ACK) before the receiving end transmits again: it does so
+//! in [`WirelessLink::resume_with`] (the own-queue form does it in the next
+//! `handle_timeout`, which `poll_timeout` then asks for at once), so such an answer
+//! can go in the next frame, as in the simulator since its first version.
+//! Trace events come from [`WirelessLink::poll_event`] when enabled.
+use super::{raw::Raw, Arq, Frame, FrameKind};
+use crate::channel::Channel;
+use crate::queue::{DropTail, Limit};
+use crate::sched::{EventQueue, Timers};
+use crate::time::{Duration, Instant};
+use crate::wire::Packet;
+use std::collections::VecDeque;
+
+/// A link-layer session on the shared radio.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Session {
+    /// The configured link protocol (with ARQ unless it is `raw`).
+    Arq = 0,
+    /// No ARQ: frames are sent once (media, seed 002 §III).
+    Bypass = 1,
+}
+
+/// How the radio picks between sessions in `Mux::Pull`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Scheduler {
+    #[default]
+    RoundRobin,
+    ArqFirst,
+    BypassFirst,
+}
+
+/// How the sessions share the radio.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mux {
+    Pull(Scheduler),
+    SharedQueue { limit: usize },
+}
+
+impl Default for Mux {
+    fn default() -> Self {
+        Mux::Pull(Scheduler::RoundRobin)
+    }
+}
+
+/// One direction of the radio.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DirConfig {
+    /// Bit/s.
+    pub rate: u64,
+    /// One-way propagation delay.
+    pub delay: Duration,
+    /// Each session's IP queue.
+    pub queue: Limit,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WirelessConfig {
+    /// Index 0 = down, 1 = up.
+    pub dirs: [DirConfig; 2],
+    /// Largest frame payload (the bypass session fragments to it), default 250 B.
+    pub frame: u32,
+    /// Link-layer header bytes per frame, default 4 B.
+    pub header: u32,
+    pub mux: Mux,
+}
+
+/// What became of an offered packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Offer {
+    Queued,
+    /// The session's IP queue was full (drop-tail).
+    QueueFull,
+}
+
+/// A wake-up the link asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkTimer {
+    /// The radio of direction `.0` finished a frame.
+    RadioDone(u8),
+    /// The oldest frame in flight in direction `.0` reaches the far end.
+    FrameArrive(u8),
+    /// The ARQ machine of end `.0` (0 = gateway, 1 = mobile) has a timer due.
+    Arq(u8),
+}
+
+/// What a trace records of a frame handed to the radio.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameEvent {
+    Send,
+    Retransmit,
+    Ack,
+    Nack,
+    Status,
+    Idle,
+    Reset,
+}
+
+/// Trace events, in the order they happen. `dir` is the direction of travel;
+/// `flow` is `None` for frames that carry no packet's bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkEvent {
+    /// A packet offered to direction `dir`'s IP queue: queued or dropped; `qlen` is
+    /// the session queue's length after the event.
+    Enqueue { at: Instant, dir: u8, flow: u16, len: u32, qlen: u32, dropped: bool },
+    /// A frame lost at the full shared frame queue.
+    FrameQueueDrop { at: Instant, dir: u8, flow: Option<u16>, seq: u32, len: u32, limit: u32 },
+    /// A frame handed to the radio (`lost`: the channel destroys it).
+    Frame {
+        at: Instant,
+        dir: u8,
+        kind: FrameEvent,
+        flow: Option<u16>,
+        seq: u32,
+        ack: Option<u32>,
+        len: u32,
+        tx: u16,
+        lost: bool,
+    },
+    /// A frame received at the far end.
+    FrameRecv { at: Instant, dir: u8, flow: Option<u16>, seq: u32, ack: Option<u32>, len: u32, tx: u16 },
+    /// A packet leaves the far end of direction `dir`, `delay` after it was born.
+    Deliver { at: Instant, dir: u8, flow: u16, len: u32, delay: Duration },
+    /// The two-state channel of `dir` changed state at `at` (logged as frames are sent).
+    Channel { at: Instant, dir: u8, bad: bool },
+}
+
+/// Which trace events to produce (each costs time).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkTrace {
+    pub link: bool,
+    pub queue: bool,
+    pub channel: bool,
+}
+
+#[derive(Default, Clone, Debug, PartialEq)]
+pub struct LinkStats {
+    pub frames_sent: u64,
+    pub frames_lost: u64,
+    pub data_frames_sent: u64,
+    pub frames_retransmitted: u64,
+    pub ack_frames: u64,
+    pub nack_frames: u64,
+    /// RLC Status PDUs.
+    pub status_frames: u64,
+    /// SDUs the link layer gave up (RLC SDU discard), or frames (IS-707 after its NAK rounds).
+    pub sdu_discards: u64,
+    /// IS-707 idle frames.
+    pub idle_frames: u64,
+    /// GSM RLP link-reset frames (SABM, UA, DISC) sent.
+    pub reset_frames: u64,
+    /// GSM RLP: resets started by this direction's sender (N2 exceeded).
+    pub link_resets: u64,
+    /// GSM RLP: this direction's user bytes thrown away by resets (sender's window
+    /// and receiver's out-of-sequence buffer).
+    pub flushed_bytes: u64,
+    /// GSM RLP: the call was dropped (`on_n2 = "drop-call"`, or SABM unanswered).
+    pub call_dropped: bool,
+    /// PPP frames of this direction discarded by the receiver's deframer (bad FCS).
+    pub ppp_damaged: u64,
+    /// VJ-compressed packets tossed by the decompressor after a reported error.
+    pub vj_tossed: u64,
+    /// Packets whose rebuilt bytes failed the IP/TCP checksum at the receiver (VJ
+    /// decompression against a stale base).
+    pub checksum_drops: u64,
+    /// Times the network side's L2R buffer turned this direction's RLP to "not ready".
+    pub l2r_busy: u64,
+    /// GPRS: temporary block flows set up (first packet after idle) in this direction.
+    pub tbf_setups: u64,
+    /// GPRS: outages seen by this direction's sender.
+    pub outages: u64,
+    pub bytes_sent: u64,
+    pub arq_timeouts: u64,
+    pub queue_drops: u64,
+    pub queue_max: u64,
+    /// Frames dropped at a full shared frame queue (`mux = "shared-queue"`).
+    pub frame_queue_drops: u64,
+    pub busy_ns: i64,
+    /// The radio link's rate in bit/s (so analyses can turn frame sizes into airtime).
+    pub rate_bps: u64,
+}
+
+struct Radio {
+    qs: [DropTail; 2],
+    rr: usize,
+    shared: Option<(VecDeque<Frame>, usize)>,
+    busy: bool,
+    rate: u64,
+    delay: Duration,
+    channel: Channel,
+    in_flight: VecDeque<Frame>,
+    stats: LinkStats,
+}
+
+pub struct WirelessLink {
+    radio: [Radio; 2],
+    /// [end][session]: end 0 = gateway, 1 = mobile.
+    arq: [[Arq; 2]; 2],
+    arq_sched: [Option<Instant>; 2],
+    scheduler: Scheduler,
+    header: u32,
+    /// An end whose ARQ delivered packets: (end, session, time); it transmits again
+    /// once they have been taken.
+    delivering: Option<(usize, usize, Instant)>,
+    resume: Option<(usize, Instant)>,
+    trace: LinkTrace,
+    events: VecDeque<LinkEvent>,
+    /// The link's own timer queue, for drivers without one.
+    own: EventQueue<LinkTimer>,
+}
+
+impl WirelessLink {
+    /// `arq[e]` is end `e`'s configured link protocol (0 = gateway, 1 = mobile);
+    /// `channels[d]` decides the fate of frames sent in direction `d`.
+    pub fn new(cfg: WirelessConfig, arq: [Arq; 2], channels: [Channel; 2]) -> WirelessLink {
+        let [c0, c1] = channels;
+        let radio = |d: usize, channel: Channel| {
+            let dc = cfg.dirs[d];
+            Radio {
+                qs: [DropTail::new(dc.queue), DropTail::new(dc.queue)],
+                rr: 0,
+                shared: match cfg.mux {
+                    Mux::SharedQueue { limit } => Some((VecDeque::new(), limit)),
+                    Mux::Pull(_) => None,
+                },
+                busy: false,
+                rate: dc.rate,
+                delay: dc.delay,
+                channel,
+                in_flight: VecDeque::new(),
+                stats: LinkStats { rate_bps: dc.rate, ..Default::default() },
+            }
+        };
+        let [a0, a1] = arq;
+        let bypass = || Arq::Raw(Raw::new(cfg.frame));
+        WirelessLink {
+            radio: [radio(0, c0), radio(1, c1)],
+            arq: [[a0, bypass()], [a1, bypass()]],
+            arq_sched: [None, None],
+            scheduler: match cfg.mux {
+                Mux::Pull(s) => s,
+                Mux::SharedQueue { .. } => Scheduler::RoundRobin,
+            },
+            header: cfg.header,
+            delivering: None,
+            resume: None,
+            trace: LinkTrace::default(),
+            events: VecDeque::new(),
+            own: EventQueue::new(),
+        }
+    }
+
+    /// Chooses the trace events to produce (none by default).
+    pub fn set_trace(&mut self, t: LinkTrace) {
+        self.trace = t;
+        for r in self.radio.iter_mut() {
+            if let Channel::TwoState(c) = &mut r.channel {
+                c.log = t.channel.then(Vec::new);
+            }
+        }
+    }
+
+    /// The configured link protocol at end `e` (0 = gateway, 1 = mobile).
+    pub fn arq(&self, e: usize) -> &Arq {
+        &self.arq[e][0]
+    }
+
+    /// Packets waiting in direction `dir`'s IP queue of `session`.
+    pub fn queue_len(&self, dir: usize, session: Session) -> usize {
+        self.radio[dir].qs[session as usize].len()
+    }
+
+    // ----- on its own -----
+
+    /// Offers an IP packet to direction `dir` (0 = at the gateway, toward the mobile;
+    /// 1 = at the mobile). Call [`handle_timeout`](Self::handle_timeout) for every
+    /// timer due up to `now` first.
+    pub fn offer(&mut self, now: Instant, dir: usize, session: Session, p: Packet) -> Offer {
+        let mut own = std::mem::take(&mut self.own);
+        let r = self.offer_with(now, dir, session, p, &mut own);
+        self.own = own;
+        r
+    }
+
+    /// Offers several packets at once: all are queued before the radio looks at the
+    /// queue, so a link layer that packs bytes (GSM RLP) sees them together. With
+    /// no packets, this only lets direction `dir` transmit what its ARQ has.
+    pub fn offer_all(&mut self, now: Instant, dir: usize, session: Session, ps: impl IntoIterator<Item = Packet>) {
+        let mut own = std::mem::take(&mut self.own);
+        for p in ps {
+            self.push(now, dir, session, p);
+        }
+        self.kick(now, dir, &mut own);
+        self.own = own;
+    }
+
+    /// When the link next needs [`handle_timeout`](Self::handle_timeout).
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if let Some((_, t)) = self.resume {
+            return Some(t);
+        }
+        self.own.peek_time()
+    }
+
+    /// Runs the next step due by `now`, at its own scheduled time: a transmitter
+    /// resuming after a delivery, or the earliest timer. Take delivered packets
+    /// after each call; call again while `poll_timeout() <= now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let mut own = std::mem::take(&mut self.own);
+        if self.resume.is_some() {
+            self.resume_with(&mut own);
+        } else if own.peek_time().is_some_and(|t| t <= now) {
+            let (t, timer) = own.pop().expect("a due timer");
+            self.on_timer_with(t, timer, &mut own);
+        }
+        self.own = own;
+    }
+
+    // ----- inside another event queue -----
+
+    /// [`offer`](Self::offer), with wake-ups scheduled in `timers`.
+    pub fn offer_with(
+        &mut self,
+        now: Instant,
+        dir: usize,
+        session: Session,
+        p: Packet,
+        timers: &mut impl Timers<LinkTimer>,
+    ) -> Offer {
+        let offer = self.push(now, dir, session, p);
+        self.kick(now, dir, timers);
+        offer
+    }
+
+    fn push(&mut self, now: Instant, dir: usize, session: Session, p: Packet) -> Offer {
+        let sess = session as usize;
+        let (flow, len) = (p.flow, p.size());
+        let r = &mut self.radio[dir];
+        let dropped = r.qs[sess].push(p).is_err();
+        if dropped {
+            r.stats.queue_drops += 1;
+        }
+        let qlen = r.qs[sess].len();
+        r.stats.queue_max = r.stats.queue_max.max(qlen as u64);
+        if self.trace.queue {
+            self.events.push_back(LinkEvent::Enqueue {
+                at: now,
+                dir: dir as u8,
+                flow,
+                len,
+                qlen: qlen as u32,
+                dropped,
+            });
+        }
+        if dropped {
+            Offer::QueueFull
+        } else {
+            Offer::Queued
+        }
+    }
+
+    /// A timer scheduled through `timers` has fired at `now`.
+    pub fn on_timer_with(&mut self, now: Instant, timer: LinkTimer, timers: &mut impl Timers<LinkTimer>) {
+        match timer {
+            LinkTimer::RadioDone(d) => {
+                self.radio[d as usize].busy = false;
+                self.kick(now, d as usize, timers);
+            }
+            LinkTimer::FrameArrive(d) => self.frame_arrive(now, d as usize),
+            LinkTimer::Arq(e) => {
+                let e = e as usize;
+                if self.arq_sched[e] != Some(now) {
+                    return; // superseded by an earlier timer
+                }
+                self.arq_sched[e] = None;
+                self.arq[e][0].handle_timeout(now);
+                self.delivering = Some((e, 0, now));
+                self.resume = Some((e, now));
+            }
+        }
+    }
+
+    /// The next packet that left the far end of its direction: (direction, packet).
+    pub fn poll_deliver(&mut self) -> Option<(usize, Packet)> {
+        let (end, sess, now) = self.delivering?;
+        let Some(p) = self.arq[end][sess].poll_deliver() else {
+            self.delivering = None;
+            return None;
+        };
+        let dir = 1 - end;
+        if self.trace.link {
+            let delay = now - p.born;
+            self.events.push_back(LinkEvent::Deliver { at: now, dir: dir as u8, flow: p.flow, len: p.size(), delay });
+        }
+        Some((dir, p))
+    }
+
+    /// After a delivery, once every delivered packet has been taken (and answers
+    /// offered): the receiving end transmits what it now has.
+    pub fn resume_with(&mut self, timers: &mut impl Timers<LinkTimer>) {
+        if let Some((end, now)) = self.resume.take() {
+            self.delivering = None;
+            self.kick(now, end, timers);
+        }
+    }
+
+    /// The next trace event, if tracing is on.
+    pub fn poll_event(&mut self) -> Option<LinkEvent> {
+        self.events.pop_front()
+    }
+
+    /// Counters per direction (0 = down, 1 = up).
+    pub fn stats(&self) -> [LinkStats; 2] {
+        let mut out = [self.radio[0].stats.clone(), self.radio[1].stats.clone()];
+        for (d, s) in out.iter_mut().enumerate() {
+            if let Arq::Gprs(g) = &self.arq[d][0] {
+                s.tbf_setups = g.stats.tbf_setups;
+                s.outages = g.stats.outages;
+            }
+            if let (Arq::Gsm(tx), Arq::Gsm(rx)) = (&self.arq[d][0], &self.arq[1 - d][0]) {
+                s.link_resets = tx.rlp.stats.resets;
+                s.flushed_bytes = tx.rlp.stats.flushed_tx + rx.rlp.stats.flushed_rx;
+                s.call_dropped = !tx.rlp.is_up() || !rx.rlp.is_up();
+                s.ppp_damaged = rx.stats.ppp_damaged;
+                s.vj_tossed = rx.stats.vj_tossed;
+                s.checksum_drops = rx.stats.checksum_drops;
+                s.l2r_busy = rx.stats.l2r_busy;
+            }
+            s.arq_timeouts = self.arq[d][0].timeouts();
+            s.sdu_discards = self.arq[d][0].discards();
+        }
+        out
+    }
+
+    // ----- the machine -----
+
+    /// Takes the next frame from the sessions of direction `d` in scheduler order.
+    fn next_frame(&mut self, d: usize, now: Instant) -> Option<Frame> {
+        let r = &mut self.radio[d];
+        let order = match self.scheduler {
+            Scheduler::RoundRobin => [r.rr, 1 - r.rr],
+            Scheduler::ArqFirst => [0, 1],
+            Scheduler::BypassFirst => [1, 0],
+        };
+        for s in order {
+            let arq = &mut self.arq[d][s];
+            while arq.wants_packet() {
+                match r.qs[s].pop() {
+                    Some(p) => arq.send(now, p),
+                    None => break,
+                }
+            }
+            if let Some(mut f) = arq.poll_transmit(now) {
+                f.session = s as u8;
+                r.rr = 1 - s;
+                return Some(f);
+            }
+        }
+        None
+    }
+
+    /// Shared-queue mode: moves every frame the sessions can produce now into the
+    /// frame queue, dropping those that find it full.
+    fn fill_shared(&mut self, d: usize, now: Instant) {
+        while let Some(f) = self.next_frame(d, now) {
+            let r = &mut self.radio[d];
+            let (q, limit) = r.shared.as_mut().expect("shared-queue mode");
+            if q.len() < *limit {
+                q.push_back(f);
+                continue;
+            }
+            r.stats.frame_queue_drops += 1;
+            if self.trace.queue {
+                let flow = (f.flow != u16::MAX).then_some(f.flow);
+                let len = f.size(self.header);
+                let limit = *limit as u32;
+                self.events.push_back(LinkEvent::FrameQueueDrop {
+                    at: now,
+                    dir: d as u8,
+                    flow,
+                    seq: f.seq,
+                    len,
+                    limit,
+                });
+            }
+        }
+    }
+
+    /// Starts the next frame of direction `d` if the radio is free; reschedules the
+    /// sending end's ARQ timer either way.
+    fn kick(&mut self, now: Instant, d: usize, timers: &mut impl Timers<LinkTimer>) {
+        let shared = self.radio[d].shared.is_some();
+        if self.radio[d].busy {
+            // Pushing frames into the shared queue may have started ARQ timers, and
+            // a frame just received may have changed them.
+            if shared {
+                self.fill_shared(d, now);
+            }
+            self.sched_arq(now, d, timers);
+            return;
+        }
+        if shared {
+            self.fill_shared(d, now);
+        }
+        let next = match &mut self.radio[d].shared {
+            Some((q, _)) => q.pop_front(),
+            None => self.next_frame(d, now),
+        };
+        if let Some(frame) = next {
+            self.transmit(now, d, frame, timers);
+        }
+        self.sched_arq(now, d, timers);
+    }
+
+    fn transmit(&mut self, now: Instant, d: usize, frame: Frame, timers: &mut impl Timers<LinkTimer>) {
+        let header = self.header;
+        let r = &mut self.radio[d];
+        let size = frame.size(header);
+        let airtime = Duration::transmission(size as u64, r.rate);
+        let index = r.stats.frames_sent;
+        let lost = r.channel.lose(index, now, airtime, size as u64 * 8, frame.tx > 1);
+        r.stats.frames_sent += 1;
+        r.stats.bytes_sent += size as u64;
+        r.stats.busy_ns += airtime.nanos();
+        let kind = match frame.kind {
+            FrameKind::Data => {
+                r.stats.data_frames_sent += 1;
+                if frame.tx > 1 {
+                    r.stats.frames_retransmitted += 1;
+                    FrameEvent::Retransmit
+                } else {
+                    FrameEvent::Send
+                }
+            }
+            FrameKind::Ack => {
+                r.stats.ack_frames += 1;
+                FrameEvent::Ack
+            }
+            FrameKind::Nack => {
+                r.stats.nack_frames += 1;
+                FrameEvent::Nack
+            }
+            FrameKind::Status => {
+                r.stats.status_frames += 1;
+                FrameEvent::Status
+            }
+            FrameKind::Idle => {
+                r.stats.idle_frames += 1;
+                FrameEvent::Idle
+            }
+            FrameKind::Reset => {
+                r.stats.reset_frames += 1;
+                FrameEvent::Reset
+            }
+        };
+        if lost {
+            r.stats.frames_lost += 1;
+        }
+        if self.trace.link {
+            let flow = (frame.flow != u16::MAX).then_some(frame.flow);
+            let (seq, ack, tx) = (frame.seq, frame.ack, frame.tx);
+            self.events.push_back(LinkEvent::Frame {
+                at: now,
+                dir: d as u8,
+                kind,
+                flow,
+                seq,
+                ack,
+                len: size,
+                tx,
+                lost,
+            });
+        }
+        if let Channel::TwoState(c) = &mut r.channel {
+            if let Some(log) = &mut c.log {
+                for (at, bad) in log.drain(..) {
+                    self.events.push_back(LinkEvent::Channel { at, dir: d as u8, bad });
+                }
+            }
+        }
+        r.busy = true;
+        timers.schedule(now + airtime, LinkTimer::RadioDone(d as u8));
+        if !lost {
+            r.in_flight.push_back(frame);
+            timers.schedule(now + airtime + r.delay, LinkTimer::FrameArrive(d as u8));
+        }
+    }
+
+    fn frame_arrive(&mut self, now: Instant, d: usize) {
+        let end = 1 - d;
+        let frame = self.radio[d].in_flight.pop_front().expect("frame in flight");
+        if self.trace.link {
+            let flow = (frame.flow != u16::MAX).then_some(frame.flow);
+            let len = frame.size(self.header);
+            let (seq, ack, tx) = (frame.seq, frame.ack, frame.tx);
+            self.events.push_back(LinkEvent::FrameRecv { at: now, dir: d as u8, flow, seq, ack, len, tx });
+        }
+        let sess = frame.session as usize;
+        self.arq[end][sess].on_frame(now, frame);
+        self.delivering = Some((end, sess, now));
+        self.resume = Some((end, now));
+    }
+
+    fn sched_arq(&mut self, now: Instant, e: usize, timers: &mut impl Timers<LinkTimer>) {
+        if let Some(t) = self.arq[e][0].poll_timeout() {
+            let t = t.max(now);
+            if self.arq_sched[e].is_none_or(|x| t < x) {
+                self.arq_sched[e] = Some(t);
+                timers.schedule(t, LinkTimer::Arq(e as u8));
+            }
+        }
+    }
+}
