@@ -1169,18 +1169,5 @@ mod tests {
         let e = err("", &arq(&["wireless.arq.status_prohibit=soon"]));
         assert!(e.path == "wireless.arq.status_prohibit" && e.message.contains("\"off\""), "{e}");
         assert_eq!(err("", &arq(&["wireless.arq.poll_timer=0ms"])).path, "wireless.arq.poll_timer");
-        let o: Vec<String> = arq(&[
-            "wireless.arq.preset=two-state",
-            "wireless.arq.status_prohibit=off",
-            "wireless.arq.max_retransmissions=4",
-            "wireless.arq.poll_window=0",
-        ])
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let sc = parse_scenario(BASE, &o).unwrap();
-        let c = crate::engine::build::rlc_config(sc.wireless.arq.as_ref().unwrap(), 250);
-        assert_eq!((c.status_prohibit, c.max_retransmissions, c.poll_window, c.poll_last_retx), (None, 4, None, true));
-        assert_eq!(c.mrw_timer, Duration::from_millis(110), "the rest comes from the two-state column");
     }
 }

@@ -1,9 +1,13 @@
-//! thinwire core: a deterministic, sans-IO simulator of TCP over ARQ-protected
-//! wireless links. See `ARCHITECTURE.md` in the project's shared material.
+//! thinwire core: sans-IO protocol machines for TCP over ARQ-protected wireless
+//! links, the scenario schema and builder, and (feature `sim`, on by default) the
+//! deterministic discrete-event simulator that drives them. The layers and what may
+//! import what: `docs/architecture.md`.
 pub mod analysis;
 pub mod app;
+pub mod build;
 pub mod channel;
 pub mod config;
+#[cfg(feature = "sim")]
 pub mod engine;
 pub mod fx;
 pub mod link;
@@ -12,6 +16,7 @@ pub mod queue;
 pub mod rng;
 pub mod sched;
 pub mod tcp;
+#[cfg(feature = "testkit")]
 pub mod testkit;
 pub mod time;
 pub mod trace;

@@ -10,9 +10,9 @@
 //!
 //! Each machine exposes `poll_timeout`; the simulator keeps the earliest wake-up it
 //! has scheduled per machine and ignores stale timer events.
-use super::build;
 use crate::app::media::{MediaConfig, MediaSource};
 use crate::app::web::{Transaction, WebModel};
+use crate::build;
 use crate::config::{Limit, Scenario, Stop};
 use crate::link::wireless::{LinkTimer, LinkTrace, Offer, Session, WirelessLink};
 use crate::queue::wired::WiredLink;

@@ -252,3 +252,27 @@ pub fn proxy_config(sc: &Scenario) -> Option<crate::proxy::ProxyConfig> {
     }
     Some(c)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::parse_scenario;
+    use crate::time::Duration;
+    const BASE: &str = "[wireless]\nrate = \"64kbps\"\ndelay = \"50ms\"\n[[flow]]\napp = \"bulk\"\nbytes = \"1MB\"\n";
+    #[test]
+    fn rlc_settings_apply_over_the_preset() {
+        let o: Vec<String> = [
+            "wireless.arq.protocol=rlc",
+            "wireless.arq.preset=two-state",
+            "wireless.arq.status_prohibit=off",
+            "wireless.arq.max_retransmissions=4",
+            "wireless.arq.poll_window=0",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let sc = parse_scenario(BASE, &o).unwrap();
+        let c = super::rlc_config(sc.wireless.arq.as_ref().unwrap(), 250);
+        assert_eq!((c.status_prohibit, c.max_retransmissions, c.poll_window, c.poll_last_retx), (None, 4, None, true));
+        assert_eq!(c.mrw_timer, Duration::from_millis(110), "the rest comes from the two-state column");
+    }
+}

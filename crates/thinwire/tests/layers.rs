@@ -1,0 +1,88 @@
+//! What may import what (docs/architecture.md, "Layers"): every `crate::MODULE`
+//! reference in src/ is checked against this table, so a model that starts using
+//! the simulator, or a wire format that starts using a protocol machine, fails here.
+//! (Building with `--no-default-features` proves the model layer compiles without
+//! the engine; this test also keeps the layers among the models in order.)
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// Top-level module -> modules it may import (besides itself).
+const ALLOWED: &[(&str, &[&str])] = &[
+    // Foundations.
+    ("time", &[]),
+    ("units", &["time"]),
+    ("rng", &[]),
+    ("sched", &["time"]),
+    ("fx", &[]),
+    // Wire formats.
+    ("wire", &["time"]),
+    // Models: sans-IO machines.
+    ("channel", &["rng", "time"]),
+    ("queue", &["time", "wire"]),
+    ("tcp", &["time", "wire"]),
+    ("app", &["rng", "time"]),
+    ("link", &["channel", "queue", "rng", "sched", "time", "wire"]),
+    ("proxy", &["fx", "tcp", "time", "wire"]),
+    // Observing models: trace rows and pcap; capture analysis.
+    ("trace", &["link", "tcp", "proxy", "wire", "time"]),
+    ("analysis", &["fx", "tcp", "time", "wire"]),
+    // Scenario schema (names models' presets) and the builder (scenario -> models).
+    ("config", &["time", "units", "queue", "link", "tcp", "trace"]),
+    ("build", &["config", "time", "units", "rng", "channel", "queue", "link", "tcp", "app", "proxy", "wire"]),
+    // Drivers.
+    (
+        "engine",
+        &[
+            "build", "config", "time", "units", "rng", "sched", "fx", "wire", "channel", "queue", "tcp", "app", "link",
+            "proxy", "trace",
+        ],
+    ),
+    ("testkit", &["time", "sched", "wire", "channel", "queue", "tcp", "link"]),
+];
+
+fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            sources(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn modules_import_only_lower_layers() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = vec![];
+    sources(&src, &mut files);
+    let mut bad = BTreeSet::new();
+    let mut seen = BTreeSet::new();
+    for f in files {
+        let rel = f.strip_prefix(&src).unwrap();
+        let top = rel.iter().next().unwrap().to_str().unwrap().trim_end_matches(".rs").to_string();
+        if top == "lib" {
+            continue;
+        }
+        let Some((_, allowed)) = ALLOWED.iter().find(|(m, _)| *m == top) else {
+            panic!("src/{top}: a new top-level module; add it to ALLOWED here and to docs/architecture.md");
+        };
+        seen.insert(top.clone());
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (i, _) in text.match_indices("crate::") {
+            let before = &text[..i];
+            if before.ends_with("thin") || before.ends_with('$') {
+                continue; // `thinwire::...` in doc examples, macro paths
+            }
+            let name: String = text[i + 7..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            if name.is_empty() || name == top {
+                continue;
+            }
+            if !allowed.contains(&name.as_str()) {
+                bad.insert(format!("{} uses crate::{name}", rel.display()));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "imports across layers:\n{}", bad.into_iter().collect::<Vec<_>>().join("\n"));
+    assert!(seen.contains("link") && seen.contains("engine"), "the scan found the sources");
+}
