@@ -46,7 +46,7 @@ fn main() {
     }
     advance(&mut link, Instant(i64::MAX), &mut out);
     let s = &link.stats()[0];
-    let delays: Vec<f64> = out.iter().map(|(t, _, p)| (*t - p.born).as_secs_f64() * 1e3).collect();
+    let delays: Vec<f64> = out.iter().map(|(t, _, p)| (*t - p.meta.born).as_secs_f64() * 1e3).collect();
     println!(
         "{}: {} of {n} packets delivered ({} dropped at the full queue); delay min {:.1} ms, max {:.1} ms; {} frames sent down, {} lost, {} retransmitted",
         sc.name.as_deref().unwrap_or(path),

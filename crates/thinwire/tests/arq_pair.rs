@@ -49,7 +49,7 @@ fn transfer(a: Arq, b: Arq, n: u16, size: u32, drop: DropFn) -> ArqPair {
     p
 }
 fn idents(p: &ArqPair) -> Vec<u16> {
-    p.delivered[1].iter().map(|p| p.ip.ident).collect()
+    p.delivered[1].iter().map(|p| p.ident() as u16).collect()
 }
 
 #[test]

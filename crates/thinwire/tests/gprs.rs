@@ -39,7 +39,7 @@ fn drive(g: &mut Gprs, arrivals: &[(i64, u16)], tx_ms: i64, until_ms: i64) -> Ve
         }
         if now >= busy_until {
             if let Some(f) = g.poll_transmit(at(now)) {
-                out.push((f.packet.as_ref().unwrap().ip.ident, now));
+                out.push((f.packet().unwrap().ident() as u16, now));
                 busy_until = now + tx_ms;
             }
         }

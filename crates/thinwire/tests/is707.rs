@@ -39,7 +39,7 @@ fn transfer(n: u16, idle: Option<u32>, drop: DropFn, limit_s: i64) -> ArqPair {
     p
 }
 fn idents(p: &ArqPair) -> Vec<u16> {
-    p.delivered[1].iter().map(|p| p.ip.ident).collect()
+    p.delivered[1].iter().map(|p| p.ident() as u16).collect()
 }
 fn none() -> DropFn {
     Box::new(|_, _, _| false)

@@ -93,10 +93,10 @@ fn sr_delivers_every_packet_once_in_order_under_random_loss() {
             }
         }
         p.run(Duration::from_secs(100_000));
-        let got: Vec<u16> = p.delivered[1].iter().map(|p| p.ip.ident).collect();
+        let got: Vec<u16> = p.delivered[1].iter().map(|p| p.ident() as u16).collect();
         assert_eq!(got, (0..n).collect::<Vec<_>>(), "case {case}: {cfg:?} p={p_loss}");
         for w in p.delivered[0].windows(2) {
-            assert!(w[0].ip.ident < w[1].ip.ident, "case {case}: reverse direction out of order or duplicated");
+            assert!(w[0].ident() < w[1].ident(), "case {case}: reverse direction out of order or duplicated");
         }
         if let Arq::Sr(s) = p.side(0) {
             retx += s.stats.retransmissions;

@@ -155,7 +155,7 @@ impl Net {
 
     fn conn_of(&self, p: &Packet) -> usize {
         let L4::Tcp(r) = p.l4 else { unreachable!() };
-        let mport = if p.ip.src == MOBILE { r.src_port } else { r.dst_port };
+        let mport = if p.ip.src() == MOBILE.into() { r.src_port } else { r.dst_port };
         (mport - 40000) as usize
     }
 
@@ -379,7 +379,7 @@ fn requests_and_replies_on_several_connections_share_one_aggregate() {
     net.assert_exact(&[(30_000, 300), (35_000, 400), (40_000, 500)]);
     let p = net.proxy.as_ref().unwrap();
     assert_eq!(p.stats.connections, 3);
-    assert!(p.aggregate(MOBILE).unwrap().list.is_empty());
+    assert!(p.aggregate(MOBILE.into()).unwrap().list.is_empty());
 }
 
 #[test]
@@ -449,7 +449,7 @@ fn resets_cross_the_proxy_in_both_directions() {
             if from_server { "server" } else { "mobile" }
         );
         let p = net.proxy.as_ref().unwrap();
-        assert!(p.aggregate(MOBILE).unwrap().conns.is_empty());
+        assert!(p.aggregate(MOBILE.into()).unwrap().conns.is_empty());
     }
 }
 

@@ -2,7 +2,7 @@
 //! driven by hand where the timing of polls and Status PDUs matters.
 use thinwire::link::{
     rlc_am::{Rlc, RlcConfig, RlcStats},
-    Arq, Frame, FrameKind,
+    Arq, Body, Frame, FrameKind,
 };
 use thinwire::rng::Rng;
 use thinwire::testkit::{ArqPair, DropFn};
@@ -52,7 +52,7 @@ fn transfer(cfg: RlcConfig, n: u16, size: u32, drop: DropFn) -> ArqPair {
     p
 }
 fn idents(p: &ArqPair) -> Vec<u16> {
-    p.delivered[1].iter().map(|p| p.ip.ident).collect()
+    p.delivered[1].iter().map(|p| p.ident() as u16).collect()
 }
 
 #[test]
@@ -80,7 +80,7 @@ fn pdus_and_status_pdus_are_padded_to_the_pdu_size() {
     assert_eq!(f.payload, 250, "a 40-byte SDU still occupies a whole PDU");
     let mut r = Rlc::new(uniform());
     let mut f2 = f.clone();
-    f2.poll = true;
+    f2.set_poll(true);
     r.on_frame(ms(10), f2);
     let st = r.poll_transmit(ms(10)).unwrap();
     assert_eq!((st.kind, st.payload), (FrameKind::Status, 250));
@@ -134,7 +134,7 @@ fn sdu_discard_after_the_retransmission_limit_moves_the_receiver_window() {
 }
 
 fn status(st: thinwire::link::frame::Status) -> Frame {
-    Frame { status: Some(Box::new(st)), ..Frame::control(FrameKind::Status, 0, None) }
+    Frame { body: Body::Status(Box::new(st)), ..Frame::control(FrameKind::Status, 0, None) }
 }
 
 #[test]
@@ -158,17 +158,17 @@ fn a_lost_mrw_is_repeated_by_the_mrw_timer_and_the_receiver_skips_the_sdu() {
     tx.on_frame(ms(520), st);
     assert_eq!(tx.stats.sdu_discards, 1, "2 transmissions used: the SDU is discarded");
     let mrw = tx.poll_transmit(ms(520)).unwrap();
-    assert_eq!(mrw.status.as_ref().unwrap().mrw, Some(3));
+    assert_eq!(mrw.status().unwrap().mrw, Some(3));
     // That MRW is lost: the MRW timer (500 ms) sends it again.
     assert_eq!(tx.poll_timeout(), Some(ms(1020)));
     tx.handle_timeout(ms(1020));
     let mrw = tx.poll_transmit(ms(1020)).unwrap();
-    assert_eq!((mrw.status.as_ref().unwrap().mrw, tx.stats.mrw_sent), (Some(3), 2));
+    assert_eq!((mrw.status().unwrap().mrw, tx.stats.mrw_sent), (Some(3), 2));
     rx.on_frame(ms(1080), mrw);
-    let got: Vec<u16> = std::iter::from_fn(|| rx.poll_deliver()).map(|p| p.ip.ident).collect();
+    let got: Vec<u16> = std::iter::from_fn(|| rx.poll_deliver()).map(|p| p.ident() as u16).collect();
     assert_eq!(got, vec![0, 1, 3, 4], "the receiver skips the discarded SDU and delivers what it held");
     let ack = rx.poll_transmit(ms(1080)).unwrap();
-    assert_eq!(ack.status.as_ref().unwrap().mrw_ack, Some(5));
+    assert_eq!(ack.status().unwrap().mrw_ack, Some(5));
     tx.on_frame(ms(1140), ack);
     assert_eq!(tx.outstanding(), 0, "MRW_ACK releases the window");
     assert!(tx.poll_transmit(ms(1140)).is_none());
@@ -193,7 +193,7 @@ fn window_limits_the_sender_and_window_polls_respect_poll_prohibit() {
         }
     }
     assert_eq!(frames.len(), 128, "window of 128 PDUs");
-    let polls: Vec<u32> = frames.iter().filter(|f| f.poll).map(|f| f.seq).collect();
+    let polls: Vec<u32> = frames.iter().filter(|f| f.poll()).map(|f| f.seq).collect();
     // 70 % of 128 = 89.6: the 90th PDU (SN 89) is the first with usage ≥ 70 %; then
     // poll prohibit (100 ms) holds further polls until SN 189 would be due (1 ms apart here).
     assert_eq!(polls, vec![89]);
@@ -207,7 +207,7 @@ fn poll_timer_repeats_an_unanswered_poll_on_the_newest_pdu() {
         s.send(pkt(i, 250));
     }
     for i in 0..3 {
-        assert_eq!(s.poll_transmit(ms(i)).unwrap().poll, i == 2, "only the last PDU in the buffer polls");
+        assert_eq!(s.poll_transmit(ms(i)).unwrap().poll(), i == 2, "only the last PDU in the buffer polls");
     }
     // No status comes back.
     assert_eq!(s.poll_timeout(), Some(ms(102)), "poll prohibit ends first");
@@ -216,7 +216,7 @@ fn poll_timer_repeats_an_unanswered_poll_on_the_newest_pdu() {
     assert_eq!(s.poll_timeout(), Some(ms(202)), "Timer_Poll: 200 ms after the poll");
     s.handle_timeout(ms(202));
     let f = s.poll_transmit(ms(202)).expect("a poll");
-    assert!(f.poll && f.seq == 2 && f.tx == 2, "retransmits the newest PDU with the poll bit: {f:?}");
+    assert!(f.poll() && f.seq == 2 && f.tx == 2, "retransmits the newest PDU with the poll bit: {f:?}");
     assert_eq!(s.stats.poll_timeouts, 1);
 }
 
@@ -234,21 +234,21 @@ fn status_prohibit_defers_status_pdus() {
     rx.on_frame(ms(60), frames[0].clone());
     rx.on_frame(ms(61), frames[2].clone());
     let st = rx.poll_transmit(ms(61)).expect("gap → status");
-    let rep = st.status.as_ref().unwrap().report.clone().unwrap();
+    let rep = st.status().unwrap().report.clone().unwrap();
     assert_eq!((rep.ack, rep.end, rep.missing), (1, 3, vec![1]));
     rx.on_frame(ms(70), frames[3].clone());
     rx.on_frame(ms(71), frames[5].clone());
     assert!(rx.poll_transmit(ms(71)).is_none(), "status prohibit (90 ms) holds the next report");
     assert_eq!(rx.poll_timeout(), Some(ms(61 + 90)));
     rx.handle_timeout(ms(151));
-    let rep = rx.poll_transmit(ms(151)).unwrap().status.unwrap().report.unwrap();
+    let rep = rx.poll_transmit(ms(151)).unwrap().status().unwrap().report.clone().unwrap();
     assert_eq!((rep.ack, rep.end, rep.missing.clone()), (1, 6, vec![1, 4]));
     // The sender retransmits exactly the missing PDUs, oldest first.
     tx.on_frame(ms(200), status(thinwire::link::frame::Status { report: Some(rep), mrw: None, mrw_ack: None }));
     let a = tx.poll_transmit(ms(200)).unwrap();
     let b = tx.poll_transmit(ms(232)).unwrap();
     assert_eq!((a.seq, a.tx, b.seq, b.tx), (1, 2, 4, 2));
-    assert!(b.poll && !a.poll, "two-state preset polls on the last PDU of the retransmission buffer");
+    assert!(b.poll() && !a.poll(), "two-state preset polls on the last PDU of the retransmission buffer");
 }
 
 #[test]
@@ -306,7 +306,7 @@ fn delivers_every_packet_once_in_order_under_random_loss() {
             assert!(got.len() as u64 + stats(p.side(0)).sdu_discards * 150 >= n as u64);
         }
         for w in p.delivered[0].windows(2) {
-            assert!(w[0].ip.ident < w[1].ip.ident, "case {case}: reverse direction out of order or duplicated");
+            assert!(w[0].ident() < w[1].ident(), "case {case}: reverse direction out of order or duplicated");
         }
         assert_eq!(
             rlc_ref(p.side(0)).outstanding(),

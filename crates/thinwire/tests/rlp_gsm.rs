@@ -173,7 +173,7 @@ fn run_dropping(w: &mut Wire, secs: i64, lose: impl Fn(&Frame) -> bool) {
 fn check_losses_are_exactly_flushed(w: &Wire, data: &[u8]) {
     let mut frame_range = std::collections::HashMap::new();
     for f in w.log[0].iter().filter(|f| f.kind == FrameKind::Data) {
-        let b = &f.bytes.as_ref().unwrap().bytes;
+        let b = &f.chunk().unwrap().bytes;
         let start = u32::from_be_bytes(b[..4].try_into().unwrap()) as usize * 4;
         frame_range.insert(f.seq, (start, start + b.len()));
     }
@@ -317,7 +317,7 @@ fn ppp_and_vj_round_trip_every_packet_exactly_when_nothing_is_lost() {
         let got = &p.delivered[1];
         assert_eq!(got.len(), sent.len(), "vj {vj}");
         for (a, b) in got.iter().zip(&sent) {
-            assert_eq!((a.ip, a.l4, a.payload_len), (b.ip, b.l4, b.payload_len));
+            assert_eq!((&a.ip, a.l4, a.payload_len), (&b.ip, b.l4, b.payload_len));
             assert_eq!(a.emit(), b.emit());
         }
         let Arq::Gsm(g) = p.side(0) else { panic!() };

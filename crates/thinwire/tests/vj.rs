@@ -39,7 +39,7 @@ fn bytes(s: &Seg) -> (Vec<u8>, usize) {
         b[20 + 16..20 + 18].copy_from_slice(&[0, 0]);
         let c = !thinwire::wire::checksum::fold(thinwire::wire::checksum::sum(
             &b[20..],
-            thinwire::wire::checksum::pseudo_header(A, B, 6, (b.len() - 20) as u16),
+            thinwire::wire::checksum::pseudo_header(A.into(), B.into(), 6, (b.len() - 20) as u32),
         ));
         b[20 + 16..20 + 18].copy_from_slice(&c.to_be_bytes());
         p = Packet::parse(&b).unwrap();
@@ -56,7 +56,7 @@ fn rebuilt(b: &[u8], hl: usize, h: &[u8]) -> Vec<u8> {
 }
 
 fn tcp_ok(pkt: &[u8]) -> Result<(), WireError> {
-    TcpRepr::parse(&pkt[20..], A, B).map(|_| ())
+    TcpRepr::parse(&pkt[20..], A.into(), B.into()).map(|_| ())
 }
 
 fn bulk(n: u32, mss: u32) -> Vec<Seg> {

@@ -120,7 +120,7 @@ fn shared_frame_queue_makes_arq_timers_include_queueing() {
         let mut l = link(mux, [sr(900), sr(900)], Limit::Packets(100), [Channel::None, Channel::None]);
         contend(&mut l, 40);
         let (out, _) = drain(&mut l, Duration::from_secs(600));
-        (l.stats()[0].clone(), out[0].iter().filter(|p| p.flow == 0).count())
+        (l.stats()[0].clone(), out[0].iter().filter(|p| p.meta.flow == 0).count())
     };
     let (pull, pull_got) = run(Mux::Pull(Scheduler::RoundRobin));
     let (shared, shared_got) = run(Mux::SharedQueue { limit: 100 });
@@ -140,7 +140,7 @@ fn shared_frame_queue_drops_frames_that_find_it_full_and_sr_recovers_them() {
     let (out, evs) = drain(&mut l, Duration::from_secs(600));
     assert!(l.stats()[0].frame_queue_drops > 0);
     assert!(evs.iter().any(|e| matches!(e, LinkEvent::FrameQueueDrop { limit: 5, .. })));
-    let idents: Vec<u16> = out[0].iter().map(|p| p.ip.ident).collect();
+    let idents: Vec<u16> = out[0].iter().map(|p| p.ident() as u16).collect();
     assert_eq!(idents, (0..30).collect::<Vec<_>>(), "every packet once, in order");
 }
 
@@ -220,4 +220,16 @@ fn own_timers_and_an_outer_queue_make_the_same_decisions() {
     assert_eq!(ka, kb);
     assert_eq!(a.stats(), b.stats());
     assert!(a.stats()[0].frames_lost > 0 && a.stats()[0].frames_retransmitted > 0);
+}
+
+/// The machines can move to another thread (the emulator's and the proxy daemon's
+/// I/O threads): nothing in them is `Rc` or thread-bound.
+#[test]
+fn machines_are_send() {
+    fn send<T: Send>() {}
+    send::<WirelessLink>();
+    send::<thinwire::link::Frame>();
+    send::<Packet>();
+    send::<thinwire::tcp::Tcp>();
+    send::<thinwire::proxy::Proxy>();
 }

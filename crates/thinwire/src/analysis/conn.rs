@@ -350,15 +350,15 @@ fn process(c: &mut Conn, d: usize, t: i64, p: &TcpPkt, cols: Option<&mut Columns
     if let Some(m) = p.opts.mss {
         ds.mss_requested = Some(m);
     }
-    if let Some(w) = p.opts.ws {
+    if let Some(w) = p.opts.wscale {
         ds.wscale_requested = Some(w);
         me.ws = w;
         me.ws_req = true;
     }
-    if p.opts.ts.is_some() {
+    if p.opts.timestamps.is_some() {
         ds.timestamps = true;
     }
-    if p.opts.sack_ok {
+    if p.opts.sack_permitted {
         ds.sack_requested = true;
     }
     if len > 0 {
@@ -481,10 +481,10 @@ fn process(c: &mut Conn, d: usize, t: i64, p: &TcpPkt, cols: Option<&mut Columns
                 }
             }
         }
-        if p.opts.sack_n > 0 {
+        if p.opts.sack_len > 0 {
             ds.sack_pkts += 1;
-            ds.sack_blocks += p.opts.sack_n as u64;
-            ds.max_sack_blocks = ds.max_sack_blocks.max(p.opts.sack_n as u64);
+            ds.sack_blocks += p.opts.sack_len as u64;
+            ds.max_sack_blocks = ds.max_sack_blocks.max(p.opts.sack_len as u64);
             if is_dsack(p) {
                 ds.dsack_pkts += 1;
             }
@@ -589,7 +589,7 @@ fn classify_rexmit(
     me.last_una_rexmit = Some(una);
     me.last_una_rexmit_t = t;
     if ev == EV_TIMEOUT {
-        me.eifel = p.opts.ts.map(|(v, _)| (una, v));
+        me.eifel = p.opts.timestamps.map(|(v, _)| (una, v));
     }
     Some(ev)
 }
@@ -666,7 +666,7 @@ fn ack_in(
         }
         if let Some((u, tsv)) = snd.eifel {
             if a > u {
-                if let Some((_, ecr)) = p.opts.ts {
+                if let Some((_, ecr)) = p.opts.timestamps {
                     if (ecr.wrapping_sub(tsv) as i32) < 0 {
                         ss.spurious_timeouts += 1;
                         out.1 = Some(u);
@@ -687,7 +687,7 @@ fn is_dsack(p: &TcpPkt) -> bool {
     if le(b[0].1, p.ack) {
         return true;
     }
-    p.opts.sack_n > 1
+    p.opts.sack_len > 1
         && ((le(b[1].0, b[0].0) && le(b[0].1, b[1].1))
             || (le(b[0].0, b[1].0) && lt(b[1].0, b[0].1))
             || (le(b[1].1, b[0].1) && lt(b[0].0, b[1].1)))
@@ -844,7 +844,7 @@ mod tests {
     fn eifel_detects_a_spurious_timeout() {
         let mut t = open(0, 0);
         let ts = |mut p: TcpPkt, v: u32, e: u32| {
-            p.opts.ts = Some((v, e));
+            p.opts.timestamps = Some((v, e));
             p
         };
         t.packet(200 * MS, &ts(pk(0, 1, Some(1), 100, 0), 10, 0));
@@ -861,12 +861,12 @@ mod tests {
     #[test]
     fn dsack_forms() {
         let mut p = pk(1, 1, Some(1000), 0, 0);
-        p.opts.sack_n = 1;
+        p.opts.sack_len = 1;
         p.opts.sack = [(500, 600), (0, 0), (0, 0), (0, 0)];
         assert!(is_dsack(&p));
         p.opts.sack = [(1500, 1600), (0, 0), (0, 0), (0, 0)];
         assert!(!is_dsack(&p));
-        p.opts.sack_n = 2;
+        p.opts.sack_len = 2;
         p.opts.sack = [(1500, 1600), (1400, 1700), (0, 0), (0, 0)];
         assert!(is_dsack(&p));
     }

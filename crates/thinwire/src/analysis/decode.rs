@@ -3,22 +3,17 @@
 //! Linux cooked capture SLL (113) and SLL2 (276); IPv4 (options skipped, non-first
 //! fragments ignored) and IPv6 (hop-by-hop, routing, destination-options and
 //! fragment headers skipped); TCP options MSS, window scale, SACK-permitted, SACK
-//! blocks and timestamps (RFC 9293, RFC 7323, RFC 2018).
+//! blocks and timestamps (RFC 9293, RFC 7323, RFC 2018) by the wire layer's option
+//! parser in its lenient mode (`wire::tcp::parse_options`).
 //!
 //! Payload length comes from the IP length field, not from the captured length, so
 //! snap-length-truncated captures count their data correctly. A zero IPv4 total
 //! length (seen in captures of TSO-offloaded segments) falls back to the frame's
 //! length on the wire.
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TcpOpts {
-    pub mss: Option<u16>,
-    pub ws: Option<u8>,
-    pub sack_ok: bool,
-    pub ts: Option<(u32, u32)>,
-    pub sack_n: u8,
-    pub sack: [(u32, u32); 4],
-}
+/// The options of a captured segment, parsed by the wire layer's parser in its
+/// lenient mode (a snap length may cut them; then they are partial).
+pub use crate::wire::TcpOptions as TcpOpts;
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TcpPkt {
@@ -234,40 +229,7 @@ fn tcp(t: &[u8], seg_len: u32, src: [u8; 16], dst: [u8; 16], v6: bool) -> Decode
     };
     // Options: parse what was captured (a snap length may cut them; then they are partial).
     let end = hl.min(t.len());
-    let mut o = 20;
-    while o < end {
-        let kind = t[o];
-        if kind == 0 {
-            break;
-        }
-        if kind == 1 {
-            o += 1;
-            continue;
-        }
-        if o + 1 >= end {
-            break;
-        }
-        let l = t[o + 1] as usize;
-        if l < 2 || o + l > end {
-            break;
-        }
-        let v = &t[o + 2..o + l];
-        match (kind, l) {
-            (2, 4) => p.opts.mss = Some(be16(v, 0)),
-            (3, 3) => p.opts.ws = Some(v[0].min(14)),
-            (4, 2) => p.opts.sack_ok = true,
-            (5, _) => {
-                let n = ((l - 2) / 8).min(4);
-                for i in 0..n {
-                    p.opts.sack[i] = (be32(v, 8 * i), be32(v, 8 * i + 4));
-                }
-                p.opts.sack_n = n as u8;
-            }
-            (8, 10) => p.opts.ts = Some((be32(v, 0), be32(v, 4))),
-            _ => {}
-        }
-        o += l;
-    }
+    p.opts = crate::wire::tcp::parse_options(&t[20..end], crate::wire::OptionMode::Lenient).unwrap_or_default();
     Decoded::Tcp(p)
 }
 
@@ -295,7 +257,7 @@ mod tests {
         let Decoded::Tcp(p) = decode(101, &b, b.len() as u32) else { panic!("not decoded") };
         assert_eq!((p.sport, p.dport, p.seq, p.ack, p.win, p.payload), (1234, 80, 1000, 77, 5000, 100));
         assert_eq!(p.flags & (ACK | PSH), ACK | PSH);
-        assert_eq!(p.opts.ts, Some((11, 22)));
+        assert_eq!(p.opts.timestamps, Some((11, 22)));
         assert_eq!(&p.src[12..], &[10, 0, 0, 1]);
     }
 

@@ -158,6 +158,8 @@ pub struct Sim {
     max_time: Instant,
     pending_finite: usize,
     mask: LayerMask,
+    /// Whether the link produces trace events (link, queue or channel layer).
+    link_traced: bool,
     trace: TraceTable,
     pcap: [Option<PcapWriter>; 2],
     proxy: Option<crate::proxy::Proxy>,
@@ -178,11 +180,9 @@ impl Sim {
         };
         let mask = LayerMask::from_names(&sc.trace.layers);
         let mut link = build::wireless(sc);
-        link.set_trace(LinkTrace {
-            link: mask.has(Layer::Link),
-            queue: mask.has(Layer::Queue),
-            channel: mask.has(Layer::Channel),
-        });
+        let link_trace =
+            LinkTrace { link: mask.has(Layer::Link), queue: mask.has(Layer::Queue), channel: mask.has(Layer::Channel) };
+        link.set_trace(link_trace);
         let mut q = EventQueue::new();
         let mut flows = Vec::new();
         let mut media = Vec::new();
@@ -278,6 +278,7 @@ impl Sim {
             q,
             wired: [mk_wired(0), mk_wired(1)],
             link,
+            link_traced: link_trace.link || link_trace.queue || link_trace.channel,
             flows,
             media,
             webs,
@@ -464,7 +465,7 @@ impl Sim {
     /// The TCP connection whose mobile end sent `p` (for a local drop at the mobile).
     fn local_sender(&self, p: &Packet) -> Option<usize> {
         let L4::Tcp(r) = &p.l4 else { return None };
-        match self.slots[p.flow as usize] {
+        match self.slots[p.meta.flow as usize] {
             Slot::Tcp(f) => Some(f),
             Slot::Web(w) => self.webs[w].ports.get(&r.src_port).copied(),
             Slot::Media(_) => None,
@@ -476,7 +477,7 @@ impl Sim {
         if let Some(w) = &mut self.pcap[end] {
             w.record(now.nanos(), &p.emit());
         }
-        let f = match self.slots[p.flow as usize] {
+        let f = match self.slots[p.meta.flow as usize] {
             Slot::Tcp(f) => f,
             Slot::Web(w) => {
                 let L4::Tcp(r) = &p.l4 else { return };
@@ -488,8 +489,8 @@ impl Sim {
             }
             Slot::Media(m) => {
                 let m = &mut self.media[m];
-                m.recv_born.push(p.born.nanos());
-                m.delays.push((now - p.born).nanos());
+                m.recv_born.push(p.meta.born.nanos());
+                m.delays.push((now - p.meta.born).nanos());
                 m.bytes += p.payload_len as u64;
                 return;
             }
@@ -503,7 +504,7 @@ impl Sim {
                 ev: Ev::Recv,
                 node: if end == 0 { NODE_SERVER } else { NODE_MOBILE },
                 dir: (1 - end) as u8,
-                flow: p.flow as i32,
+                flow: p.meta.flow as i32,
                 seq,
                 ack,
                 len: p.payload_len as i64,
@@ -567,7 +568,7 @@ impl Sim {
     fn enqueue_wired(&mut self, d: usize, p: Packet) {
         let now = self.now();
         let node = if d == 0 { NODE_SERVER } else { NODE_GATEWAY };
-        let (flow, len) = (p.flow as i32, p.size() as i64);
+        let (flow, len) = (p.meta.flow as i32, p.size() as i64);
         let w = &mut self.wired[d];
         let arrival = w.link.offer(now, p.size());
         if let Some(t) = arrival {
@@ -594,7 +595,7 @@ impl Sim {
     // ----- wireless link -----
     fn enqueue_radio(&mut self, d: usize, p: Packet) {
         let now = self.now();
-        let session = self.session[p.flow as usize];
+        let session = self.session[p.meta.flow as usize];
         let quench = if d == 1 { self.local_sender(&p) } else { None };
         let offer = self.link.offer_with(now, d, session, p, &mut self.q);
         if let (Offer::QueueFull, Some(f)) = (offer, quench) {
@@ -616,7 +617,11 @@ impl Sim {
         }
     }
 
+    #[inline]
     fn drain_link_events(&mut self) {
+        if !self.link_traced {
+            return;
+        }
         while let Some(e) = self.link.poll_event() {
             crate::trace::link_rows(&e, |r| self.trace.push(r));
         }

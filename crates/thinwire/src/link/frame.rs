@@ -6,7 +6,7 @@
 //! simulator's stand-in for the bytes), so reassembly hands on exactly what was sent.
 use crate::wire::Packet;
 use std::collections::VecDeque;
-use std::rc::Rc;
+use std::sync::Arc;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FrameKind {
@@ -38,6 +38,8 @@ pub struct Report {
     pub missing: Vec<u32>,
 }
 
+/// A link-layer frame: a header common to every protocol and a per-protocol body.
+/// Frames own or share (`Arc`) what they carry, so they can cross threads.
 #[derive(Clone, Debug)]
 pub struct Frame {
     pub kind: FrameKind,
@@ -46,29 +48,37 @@ pub struct Frame {
     /// Cumulative acknowledgement (next frame expected), on Ack frames and
     /// piggybacked on Data frames of a reliable link.
     pub ack: Option<u32>,
-    /// Payload bytes (0 for control frames).
+    /// Payload bytes on the air (0 for control frames).
     pub payload: u16,
-    pub first: bool,
-    pub last: bool,
-    /// Present on the last fragment of a packet; shared between the sender's
-    /// retransmission buffer and the copies on the air.
-    pub packet: Option<Rc<Packet>>,
     /// Transmission number of this data frame: 1 for the original (metadata for
     /// traces, not part of the wire format).
     pub tx: u16,
-    /// Flow of the packet this fragment belongs to (trace metadata).
+    /// Flow of the packet this frame's bytes belong to (trace metadata).
     pub flow: u16,
     /// Link-layer session on a shared link (0 = ARQ, 1 = bypass); set by the
     /// multiplexer, demultiplexed by the receiver.
     pub session: u8,
-    /// RLC: the poll bit of an AMD PDU.
-    pub poll: bool,
-    /// RLC: the super-fields of a Status PDU.
-    pub status: Option<Box<Status>>,
-    /// Byte-stream links (GSM RLP): the user bytes of the frame.
-    pub bytes: Option<Rc<Chunk>>,
-    /// Link-specific control bits (GSM RLP: [`CTL_POLL`], [`CTL_FINAL`], [`CTL_BUSY`]).
+    /// Protocol control bits: [`CTL_POLL`] (the RLC AMD poll bit; HDLC's P bit),
+    /// [`CTL_FINAL`], [`CTL_BUSY`], [`CTL_DISC`].
     pub ctl: u8,
+    pub body: Body,
+}
+
+/// What a frame carries besides its header.
+#[derive(Clone, Debug, Default)]
+pub enum Body {
+    /// Control frames (ACK, NACK, idle, reset): nothing.
+    #[default]
+    None,
+    /// A fragment of an IP packet (raw, SR/ASR, RLC AMD PDUs, IS-707, GPRS). The
+    /// last fragment carries the packet itself (the bytes of the whole packet, real
+    /// or virtual), shared between the sender's retransmission buffer and the copies
+    /// on the air, so reassembly hands on exactly what was sent.
+    Fragment { first: bool, last: bool, packet: Option<Arc<Packet>> },
+    /// The super-fields of an RLC Status PDU.
+    Status(Box<Status>),
+    /// User bytes of a byte-stream frame (GSM RLP).
+    Stream(Arc<Chunk>),
 }
 
 /// HDLC poll bit of a command (GSM RLP: checkpoint enquiry).
@@ -80,11 +90,13 @@ pub const CTL_BUSY: u8 = 4;
 /// On a [`FrameKind::Reset`] frame: DISC (disconnect) rather than SABM (poll) or UA (final).
 pub const CTL_DISC: u8 = 8;
 
-/// Where an upper-layer frame ends in a byte stream, with the packet's trace metadata.
+/// Where an upper-layer frame ends in a byte stream, with the packet's metadata and
+/// whether it carried real bytes (so the receiver rebuilds a real packet).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Mark {
     pub flow: u16,
     pub born: crate::time::Instant,
+    pub real: bool,
 }
 
 /// User bytes of one byte-stream frame; `marks` holds (offset of an upper-layer
@@ -99,22 +111,43 @@ pub struct Chunk {
 
 impl Frame {
     pub fn control(kind: FrameKind, seq: u32, ack: Option<u32>) -> Frame {
-        Frame {
-            kind,
-            seq,
-            ack,
-            payload: 0,
-            first: false,
-            last: false,
-            packet: None,
-            tx: 1,
-            flow: u16::MAX,
-            session: 0,
-            poll: false,
-            status: None,
-            bytes: None,
-            ctl: 0,
+        Frame { kind, seq, ack, payload: 0, tx: 1, flow: u16::MAX, session: 0, ctl: 0, body: Body::None }
+    }
+    /// The first fragment of a packet.
+    pub fn first(&self) -> bool {
+        matches!(self.body, Body::Fragment { first: true, .. })
+    }
+    /// The last fragment of a packet.
+    pub fn last(&self) -> bool {
+        matches!(self.body, Body::Fragment { last: true, .. })
+    }
+    /// The packet a last fragment carries.
+    pub fn packet(&self) -> Option<&Packet> {
+        match &self.body {
+            Body::Fragment { packet: Some(p), .. } => Some(p),
+            _ => None,
         }
+    }
+    /// An RLC Status PDU's super-fields.
+    pub fn status(&self) -> Option<&Status> {
+        match &self.body {
+            Body::Status(s) => Some(s),
+            _ => None,
+        }
+    }
+    /// A byte-stream frame's user bytes.
+    pub fn chunk(&self) -> Option<&Chunk> {
+        match &self.body {
+            Body::Stream(c) => Some(c),
+            _ => None,
+        }
+    }
+    /// The RLC poll bit.
+    pub fn poll(&self) -> bool {
+        self.ctl & CTL_POLL != 0
+    }
+    pub fn set_poll(&mut self, on: bool) {
+        self.ctl = if on { self.ctl | CTL_POLL } else { self.ctl & !CTL_POLL };
     }
     /// Bytes on the air given the link-layer header size.
     pub fn size(&self, header: u32) -> u32 {
@@ -174,27 +207,35 @@ impl ByteQueue {
 pub fn fragment(pkt: Packet, max_payload: u32, mut push: impl FnMut(Frame)) {
     let size = pkt.size();
     let n = size.div_ceil(max_payload).max(1);
-    let flow = pkt.flow;
-    let mut pkt = Some(Rc::new(pkt));
+    let flow = pkt.meta.flow;
+    let mut pkt = Some(Arc::new(pkt));
     for i in 0..n {
-        let len = if i + 1 == n { size - max_payload * (n - 1) } else { max_payload };
+        let last = i + 1 == n;
+        let len = if last { size - max_payload * (n - 1) } else { max_payload };
+        let body = Body::Fragment { first: i == 0, last, packet: if last { pkt.take() } else { None } };
         push(Frame {
             kind: FrameKind::Data,
             seq: 0,
             ack: None,
             payload: len as u16,
-            first: i == 0,
-            last: i + 1 == n,
-            packet: if i + 1 == n { pkt.take() } else { None },
             tx: 1,
             flow,
             session: 0,
-            poll: false,
-            status: None,
-            bytes: None,
             ctl: 0,
+            body,
         });
     }
+}
+
+/// The packet itself, copied only if another copy of the frame is still around.
+#[inline]
+pub fn unshare(p: Arc<Packet>) -> Packet {
+    // Usually the sender still holds the packet for retransmission: copy without
+    // trying to take it.
+    if Arc::strong_count(&p) > 1 {
+        return (*p).clone();
+    }
+    Arc::try_unwrap(p).unwrap_or_else(|p| (*p).clone())
 }
 
 /// Rebuilds packets from data frames received in sequence-number order; a gap
@@ -210,7 +251,7 @@ impl Reassembler {
     pub fn push(&mut self, f: Frame) -> Option<Packet> {
         let contiguous = self.next_seq == Some(f.seq);
         self.next_seq = Some(f.seq.wrapping_add(1));
-        if f.first {
+        if f.first() {
             self.intact = true;
         } else if !contiguous {
             if self.intact {
@@ -218,11 +259,11 @@ impl Reassembler {
             }
             self.intact = false;
         }
-        if f.last {
+        if let Body::Fragment { last: true, packet, .. } = f.body {
             let ok = self.intact;
             self.intact = false;
             if ok {
-                return f.packet.map(|p| Rc::try_unwrap(p).unwrap_or_else(|p| (*p).clone()));
+                return packet.map(unshare);
             }
         }
         None
@@ -245,7 +286,8 @@ mod tests {
         let mut v = vec![];
         fragment(pkt(600 - 28), 250, |f| v.push(f));
         assert_eq!(v.iter().map(|f| f.payload).collect::<Vec<_>>(), vec![250, 250, 100]);
-        assert!(v[0].first && !v[0].last && v[2].last && v[2].packet.is_some());
+        assert!(v[0].first() && !v[0].last() && v[2].last());
+        assert!(matches!(v[2].body, Body::Fragment { packet: Some(_), .. }));
     }
     #[test]
     fn reassembly_drops_packets_with_gaps() {

@@ -32,12 +32,12 @@
 //!
 //! Both ends draw the same outage schedule (one random stream), so an outage stops
 //! both directions at once.
-use super::frame::{Frame, FrameKind};
+use super::frame::{unshare, Body, Frame, FrameKind};
 use crate::rng::Rng;
 use crate::time::{Duration, Instant};
 use crate::wire::Packet;
 use std::collections::VecDeque;
-use std::rc::Rc;
+use std::sync::Arc;
 
 #[derive(Clone, Debug)]
 pub struct GprsConfig {
@@ -221,19 +221,17 @@ impl Gprs {
             size = (size as f64 / self.cfg.poor_share.clamp(0.01, 1.0)).round() as u32;
             self.stats.poor_packets += 1;
         }
-        let flow = p.flow;
+        let flow = p.meta.flow;
         let mut f = Frame::control(FrameKind::Data, 0, None);
         f.payload = size.min(u16::MAX as u32) as u16;
-        f.first = true;
-        f.last = true;
         f.flow = flow;
-        f.packet = Some(Rc::new(p));
+        f.body = Body::Fragment { first: true, last: true, packet: Some(Arc::new(p)) };
         Some(f)
     }
 
     pub fn on_frame(&mut self, _now: Instant, f: Frame) {
-        if let Some(p) = f.packet {
-            self.delivered.push_back(Rc::try_unwrap(p).unwrap_or_else(|p| (*p).clone()));
+        if let Body::Fragment { packet: Some(p), .. } = f.body {
+            self.delivered.push_back(unshare(p));
         }
     }
 

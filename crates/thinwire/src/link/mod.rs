@@ -15,7 +15,7 @@ pub mod wireless;
 
 use crate::time::Instant;
 use crate::wire::Packet;
-pub use frame::{Frame, FrameKind};
+pub use frame::{Body, Frame, FrameKind};
 
 /// One side of a wireless link: the sender for its direction and the receiver for
 /// the other, so that ACKs can ride on reverse data frames.

@@ -48,7 +48,7 @@
 //! "two-state" preset adds a poll on the last PDU of the retransmission buffer,
 //! window threshold 80 %, status timer 500 ms, status prohibit 90 ms, MRW timer
 //! 110 ms and 1 retransmission.
-use super::frame::{fragment, Frame, FrameKind, Reassembler, Report, Status};
+use super::frame::{fragment, Body, Frame, FrameKind, Reassembler, Report, Status};
 use crate::time::{Duration, Instant};
 use crate::wire::Packet;
 use std::collections::VecDeque;
@@ -298,7 +298,7 @@ impl Rlc {
     fn discard(&mut self, sn: u32) {
         self.stats.sdu_discards += 1;
         let mut end = sn;
-        while end < self.vt_s && !self.slots[(end - self.vt_a) as usize].frame.last {
+        while end < self.vt_s && !self.slots[(end - self.vt_a) as usize].frame.last() {
             end += 1;
         }
         let mrw_sn = if end < self.vt_s {
@@ -306,7 +306,7 @@ impl Rlc {
         } else {
             // The SDU's remaining segments were never numbered: drop them unsent.
             while let Some(f) = self.pending.pop_front() {
-                if f.last {
+                if f.last() {
                     self.pending_sdus -= 1;
                     break;
                 }
@@ -351,7 +351,7 @@ impl Rlc {
 
     fn on_data(&mut self, now: Instant, f: Frame) {
         self.arm_periodic(now);
-        if f.poll {
+        if f.poll() {
             self.status_pending = true;
         }
         let sn = f.seq;
@@ -408,7 +408,7 @@ impl Rlc {
         match f.kind {
             FrameKind::Data => self.on_data(now, f),
             FrameKind::Status => {
-                let st = f.status.expect("status PDU carries super-fields");
+                let Body::Status(st) = f.body else { panic!("status PDU carries super-fields") };
                 if let Some(r) = &st.report {
                     self.on_report(r);
                 }
@@ -447,7 +447,7 @@ impl Rlc {
         self.stats.status_sent += 1;
         let mut f = Frame::control(FrameKind::Status, 0, None);
         f.payload = if self.cfg.pad { self.cfg.max_payload as u16 } else { status_bytes(&st) };
-        f.status = Some(Box::new(st));
+        f.body = Body::Status(Box::new(st));
         Some(f)
     }
 
@@ -480,7 +480,7 @@ impl Rlc {
         if pad {
             f.payload = max;
         }
-        f.poll = want;
+        f.set_poll(want);
         if want {
             self.stats.polls += 1;
             self.poll_pending = false;
@@ -503,7 +503,7 @@ impl Rlc {
         }
         if self.vt_s - self.vt_a < self.cfg.window {
             if let Some(mut f) = self.pending.pop_front() {
-                if f.last {
+                if f.last() {
                     self.pending_sdus -= 1;
                 }
                 f.seq = self.vt_s;

@@ -35,10 +35,10 @@
 //! Flow control (L2R's X bit / RLP's RNR) is driven from outside: [`Rlp::set_busy`]
 //! makes every frame this side sends say "not ready", and a peer that hears it
 //! sends no new I frames (retransmissions and polls still go).
-use super::frame::{ByteQueue, Chunk, Frame, FrameKind, Mark, CTL_BUSY, CTL_DISC, CTL_FINAL, CTL_POLL};
+use super::frame::{Body, ByteQueue, Chunk, Frame, FrameKind, Mark, CTL_BUSY, CTL_DISC, CTL_FINAL, CTL_POLL};
 use crate::time::{Duration, Instant};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::rc::Rc;
+use std::sync::Arc;
 
 /// What exceeding N2 does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,7 +81,7 @@ pub struct RlpStats {
 
 struct Sent {
     n: u32,
-    chunk: Rc<Chunk>,
+    chunk: Arc<Chunk>,
     tx: u16,
 }
 
@@ -107,14 +107,14 @@ pub struct Rlp {
     peer_busy: bool,
     // receive side
     v_r: u32,
-    held: BTreeMap<u32, Rc<Chunk>>,
+    held: BTreeMap<u32, Arc<Chunk>>,
     srej_asked: BTreeSet<u32>,
     srej_due: VecDeque<u32>,
     ack_due: bool,
     final_due: bool,
     busy: bool,
     busy_told: bool,
-    out: VecDeque<Rc<Chunk>>,
+    out: VecDeque<Arc<Chunk>>,
     // link control
     state: State,
     sabm_due: bool,
@@ -177,7 +177,7 @@ impl Rlp {
     }
 
     /// In-sequence bytes received, in order.
-    pub fn read(&mut self) -> Option<Rc<Chunk>> {
+    pub fn read(&mut self) -> Option<Arc<Chunk>> {
         self.out.pop_front()
     }
 
@@ -218,10 +218,10 @@ impl Rlp {
         Chunk { bytes, marks: marks.into_iter().map(|(o, m)| (o as u16, m)).collect(), flow }
     }
 
-    fn data_frame(&mut self, n: u32, chunk: Rc<Chunk>, tx: u16, ctl: u8) -> Frame {
+    fn data_frame(&mut self, n: u32, chunk: Arc<Chunk>, tx: u16, ctl: u8) -> Frame {
         let mut f = self.frame(FrameKind::Data, n, ctl);
         f.flow = chunk.flow;
-        f.bytes = Some(chunk);
+        f.body = Body::Stream(chunk);
         f.tx = tx;
         f
     }
@@ -286,7 +286,7 @@ impl Rlp {
                 return Some(self.data_frame(n, chunk, tx, 0));
             }
             if !self.peer_busy && !self.input.is_empty() && self.v_s < self.v_a + self.cfg.window {
-                let chunk = Rc::new(self.take_chunk());
+                let chunk = Arc::new(self.take_chunk());
                 let n = self.v_s;
                 self.v_s += 1;
                 self.sent.push_back(Sent { n, chunk: chunk.clone(), tx: 1 });
@@ -487,7 +487,7 @@ impl Rlp {
 
     fn on_data(&mut self, f: Frame) {
         let n = f.seq;
-        let chunk = f.bytes.expect("RLP data frame carries bytes");
+        let Body::Stream(chunk) = f.body else { panic!("RLP data frame carries bytes") };
         self.ack_due = true;
         if n < self.v_r || n >= self.v_r + self.cfg.window {
             return;

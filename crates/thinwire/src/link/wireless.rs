@@ -231,9 +231,14 @@ struct Radio {
 
 pub struct WirelessLink {
     radio: [Radio; 2],
-    /// [end][session]: end 0 = gateway, 1 = mobile.
-    arq: [[Arq; 2]; 2],
+    /// The configured protocol at each end (0 = gateway, 1 = mobile): session 0.
+    arq: [Arq; 2],
+    /// The bypass session at each end (no ARQ): session 1.
+    bypass: [Raw; 2],
     arq_sched: [Option<Instant>; 2],
+    /// The end's ARQ machine was driven since its timer was last looked at (its
+    /// deadline can only have changed then).
+    arq_dirty: [bool; 2],
     scheduler: Scheduler,
     header: u32,
     /// An end whose ARQ delivered packets: (end, session, time); it transmits again
@@ -268,12 +273,13 @@ impl WirelessLink {
                 stats: LinkStats { rate_bps: dc.rate, ..Default::default() },
             }
         };
-        let [a0, a1] = arq;
-        let bypass = || Arq::Raw(Raw::new(cfg.frame));
+
         WirelessLink {
             radio: [radio(0, c0), radio(1, c1)],
-            arq: [[a0, bypass()], [a1, bypass()]],
+            arq,
+            bypass: [Raw::new(cfg.frame), Raw::new(cfg.frame)],
             arq_sched: [None, None],
+            arq_dirty: [true, true],
             scheduler: match cfg.mux {
                 Mux::Pull(s) => s,
                 Mux::SharedQueue { .. } => Scheduler::RoundRobin,
@@ -299,7 +305,7 @@ impl WirelessLink {
 
     /// The configured link protocol at end `e` (0 = gateway, 1 = mobile).
     pub fn arq(&self, e: usize) -> &Arq {
-        &self.arq[e][0]
+        &self.arq[e]
     }
 
     /// Packets waiting in direction `dir`'s IP queue of `session`.
@@ -371,9 +377,9 @@ impl WirelessLink {
 
     fn push(&mut self, now: Instant, dir: usize, session: Session, p: Packet) -> Offer {
         let sess = session as usize;
-        let (flow, len) = (p.flow, p.size());
+        let (flow, len) = (p.meta.flow, p.size());
         let r = &mut self.radio[dir];
-        let dropped = r.qs[sess].push(p).is_err();
+        let dropped = !r.qs[sess].push(p);
         if dropped {
             r.stats.queue_drops += 1;
         }
@@ -410,7 +416,8 @@ impl WirelessLink {
                     return; // superseded by an earlier timer
                 }
                 self.arq_sched[e] = None;
-                self.arq[e][0].handle_timeout(now);
+                self.arq[e].handle_timeout(now);
+                self.arq_dirty[e] = true;
                 self.delivering = Some((e, 0, now));
                 self.resume = Some((e, now));
             }
@@ -420,14 +427,21 @@ impl WirelessLink {
     /// The next packet that left the far end of its direction: (direction, packet).
     pub fn poll_deliver(&mut self) -> Option<(usize, Packet)> {
         let (end, sess, now) = self.delivering?;
-        let Some(p) = self.arq[end][sess].poll_deliver() else {
+        let next = if sess == 0 { self.arq[end].poll_deliver() } else { self.bypass[end].poll_deliver() };
+        let Some(p) = next else {
             self.delivering = None;
             return None;
         };
         let dir = 1 - end;
         if self.trace.link {
-            let delay = now - p.born;
-            self.events.push_back(LinkEvent::Deliver { at: now, dir: dir as u8, flow: p.flow, len: p.size(), delay });
+            let delay = now - p.meta.born;
+            self.events.push_back(LinkEvent::Deliver {
+                at: now,
+                dir: dir as u8,
+                flow: p.meta.flow,
+                len: p.size(),
+                delay,
+            });
         }
         Some((dir, p))
     }
@@ -450,11 +464,11 @@ impl WirelessLink {
     pub fn stats(&self) -> [LinkStats; 2] {
         let mut out = [self.radio[0].stats.clone(), self.radio[1].stats.clone()];
         for (d, s) in out.iter_mut().enumerate() {
-            if let Arq::Gprs(g) = &self.arq[d][0] {
+            if let Arq::Gprs(g) = &self.arq[d] {
                 s.tbf_setups = g.stats.tbf_setups;
                 s.outages = g.stats.outages;
             }
-            if let (Arq::Gsm(tx), Arq::Gsm(rx)) = (&self.arq[d][0], &self.arq[1 - d][0]) {
+            if let (Arq::Gsm(tx), Arq::Gsm(rx)) = (&self.arq[d], &self.arq[1 - d]) {
                 s.link_resets = tx.rlp.stats.resets;
                 s.flushed_bytes = tx.rlp.stats.flushed_tx + rx.rlp.stats.flushed_rx;
                 s.call_dropped = !tx.rlp.is_up() || !rx.rlp.is_up();
@@ -463,8 +477,8 @@ impl WirelessLink {
                 s.checksum_drops = rx.stats.checksum_drops;
                 s.l2r_busy = rx.stats.l2r_busy;
             }
-            s.arq_timeouts = self.arq[d][0].timeouts();
-            s.sdu_discards = self.arq[d][0].discards();
+            s.arq_timeouts = self.arq[d].timeouts();
+            s.sdu_discards = self.arq[d].discards();
         }
         out
     }
@@ -480,14 +494,26 @@ impl WirelessLink {
             Scheduler::BypassFirst => [1, 0],
         };
         for s in order {
-            let arq = &mut self.arq[d][s];
-            while arq.wants_packet() {
-                match r.qs[s].pop() {
-                    Some(p) => arq.send(now, p),
-                    None => break,
+            let next = if s == 0 {
+                let arq = &mut self.arq[d];
+                self.arq_dirty[d] = true;
+                while arq.wants_packet() {
+                    match r.qs[0].pop() {
+                        Some(p) => arq.send(now, p),
+                        None => break,
+                    }
                 }
-            }
-            if let Some(mut f) = arq.poll_transmit(now) {
+                arq.poll_transmit(now)
+            } else {
+                let raw = &mut self.bypass[d];
+                if raw.wants_packet() {
+                    if let Some(p) = r.qs[1].pop() {
+                        raw.send(p);
+                    }
+                }
+                raw.poll_transmit(now)
+            };
+            if let Some(mut f) = next {
                 f.session = s as u8;
                 r.rr = 1 - s;
                 return Some(f);
@@ -633,13 +659,21 @@ impl WirelessLink {
             self.events.push_back(LinkEvent::FrameRecv { at: now, dir: d as u8, flow, seq, ack, len, tx });
         }
         let sess = frame.session as usize;
-        self.arq[end][sess].on_frame(now, frame);
+        if sess == 0 {
+            self.arq[end].on_frame(now, frame);
+            self.arq_dirty[end] = true;
+        } else {
+            self.bypass[end].on_frame(now, frame);
+        }
         self.delivering = Some((end, sess, now));
         self.resume = Some((end, now));
     }
 
     fn sched_arq(&mut self, now: Instant, e: usize, timers: &mut impl Timers<LinkTimer>) {
-        if let Some(t) = self.arq[e][0].poll_timeout() {
+        if !std::mem::take(&mut self.arq_dirty[e]) {
+            return;
+        }
+        if let Some(t) = self.arq[e].poll_timeout() {
             let t = t.max(now);
             if self.arq_sched[e].is_none_or(|x| t < x) {
                 self.arq_sched[e] = Some(t);

@@ -38,6 +38,7 @@
 use super::sched::Stride;
 use crate::tcp::rtt::RttEstimator;
 use crate::time::{Duration, Instant};
+use crate::wire::IpAddress;
 
 /// One unacknowledged segment on the wireless side.
 #[derive(Clone, Debug)]
@@ -65,7 +66,7 @@ impl Entry {
 }
 
 pub struct Acb {
-    pub mobile: [u8; 4],
+    pub mobile: IpAddress,
     pub clamp: u64,
     /// One-segment probing after a timeout.
     pub probing: bool,
@@ -93,7 +94,7 @@ pub struct Feedback {
 }
 
 impl Acb {
-    pub fn new(mobile: [u8; 4], clamp: u64, rtt: RttEstimator) -> Acb {
+    pub fn new(mobile: IpAddress, clamp: u64, rtt: RttEstimator) -> Acb {
         Acb {
             mobile,
             clamp,
@@ -248,7 +249,7 @@ mod tests {
 
     fn acb() -> Acb {
         Acb::new(
-            [0; 4],
+            [0; 4].into(),
             10_000,
             RttEstimator::new(
                 Duration::from_secs(3),

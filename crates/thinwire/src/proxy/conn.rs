@@ -15,6 +15,7 @@
 use crate::tcp::ranges::Ranges;
 use crate::tcp::Tcp;
 use crate::time::Instant;
+use crate::wire::IpAddress;
 use crate::wire::{TcpFlags, TcpRepr};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,8 +30,8 @@ pub enum Phase {
 
 pub struct Conn {
     pub flow: u16,
-    pub mobile: [u8; 4],
-    pub server: [u8; 4],
+    pub mobile: IpAddress,
+    pub server: IpAddress,
     pub mport: u16,
     pub sport: u16,
     pub acb: usize,

@@ -53,6 +53,7 @@ use crate::fx::FxMap;
 use crate::tcp::rtt::RttEstimator;
 use crate::tcp::{TcpConfig, Variant};
 use crate::time::{Duration, Instant};
+use crate::wire::IpAddress;
 use crate::wire::{Packet, TcpFlags, TcpRepr, L4};
 use acb::{allowance_step, Acb};
 use conn::{Conn, Phase};
@@ -185,7 +186,7 @@ pub struct ProxyStats {
     pub clamp: u64,
 }
 
-type Key = ([u8; 4], u16, [u8; 4], u16);
+type Key = (IpAddress, u16, IpAddress, u16);
 
 pub struct Proxy {
     pub cfg: ProxyConfig,
@@ -194,7 +195,7 @@ pub struct Proxy {
     live: Vec<usize>,
     by_key: FxMap<Key, usize>,
     acbs: Vec<Acb>,
-    by_mobile: FxMap<[u8; 4], usize>,
+    by_mobile: FxMap<IpAddress, usize>,
     out: VecDeque<(Side, Packet)>,
     ident: u16,
     pub trace: Option<Vec<Event>>,
@@ -273,8 +274,8 @@ impl Proxy {
     pub fn on_packet(&mut self, now: Instant, from: Side, p: Packet) {
         let L4::Tcp(r) = p.l4 else { return self.pass(from, p) };
         let key = match from {
-            Side::Wireless => (p.ip.src, r.src_port, p.ip.dst, r.dst_port),
-            Side::Wired => (p.ip.dst, r.dst_port, p.ip.src, r.src_port),
+            Side::Wireless => (p.ip.src(), r.src_port, p.ip.dst(), r.dst_port),
+            Side::Wired => (p.ip.dst(), r.dst_port, p.ip.src(), r.src_port),
         };
         let existing = self
             .by_key
@@ -335,7 +336,7 @@ impl Proxy {
         let mss = (self.cfg.mss as u64).min(r.mss.unwrap_or(536) as u64);
         let c = self.conns.len();
         self.conns.push(Conn {
-            flow: p.flow,
+            flow: p.meta.flow,
             mobile,
             server,
             mport,
@@ -695,7 +696,7 @@ impl Proxy {
         self.conns.iter()
     }
     /// The aggregate of a mobile host.
-    pub fn aggregate(&self, mobile: [u8; 4]) -> Option<&Acb> {
+    pub fn aggregate(&self, mobile: IpAddress) -> Option<&Acb> {
         self.by_mobile.get(&mobile).map(|&a| &self.acbs[a])
     }
 }

@@ -25,20 +25,20 @@ impl DropTail {
     pub fn new(limit: Limit) -> DropTail {
         DropTail { q: VecDeque::new(), bytes: 0, limit, drops: 0, max_len: 0 }
     }
-    /// Enqueues; returns the packet back if it was dropped.
-    pub fn push(&mut self, p: Packet) -> Result<(), Packet> {
+    /// Enqueues; false if the packet did not fit and was dropped.
+    pub fn push(&mut self, p: Packet) -> bool {
         let fits = match self.limit {
             Limit::Packets(n) => self.q.len() < n as usize,
             Limit::Bytes(b) => self.bytes + p.size() as u64 <= b,
         };
         if !fits {
             self.drops += 1;
-            return Err(p);
+            return false;
         }
         self.bytes += p.size() as u64;
         self.q.push_back(p);
         self.max_len = self.max_len.max(self.q.len());
-        Ok(())
+        true
     }
     pub fn pop(&mut self) -> Option<Packet> {
         let p = self.q.pop_front()?;
@@ -64,17 +64,17 @@ mod tests {
     #[test]
     fn packet_limit() {
         let mut q = DropTail::new(Limit::Packets(2));
-        assert!(q.push(p(10)).is_ok() && q.push(p(10)).is_ok());
-        assert!(q.push(p(10)).is_err());
+        assert!(q.push(p(10)) && q.push(p(10)));
+        assert!(!q.push(p(10)));
         assert_eq!(q.drops, 1);
         q.pop();
-        assert!(q.push(p(10)).is_ok());
+        assert!(q.push(p(10)));
     }
     #[test]
     fn byte_limit() {
         let mut q = DropTail::new(Limit::Bytes(100));
-        assert!(q.push(p(50 - 28)).is_ok());
-        assert!(q.push(p(51 - 28)).is_err());
-        assert!(q.push(p(50 - 28)).is_ok());
+        assert!(q.push(p(50 - 28)));
+        assert!(!q.push(p(51 - 28)));
+        assert!(q.push(p(50 - 28)));
     }
 }

@@ -27,11 +27,12 @@ pub fn checksum(data: &[u8]) -> u16 {
     !fold(sum(data, 0))
 }
 
-/// IPv4 pseudo-header sum for TCP/UDP.
-pub fn pseudo_header(src: [u8; 4], dst: [u8; 4], proto: u8, len: u16) -> u32 {
-    let mut acc = sum(&src, 0);
-    acc = sum(&dst, acc);
-    acc + proto as u32 + len as u32
+/// Pseudo-header sum for TCP/UDP: IPv4 (RFC 793) or IPv6 (RFC 8200 §8.1); `len`
+/// is the transport header and data length.
+pub fn pseudo_header(src: super::IpAddress, dst: super::IpAddress, proto: u8, len: u32) -> u32 {
+    let mut acc = sum(src.bytes(), 0);
+    acc = sum(dst.bytes(), acc);
+    acc + proto as u32 + (len >> 16) + (len & 0xffff)
 }
 
 #[cfg(test)]

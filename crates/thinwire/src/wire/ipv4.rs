@@ -1,9 +1,9 @@
-//! IPv4 header (RFC 791), without options.
+//! IPv4 header (RFC 791). thinwire emits headers without options (DF set); parsing
+//! real packets accepts options (kept in the packet's bytes) and fragments.
 use super::{checksum, WireError};
 
 pub const HEADER_LEN: usize = 20;
-pub const PROTO_TCP: u8 = 6;
-pub const PROTO_UDP: u8 = 17;
+pub use super::ip::{PROTO_TCP, PROTO_UDP};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ipv4Repr {
@@ -37,8 +37,16 @@ impl Ipv4Repr {
         b[10..12].copy_from_slice(&c.to_be_bytes());
     }
 
-    /// Parses and validates a header; returns the repr and the payload slice.
+    /// Parses and validates a header (checksum verified); returns the repr and the
+    /// payload slice.
     pub fn parse(buf: &[u8]) -> Result<(Ipv4Repr, &[u8]), WireError> {
+        Self::parse_mode(buf, true)
+    }
+
+    /// `strict`: verify the header checksum. Either way the payload is what the
+    /// total length says (after any options); a non-first fragment is an error
+    /// (`Fragment`) since it carries no transport header.
+    pub fn parse_mode(buf: &[u8], strict: bool) -> Result<(Ipv4Repr, &[u8]), WireError> {
         if buf.len() < HEADER_LEN {
             return Err(WireError::Truncated);
         }
@@ -53,8 +61,11 @@ impl Ipv4Repr {
         if total < ihl || total > buf.len() {
             return Err(WireError::Truncated);
         }
-        if checksum::checksum(&buf[..ihl]) != 0 {
+        if strict && checksum::checksum(&buf[..ihl]) != 0 {
             return Err(WireError::Checksum);
+        }
+        if u16::from_be_bytes([buf[6], buf[7]]) & 0x1fff != 0 {
+            return Err(WireError::Fragment);
         }
         let r = Ipv4Repr {
             ident: u16::from_be_bytes([buf[4], buf[5]]),

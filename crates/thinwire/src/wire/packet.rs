@@ -1,38 +1,100 @@
-//! A simulated IP packet: header `Repr`s plus a virtual payload length.
-use super::{ipv4, tcp::TcpRepr, udp::UdpRepr, Ipv4Repr};
+//! An IP packet as the link layers carry it: header `Repr`s, a payload that is
+//! either virtual (the simulator's fast path: a length, with bytes that follow from
+//! the TCP sequence number or the IP identification) or real (the packet's bytes,
+//! whole, as read from a device or built by a host), and the simulator's metadata
+//! beside them.
+use super::{ip, IpAddress, IpRepr, TcpRepr, UdpRepr, WireError};
 use crate::time::Instant;
+use std::sync::Arc;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum L4 {
     Tcp(TcpRepr),
     Udp(UdpRepr),
+    /// Another transport (ICMP, ...), or a fragment without a transport header:
+    /// only real packets carry it, and their bytes say the rest.
+    Other(u8),
+}
+
+/// What the simulator knows about a packet besides its bytes: not part of the wire
+/// format, kept beside it through every layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Meta {
+    /// Index of the flow this packet belongs to (traces, statistics).
+    pub flow: u16,
+    /// When the packet entered the network (delay statistics).
+    pub born: Instant,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Packet {
-    pub ip: Ipv4Repr,
+    pub ip: IpRepr,
     pub l4: L4,
-    /// Application payload bytes (virtual).
+    /// Application payload bytes after the transport header.
     pub payload_len: u32,
-    /// Index of the flow this packet belongs to.
-    pub flow: u16,
-    /// When the packet entered the network (for delay statistics).
-    pub born: Instant,
+    /// Real packets: the whole packet, headers included, exactly as it must leave
+    /// the link (`ip` and `l4` are a view parsed from it). `None`: the payload is
+    /// virtual and `emit` builds the bytes from the reprs.
+    pub bytes: Option<Arc<Vec<u8>>>,
+    pub meta: Meta,
 }
 
 impl Packet {
-    pub fn new(src: [u8; 4], dst: [u8; 4], ident: u16, l4: L4, payload_len: u32, flow: u16, born: Instant) -> Packet {
+    /// A packet with a virtual payload of `payload_len` bytes.
+    pub fn new(
+        src: impl Into<IpAddress>,
+        dst: impl Into<IpAddress>,
+        ident: u16,
+        l4: L4,
+        payload_len: u32,
+        flow: u16,
+        born: Instant,
+    ) -> Packet {
         let (proto, hl) = match &l4 {
-            L4::Tcp(t) => (ipv4::PROTO_TCP, t.header_len()),
-            L4::Udp(_) => (ipv4::PROTO_UDP, super::udp::HEADER_LEN),
+            L4::Tcp(t) => (ip::PROTO_TCP, t.header_len()),
+            L4::Udp(_) => (ip::PROTO_UDP, super::udp::HEADER_LEN),
+            L4::Other(p) => (*p, 0),
         };
-        let ip =
-            Ipv4Repr { src, dst, protocol: proto, ttl: 64, ident, payload_len: (hl + payload_len as usize) as u16 };
-        Packet { ip, l4, payload_len, flow, born }
+        let ip = IpRepr::new(src.into(), dst.into(), proto, ident, hl + payload_len as usize);
+        Packet { ip, l4, payload_len, bytes: None, meta: Meta { flow, born } }
     }
+
+    /// A real packet from its bytes (IPv4 or IPv6, any transport): the bytes stay
+    /// as they are; the header view is parsed leniently (no checksums checked,
+    /// unknown options skipped). Fails only when no IP header can be found.
+    pub fn from_bytes(bytes: Vec<u8>, meta: Meta) -> Result<Packet, WireError> {
+        let bytes = Arc::new(bytes);
+        let (ip, l4, payload_len) = match IpRepr::parse(&bytes, false) {
+            Ok((ip, body)) => {
+                let (l4, pl) = match ip.protocol() {
+                    ip::PROTO_TCP => match TcpRepr::parse_lenient(body) {
+                        Ok((t, p)) => (L4::Tcp(t), p.len()),
+                        Err(_) => (L4::Other(ip::PROTO_TCP), body.len()),
+                    },
+                    ip::PROTO_UDP => match UdpRepr::parse_lenient(body) {
+                        Ok((u, p)) => (L4::Udp(u), p.len()),
+                        Err(_) => (L4::Other(ip::PROTO_UDP), body.len()),
+                    },
+                    p => (L4::Other(p), body.len()),
+                };
+                (ip, l4, pl as u32)
+            }
+            Err(WireError::Fragment) => {
+                // A non-first fragment: addresses from the fixed header, no transport.
+                let (ip, proto) = fragment_view(&bytes)?;
+                (ip, L4::Other(proto), 0)
+            }
+            Err(e) => return Err(e),
+        };
+        Ok(Packet { ip, l4, payload_len, bytes: Some(bytes), meta })
+    }
+
     /// Bytes on the wire at the IP layer.
     pub fn size(&self) -> u32 {
-        self.ip.total_len() as u32
+        match &self.bytes {
+            Some(b) => b.len() as u32,
+            None => self.ip.total_len() as u32,
+        }
     }
     pub fn tcp(&self) -> Option<&TcpRepr> {
         if let L4::Tcp(t) = &self.l4 {
@@ -41,41 +103,89 @@ impl Packet {
             None
         }
     }
+    /// Whether the packet carries real bytes.
+    pub fn is_real(&self) -> bool {
+        self.bytes.is_some()
+    }
+    /// IPv4 identification, or the IPv6 flow label.
+    pub fn ident(&self) -> u32 {
+        self.ip.ident()
+    }
 
-    /// The packet's bytes with real headers and checksums over the virtual payload.
+    /// The packet's bytes: real ones as they are; otherwise real headers and
+    /// checksums over the virtual payload.
     pub fn emit(&self) -> Vec<u8> {
+        if let Some(b) = &self.bytes {
+            return b.to_vec();
+        }
         let total = self.ip.total_len();
         let mut buf = vec![0u8; total];
         self.ip.emit(&mut buf);
         let payload: Vec<u8> = match &self.l4 {
             L4::Tcp(t) => (0..self.payload_len).map(|i| super::virtual_byte(t.seq.wrapping_add(i))).collect(),
-            L4::Udp(_) => {
-                (0..self.payload_len).map(|i| super::virtual_byte((self.ip.ident as u32) << 16 | i)).collect()
-            }
+            _ => (0..self.payload_len).map(|i| super::virtual_byte(self.ip.ident() << 16 | i)).collect(),
         };
-        let body = &mut buf[ipv4::HEADER_LEN..];
+        let body = &mut buf[self.ip.header_len()..];
+        let (s, d) = (self.ip.src(), self.ip.dst());
         match &self.l4 {
-            L4::Tcp(t) => t.emit(body, &payload, self.ip.src, self.ip.dst),
-            L4::Udp(u) => u.emit(body, &payload, self.ip.src, self.ip.dst),
+            L4::Tcp(t) => t.emit(body, &payload, s, d),
+            L4::Udp(u) => u.emit(body, &payload, s, d),
+            L4::Other(_) => body.copy_from_slice(&payload),
         }
         buf
     }
 
-    /// Parses bytes emitted by [`Packet::emit`] (or any IPv4 TCP/UDP packet).
-    pub fn parse(buf: &[u8]) -> Result<Packet, super::WireError> {
-        let (ip, body) = Ipv4Repr::parse(buf)?;
-        let (l4, pl) = match ip.protocol {
-            ipv4::PROTO_TCP => {
-                let (t, p) = TcpRepr::parse(body, ip.src, ip.dst)?;
-                (L4::Tcp(t), p.len())
-            }
-            ipv4::PROTO_UDP => {
-                let (u, p) = UdpRepr::parse(body, ip.src, ip.dst)?;
-                (L4::Udp(u), p.len())
-            }
-            _ => return Err(super::WireError::Malformed("not TCP or UDP")),
-        };
-        Ok(Packet { ip, l4, payload_len: pl as u32, flow: 0, born: Instant::ZERO })
+    /// Parses bytes emitted by [`Packet::emit`] (or any IPv4/IPv6 TCP or UDP
+    /// packet) strictly, verifying every checksum; the result has a virtual
+    /// payload of the same length.
+    pub fn parse(buf: &[u8]) -> Result<Packet, WireError> {
+        let (ip, body) = IpRepr::parse(buf, true)?;
+        let (l4, pl) = transport(&ip, body)?;
+        Ok(Packet { ip, l4, payload_len: pl as u32, bytes: None, meta: Meta::default() })
+    }
+
+    /// Verifies a real packet's checksums as a receiving host would: the IPv4
+    /// header checksum and the TCP or UDP checksum; other transports pass.
+    pub fn verify(buf: &[u8]) -> Result<(), WireError> {
+        let (ip, body) = IpRepr::parse(buf, true)?;
+        match ip.protocol() {
+            ip::PROTO_TCP | ip::PROTO_UDP => transport(&ip, body).map(|_| ()),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The transport header of a strictly parsed packet and its payload length.
+fn transport(ip: &IpRepr, body: &[u8]) -> Result<(L4, usize), WireError> {
+    let (s, d) = (ip.src(), ip.dst());
+    match ip.protocol() {
+        ip::PROTO_TCP => TcpRepr::parse(body, s, d).map(|(t, p)| (L4::Tcp(t), p.len())),
+        ip::PROTO_UDP => UdpRepr::parse(body, s, d).map(|(u, p)| (L4::Udp(u), p.len())),
+        _ => Err(WireError::Malformed("not TCP or UDP")),
+    }
+}
+
+/// Addresses and protocol of a non-first fragment.
+fn fragment_view(b: &[u8]) -> Result<(IpRepr, u8), WireError> {
+    match b[0] >> 4 {
+        4 => {
+            let mut h = super::Ipv4Repr {
+                src: b[12..16].try_into().unwrap(),
+                dst: b[16..20].try_into().unwrap(),
+                protocol: b[9],
+                ttl: b[8],
+                ident: u16::from_be_bytes([b[4], b[5]]),
+                payload_len: 0,
+            };
+            h.payload_len = (b.len() - 20) as u16;
+            Ok((IpRepr::V4(h), b[9]))
+        }
+        _ => {
+            let src: [u8; 16] = b[8..24].try_into().unwrap();
+            let dst: [u8; 16] = b[24..40].try_into().unwrap();
+            let ip = IpRepr::new(src.into(), dst.into(), 44, 0, b.len() - 40);
+            Ok((ip, 44))
+        }
     }
 }
 
@@ -119,5 +229,43 @@ mod tests {
         let n = bytes.len();
         bytes[n - 1] ^= 0x40;
         assert_eq!(Packet::parse(&bytes).unwrap_err(), crate::wire::WireError::Checksum);
+    }
+    #[test]
+    fn ipv6_tcp_roundtrip() {
+        let t = TcpRepr { src_port: 1, dst_port: 2, seq: 7, flags: TcpFlags(TcpFlags::SYN), ..Default::default() };
+        let (s, d) = (
+            [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+            [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+        );
+        let p = Packet::new(s, d, 3, L4::Tcp(t), 10, 0, Instant::ZERO);
+        let b = p.emit();
+        assert_eq!(b.len(), 40 + 20 + 10);
+        let q = Packet::parse(&b).unwrap();
+        assert_eq!((q.ip, q.l4, q.payload_len), (p.ip, p.l4, 10));
+        assert!(Packet::verify(&b).is_ok());
+    }
+    /// A real packet keeps its bytes whatever they hold: IPv4 options, ECN bits,
+    /// an unknown TCP option, a wrong checksum, ICMP.
+    #[test]
+    fn real_packets_keep_their_bytes() {
+        let t = TcpRepr { src_port: 80, dst_port: 9, seq: 1, flags: TcpFlags(TcpFlags::ACK), ..Default::default() };
+        let mut b = Packet::new([10, 0, 0, 1], [10, 0, 1, 2], 1, L4::Tcp(t), 5, 0, Instant::ZERO).emit();
+        b[1] = 0x02; // ECT(0)
+        b[20 + 13] |= 0x80; // CWR
+        b[20 + 16] ^= 0xff; // break the TCP checksum
+        let p = Packet::from_bytes(b.clone(), Meta { flow: 3, born: Instant(5) }).unwrap();
+        assert_eq!(p.emit(), b);
+        assert_eq!((p.size(), p.payload_len, p.meta.flow), (b.len() as u32, 5, 3));
+        assert_eq!(p.tcp().unwrap().flags.0 & 0x80, 0x80, "every flag bit is kept in the view");
+        assert_eq!(Packet::verify(&b), Err(WireError::Checksum));
+        // ICMP echo request over IPv4.
+        let mut icmp = vec![0x45, 0, 0, 28, 0, 1, 0x40, 0, 64, 1, 0, 0, 10, 0, 1, 2, 10, 0, 0, 1];
+        let c = crate::wire::checksum::checksum(&icmp);
+        icmp[10..12].copy_from_slice(&c.to_be_bytes());
+        icmp.extend_from_slice(&[8, 0, 0xf7, 0xfe, 0, 1, 0, 0]);
+        let p = Packet::from_bytes(icmp.clone(), Meta::default()).unwrap();
+        assert_eq!((p.l4, p.emit()), (L4::Other(1), icmp.clone()));
+        assert!(Packet::verify(&icmp).is_ok());
+        assert!(Packet::from_bytes(vec![0x45, 0, 0], Meta::default()).is_err());
     }
 }

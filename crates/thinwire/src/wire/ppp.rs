@@ -20,6 +20,8 @@
 pub const FLAG: u8 = 0x7e;
 pub const ESC: u8 = 0x7d;
 pub const PROTO_IP: u16 = 0x0021;
+/// IPv6 over PPP (RFC 5072).
+pub const PROTO_IPV6: u16 = 0x0057;
 pub const PROTO_VJ_COMPRESSED: u16 = 0x002d;
 pub const PROTO_VJ_UNCOMPRESSED: u16 = 0x002f;
 pub const MRU: usize = 1500;

@@ -2,7 +2,7 @@
 //! SACK-permitted and SACK blocks (RFC 2018). Options are emitted in the order
 //! Linux uses and padded with NOPs to 32-bit alignment; at most 40 bytes of options
 //! fit, so with timestamps at most 3 SACK blocks are carried, 4 without.
-use super::{checksum, WireError};
+use super::{checksum, IpAddress, WireError};
 
 pub const BASE_LEN: usize = 20;
 
@@ -73,7 +73,7 @@ impl TcpRepr {
     }
 
     /// Writes header and payload into `buf` and fills in the checksum.
-    pub fn emit(&self, buf: &mut [u8], payload: &[u8], src: [u8; 4], dst: [u8; 4]) {
+    pub fn emit(&self, buf: &mut [u8], payload: &[u8], src: IpAddress, dst: IpAddress) {
         let hl = self.header_len();
         assert!(hl <= 60, "TCP options exceed 40 bytes");
         let b = &mut buf[..hl + payload.len()];
@@ -114,13 +114,36 @@ impl TcpRepr {
         }
         debug_assert_eq!(o, hl);
         b[hl..].copy_from_slice(payload);
-        let len = (hl + payload.len()) as u16;
-        let acc = checksum::sum(b, checksum::pseudo_header(src, dst, super::ipv4::PROTO_TCP, len));
+        let len = (hl + payload.len()) as u32;
+        let acc = checksum::sum(b, checksum::pseudo_header(src, dst, super::ip::PROTO_TCP, len));
         b[16..18].copy_from_slice(&(!checksum::fold(acc)).to_be_bytes());
     }
 
-    /// Parses a segment, verifying the checksum against the pseudo-header.
-    pub fn parse(buf: &[u8], src: [u8; 4], dst: [u8; 4]) -> Result<(TcpRepr, &[u8]), WireError> {
+    /// Parses a segment strictly, verifying the checksum against the pseudo-header
+    /// of `src` and `dst`; options as [`OptionMode::Strict`].
+    pub fn parse(buf: &[u8], src: IpAddress, dst: IpAddress) -> Result<(TcpRepr, &[u8]), WireError> {
+        let hl = Self::data_offset(buf)?;
+        let acc = checksum::sum(buf, checksum::pseudo_header(src, dst, super::ip::PROTO_TCP, buf.len() as u32));
+        if checksum::fold(acc) != 0xffff {
+            return Err(WireError::Checksum);
+        }
+        let mut r = Self::fixed(buf);
+        r.flags.0 &= 0x3f;
+        r.set_options(parse_options(&buf[BASE_LEN..hl], OptionMode::Strict)?);
+        Ok((r, &buf[hl..]))
+    }
+
+    /// Parses a segment as a host would accept it from the network: no checksum
+    /// check, every flag bit kept, options as [`OptionMode::Lenient`]. For real
+    /// packets, whose bytes stay the authority.
+    pub fn parse_lenient(buf: &[u8]) -> Result<(TcpRepr, &[u8]), WireError> {
+        let hl = Self::data_offset(buf)?;
+        let mut r = Self::fixed(buf);
+        r.set_options(parse_options(&buf[BASE_LEN..hl], OptionMode::Lenient)?);
+        Ok((r, &buf[hl..]))
+    }
+
+    fn data_offset(buf: &[u8]) -> Result<usize, WireError> {
         if buf.len() < BASE_LEN {
             return Err(WireError::Truncated);
         }
@@ -128,65 +151,124 @@ impl TcpRepr {
         if hl < BASE_LEN || hl > buf.len() {
             return Err(WireError::Malformed("bad data offset"));
         }
-        let acc = checksum::sum(buf, checksum::pseudo_header(src, dst, super::ipv4::PROTO_TCP, buf.len() as u16));
-        if checksum::fold(acc) != 0xffff {
-            return Err(WireError::Checksum);
-        }
-        let mut r = TcpRepr {
-            src_port: u16::from_be_bytes([buf[0], buf[1]]),
-            dst_port: u16::from_be_bytes([buf[2], buf[3]]),
-            seq: u32::from_be_bytes(buf[4..8].try_into().unwrap()),
-            ack: u32::from_be_bytes(buf[8..12].try_into().unwrap()),
-            flags: TcpFlags(buf[13] & 0x3f),
-            window: u16::from_be_bytes([buf[14], buf[15]]),
-            ..Default::default()
-        };
-        let opts = &buf[BASE_LEN..hl];
-        let mut i = 0;
-        while i < opts.len() {
-            match opts[i] {
-                0 => break,
-                1 => {
-                    i += 1;
-                    continue;
-                }
-                kind => {
-                    if i + 1 >= opts.len() {
-                        return Err(WireError::Malformed("option length"));
-                    }
-                    let len = opts[i + 1] as usize;
-                    if len < 2 || i + len > opts.len() {
-                        return Err(WireError::Malformed("option length"));
-                    }
-                    let v = &opts[i + 2..i + len];
-                    match (kind, len) {
-                        (2, 4) => r.mss = Some(u16::from_be_bytes([v[0], v[1]])),
-                        (3, 3) => r.wscale = Some(v[0]),
-                        (4, 2) => r.sack_permitted = true,
-                        (8, 10) => {
-                            r.timestamps = Some((
-                                u32::from_be_bytes(v[0..4].try_into().unwrap()),
-                                u32::from_be_bytes(v[4..8].try_into().unwrap()),
-                            ))
-                        }
-                        (5, l) if (l - 2) % 8 == 0 && l <= 34 => {
-                            for (k, c) in v.chunks_exact(8).enumerate() {
-                                r.sack[k] = (
-                                    u32::from_be_bytes(c[0..4].try_into().unwrap()),
-                                    u32::from_be_bytes(c[4..8].try_into().unwrap()),
-                                );
-                                r.sack_len = k as u8 + 1;
-                            }
-                        }
-                        (2 | 3 | 4 | 8 | 5, _) => return Err(WireError::Malformed("option length")),
-                        _ => {}
-                    }
-                    i += len;
-                }
-            }
-        }
-        Ok((r, &buf[hl..]))
+        Ok(hl)
     }
+
+    fn fixed(buf: &[u8]) -> TcpRepr {
+        TcpRepr {
+            src_port: be16(buf, 0),
+            dst_port: be16(buf, 2),
+            seq: be32(buf, 4),
+            ack: be32(buf, 8),
+            flags: TcpFlags(buf[13]),
+            window: be16(buf, 14),
+            ..Default::default()
+        }
+    }
+
+    /// The options this header carries.
+    pub fn options(&self) -> TcpOptions {
+        TcpOptions {
+            mss: self.mss,
+            wscale: self.wscale,
+            sack_permitted: self.sack_permitted,
+            timestamps: self.timestamps,
+            sack: self.sack,
+            sack_len: self.sack_len,
+        }
+    }
+
+    pub fn set_options(&mut self, o: TcpOptions) {
+        self.mss = o.mss;
+        self.wscale = o.wscale;
+        self.sack_permitted = o.sack_permitted;
+        self.timestamps = o.timestamps;
+        self.sack = o.sack;
+        self.sack_len = o.sack_len;
+    }
+}
+
+fn be16(b: &[u8], o: usize) -> u16 {
+    u16::from_be_bytes([b[o], b[o + 1]])
+}
+fn be32(b: &[u8], o: usize) -> u32 {
+    u32::from_be_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])
+}
+
+/// The TCP options thinwire understands: MSS (kind 2), window scale (3),
+/// SACK-permitted (4), SACK blocks (5), timestamps (8). Others (TFO cookies,
+/// MD5 signatures, MPTCP, experimental kinds) are skipped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpOptions {
+    pub mss: Option<u16>,
+    pub wscale: Option<u8>,
+    pub sack_permitted: bool,
+    /// (TSval, TSecr)
+    pub timestamps: Option<(u32, u32)>,
+    pub sack: [(u32, u32); 4],
+    pub sack_len: u8,
+}
+
+impl TcpOptions {
+    pub fn sack_blocks(&self) -> &[(u32, u32)] {
+        &self.sack[..self.sack_len as usize]
+    }
+}
+
+/// How [`parse_options`] treats what it does not expect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OptionMode {
+    /// What thinwire emits: a known option of the wrong length, or an option that
+    /// runs past the header, is an error.
+    Strict,
+    /// What a host or an analyser accepts (the capture reader, real packets in the
+    /// emulator and the proxy): parsing stops at the first malformed option and
+    /// keeps what came before; a window scale above 14 is taken as 14 (RFC 7323
+    /// §2.3); a SACK option carries as many whole blocks as fit, at most 4.
+    Lenient,
+}
+
+/// Parses the option bytes of a TCP header (after the 20 fixed bytes).
+pub fn parse_options(opts: &[u8], mode: OptionMode) -> Result<TcpOptions, WireError> {
+    let strict = mode == OptionMode::Strict;
+    let bad = |o: TcpOptions| if strict { Err(WireError::Malformed("option length")) } else { Ok(o) };
+    let mut o = TcpOptions::default();
+    let mut i = 0;
+    while i < opts.len() {
+        let kind = opts[i];
+        if kind == 0 {
+            break;
+        }
+        if kind == 1 {
+            i += 1;
+            continue;
+        }
+        if i + 1 >= opts.len() {
+            return bad(o);
+        }
+        let len = opts[i + 1] as usize;
+        if len < 2 || i + len > opts.len() {
+            return bad(o);
+        }
+        let v = &opts[i + 2..i + len];
+        match (kind, len) {
+            (2, 4) => o.mss = Some(be16(v, 0)),
+            (3, 3) => o.wscale = Some(if strict { v[0] } else { v[0].min(14) }),
+            (4, 2) => o.sack_permitted = true,
+            (8, 10) => o.timestamps = Some((be32(v, 0), be32(v, 4))),
+            (5, l) if !strict || ((l - 2) % 8 == 0 && l <= 34) => {
+                let n = ((l - 2) / 8).min(4);
+                for k in 0..n {
+                    o.sack[k] = (be32(v, 8 * k), be32(v, 8 * k + 4));
+                }
+                o.sack_len = n as u8;
+            }
+            (2 | 3 | 4 | 8 | 5, _) if strict => return bad(o),
+            _ => {}
+        }
+        i += len;
+    }
+    Ok(o)
 }
 
 #[cfg(test)]
@@ -212,7 +294,7 @@ mod tests {
         r.sack_len = 2;
         let payload: Vec<u8> = (0..33u32).map(|i| crate::wire::virtual_byte(r.seq.wrapping_add(i))).collect();
         let mut buf = vec![0u8; r.header_len() + payload.len()];
-        let (s, d) = ([10, 0, 0, 1], [10, 0, 1, 2]);
+        let (s, d) = ([10, 0, 0, 1].into(), [10, 0, 1, 2].into());
         r.emit(&mut buf, &payload, s, d);
         let (p, pl) = TcpRepr::parse(&buf, s, d).unwrap();
         assert_eq!(p, r);
@@ -235,8 +317,59 @@ mod tests {
             ..Default::default()
         };
         let mut buf = vec![0u8; r.header_len()];
-        r.emit(&mut buf, &[], [1, 2, 3, 4], [5, 6, 7, 8]);
+        let (s, d) = ([1, 2, 3, 4].into(), [5, 6, 7, 8].into());
+        r.emit(&mut buf, &[], s, d);
         assert_eq!(r.header_len(), 44);
-        assert_eq!(TcpRepr::parse(&buf, [1, 2, 3, 4], [5, 6, 7, 8]).unwrap().0, r);
+        assert_eq!(TcpRepr::parse(&buf, s, d).unwrap().0, r);
+    }
+
+    /// Options as Linux sends them on a SYN with a TFO cookie and an MPTCP option,
+    /// then SACK on data: both modes parse what thinwire knows and skip the rest.
+    #[test]
+    fn linux_options_and_unknown_kinds() {
+        let syn = [
+            2, 4, 5, 0xb4, // MSS 1460
+            4, 2, // SACK permitted
+            8, 10, 0, 0, 0, 9, 0, 0, 0, 0, // timestamps
+            1, 3, 3, 7, // NOP, wscale 7
+            34, 10, 1, 2, 3, 4, 5, 6, 7, 8, // TFO cookie
+            30, 4, 0, 1, // MPTCP MP_CAPABLE (short form)
+        ];
+        for mode in [OptionMode::Strict, OptionMode::Lenient] {
+            let o = parse_options(&syn, mode).unwrap();
+            assert_eq!((o.mss, o.wscale, o.sack_permitted, o.timestamps), (Some(1460), Some(7), true, Some((9, 0))));
+        }
+        let sack = [1, 1, 5, 18, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4];
+        let o = parse_options(&sack, OptionMode::Strict).unwrap();
+        assert_eq!(o.sack_blocks(), &[(1, 2), (3, 4)]);
+    }
+
+    #[test]
+    fn malformed_options_are_errors_when_strict_and_cut_when_lenient() {
+        // MSS, then a timestamp option whose length runs past the header.
+        let cut = [2, 4, 1, 0, 8, 10, 0, 0, 0, 1];
+        assert_eq!(parse_options(&cut, OptionMode::Strict), Err(WireError::Malformed("option length")));
+        let o = parse_options(&cut, OptionMode::Lenient).unwrap();
+        assert_eq!((o.mss, o.timestamps), (Some(256), None));
+        // A window scale of 20 is taken as 14 by a host (RFC 7323 §2.3).
+        assert_eq!(parse_options(&[3, 3, 20, 0], OptionMode::Lenient).unwrap().wscale, Some(14));
+        assert_eq!(parse_options(&[3, 3, 20, 0], OptionMode::Strict).unwrap().wscale, Some(20));
+        // A SACK option of 3 blocks plus 4 stray bytes: lenient keeps the 3 blocks.
+        let mut odd = vec![5, 30];
+        odd.extend((0..28).map(|i| i as u8));
+        assert!(parse_options(&odd, OptionMode::Strict).is_err());
+        assert_eq!(parse_options(&odd, OptionMode::Lenient).unwrap().sack_len, 3);
+    }
+
+    #[test]
+    fn ipv6_checksum_covers_the_v6_pseudo_header() {
+        let r = TcpRepr { src_port: 5, dst_port: 6, seq: 1, flags: TcpFlags(TcpFlags::ACK), ..Default::default() };
+        let (s, d): (IpAddress, IpAddress) = ([0x20; 16].into(), [0xfe; 16].into());
+        let mut buf = vec![0u8; r.header_len() + 3];
+        r.emit(&mut buf, b"abc", s, d);
+        assert!(TcpRepr::parse(&buf, s, d).is_ok());
+        assert_eq!(TcpRepr::parse(&buf, d, s).map(|_| ()), Ok(()), "the sum is symmetric in src and dst");
+        let other: IpAddress = [0x21; 16].into();
+        assert_eq!(TcpRepr::parse(&buf, other, d).unwrap_err(), WireError::Checksum);
     }
 }

@@ -1,5 +1,5 @@
-//! UDP header (RFC 768) with the IPv4 pseudo-header checksum.
-use super::{checksum, WireError};
+//! UDP header (RFC 768) with the IPv4 or IPv6 pseudo-header checksum.
+use super::{checksum, IpAddress, WireError};
 
 pub const HEADER_LEN: usize = 8;
 
@@ -11,14 +11,15 @@ pub struct UdpRepr {
 
 impl UdpRepr {
     /// Writes header + payload into `buf` (which must hold both).
-    pub fn emit(&self, buf: &mut [u8], payload: &[u8], src: [u8; 4], dst: [u8; 4]) {
+    pub fn emit(&self, buf: &mut [u8], payload: &[u8], src: IpAddress, dst: IpAddress) {
         let len = (HEADER_LEN + payload.len()) as u16;
         buf[0..2].copy_from_slice(&self.src_port.to_be_bytes());
         buf[2..4].copy_from_slice(&self.dst_port.to_be_bytes());
         buf[4..6].copy_from_slice(&len.to_be_bytes());
         buf[6..8].copy_from_slice(&[0, 0]);
         buf[HEADER_LEN..len as usize].copy_from_slice(payload);
-        let acc = checksum::sum(&buf[..len as usize], checksum::pseudo_header(src, dst, super::ipv4::PROTO_UDP, len));
+        let acc =
+            checksum::sum(&buf[..len as usize], checksum::pseudo_header(src, dst, super::ip::PROTO_UDP, len as u32));
         let mut c = !checksum::fold(acc);
         if c == 0 {
             c = 0xffff;
@@ -26,7 +27,7 @@ impl UdpRepr {
         buf[6..8].copy_from_slice(&c.to_be_bytes());
     }
 
-    pub fn parse(buf: &[u8], src: [u8; 4], dst: [u8; 4]) -> Result<(UdpRepr, &[u8]), WireError> {
+    pub fn parse(buf: &[u8], src: IpAddress, dst: IpAddress) -> Result<(UdpRepr, &[u8]), WireError> {
         if buf.len() < HEADER_LEN {
             return Err(WireError::Truncated);
         }
@@ -36,14 +37,23 @@ impl UdpRepr {
         }
         let c = u16::from_be_bytes([buf[6], buf[7]]);
         if c != 0 {
-            let acc = checksum::sum(&buf[..len], checksum::pseudo_header(src, dst, super::ipv4::PROTO_UDP, len as u16));
+            let acc = checksum::sum(&buf[..len], checksum::pseudo_header(src, dst, super::ip::PROTO_UDP, len as u32));
             if checksum::fold(acc) != 0xffff {
                 return Err(WireError::Checksum);
             }
         }
-        Ok((
-            UdpRepr { src_port: u16::from_be_bytes([buf[0], buf[1]]), dst_port: u16::from_be_bytes([buf[2], buf[3]]) },
-            &buf[HEADER_LEN..len],
-        ))
+        Ok((Self::ports(buf), &buf[HEADER_LEN..len]))
+    }
+
+    /// The ports, without checking length or checksum (real packets).
+    pub fn parse_lenient(buf: &[u8]) -> Result<(UdpRepr, &[u8]), WireError> {
+        if buf.len() < HEADER_LEN {
+            return Err(WireError::Truncated);
+        }
+        Ok((Self::ports(buf), &buf[HEADER_LEN..]))
+    }
+
+    fn ports(buf: &[u8]) -> UdpRepr {
+        UdpRepr { src_port: u16::from_be_bytes([buf[0], buf[1]]), dst_port: u16::from_be_bytes([buf[2], buf[3]]) }
     }
 }
