@@ -18,7 +18,8 @@ use std::sync::{Arc, Mutex};
 pub type DropFn = Box<dyn FnMut(usize, u64, bool) -> bool + Send>;
 
 enum PairEv {
-    Arrive(usize, TcpRepr, u32),
+    /// A segment reaching end `.0`, with its payload bytes when the sender keeps real bytes.
+    Arrive(usize, TcpRepr, u32, Vec<u8>),
     Timer(usize),
     Kick(usize),
 }
@@ -36,6 +37,11 @@ pub struct TcpPair {
     /// Segments sent in each direction (index by sender end): (time, seq offset, len, retransmission).
     pub log: [Vec<(Instant, u32, u32, bool)>; 2],
     pub dropped: [u64; 2],
+    /// Real data (after `send_bytes`): what each end's application still has to
+    /// write, whether it closes after it, and what it has read (it reads at once).
+    to_write: [std::collections::VecDeque<u8>; 2],
+    close_after: [bool; 2],
+    pub received: [Vec<u8>; 2],
 }
 
 impl TcpPair {
@@ -64,6 +70,9 @@ impl TcpPair {
             drop,
             log: [vec![], vec![]],
             dropped: [0; 2],
+            to_write: Default::default(),
+            close_after: [false; 2],
+            received: [vec![], vec![]],
         };
         p.drain(0);
         p
@@ -77,6 +86,36 @@ impl TcpPair {
         Box::new(|_, _, _| false)
     }
 
+    /// Both ends keep real bytes; end `e`'s application writes `data` as send-buffer
+    /// space allows (then closes if `close`), and each end's application reads
+    /// everything as it arrives (into `received`). Call before `run`.
+    pub fn send_bytes(&mut self, e: usize, data: &[u8], close: bool) {
+        for ep in self.ep.iter_mut() {
+            if !ep.has_byte_buffers() {
+                ep.set_app_data(Some(0), false);
+                ep.use_byte_buffers();
+            }
+        }
+        self.to_write[e].extend(data);
+        self.close_after[e] = close;
+        self.app(e);
+    }
+
+    /// End `e`'s application: writes what fits, reads what arrived.
+    fn app(&mut self, e: usize) {
+        if !self.ep[e].has_byte_buffers() {
+            return;
+        }
+        let (a, _) = self.to_write[e].as_slices();
+        let n = self.ep[e].write(a);
+        self.to_write[e].drain(..n);
+        if self.to_write[e].is_empty() && self.close_after[e] {
+            self.ep[e].close();
+        }
+        let r = self.ep[e].read(usize::MAX);
+        self.received[e].extend(r);
+    }
+
     /// Lets end `e` send what it can at `at` (after the test changed its application
     /// data); `run` must then go past `at`.
     pub fn kick_at(&mut self, e: usize, at: Instant) {
@@ -85,7 +124,10 @@ impl TcpPair {
 
     fn drain(&mut self, e: usize) {
         let now = self.q.now();
-        while let Some(Segment { repr, len, retransmission }) = self.ep[e].poll_transmit(now) {
+        self.app(e);
+        while let Some(seg) = self.ep[e].poll_transmit(now) {
+            let Segment { repr, len, retransmission, .. } = seg;
+            let data = self.ep[e].segment_data(&seg);
             let idx = self.sent[e];
             self.sent[e] += 1;
             self.log[e].push((now, repr.seq.wrapping_sub(self.ep[e].iss()), len, retransmission));
@@ -97,7 +139,7 @@ impl TcpPair {
                 self.dropped[e] += 1;
                 continue;
             }
-            self.q.schedule(start + tx + self.delay, PairEv::Arrive(1 - e, repr, len));
+            self.q.schedule(start + tx + self.delay, PairEv::Arrive(1 - e, repr, len, data));
         }
         if let Some(t) = self.ep[e].poll_timeout() {
             let t = t.max(now);
@@ -117,8 +159,12 @@ impl TcpPair {
             }
             let (now, ev) = self.q.pop().unwrap();
             match ev {
-                PairEv::Arrive(to, repr, len) => {
-                    self.ep[to].on_segment(now, &repr, len);
+                PairEv::Arrive(to, repr, len, data) => {
+                    if self.ep[to].has_byte_buffers() && data.len() == len as usize {
+                        self.ep[to].on_segment_data(now, &repr, &data);
+                    } else {
+                        self.ep[to].on_segment(now, &repr, len);
+                    }
                     self.drain(to);
                 }
                 PairEv::Kick(e) => self.drain(e),

@@ -16,6 +16,15 @@
 //!
 //! Sequence space is kept as 64-bit offsets from the initial sequence numbers
 //! (offset 0 is the SYN) and converted to 32-bit wire numbers at the edges.
+//!
+//! Data: the simulator's endpoints count bytes (`set_app_data`, `delivered`) and
+//! the receiving application reads at once. With `use_byte_buffers` an endpoint
+//! carries real bytes (src/tcp/buffer.rs): `write` / `close` on the sending side,
+//! `segment_data` for each segment's payload, `on_segment_data` and `read` on the
+//! receiving side; unread bytes then shrink the advertised window, reading opens it
+//! (a window update when it grew by min(SMSS, half the buffer)), and the
+//! application closes when it chooses (half-close is carried on).
+use super::buffer::{RecvBuf, SendBuf};
 use super::config::{TcpConfig, Variant};
 use super::ranges::Ranges;
 use super::rtt::RttEstimator;
@@ -66,12 +75,15 @@ pub struct TcpStats {
     pub acks_sent: u64,
 }
 
-/// An outgoing segment: the header and the number of virtual payload bytes.
+/// An outgoing segment: the header and the number of payload bytes (virtual, or
+/// with byte buffers [`Tcp::segment_data`] gives them).
 #[derive(Clone, Copy, Debug)]
 pub struct Segment {
     pub repr: TcpRepr,
     pub len: u32,
     pub retransmission: bool,
+    /// Stream offset of the first payload byte (0 = the first data byte).
+    pub offset: u64,
 }
 
 pub struct Tcp {
@@ -132,6 +144,9 @@ pub struct Tcp {
     ack_now: bool,
     pub trace: Option<Vec<VarEvent>>,
     pub stats: TcpStats,
+    /// Byte buffers when driven by real data (None: the simulator's counters).
+    sbuf: Option<SendBuf>,
+    rbuf: Option<RecvBuf>,
 }
 
 fn unwrap_seq(reference: u64, base: u32, wire: u32) -> u64 {
@@ -186,6 +201,8 @@ impl Tcp {
             ooo: Ranges::default(),
             last_block: None,
             delivered: 0,
+            sbuf: None,
+            rbuf: None,
             fin_rcvd: false,
             pending_fin: None,
             unacked_segs: 0,
@@ -201,6 +218,80 @@ impl Tcp {
     pub fn set_app_data(&mut self, bytes: Option<u64>, close: bool) {
         self.app_limit = bytes;
         self.close_when_done = close;
+    }
+    /// Real data from here on: the endpoint keeps the bytes written with
+    /// [`write`](Self::write) until they are acknowledged, and the bytes received
+    /// (through [`on_segment_data`](Self::on_segment_data)) until
+    /// [`read`](Self::read). Call before any data flows.
+    pub fn use_byte_buffers(&mut self) {
+        self.sbuf.get_or_insert_with(SendBuf::default);
+        self.rbuf.get_or_insert_with(RecvBuf::default);
+        if self.app_limit.is_none() {
+            self.app_limit = Some(0);
+        }
+    }
+    /// Queues application bytes to send; returns how many fit in the send buffer
+    /// (`snd_buf` minus what is held unacknowledged).
+    pub fn write(&mut self, data: &[u8]) -> usize {
+        let Some(b) = &mut self.sbuf else { panic!("write needs use_byte_buffers") };
+        if self.close_when_done {
+            return 0;
+        }
+        let n = data.len().min((self.cfg.snd_buf as usize).saturating_sub(b.len()));
+        b.push(&data[..n]);
+        self.app_limit = Some(b.end());
+        n
+    }
+    /// The application has no more to send: FIN after the data written.
+    pub fn close(&mut self) {
+        self.close_when_done = true;
+        if self.app_limit.is_none() {
+            self.app_limit = Some(0);
+        }
+    }
+    /// The payload of a segment just returned by `poll_transmit`.
+    pub fn segment_data(&self, seg: &Segment) -> Vec<u8> {
+        match &self.sbuf {
+            Some(b) if seg.len > 0 => b.read(seg.offset, seg.len as usize),
+            _ => Vec::new(),
+        }
+    }
+    /// Takes up to `max` bytes received in order; may open the window.
+    pub fn read(&mut self, max: usize) -> Vec<u8> {
+        let out = self.rbuf.as_mut().map(|r| r.read(max)).unwrap_or_default();
+        if !out.is_empty() {
+            self.maybe_window_update();
+        }
+        out
+    }
+    /// Bytes received in order and not read yet.
+    pub fn readable(&self) -> usize {
+        self.rbuf.as_ref().map_or(0, RecvBuf::unread)
+    }
+    /// Whether the endpoint keeps real bytes (`use_byte_buffers`).
+    pub fn has_byte_buffers(&self) -> bool {
+        self.sbuf.is_some()
+    }
+    /// Bytes written and not yet acknowledged.
+    pub fn unacked(&self) -> usize {
+        self.sbuf.as_ref().map_or(0, SendBuf::len)
+    }
+    /// A segment with its payload bytes (byte buffers), or without (then its
+    /// length alone counts, as in [`on_segment`](Self::on_segment)).
+    pub fn on_segment_data(&mut self, now: Instant, seg: &TcpRepr, payload: &[u8]) {
+        if let Some(r) = &mut self.rbuf {
+            if !payload.is_empty() && matches!(self.state, State::SynRcvd | State::Established | State::Done) {
+                let s = unwrap_seq(self.rcv_nxt, self.irs, seg.seq);
+                let e = s + payload.len() as u64;
+                if e > self.rcv_nxt && e - self.rcv_nxt <= self.cfg.rcv_buf as u64 && s >= 1 {
+                    r.insert(s - 1, payload);
+                }
+            }
+        }
+        self.on_segment(now, seg, payload.len() as u32);
+        if let Some(r) = &mut self.rbuf {
+            r.advance(self.delivered);
+        }
     }
     pub fn connect(&mut self, now: Instant) {
         self.state = State::SynSent;
@@ -367,7 +458,13 @@ impl Tcp {
     /// With `rcv_wnd_initial` the window offered starts smaller and grows as data
     /// arrives (Linux's `rcv_ssthresh`).
     fn adv_window(&self) -> u16 {
-        (self.rcv_ssthresh.min(self.wnd_cap.unwrap_or(u64::MAX)) >> self.rcv_wscale).min(65535) as u16
+        let mut w = self.rcv_ssthresh.min(self.wnd_cap.unwrap_or(u64::MAX));
+        if let Some(r) = &self.rbuf {
+            // With byte buffers the application may read late: unread bytes
+            // occupy the buffer.
+            w = w.min((self.cfg.rcv_buf as u64).saturating_sub(r.unread() as u64));
+        }
+        (w >> self.rcv_wscale).min(65535) as u16
     }
 
     /// Caps the advertised window (None lifts the cap). When the window opens by
@@ -376,6 +473,9 @@ impl Tcp {
     /// sender held at a zero window resumes without a persist probe.
     pub fn set_window_cap(&mut self, cap: Option<u64>) {
         self.wnd_cap = cap;
+        self.maybe_window_update();
+    }
+    fn maybe_window_update(&mut self) {
         let now_adv = (self.adv_window() as u64) << self.rcv_wscale;
         let step = self.smss.min(self.cfg.rcv_buf as u64 / 2).max(1);
         if now_adv >= self.last_adv + step && self.state == State::Established {
@@ -503,7 +603,7 @@ impl Tcp {
                 self.stats.retransmitted_bytes += len as u64;
             }
         }
-        Segment { repr, len, retransmission }
+        Segment { repr, len, retransmission, offset: seq.saturating_sub(1) }
     }
 
     /// Sends the segment starting at `seq` (data or FIN), updating send state.
@@ -793,6 +893,9 @@ impl Tcp {
         if ack > self.snd_una {
             let acked = ack - self.snd_una;
             self.snd_una = ack;
+            if let Some(b) = &mut self.sbuf {
+                b.release(ack - 1);
+            }
             if self.snd_nxt < ack {
                 self.snd_nxt = ack;
             }
@@ -942,9 +1045,10 @@ impl Tcp {
         }
         if seg.flags.has(TcpFlags::FIN) || fin_now {
             self.ack_now = true;
-            // Passive close: once the peer has closed, the application closes after
-            // sending what it has already given us.
-            if self.fin_rcvd && self.app_limit.is_some() {
+            // Passive close: once the peer has closed, the simulated application
+            // closes after sending what it has already given us. With byte buffers
+            // the application decides (a half-close is carried on).
+            if self.fin_rcvd && self.app_limit.is_some() && self.sbuf.is_none() {
                 self.close_when_done = true;
             }
         }

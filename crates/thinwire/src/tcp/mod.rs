@@ -1,4 +1,5 @@
 //! TCP: endpoint state machine, RTO estimator, congestion control variants.
+pub mod buffer;
 pub mod config;
 pub mod endpoint;
 pub mod ranges;
