@@ -11,6 +11,7 @@ pub mod config;
 pub mod engine;
 pub mod fx;
 pub mod link;
+pub mod pcap;
 pub mod proxy;
 pub mod queue;
 pub mod rng;

@@ -14,6 +14,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("rng", &[]),
     ("sched", &["time"]),
     ("fx", &[]),
+    ("pcap", &[]),
     // Wire formats.
     ("wire", &["time"]),
     // Models: sans-IO machines.
@@ -25,7 +26,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("proxy", &["fx", "tcp", "time", "wire"]),
     // Observing models: trace rows and pcap; capture analysis.
     ("trace", &["link", "tcp", "proxy", "wire", "time"]),
-    ("analysis", &["fx", "tcp", "time", "wire"]),
+    ("analysis", &["fx", "pcap", "tcp", "time", "wire"]),
     // Scenario schema (names models' presets) and the builder (scenario -> models).
     ("config", &["time", "units", "queue", "link", "tcp", "trace"]),
     ("build", &["config", "time", "units", "rng", "channel", "queue", "link", "tcp", "app", "proxy", "wire"]),
@@ -33,8 +34,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "engine",
         &[
-            "build", "config", "time", "units", "rng", "sched", "fx", "wire", "channel", "queue", "tcp", "app", "link",
-            "proxy", "trace",
+            "build", "config", "time", "units", "rng", "sched", "fx", "pcap", "wire", "channel", "queue", "tcp", "app",
+            "link", "proxy", "trace",
         ],
     ),
     ("testkit", &["time", "sched", "wire", "channel", "queue", "tcp", "link"]),

@@ -8,11 +8,10 @@
 //! Analyses of the simulator's own multi-layer traces (utilization, competing
 //! retransmissions, link frames) live in the Python layer (`thinwire.analysis`),
 //! which reads the trace table the simulator returns.
-pub mod capture;
 pub mod conn;
 pub mod decode;
 
-pub use capture::{read_capture, read_capture_chunks, read_capture_from, CaptureError, Chunks, ReadReport};
+pub use crate::pcap::{read_capture, read_capture_chunks, read_capture_from, CaptureError, Chunks, ReadReport};
 pub use conn::{Columns, Conn, DirStats, Tracker};
 
 /// Everything found in one capture.
@@ -32,7 +31,7 @@ pub fn analyze(data: &[u8], keep_columns: bool) -> Result<Analysis, CaptureError
 
 /// Analyses a capture read from a stream (a file), holding only a few MB at a time.
 pub fn analyze_from<R: std::io::Read>(src: R, keep_columns: bool) -> Result<Analysis, CaptureError> {
-    analyze_chunks(capture::ReadChunks(src), keep_columns)
+    analyze_chunks(crate::pcap::ReadChunks(src), keep_columns)
 }
 
 /// Analyses a capture given as consecutive chunks.
@@ -82,7 +81,7 @@ struct ReadAhead {
     back: std::sync::mpsc::Sender<Vec<u8>>,
 }
 
-impl capture::Chunks for ReadAhead {
+impl crate::pcap::Chunks for ReadAhead {
     fn next_chunk(&mut self) -> Option<std::io::Result<Vec<u8>>> {
         self.rx.recv().ok()
     }

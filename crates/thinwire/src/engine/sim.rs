@@ -15,12 +15,14 @@ use crate::app::web::{Transaction, WebModel};
 use crate::build;
 use crate::config::{Limit, Scenario, Stop};
 use crate::link::wireless::{LinkTimer, LinkTrace, Offer, Session, WirelessLink};
+use crate::pcap::PcapWriter;
 use crate::queue::wired::WiredLink;
 use crate::rng::Rng;
 use crate::sched::EventQueue;
-use crate::tcp::{Tcp, TcpVar};
+use crate::tcp::Tcp;
 use crate::time::{Duration, Instant};
-use crate::trace::{pcap::PcapWriter, Ev, Layer, LayerMask, Row, TraceTable, NODE_GATEWAY, NODE_MOBILE, NODE_SERVER};
+use crate::trace::recorder::SegKind;
+use crate::trace::{Layer, LayerMask, Recorder, SegEvent, TraceTable};
 use crate::wire::{Packet, L4};
 use std::collections::VecDeque;
 
@@ -157,10 +159,10 @@ pub struct Sim {
     stop: Stop,
     max_time: Instant,
     pending_finite: usize,
-    mask: LayerMask,
+    /// Trace rows of the layers asked for.
+    rec: Recorder,
     /// Whether the link produces trace events (link, queue or channel layer).
     link_traced: bool,
-    trace: TraceTable,
     pcap: [Option<PcapWriter>; 2],
     proxy: Option<crate::proxy::Proxy>,
     proxy_sched: Option<Instant>,
@@ -287,8 +289,7 @@ impl Sim {
             stop: sc.stop,
             max_time,
             pending_finite,
-            mask,
-            trace: TraceTable::default(),
+            rec: Recorder::new(mask, TraceTable::default()),
             pcap,
             proxy: build::proxy_config(sc).map(|c| {
                 let mut p = crate::proxy::Proxy::new(c);
@@ -381,21 +382,11 @@ impl Sim {
             fl.ident[end] = ident.wrapping_add(1);
             let id = fl.id;
             let pkt = Packet::new(src, dst, ident, L4::Tcp(seg.repr), seg.len, id as u16, now);
-            if self.mask.has(Layer::Tcp) {
+            if self.rec.wants(Layer::Tcp) {
                 let (seq, ack) = self.rel_seq_ack(f, end, &seg.repr);
-                let ev = if seg.retransmission { Ev::Retransmit } else { Ev::Send };
-                self.trace.push(Row {
-                    t: now.nanos(),
-                    layer: Layer::Tcp,
-                    ev,
-                    node: if end == 0 { NODE_SERVER } else { NODE_MOBILE },
-                    dir: end as u8,
-                    flow: id as i32,
-                    seq,
-                    ack,
-                    len: seg.len as i64,
-                    value: seg.repr.flags.0 as i64,
-                });
+                let kind = if seg.retransmission { SegKind::Retransmit } else { SegKind::Send };
+                let (mobile, dir, flow, len, flags) = (end == 1, end as u8, id as i32, seg.len, seg.repr.flags.0);
+                self.rec.segment(&SegEvent { at: now, kind, mobile, dir, flow, seq, ack, len, flags });
             }
             if let Some(w) = &mut self.pcap[end] {
                 w.record(now.nanos(), &pkt.emit());
@@ -410,43 +401,21 @@ impl Sim {
         self.sched_tcp(f, end);
     }
 
-    fn rel_seq_ack(&self, f: usize, end: usize, r: &crate::wire::TcpRepr) -> (i64, i64) {
+    /// Sequence and acknowledgement numbers relative to the two ends' ISNs.
+    fn rel_seq_ack(&self, f: usize, end: usize, r: &crate::wire::TcpRepr) -> (i64, Option<i64>) {
         let fl = &self.flows[f];
         let iss = fl.ep[end].iss();
         let peer_iss = fl.ep[1 - end].iss();
-        (
-            r.seq.wrapping_sub(iss) as i64,
-            if r.flags.has(crate::wire::TcpFlags::ACK) { r.ack.wrapping_sub(peer_iss) as i64 } else { -1 },
-        )
+        let ack = r.flags.has(crate::wire::TcpFlags::ACK).then(|| r.ack.wrapping_sub(peer_iss) as i64);
+        (r.seq.wrapping_sub(iss) as i64, ack)
     }
 
     fn drain_vars(&mut self, f: usize, end: usize) {
         let fl = &mut self.flows[f];
         let Some(vars) = fl.ep[end].trace.as_mut() else { return };
-        let node = if end == 0 { NODE_SERVER } else { NODE_MOBILE };
         let id = fl.id as i32;
         for v in vars.drain(..) {
-            let ev = match v.var {
-                TcpVar::Cwnd => Ev::Cwnd,
-                TcpVar::Ssthresh => Ev::Ssthresh,
-                TcpVar::Srtt => Ev::Srtt,
-                TcpVar::Rttvar => Ev::Rttvar,
-                TcpVar::Rto => Ev::Rto,
-                TcpVar::Timeout => Ev::Timeout,
-                TcpVar::FastRetransmit => Ev::FastRetransmit,
-            };
-            self.trace.push(Row {
-                t: v.at.nanos(),
-                layer: Layer::Tcp,
-                ev,
-                node,
-                dir: end as u8,
-                flow: id,
-                seq: -1,
-                ack: -1,
-                len: 0,
-                value: v.value.min(i64::MAX / 2),
-            });
+            self.rec.tcp_var(end == 1, end as u8, id, &v);
         }
     }
 
@@ -496,20 +465,11 @@ impl Sim {
             }
         };
         let L4::Tcp(repr) = p.l4 else { return };
-        if self.mask.has(Layer::Tcp) {
+        if self.rec.wants(Layer::Tcp) {
             let (seq, ack) = self.rel_seq_ack(f, 1 - end, &repr);
-            self.trace.push(Row {
-                t: now.nanos(),
-                layer: Layer::Tcp,
-                ev: Ev::Recv,
-                node: if end == 0 { NODE_SERVER } else { NODE_MOBILE },
-                dir: (1 - end) as u8,
-                flow: p.meta.flow as i32,
-                seq,
-                ack,
-                len: p.payload_len as i64,
-                value: repr.flags.0 as i64,
-            });
+            let (mobile, dir, flow, len, flags) =
+                (end == 1, (1 - end) as u8, p.meta.flow as i32, p.payload_len, repr.flags.0);
+            self.rec.segment(&SegEvent { at: now, kind: SegKind::Recv, mobile, dir, flow, seq, ack, len, flags });
         }
         let fl = &mut self.flows[f];
         fl.ep[end].on_segment(now, &repr, p.payload_len);
@@ -567,28 +527,16 @@ impl Sim {
     // ----- wired link -----
     fn enqueue_wired(&mut self, d: usize, p: Packet) {
         let now = self.now();
-        let node = if d == 0 { NODE_SERVER } else { NODE_GATEWAY };
-        let (flow, len) = (p.meta.flow as i32, p.size() as i64);
+        let (flow, len) = (p.meta.flow as i32, p.size());
         let w = &mut self.wired[d];
         let arrival = w.link.offer(now, p.size());
         if let Some(t) = arrival {
             w.in_flight.push_back(p);
             self.q.schedule(t, Event::WiredArrive(d as u8));
         }
-        if self.mask.has(Layer::Queue) {
-            let qlen = self.wired[d].link.queue_len(now) as i64;
-            self.trace.push(Row {
-                t: now.nanos(),
-                layer: Layer::Queue,
-                ev: if arrival.is_none() { Ev::Drop } else { Ev::Enqueue },
-                node,
-                dir: d as u8,
-                flow,
-                seq: -1,
-                ack: -1,
-                len,
-                value: qlen,
-            });
+        if self.rec.wants(Layer::Queue) {
+            let qlen = self.wired[d].link.queue_len(now) as u64;
+            self.rec.wired_queue(now, d as u8, flow, len, qlen, arrival.is_none());
         }
     }
 
@@ -623,7 +571,7 @@ impl Sim {
             return;
         }
         while let Some(e) = self.link.poll_event() {
-            crate::trace::link_rows(&e, |r| self.trace.push(r));
+            self.rec.link(&e);
         }
     }
 
@@ -722,7 +670,7 @@ impl Sim {
             flows,
             link: self.link.stats(),
             wired_drops: [self.wired[0].link.drops, self.wired[1].link.drops],
-            trace: std::mem::take(&mut self.trace),
+            trace: std::mem::take(&mut self.rec.sink),
             pcap_server: p0.map(|w| w.buf),
             pcap_mobile: p1.map(|w| w.buf),
             proxy: self.proxy.as_ref().map(|p| p.stats()),

@@ -11,7 +11,13 @@
 //! Columns: `time_ns`, `layer`, `event`, `node`, `dir`, `flow` (−1 if none), `seq`,
 //! `ack`, `len`, `value`. Codes are small integers here; the Python layer turns them
 //! into categorical strings using [`LAYERS`], [`EVENTS`], [`NODES`], [`DIRS`].
-pub mod pcap;
+//!
+//! Machines produce typed events (`link::wireless::LinkEvent`, `tcp::VarEvent`,
+//! `proxy::Event`, segments a driver saw); [`Recorder`] (recorder.rs) is the one
+//! place that turns them into rows, for the layers asked for, into a [`Sink`].
+pub mod recorder;
+
+pub use recorder::{Recorder, SegEvent, Sink};
 
 pub const LAYERS: &[&str] = &["tcp", "link", "queue", "channel", "proxy"];
 pub const EVENTS: &[&str] = &[
@@ -164,108 +170,3 @@ impl TraceTable {
 pub const NODE_SERVER: u8 = 0;
 pub const NODE_GATEWAY: u8 = 1;
 pub const NODE_MOBILE: u8 = 2;
-
-/// The node at the sending end of wireless direction `dir` (0 = down: the gateway).
-pub fn wireless_sender(dir: u8) -> u8 {
-    if dir == 0 {
-        NODE_GATEWAY
-    } else {
-        NODE_MOBILE
-    }
-}
-
-/// The rows of one wireless-link event.
-pub fn link_rows(ev: &crate::link::wireless::LinkEvent, mut push: impl FnMut(Row)) {
-    use crate::link::wireless::{FrameEvent, LinkEvent};
-    let flow = |f: Option<u16>| f.map_or(-1, |f| f as i32);
-    let ack = |a: Option<u32>| a.map_or(-1, |a| a as i64);
-    match *ev {
-        LinkEvent::Enqueue { at, dir, flow, len, qlen, dropped } => push(Row {
-            t: at.nanos(),
-            layer: Layer::Queue,
-            ev: if dropped { Ev::Drop } else { Ev::Enqueue },
-            node: wireless_sender(dir),
-            dir,
-            flow: flow as i32,
-            seq: -1,
-            ack: -1,
-            len: len as i64,
-            value: qlen as i64,
-        }),
-        LinkEvent::FrameQueueDrop { at, dir, flow: f, seq, len, limit } => push(Row {
-            t: at.nanos(),
-            layer: Layer::Queue,
-            ev: Ev::Drop,
-            node: wireless_sender(dir),
-            dir,
-            flow: flow(f),
-            seq: seq as i64,
-            ack: -1,
-            len: len as i64,
-            value: limit as i64,
-        }),
-        LinkEvent::Frame { at, dir, kind, flow: f, seq, ack: a, len, tx, lost } => {
-            let ev = match kind {
-                FrameEvent::Send => Ev::FrameSend,
-                FrameEvent::Retransmit => Ev::FrameRetransmit,
-                FrameEvent::Ack => Ev::AckSend,
-                FrameEvent::Nack => Ev::NackSend,
-                FrameEvent::Status => Ev::StatusSend,
-                FrameEvent::Idle => Ev::IdleSend,
-                FrameEvent::Reset => Ev::Reset,
-            };
-            let row = Row {
-                t: at.nanos(),
-                layer: Layer::Link,
-                ev,
-                node: wireless_sender(dir),
-                dir,
-                flow: flow(f),
-                seq: seq as i64,
-                ack: ack(a),
-                len: len as i64,
-                value: tx as i64,
-            };
-            push(row);
-            if lost {
-                push(Row { ev: Ev::FrameLost, ..row });
-            }
-        }
-        LinkEvent::FrameRecv { at, dir, flow: f, seq, ack: a, len, tx } => push(Row {
-            t: at.nanos(),
-            layer: Layer::Link,
-            ev: Ev::FrameRecv,
-            node: wireless_sender(1 - dir),
-            dir,
-            flow: flow(f),
-            seq: seq as i64,
-            ack: ack(a),
-            len: len as i64,
-            value: tx as i64,
-        }),
-        LinkEvent::Deliver { at, dir, flow, len, delay } => push(Row {
-            t: at.nanos(),
-            layer: Layer::Link,
-            ev: Ev::PacketDeliver,
-            node: wireless_sender(1 - dir),
-            dir,
-            flow: flow as i32,
-            seq: -1,
-            ack: -1,
-            len: len as i64,
-            value: delay.nanos(),
-        }),
-        LinkEvent::Channel { at, dir, bad } => push(Row {
-            t: at.nanos(),
-            layer: Layer::Channel,
-            ev: Ev::State,
-            node: wireless_sender(dir),
-            dir,
-            flow: -1,
-            seq: -1,
-            ack: -1,
-            len: 0,
-            value: bad as i64,
-        }),
-    }
-}

@@ -197,7 +197,7 @@ impl Sim {
             self.next_client_port = self.next_client_port.wrapping_add(1);
         }
         let web = &mut self.webs[w];
-        let [mut server, mut mobile] = endpoint_pair(&web.cfg, web.server_port, mport, &mut web.rng, self.mask);
+        let [mut server, mut mobile] = endpoint_pair(&web.cfg, web.server_port, mport, &mut web.rng, self.rec.mask);
         server.set_app_data(Some(0), false);
         mobile.set_app_data(Some(req), false);
         mobile.connect(now);

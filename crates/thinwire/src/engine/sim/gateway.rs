@@ -4,7 +4,7 @@
 //! server or the wireless IP queue toward the mobile. The proxy sees only packets
 //! and the clock.
 use super::*;
-use crate::proxy::{EventKind, Side};
+use crate::proxy::Side;
 
 impl Sim {
     pub(super) fn to_proxy(&mut self, from: Side, p: Packet) {
@@ -38,29 +38,7 @@ impl Sim {
         let Some(px) = self.proxy.as_mut() else { return };
         if let Some(evs) = px.trace.as_mut() {
             for e in evs.drain(..) {
-                let ev = match e.kind {
-                    EventKind::Queue => Ev::QueueLen,
-                    EventKind::Window => Ev::AdvWindow,
-                    EventKind::Pick => Ev::Pick,
-                    EventKind::Counter => Ev::LossCounter,
-                    EventKind::Retransmit => Ev::Retransmit,
-                    EventKind::Timeout => Ev::Timeout,
-                    EventKind::Stall => Ev::Stall,
-                    EventKind::Cwnd => Ev::Cwnd,
-                    EventKind::Rtt => Ev::Rtt,
-                };
-                self.trace.push(Row {
-                    t: e.at.nanos(),
-                    layer: Layer::Proxy,
-                    ev,
-                    node: NODE_GATEWAY,
-                    dir: 0,
-                    flow: e.flow,
-                    seq: e.seq,
-                    ack: -1,
-                    len: e.len,
-                    value: e.value,
-                });
+                self.rec.proxy(&e);
             }
         }
         if let Some(t) = px.poll_timeout() {

@@ -1,0 +1,283 @@
+//! The trace recorder: machines' events in, rows of the chosen layers out. The
+//! simulator, the emulator and the proxy daemon all record through it, so their
+//! traces have the same rows for the same happenings (MultiTracer reads them all).
+//!
+//! Nodes: the server, the gateway (the wireless link's network end, and the proxy)
+//! and the mobile host. Directions: 0 = down (toward the mobile), 1 = up.
+use super::{Ev, Layer, LayerMask, Row, TraceTable, NODE_GATEWAY, NODE_MOBILE, NODE_SERVER};
+use crate::link::wireless::{FrameEvent, LinkEvent};
+use crate::tcp::{TcpVar, VarEvent};
+use crate::time::Instant;
+
+/// Where rows go: a table in memory, or a writer that streams them out.
+pub trait Sink {
+    fn push(&mut self, r: Row);
+}
+
+impl Sink for TraceTable {
+    fn push(&mut self, r: Row) {
+        TraceTable::push(self, r)
+    }
+}
+
+/// A TCP segment seen at an end host (sent, sent again, or received).
+#[derive(Clone, Copy, Debug)]
+pub struct SegEvent {
+    pub at: Instant,
+    pub kind: SegKind,
+    /// The host: true = the mobile, false = the server.
+    pub mobile: bool,
+    /// Direction the segment travels: 0 = down, 1 = up.
+    pub dir: u8,
+    pub flow: i32,
+    /// Sequence number relative to the sender's ISN.
+    pub seq: i64,
+    /// Acknowledgement relative to the receiver's ISN, if the ACK flag is set.
+    pub ack: Option<i64>,
+    pub len: u32,
+    pub flags: u8,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SegKind {
+    Send,
+    Retransmit,
+    Recv,
+}
+
+/// Turns events into rows of the layers in `mask`.
+pub struct Recorder<S: Sink = TraceTable> {
+    pub mask: LayerMask,
+    pub sink: S,
+}
+
+impl<S: Sink> Recorder<S> {
+    pub fn new(mask: LayerMask, sink: S) -> Self {
+        Recorder { mask, sink }
+    }
+    /// Whether rows of layer `l` are kept (callers skip building events otherwise).
+    #[inline]
+    pub fn wants(&self, l: Layer) -> bool {
+        self.mask.has(l)
+    }
+
+    /// A TCP segment at an end host.
+    pub fn segment(&mut self, e: &SegEvent) {
+        if !self.wants(Layer::Tcp) {
+            return;
+        }
+        let ev = match e.kind {
+            SegKind::Send => Ev::Send,
+            SegKind::Retransmit => Ev::Retransmit,
+            SegKind::Recv => Ev::Recv,
+        };
+        self.sink.push(Row {
+            t: e.at.nanos(),
+            layer: Layer::Tcp,
+            ev,
+            node: if e.mobile { NODE_MOBILE } else { NODE_SERVER },
+            dir: e.dir,
+            flow: e.flow,
+            seq: e.seq,
+            ack: e.ack.unwrap_or(-1),
+            len: e.len as i64,
+            value: e.flags as i64,
+        });
+    }
+
+    /// A TCP sender's variable change or event, at the host that sends in `dir`.
+    pub fn tcp_var(&mut self, mobile: bool, dir: u8, flow: i32, v: &VarEvent) {
+        if !self.wants(Layer::Tcp) {
+            return;
+        }
+        let ev = match v.var {
+            TcpVar::Cwnd => Ev::Cwnd,
+            TcpVar::Ssthresh => Ev::Ssthresh,
+            TcpVar::Srtt => Ev::Srtt,
+            TcpVar::Rttvar => Ev::Rttvar,
+            TcpVar::Rto => Ev::Rto,
+            TcpVar::Timeout => Ev::Timeout,
+            TcpVar::FastRetransmit => Ev::FastRetransmit,
+        };
+        self.sink.push(Row {
+            t: v.at.nanos(),
+            layer: Layer::Tcp,
+            ev,
+            node: if mobile { NODE_MOBILE } else { NODE_SERVER },
+            dir,
+            flow,
+            seq: -1,
+            ack: -1,
+            len: 0,
+            value: v.value.min(i64::MAX / 2),
+        });
+    }
+
+    /// A packet offered to the wired link's queue in direction `dir` (sent by the
+    /// server when down, by the gateway when up); `qlen` after the event.
+    pub fn wired_queue(&mut self, at: Instant, dir: u8, flow: i32, len: u32, qlen: u64, dropped: bool) {
+        if !self.wants(Layer::Queue) {
+            return;
+        }
+        self.sink.push(Row {
+            t: at.nanos(),
+            layer: Layer::Queue,
+            ev: if dropped { Ev::Drop } else { Ev::Enqueue },
+            node: if dir == 0 { NODE_SERVER } else { NODE_GATEWAY },
+            dir,
+            flow,
+            seq: -1,
+            ack: -1,
+            len: len as i64,
+            value: qlen as i64,
+        });
+    }
+
+    /// A decision of the split-TCP proxy at the gateway.
+    pub fn proxy(&mut self, e: &crate::proxy::Event) {
+        use crate::proxy::EventKind;
+        if !self.wants(Layer::Proxy) {
+            return;
+        }
+        let ev = match e.kind {
+            EventKind::Queue => Ev::QueueLen,
+            EventKind::Window => Ev::AdvWindow,
+            EventKind::Pick => Ev::Pick,
+            EventKind::Counter => Ev::LossCounter,
+            EventKind::Retransmit => Ev::Retransmit,
+            EventKind::Timeout => Ev::Timeout,
+            EventKind::Stall => Ev::Stall,
+            EventKind::Cwnd => Ev::Cwnd,
+            EventKind::Rtt => Ev::Rtt,
+        };
+        self.sink.push(Row {
+            t: e.at.nanos(),
+            layer: Layer::Proxy,
+            ev,
+            node: NODE_GATEWAY,
+            dir: 0,
+            flow: e.flow,
+            seq: e.seq,
+            ack: -1,
+            len: e.len,
+            value: e.value,
+        });
+    }
+
+    /// An event of the wireless link (its layer: link, queue or channel).
+    pub fn link(&mut self, ev: &LinkEvent) {
+        let layer = match ev {
+            LinkEvent::Enqueue { .. } | LinkEvent::FrameQueueDrop { .. } => Layer::Queue,
+            LinkEvent::Channel { .. } => Layer::Channel,
+            _ => Layer::Link,
+        };
+        if !self.wants(layer) {
+            return;
+        }
+        link_rows(ev, |r| self.sink.push(r));
+    }
+}
+
+/// The node at the sending end of wireless direction `dir` (0 = down: the gateway).
+pub fn wireless_sender(dir: u8) -> u8 {
+    if dir == 0 {
+        NODE_GATEWAY
+    } else {
+        NODE_MOBILE
+    }
+}
+
+/// The rows of one wireless-link event.
+fn link_rows(ev: &LinkEvent, mut push: impl FnMut(Row)) {
+    let flow = |f: Option<u16>| f.map_or(-1, |f| f as i32);
+    let ack = |a: Option<u32>| a.map_or(-1, |a| a as i64);
+    match *ev {
+        LinkEvent::Enqueue { at, dir, flow, len, qlen, dropped } => push(Row {
+            t: at.nanos(),
+            layer: Layer::Queue,
+            ev: if dropped { Ev::Drop } else { Ev::Enqueue },
+            node: wireless_sender(dir),
+            dir,
+            flow: flow as i32,
+            seq: -1,
+            ack: -1,
+            len: len as i64,
+            value: qlen as i64,
+        }),
+        LinkEvent::FrameQueueDrop { at, dir, flow: f, seq, len, limit } => push(Row {
+            t: at.nanos(),
+            layer: Layer::Queue,
+            ev: Ev::Drop,
+            node: wireless_sender(dir),
+            dir,
+            flow: flow(f),
+            seq: seq as i64,
+            ack: -1,
+            len: len as i64,
+            value: limit as i64,
+        }),
+        LinkEvent::Frame { at, dir, kind, flow: f, seq, ack: a, len, tx, lost } => {
+            let ev = match kind {
+                FrameEvent::Send => Ev::FrameSend,
+                FrameEvent::Retransmit => Ev::FrameRetransmit,
+                FrameEvent::Ack => Ev::AckSend,
+                FrameEvent::Nack => Ev::NackSend,
+                FrameEvent::Status => Ev::StatusSend,
+                FrameEvent::Idle => Ev::IdleSend,
+                FrameEvent::Reset => Ev::Reset,
+            };
+            let row = Row {
+                t: at.nanos(),
+                layer: Layer::Link,
+                ev,
+                node: wireless_sender(dir),
+                dir,
+                flow: flow(f),
+                seq: seq as i64,
+                ack: ack(a),
+                len: len as i64,
+                value: tx as i64,
+            };
+            push(row);
+            if lost {
+                push(Row { ev: Ev::FrameLost, ..row });
+            }
+        }
+        LinkEvent::FrameRecv { at, dir, flow: f, seq, ack: a, len, tx } => push(Row {
+            t: at.nanos(),
+            layer: Layer::Link,
+            ev: Ev::FrameRecv,
+            node: wireless_sender(1 - dir),
+            dir,
+            flow: flow(f),
+            seq: seq as i64,
+            ack: ack(a),
+            len: len as i64,
+            value: tx as i64,
+        }),
+        LinkEvent::Deliver { at, dir, flow, len, delay } => push(Row {
+            t: at.nanos(),
+            layer: Layer::Link,
+            ev: Ev::PacketDeliver,
+            node: wireless_sender(1 - dir),
+            dir,
+            flow: flow as i32,
+            seq: -1,
+            ack: -1,
+            len: len as i64,
+            value: delay.nanos(),
+        }),
+        LinkEvent::Channel { at, dir, bad } => push(Row {
+            t: at.nanos(),
+            layer: Layer::Channel,
+            ev: Ev::State,
+            node: wireless_sender(dir),
+            dir,
+            flow: -1,
+            seq: -1,
+            ack: -1,
+            len: 0,
+            value: bad as i64,
+        }),
+    }
+}
