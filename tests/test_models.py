@@ -342,9 +342,10 @@ def test_gprs_gateway_buffer_defaults_to_120kb():
     )
     assert big != default
     g = thinwire.run(big).summary["link"]["down"]
-    raw = thinwire.run(
-        big.replace('protocol = "gprs"', 'protocol = "raw"').replace('uplink_period = "60ms"\n', "")
-    ).summary["link"]["down"]
+    # The same scenario over a raw link (its [wireless.arq] takes no GPRS fields).
+    arq = big.index("[wireless.arq]")
+    raw_text = big[:arq] + '[wireless.arq]\nprotocol = "raw"\n' + big[big.index("[[flow]]", arq) :]
+    raw = thinwire.run(raw_text).summary["link"]["down"]
     assert 50 < g["queue_max"] <= 120_000 // 1500 and g["queue_drops"] > 0
     assert raw["queue_max"] == 50 and raw["queue_drops"] > 0
 

@@ -1,6 +1,18 @@
-//! Turns a typed [`Scenario`] into the model objects the simulator drives.
+//! The one place a typed [`Scenario`] becomes model objects: each model starts from
+//! its own `Default` (or named preset) and takes what the scenario sets. The
+//! simulator, the emulator and the examples build through these functions.
+//!
+//! Defaults that belong to the topology rather than to a model are here: wired
+//! queue 1000 packets; wireless IP queue 50 packets per session (the BSD interface
+//! default), 120 KB for GPRS (the gateway's downlink buffer, seed 003 §IV-B, seed
+//! 004 §III); shared frame queue 50 frames; `max_time` 100000 s for `stop = "end"`.
+//! Random streams are labelled per component (`channel.down`, `gprs.outage`,
+//! `flow.3.isn`, ...), so adding one does not shift another's draws.
+use crate::app::{interactive::InteractiveConfig, media::MediaConfig, probe::ProbeConfig, session::SessionConfig};
 use crate::channel::{Channel, Fading, TwoState};
-use crate::config::{ArqCfg, ChannelCfg, FlowCfg, Limit, Scenario};
+use crate::config::flow::{HttpCfg, InteractiveCfg, MediaCfg, ProbeCfg, TtcpCfg, WebCfg};
+use crate::config::link::{AsrCfg, GprsCfg, Is707Cfg, OnN2Cfg, RlcCfg, RlpGsmCfg, SrCfg};
+use crate::config::{ChannelCfg, FlowCfg, Limit, LinkCfg, MuxCfg, QueueCfg, Scenario, SchedulerCfg, Stop};
 use crate::link::{
     gprs::{Gprs, GprsConfig},
     gsm_csd::{CsdConfig, GsmCsd},
@@ -12,19 +24,48 @@ use crate::link::{
     wireless::{DirConfig, Mux, Scheduler, WirelessConfig, WirelessLink},
     Arq,
 };
+use crate::queue::wired::WiredLink;
 use crate::rng::Rng;
 use crate::tcp::{TcpConfig, Variant};
-use crate::time::Duration;
+use crate::time::{Duration, Instant};
 
 pub const DIR_NAMES: [&str; 2] = ["down", "up"];
 
+/// Wired queue default (packets).
+pub const WIRED_QUEUE: Limit = Limit::Packets(1000);
+/// Wireless IP queue default per session.
+pub const WIRELESS_QUEUE: Limit = Limit::Packets(50);
+/// The GPRS gateway's downlink buffer.
+pub const GPRS_QUEUE: Limit = Limit::Bytes(120_000);
+/// Shared frame queue default (frames).
+pub const FRAME_QUEUE: usize = 50;
+/// Upper bound on simulated time when `stop = "end"`.
+pub const MAX_TIME: Duration = Duration::from_secs(100_000);
+
+pub fn limit(q: &Option<QueueCfg>, default: Limit) -> Limit {
+    q.as_ref().map(|q| q.limit).unwrap_or(default)
+}
+
+/// When the run ends at the latest.
+pub fn max_time(sc: &Scenario) -> Instant {
+    Instant::ZERO
+        + match sc.stop {
+            Stop::At(d) => d,
+            Stop::End => sc.max_time.map(|d| d.0).unwrap_or(MAX_TIME),
+        }
+}
+
+/// The wired link of direction `d` (0 = down, from the server).
+pub fn wired(sc: &Scenario) -> WiredLink {
+    WiredLink::new(sc.wired.rate.0, sc.wired.delay.0, limit(&sc.wired.queue, WIRED_QUEUE))
+}
+
 /// The wireless link of `[wireless]`: per-direction rate, delay, channel and IP
-/// queue (50 packets; GPRS: the gateway's ~120 KB downlink buffer, seed 003 §IV-B,
-/// seed 004 §III), the configured protocol at both ends and the multiplexer.
+/// queue, the configured protocol at both ends and the multiplexer.
 pub fn wireless(sc: &Scenario) -> WirelessLink {
     let w = &sc.wireless;
-    let gprs = w.arq.as_ref().is_some_and(|a| a.protocol == "gprs");
-    let queue = limit(&w.queue, if gprs { Limit::Bytes(120_000) } else { Limit::Packets(50) });
+    let gprs = matches!(w.arq, Some(LinkCfg::Gprs(_)));
+    let queue = limit(&w.queue, if gprs { GPRS_QUEUE } else { WIRELESS_QUEUE });
     let dir = |d: usize| {
         let spec = if d == 0 { &w.down } else { &w.up };
         let rate = spec.as_ref().and_then(|s| s.rate).map(|r| r.0).unwrap_or(w.rate.0);
@@ -32,20 +73,21 @@ pub fn wireless(sc: &Scenario) -> WirelessLink {
         DirConfig { rate, delay, queue }
     };
     let dirs = [dir(0), dir(1)];
-    let scheduler = match w.scheduler.as_deref() {
-        Some("arq-first") => Scheduler::ArqFirst,
-        Some("bypass-first") => Scheduler::BypassFirst,
-        _ => Scheduler::RoundRobin,
+    let scheduler = match w.scheduler.unwrap_or_default() {
+        SchedulerCfg::RoundRobin => Scheduler::RoundRobin,
+        SchedulerCfg::ArqFirst => Scheduler::ArqFirst,
+        SchedulerCfg::BypassFirst => Scheduler::BypassFirst,
     };
-    let mux = match w.mux.as_deref() {
-        Some("shared-queue") => Mux::SharedQueue { limit: w.frame_queue.unwrap_or(50) as usize },
-        _ => Mux::Pull(scheduler),
+    let mux = match w.mux.unwrap_or_default() {
+        MuxCfg::SharedQueue => Mux::SharedQueue { limit: w.frame_queue.map_or(FRAME_QUEUE, |n| n as usize) },
+        MuxCfg::Pull => Mux::Pull(scheduler),
     };
     let cfg = WirelessConfig { dirs, frame: w.frame.0 as u32, header: w.header.0 as u32, mux };
     let airtime = |d: usize| Duration::transmission(w.frame.0 + w.header.0, dirs[d].rate);
     WirelessLink::new(cfg, [arq(sc, 0), arq(sc, 1)], [channel(sc, 0, airtime(0)), channel(sc, 1, airtime(1))])
 }
 
+/// The channel of direction `dir`, its own random stream `channel.down`/`.up`.
 pub fn channel(sc: &Scenario, dir: usize, frame_airtime: Duration) -> Channel {
     let w = &sc.wireless;
     let specific = if dir == 0 { &w.down } else { &w.up };
@@ -65,105 +107,110 @@ pub fn channel(sc: &Scenario, dir: usize, frame_airtime: Duration) -> Channel {
     }
 }
 
-/// `side` 0 is the gateway (network side), 1 the mobile.
+/// The link protocol at end `side`: 0 is the gateway (network side), 1 the mobile.
 pub fn arq(sc: &Scenario, side: usize) -> Arq {
-    let a = sc.wireless.arq.clone().unwrap_or_default();
     let max_payload = sc.wireless.frame.0 as u32;
-    match a.protocol.as_str() {
-        "raw" => Arq::Raw(Raw::new(max_payload)),
-        "rlc" => Arq::Rlc(Box::new(Rlc::new(rlc_config(&a, max_payload)))),
-        "is707" => Arq::Is707(Box::new(Is707::new(is707_config(&a, max_payload)))),
-        "gprs" => {
-            let c = gprs_config(&a, side);
-            Arq::Gprs(Box::new(Gprs::new(
-                c,
-                Rng::stream(sc.seed, sc.run, "gprs.outage"),
-                Rng::stream(sc.seed, sc.run, "gprs.poor"),
-                Rng::stream(sc.seed, sc.run, &format!("gprs.setup.{}", DIR_NAMES[side])),
-            )))
+    match sc.wireless.link() {
+        LinkCfg::Raw => Arq::Raw(Raw::new(max_payload)),
+        LinkCfg::Sr(c) => Arq::Sr(Box::new(Sr::new(sr_config(&c, max_payload)))),
+        LinkCfg::Asr(c) => Arq::Sr(Box::new(Sr::new(asr_config(&c, max_payload)))),
+        LinkCfg::Rlc(c) => Arq::Rlc(Box::new(Rlc::new(rlc_config(&c, max_payload)))),
+        LinkCfg::Is707(c) => Arq::Is707(Box::new(Is707::new(is707_config(&c, max_payload)))),
+        LinkCfg::RlpGsm(c) => Arq::Gsm(Box::new(GsmCsd::new(csd_config(&c, max_payload, side == 0)))),
+        LinkCfg::Gprs(c) => {
+            let stream = |l: &str| Rng::stream(sc.seed, sc.run, l);
+            let setup = stream(&format!("gprs.setup.{}", DIR_NAMES[side]));
+            Arq::Gprs(Box::new(Gprs::new(gprs_config(&c, side), stream("gprs.outage"), stream("gprs.poor"), setup)))
         }
-        "rlp-gsm" => Arq::Gsm(Box::new(GsmCsd::new(csd_config(&a, max_payload, side == 0)))),
-        _ => Arq::Sr(Box::new(Sr::new(sr_config(&a, max_payload)))),
     }
 }
 
 /// `side` 0 sends the downlink, 1 the uplink.
-pub fn gprs_config(a: &ArqCfg, side: usize) -> GprsConfig {
+pub fn gprs_config(a: &GprsCfg, side: usize) -> GprsConfig {
     let d = if side == 0 { GprsConfig::downlink() } else { GprsConfig::uplink() };
-    let range = |v: &Option<Vec<crate::config::Dur>>, d: (Duration, Duration)| {
-        v.as_ref().map(|v| (v[0].0, v[1].0)).unwrap_or(d)
-    };
+    let range = |v: Option<crate::config::DurRange>, d: (Duration, Duration)| v.map(|r| (r.0, r.1)).unwrap_or(d);
     GprsConfig {
         tbf_idle: a.tbf_idle.map(|x| x.0).unwrap_or(d.tbf_idle),
-        setup: range(if side == 0 { &a.setup_down } else { &a.setup_up }, d.setup),
+        setup: range(if side == 0 { a.setup_down } else { a.setup_up }, d.setup),
         rlc_buffer: a.rlc_buffer.map(|x| x as usize).unwrap_or(d.rlc_buffer),
         pdu_lifetime: a.pdu_lifetime.map(|x| x.0).unwrap_or(d.pdu_lifetime),
         outage_every: a.outage_every.map(|x| x.0).or(d.outage_every),
-        outage_duration: range(&a.outage_duration, d.outage_duration),
+        outage_duration: range(a.outage_duration, d.outage_duration),
         outage_list: a.outages.as_ref().map(|v| v.iter().map(|o| (o[0].0, o[1].0)).collect()).unwrap_or_default(),
         period: if side == 1 { a.uplink_period.map(|x| x.0) } else { None },
         poor_every: a.poor_every.map(|x| x.0).or(d.poor_every),
-        poor_duration: range(&a.poor_duration, d.poor_duration),
+        poor_duration: range(a.poor_duration, d.poor_duration),
         poor_share: a.poor_share.unwrap_or(d.poor_share),
     }
 }
 
-pub fn csd_config(a: &ArqCfg, max_payload: u32, network_side: bool) -> CsdConfig {
+pub fn csd_config(a: &RlpGsmCfg, max_payload: u32, network_side: bool) -> CsdConfig {
     let d = RlpConfig::default();
     let rlp = RlpConfig {
         payload: max_payload,
         window: a.window.unwrap_or(d.window),
         t1: a.t1.map(|x| x.0).unwrap_or(d.t1),
         n2: a.n2.unwrap_or(d.n2),
-        on_n2: if a.on_n2.as_deref() == Some("drop-call") { OnN2::DropCall } else { OnN2::Reset },
+        on_n2: match a.on_n2 {
+            Some(OnN2Cfg::DropCall) => OnN2::DropCall,
+            Some(OnN2Cfg::Reset) => OnN2::Reset,
+            None => d.on_n2,
+        },
     };
     let c = CsdConfig::default();
     CsdConfig {
         rlp,
         vj: a.header_compression.unwrap_or(c.vj),
         vj_toss_on_error: a.vj_toss_on_error.unwrap_or(c.vj_toss_on_error),
-        l2r_rate: a.l2r_rate.map(|r| r.0 / 8),
+        l2r_rate: a.l2r_rate.map(|r| r.0 / 8).or(c.l2r_rate),
         l2r_buffer: a.l2r_buffer.map(|b| b.0 as u32).unwrap_or(c.l2r_buffer),
         network_side,
     }
 }
 
-pub fn is707_config(a: &ArqCfg, max_payload: u32) -> Is707Config {
+pub fn is707_config(a: &Is707Cfg, max_payload: u32) -> Is707Config {
+    use crate::config::link::IdleFrames;
     let d = Is707Config::default();
     Is707Config {
         max_payload,
         nak_rounds: a.nak_rounds.clone().unwrap_or(d.nak_rounds),
         nak_timer: a.nak_timer.map(|x| x.0).unwrap_or(d.nak_timer),
-        idle_frames: match &a.idle_frames {
+        idle_frames: match a.idle_frames {
             None => d.idle_frames,
-            Some(crate::config::IdleFrames::Count(n)) => Some(*n),
-            Some(_) => None,
+            Some(IdleFrames::Count(n)) => Some(n),
+            Some(IdleFrames::Unlimited) => None,
         },
     }
 }
 
-pub fn sr_config(a: &ArqCfg, max_payload: u32) -> SrConfig {
+pub fn sr_config(a: &SrCfg, max_payload: u32) -> SrConfig {
     let d = SrConfig::default();
-    let timeout = a.timeout.map(|x| x.0).unwrap_or(d.timeout);
-    let adaptive = if a.protocol == "asr" {
-        Some(a.policy.as_deref().and_then(crate::config::parse_policy).unwrap_or((3, 2)))
-    } else {
-        None
-    };
     SrConfig {
         window: a.window.unwrap_or(d.window),
         ack_delay: a.ack_delay.map(|x| x.0).unwrap_or(d.ack_delay),
-        timeout,
-        adaptive,
-        initial_srtt: a.initial_srtt.map(|x| x.0).unwrap_or(d.initial_srtt),
-        tick: d.tick,
-        renack: a.renack.map(|x| x.0).unwrap_or(timeout),
+        timeout: a.timeout.map(|x| x.0).unwrap_or(d.timeout),
+        renack: a.renack.map(|x| x.0).or(d.renack),
         max_payload,
+        ..d
     }
 }
 
-pub fn rlc_config(a: &ArqCfg, max_payload: u32) -> RlcConfig {
-    let d = RlcConfig::preset(a.preset.as_deref().unwrap_or("uniform")).unwrap_or_default();
+pub fn asr_config(a: &AsrCfg, max_payload: u32) -> SrConfig {
+    let d = SrConfig::default();
+    let policy = a.policy.map(|p| (p.0, p.1)).unwrap_or(crate::link::sr::DEFAULT_POLICY);
+    SrConfig {
+        window: a.window.unwrap_or(d.window),
+        ack_delay: a.ack_delay.map(|x| x.0).unwrap_or(d.ack_delay),
+        adaptive: Some(policy),
+        initial_srtt: a.initial_srtt.map(|x| x.0).unwrap_or(d.initial_srtt),
+        renack: a.renack.map(|x| x.0).or(d.renack),
+        max_payload,
+        ..d
+    }
+}
+
+pub fn rlc_config(a: &RlcCfg, max_payload: u32) -> RlcConfig {
+    let d = RlcConfig::preset(a.preset.map_or("uniform", |p| p.name())).unwrap_or_default();
     RlcConfig {
         window: a.window.unwrap_or(d.window),
         max_payload,
@@ -181,8 +228,9 @@ pub fn rlc_config(a: &ArqCfg, max_payload: u32) -> RlcConfig {
     }
 }
 
+/// A flow's TCP settings: the profile (default "default"), then the fields set.
 pub fn tcp_config(f: &FlowCfg) -> TcpConfig {
-    let Some(t) = &f.tcp else {
+    let Some(t) = f.tcp() else {
         return TcpConfig::default();
     };
     let d = t.profile.as_deref().and_then(TcpConfig::profile).unwrap_or_default();
@@ -190,6 +238,7 @@ pub fn tcp_config(f: &FlowCfg) -> TcpConfig {
     TcpConfig {
         variant,
         mss: t.mss.unwrap_or(d.mss),
+        // Without a profile, SACK follows the variant.
         sack: t.sack.unwrap_or(if t.profile.is_some() { d.sack } else { variant == Variant::Sack }),
         timestamps: t.timestamps.unwrap_or(d.timestamps),
         window_scaling: t.window_scaling.unwrap_or(d.window_scaling),
@@ -209,8 +258,76 @@ pub fn tcp_config(f: &FlowCfg) -> TcpConfig {
     }
 }
 
-pub fn limit(q: &Option<crate::config::QueueCfg>, default: Limit) -> Limit {
-    q.as_ref().map(|q| q.limit).unwrap_or(default)
+/// The server port of a bulk flow (default 5001).
+pub const BULK_PORT: u16 = 5001;
+
+pub fn media(c: &MediaCfg) -> MediaConfig {
+    let d = MediaConfig::default();
+    MediaConfig {
+        rate: c.rate.map(|r| r.0).unwrap_or(d.rate),
+        packet: c.packet.map(|p| p.0 as u32).unwrap_or(d.packet),
+        talk: c.talk.map(|x| x.0).unwrap_or(d.talk),
+        silence: c.silence.map(|x| x.0).unwrap_or(d.silence),
+    }
+}
+
+pub fn probe(c: &ProbeCfg) -> ProbeConfig {
+    let d = ProbeConfig::default();
+    ProbeConfig {
+        packet: c.packet.map(|p| p.0 as u32).unwrap_or(d.packet),
+        burst: c.burst.unwrap_or(d.burst),
+        spacing: c.spacing.as_ref().map(|v| (v[0].0, v[1].0)).unwrap_or(d.spacing),
+        bursts: c.messages.or(d.bursts),
+    }
+}
+
+pub fn interactive(c: &InteractiveCfg) -> InteractiveConfig {
+    let d = InteractiveConfig::default();
+    InteractiveConfig {
+        packet: c.packet.map(|p| p.0).unwrap_or(d.packet),
+        interval: c.interval.map(|x| x.0).unwrap_or(d.interval),
+        messages: c.messages.or(d.messages),
+        port: c.port.unwrap_or(d.port),
+    }
+}
+
+/// A session application's settings (web, ttcp, http); None for other flows.
+pub fn session(f: &FlowCfg) -> Option<SessionConfig> {
+    use crate::app::session::SessionKind;
+    let dur = |d: Option<crate::config::Dur>, x: Duration| d.map_or(x, |d| d.0);
+    Some(match f {
+        FlowCfg::Web(WebCfg { think, transactions, port, .. }) => {
+            let d = SessionConfig::web();
+            SessionConfig {
+                limit: transactions.or(d.limit),
+                think: dur(*think, d.think),
+                port: port.unwrap_or(d.port),
+                ..d
+            }
+        }
+        FlowCfg::Ttcp(TtcpCfg { bytes, repeat, think, port, .. }) => {
+            let d = SessionConfig::ttcp(bytes.and_then(|b| b.0).unwrap_or(0));
+            SessionConfig { limit: repeat.or(d.limit), think: dur(*think, d.think), port: port.unwrap_or(d.port), ..d }
+        }
+        FlowCfg::Http(HttpCfg { bytes, objects, request, persistent, think, gap, transactions, port, .. }) => {
+            let d = SessionConfig::http(bytes.and_then(|b| b.0).unwrap_or(0));
+            let SessionKind::Http { objects: o, request: r, persistent: p, bytes: b } = d.kind else { unreachable!() };
+            let kind = SessionKind::Http {
+                bytes: b,
+                objects: objects.unwrap_or(o),
+                request: request.map_or(r, |s| s.0),
+                persistent: persistent.unwrap_or(p),
+            };
+            SessionConfig {
+                kind,
+                limit: transactions.or(d.limit),
+                think: dur(*think, d.think),
+                gap: dur(*gap, d.gap),
+                port: port.unwrap_or(d.port),
+            }
+        }
+        _ => return None,
+    })
 }
 
 /// The split-TCP proxy's configuration from `[proxy]`; the link rate defaults to
@@ -255,7 +372,7 @@ pub fn proxy_config(sc: &Scenario) -> Option<crate::proxy::ProxyConfig> {
 
 #[cfg(test)]
 mod tests {
-    use crate::config::parse_scenario;
+    use crate::config::{parse_scenario, LinkCfg};
     use crate::time::Duration;
     const BASE: &str = "[wireless]\nrate = \"64kbps\"\ndelay = \"50ms\"\n[[flow]]\napp = \"bulk\"\nbytes = \"1MB\"\n";
     #[test]
@@ -271,7 +388,8 @@ mod tests {
         .map(|s| s.to_string())
         .collect();
         let sc = parse_scenario(BASE, &o).unwrap();
-        let c = super::rlc_config(sc.wireless.arq.as_ref().unwrap(), 250);
+        let LinkCfg::Rlc(r) = sc.wireless.link() else { panic!() };
+        let c = super::rlc_config(&r, 250);
         assert_eq!((c.status_prohibit, c.max_retransmissions, c.poll_window, c.poll_last_retx), (None, 4, None, true));
         assert_eq!(c.mrw_timer, Duration::from_millis(110), "the rest comes from the two-state column");
     }

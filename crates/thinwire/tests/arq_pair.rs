@@ -114,7 +114,8 @@ fn sr_multireject_nacks_a_frame_again_when_its_retransmission_is_lost() {
         }
         false
     });
-    let cfg = SrConfig { timeout: Duration::from_secs(30), renack: Duration::from_millis(300), ..Default::default() };
+    let cfg =
+        SrConfig { timeout: Duration::from_secs(30), renack: Some(Duration::from_millis(300)), ..Default::default() };
     let mut p = ArqPair::new(sr(cfg), sr(cfg), 64_000, Duration::from_millis(50), drop);
     for i in 0..200 {
         p.send(0, pkt(i, 250));

@@ -27,14 +27,17 @@ model = "uniform"
 p = {p}
 [wireless.arq]
 protocol = "{proto}"
-idle_frames = {}
+{}
 [[flow]]
 app = "bulk"
 bytes = "{bulk}B"
 direction = "{}"
 tcp = {{ variant = "{}", mss = 210, rcv_buf = "{}B" }}
 "#,
-        pick(&mut r, &["0", "3", "\"unlimited\""]),
+        // Only IS-707 takes idle frames.
+        Some(pick(&mut r, &["0", "3", "\"unlimited\""]))
+            .filter(|_| proto == "is707")
+            .map_or(String::new(), |n| format!("idle_frames = {n}")),
         pick(&mut r, &["down", "up"]),
         pick(&mut r, &["tahoe", "reno", "newreno", "sack"]),
         2000 + r.below(60_000)
@@ -77,14 +80,18 @@ fn random_scenarios_run_repeatably_and_account_correctly() {
         for f in &a.flows {
             match f.app.as_str() {
                 "bulk" => {
-                    let want = sc.flow[f.id].bytes.unwrap().0.unwrap();
+                    let want = sc.flow[f.id].bytes().unwrap();
                     assert!(f.bytes_delivered <= want, "case {case}: delivered more than sent");
                     assert_eq!(f.completion_s.is_some(), f.bytes_delivered == want, "case {case}");
                 }
                 "ttcp" | "http" => {
                     assert_eq!(f.durations_s.len() as u64, f.transactions.unwrap(), "case {case}");
                     assert!(f.durations_s.iter().all(|&d| d > 0.0), "case {case}");
-                    let each = sc.flow[f.id].bytes.unwrap().0.unwrap() * sc.flow[f.id].objects.unwrap_or(1);
+                    let objects = match &sc.flow[f.id] {
+                        thinwire::config::FlowCfg::Http(h) => h.objects.unwrap_or(4),
+                        _ => 1,
+                    };
+                    let each = sc.flow[f.id].bytes().unwrap() * objects;
                     assert_eq!(
                         f.bytes_delivered,
                         each * f.transactions.unwrap(),

@@ -27,7 +27,7 @@ fn pkt(flow: u16, ident: u16, size: u32) -> Packet {
 
 fn sr(timeout_ms: i64) -> Arq {
     let t = Duration::from_millis(timeout_ms);
-    Arq::Sr(Box::new(Sr::new(SrConfig { timeout: t, renack: t, ..SrConfig::default() })))
+    Arq::Sr(Box::new(Sr::new(SrConfig { timeout: t, renack: Some(t), ..SrConfig::default() })))
 }
 
 fn link(mux: Mux, arq: [Arq; 2], queue: Limit, channels: [Channel; 2]) -> WirelessLink {

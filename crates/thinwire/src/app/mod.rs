@@ -1,8 +1,12 @@
 //! Applications. `bulk` is driven directly through the TCP endpoint (a byte count,
 //! or unlimited); `media` is an on/off UDP source (seed 002 §III); `probe` sends UDP
-//! datagrams alone or in bursts at random spacing (seed 003 §III).
+//! datagrams alone or in bursts at random spacing (seed 003 §III); `session`
+//! holds the settings of web, ttcp and http, `interactive` those of telnet-like
+//! flows (their connections are driven by the simulator); `web` is Mah's model.
+pub mod interactive;
 pub mod media;
 pub mod probe;
+pub mod session;
 pub mod web;
 
 use crate::time::Instant;

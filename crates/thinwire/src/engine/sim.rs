@@ -10,10 +10,11 @@
 //!
 //! Each machine exposes `poll_timeout`; the simulator keeps the earliest wake-up it
 //! has scheduled per machine and ignores stale timer events.
-use crate::app::media::{MediaConfig, MediaSource};
+use crate::app::media::MediaSource;
 use crate::app::web::{Transaction, WebModel};
+use crate::app::{probe::ProbeSource, UdpSource};
 use crate::build;
-use crate::config::{Limit, Scenario, Stop};
+use crate::config::{Direction, FlowCfg, LinkSession, Scenario, Stop};
 use crate::link::wireless::{LinkTimer, LinkTrace, Offer, Session, WirelessLink};
 use crate::pcap::PcapWriter;
 use crate::queue::wired::WiredLink;
@@ -172,14 +173,7 @@ pub struct Sim {
 
 impl Sim {
     pub fn new(sc: &Scenario) -> Sim {
-        let mk_wired = |_d: usize| Wire {
-            link: WiredLink::new(
-                sc.wired.rate.0,
-                sc.wired.delay.0,
-                build::limit(&sc.wired.queue, Limit::Packets(1000)),
-            ),
-            in_flight: VecDeque::new(),
-        };
+        let mk_wired = |_d: usize| Wire { link: build::wired(sc), in_flight: VecDeque::new() };
         let mask = LayerMask::from_names(&sc.trace.layers);
         let mut link = build::wireless(sc);
         let link_trace =
@@ -192,30 +186,18 @@ impl Sim {
         let mut slots = Vec::new();
         let mut session = Vec::new();
         for (i, f) in sc.flow.iter().enumerate() {
-            let start = Instant::ZERO + f.start.map(|d| d.0).unwrap_or(Duration::ZERO);
-            let sender = if f.direction == "up" { 1 } else { 0 };
-            let bypass = f.link.as_deref().map(|l| l == "bypass").unwrap_or(f.app == "media");
-            session.push(if bypass { Session::Bypass } else { Session::Arq });
-            if f.app == "media" || f.app == "probe" {
+            let start = Instant::ZERO + f.start();
+            let sender = if f.direction() == Direction::Up { 1 } else { 0 };
+            session.push(match f.session() {
+                LinkSession::Arq => Session::Arq,
+                LinkSession::Bypass => Session::Bypass,
+            });
+            if let FlowCfg::Media(_) | FlowCfg::Probe(_) = f {
                 let rng = Rng::stream(sc.seed, sc.run, &format!("flow.{i}.media"));
-                let src = if f.app == "media" {
-                    let d = MediaConfig::default();
-                    let cfg = MediaConfig {
-                        rate: f.rate.map(|r| r.0).unwrap_or(d.rate),
-                        packet: f.packet.map(|p| p.0 as u32).unwrap_or(d.packet),
-                        talk: f.talk.map(|x| x.0).unwrap_or(d.talk),
-                        silence: f.silence.map(|x| x.0).unwrap_or(d.silence),
-                    };
-                    crate::app::UdpSource::Media(MediaSource::new(cfg, start, rng))
-                } else {
-                    let d = crate::app::probe::ProbeConfig::default();
-                    let cfg = crate::app::probe::ProbeConfig {
-                        packet: f.packet.map(|p| p.0 as u32).unwrap_or(d.packet),
-                        burst: f.burst.unwrap_or(d.burst),
-                        spacing: f.spacing.as_ref().map(|v| (v[0].0, v[1].0)).unwrap_or(d.spacing),
-                        bursts: f.messages,
-                    };
-                    crate::app::UdpSource::Probe(crate::app::probe::ProbeSource::new(cfg, start, rng))
+                let src = match f {
+                    FlowCfg::Media(c) => UdpSource::Media(MediaSource::new(build::media(c), start, rng)),
+                    FlowCfg::Probe(c) => UdpSource::Probe(ProbeSource::new(build::probe(c), start, rng)),
+                    _ => unreachable!(),
                 };
                 q.schedule(start, Event::MediaNext(media.len() as u16));
                 slots.push(Slot::Media(media.len()));
@@ -232,19 +214,26 @@ impl Sim {
                 });
                 continue;
             }
-            if ["web", "ttcp", "http"].contains(&f.app.as_str()) {
+            if let Some(cfg) = build::session(f) {
                 q.schedule(start, Event::WebNext(webs.len() as u16));
                 slots.push(Slot::Web(webs.len()));
-                webs.push(Web::new(sc, i, f, start));
+                webs.push(Web::new(sc, i, f, cfg, start));
                 continue;
             }
             let mut rng = Rng::stream(sc.seed, sc.run, &format!("flow.{i}.isn"));
-            let chat = (f.app == "interactive").then(|| Interactive::new(f));
-            let port = f.port.unwrap_or(if chat.is_some() { 23 } else { 5001 });
+            let chat = match f {
+                FlowCfg::Interactive(c) => Some(Interactive::new(build::interactive(c))),
+                _ => None,
+            };
+            let port = match (f, &chat) {
+                (FlowCfg::Bulk(b), _) => b.port.unwrap_or(build::BULK_PORT),
+                (_, Some(c)) => c.port(),
+                _ => unreachable!("bulk or interactive"),
+            };
             let [mut server, mut mobile] = endpoint_pair(f, port, 40000 + i as u16, &mut rng, mask);
             let bytes = match &chat {
                 Some(c) => c.total(),
-                None => f.bytes.and_then(|b| b.0),
+                None => f.bytes(),
             };
             if let Some(c) = &chat {
                 server.set_app_data(Some(0), false);
@@ -271,10 +260,7 @@ impl Sim {
         }
         let pending_finite =
             flows.iter().filter(|f| f.bytes.is_some()).count() + webs.iter().filter(|w| w.finite()).count();
-        let max_time = match sc.stop {
-            Stop::At(d) => Instant::ZERO + d,
-            Stop::End => Instant::ZERO + sc.max_time.map(|d| d.0).unwrap_or(Duration::from_secs(100_000)),
-        };
+        let max_time = build::max_time(sc);
         let pcap = if sc.trace.pcap { [Some(PcapWriter::new()), Some(PcapWriter::new())] } else { [None, None] };
         Sim {
             q,
@@ -588,8 +574,8 @@ impl Sim {
                     let st = &snd.stats;
                     FlowResult {
                         id: f.id,
-                        app: f.cfg.app.clone(),
-                        direction: f.cfg.direction.clone(),
+                        app: f.cfg.app().into(),
+                        direction: f.cfg.direction().name().into(),
                         variant: snd.cfg.variant.name().into(),
                         start_s: f.start.as_secs_f64(),
                         bytes_delivered: delivered,
@@ -618,7 +604,7 @@ impl Sim {
                         .fold((0, 0.0), |a, s| (a.0 + s.rtt_samples, a.1 + s.rtt_sum.as_secs_f64()));
                     FlowResult {
                         id: wb.id,
-                        app: wb.cfg.app.clone(),
+                        app: wb.cfg.app().into(),
                         direction: "down".into(),
                         variant: build::tcp_config(&wb.cfg).variant.name().into(),
                         start_s: wb.start.as_secs_f64(),

@@ -36,6 +36,9 @@ use crate::time::{Duration, Instant};
 use crate::wire::Packet;
 use std::collections::VecDeque;
 
+/// ASR's policy when none is given: "3+2" (seed 002 §V's TCP-like choice).
+pub const DEFAULT_POLICY: (u32, u32) = (3, 2);
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SrConfig {
     pub window: u32,
@@ -45,7 +48,8 @@ pub struct SrConfig {
     pub adaptive: Option<(u32, u32)>,
     pub initial_srtt: Duration,
     pub tick: Duration,
-    pub renack: Duration,
+    /// Multireject interval; None: the timeout.
+    pub renack: Option<Duration>,
     pub max_payload: u32,
 }
 
@@ -58,7 +62,7 @@ impl Default for SrConfig {
             adaptive: None,
             initial_srtt: Duration::from_millis(1100),
             tick: Duration::from_millis(10),
-            renack: Duration::from_millis(1100),
+            renack: None,
             max_payload: 250,
         }
     }
@@ -247,7 +251,7 @@ impl Sr {
                 continue;
             }
             if let Some(t) = self.nack_at[i] {
-                if now - t >= self.cfg.renack {
+                if now - t >= self.cfg.renack.unwrap_or(self.cfg.timeout) {
                     self.nacks.push_back(self.expected + i as u32);
                     self.nack_at[i] = Some(now);
                 }

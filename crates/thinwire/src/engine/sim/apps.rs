@@ -1,28 +1,19 @@
-//! Request/response and interactive applications driven by the simulator.
+//! The simulator's drivers of request/response and interactive applications:
+//! opening, feeding and closing their TCP connections. The applications and their
+//! settings (with defaults) are described in app/session.rs (web, ttcp, http) and
+//! app/interactive.rs.
 //!
-//! Session applications (one `Web` each), all with the mobile host as the client
-//! (server port `port`, default 80; ttcp 5001):
-//! - `web`: Mah's HTTP model (app/web.rs), HTTP/1.0, a connection per exchange.
-//! - `ttcp` (seed 004 §VI-A): `repeat` downloads of `bytes` (default 1), each on a
-//!   fresh connection the mobile opens; the server sends at once and closes. A
-//!   download's time runs from the SYN to the FIN reaching the mobile (the ttcp
-//!   receiver's EOF), so it includes connection set-up and termination as in the
-//!   seed's Fig. 9. `think` (default 0 s) separates downloads.
-//! - `http` (seed 004 §VI-A, last paragraph): pages of `objects` (default 4)
-//!   objects of `bytes`, each requested with `request` bytes (default 300 B), one
-//!   request at a time (no pipelining). `persistent = false` (HTTP/1.0): a connection
-//!   per object, closed by the server. `persistent = true` (HTTP/1.1): one
-//!   connection per page; the server waits idle for each next request, and the
-//!   client closes after the last object. `think` (default 0 s) separates pages;
-//!   `gap` (default 0 s) delays each further request of a page after the previous
-//!   object arrived (the browser parsing, or a reader following a link).
-//!
-//! `interactive` (seed 004 §IV, a telnet-like flow the proxy should prioritise):
-//! the server writes a `packet`-byte message (default 40 B) every `interval`
-//! (default 1 s) on one long connection to port 23, starting one interval after
-//! the connection request; each message's latency runs from the write to its last
-//! byte reaching the mobile's application in order. `messages` ends the flow.
+//! Sessions have the mobile host as the client. ttcp: each download on a fresh
+//! connection the mobile opens; the server sends at once and closes; a download's
+//! time runs from the SYN to the FIN reaching the mobile (the ttcp receiver's EOF),
+//! so it includes connection set-up and termination as in seed 004's Fig. 9. http:
+//! one request at a time (no pipelining); HTTP/1.0 a connection per object, closed
+//! by the server; HTTP/1.1 one connection per page, the server waits idle for each
+//! next request, and the client closes after the last object. interactive: messages
+//! start one interval after the connection request; each message's latency runs
+//! from the write to its last byte reaching the mobile's application in order.
 use super::*;
+use crate::app::{interactive::InteractiveConfig, session::SessionConfig};
 
 /// Where a session's transactions come from.
 pub(super) enum TxSource {
@@ -75,33 +66,23 @@ pub(super) struct Web {
 }
 
 impl Web {
-    pub(super) fn new(sc: &Scenario, i: usize, f: &crate::config::FlowCfg, start: Instant) -> Web {
-        let bytes = f.bytes.and_then(|b| b.0).unwrap_or(0);
-        let (source, limit, wait_fin, server_port) = match f.app.as_str() {
-            "ttcp" => (TxSource::Fixed(vec![(0, bytes)]), Some(f.repeat.unwrap_or(1)), true, 5001),
-            "http" => {
-                let req = f.request.map(|r| r.0).unwrap_or(300);
-                (TxSource::Fixed(vec![(req, bytes); f.objects.unwrap_or(4) as usize]), f.transactions, false, 80)
-            }
-            _ => (
-                TxSource::Mah(WebModel::new(Rng::stream(sc.seed, sc.run, &format!("flow.{i}.web")))),
-                f.transactions,
-                false,
-                80,
-            ),
+    pub(super) fn new(sc: &Scenario, i: usize, f: &crate::config::FlowCfg, cfg: SessionConfig, start: Instant) -> Web {
+        let source = match cfg.exchanges() {
+            Some(x) => TxSource::Fixed(x),
+            None => TxSource::Mah(WebModel::new(Rng::stream(sc.seed, sc.run, &format!("flow.{i}.web")))),
         };
         Web {
             id: i,
             cfg: f.clone(),
             source,
             rng: Rng::stream(sc.seed, sc.run, &format!("flow.{i}.isn")),
-            think: f.think.map(|d| d.0).unwrap_or(Duration::ZERO),
-            gap: f.gap.map(|d| d.0).unwrap_or(Duration::ZERO),
-            limit,
+            think: cfg.think,
+            gap: cfg.gap,
+            limit: cfg.limit,
             start,
-            persistent: f.persistent.unwrap_or(false),
-            wait_fin,
-            server_port: f.port.unwrap_or(server_port),
+            persistent: cfg.persistent(),
+            wait_fin: cfg.wait_fin(),
+            server_port: cfg.port,
             tx: None,
             tx_start: start,
             step: 0,
@@ -124,6 +105,7 @@ impl Web {
 
 /// An interactive flow's message source and what the mobile's application saw.
 pub(super) struct Interactive {
+    port: u16,
     packet: u64,
     interval: Duration,
     limit: Option<u64>,
@@ -134,15 +116,19 @@ pub(super) struct Interactive {
 }
 
 impl Interactive {
-    pub(super) fn new(f: &crate::config::FlowCfg) -> Interactive {
+    pub(super) fn new(cfg: InteractiveConfig) -> Interactive {
         Interactive {
-            packet: f.packet.map(|p| p.0).unwrap_or(40),
-            interval: f.interval.map(|d| d.0).unwrap_or(Duration::from_secs(1)),
-            limit: f.messages,
+            packet: cfg.packet,
+            interval: cfg.interval,
+            limit: cfg.messages,
+            port: cfg.port,
             written: 0,
             pending: VecDeque::new(),
             delays: vec![],
         }
+    }
+    pub(super) fn port(&self) -> u16 {
+        self.port
     }
     pub(super) fn total(&self) -> Option<u64> {
         self.limit.map(|n| n * self.packet)

@@ -1,0 +1,550 @@
+//! `[[flow]]` sections, tagged by `app`: each application has its own fields (and
+//! the common `start` and `link`; TCP applications also `tcp` and `port`), and a
+//! field of another application is an error naming the field and what the chosen
+//! one takes. Defaults are the application models' own (`app::media::MediaConfig`,
+//! `app::probe::ProbeConfig`, `app::session::SessionConfig`,
+//! `app::interactive::InteractiveConfig`); `build.rs` applies what is set over them.
+use super::units::{bad_tag, split_tag, tagged, Bytes, Dur, Rate, Size};
+use super::{cerr, ConfigError};
+use crate::time::Duration;
+use serde::{Deserialize, Deserializer};
+
+/// Which way the data goes.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+pub enum Direction {
+    /// Server to mobile host.
+    #[default]
+    #[serde(rename = "down")]
+    Down,
+    /// Mobile host to server.
+    #[serde(rename = "up")]
+    Up,
+}
+
+impl Direction {
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::Down => "down",
+            Direction::Up => "up",
+        }
+    }
+}
+
+/// The link-layer session a flow uses on the shared wireless link.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+pub enum LinkSession {
+    /// The configured link protocol.
+    #[serde(rename = "arq")]
+    Arq,
+    /// No ARQ (seed 002 §III: media).
+    #[serde(rename = "bypass")]
+    Bypass,
+}
+
+/// `delayed_ack = { count, timeout }`.
+#[derive(Clone, Debug, Deserialize, Default, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DelAckCfg {
+    #[serde(default)]
+    pub count: Option<u32>,
+    #[serde(default)]
+    pub timeout: Option<Dur>,
+}
+
+/// `tcp = { ... }`: a profile ("default", "bsd", "linux") the other fields override.
+#[derive(Clone, Debug, Deserialize, Default, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TcpCfg {
+    #[serde(default)]
+    pub profile: Option<String>,
+    #[serde(default)]
+    pub variant: Option<String>,
+    #[serde(default)]
+    pub mss: Option<u32>,
+    #[serde(default)]
+    pub sack: Option<bool>,
+    #[serde(default)]
+    pub timestamps: Option<bool>,
+    #[serde(default)]
+    pub window_scaling: Option<bool>,
+    #[serde(default)]
+    pub initial_window: Option<u32>,
+    #[serde(default)]
+    pub delayed_ack: Option<DelAckCfg>,
+    #[serde(default)]
+    pub min_rto: Option<Dur>,
+    #[serde(default)]
+    pub max_rto: Option<Dur>,
+    #[serde(default)]
+    pub initial_rto: Option<Dur>,
+    #[serde(default)]
+    pub timer_granularity: Option<Dur>,
+    #[serde(default)]
+    pub rcv_buf: Option<Size>,
+    #[serde(default)]
+    pub snd_buf: Option<Size>,
+    #[serde(default)]
+    pub source_quench: Option<bool>,
+    #[serde(default)]
+    pub rcv_wnd_initial: Option<Size>,
+    #[serde(default)]
+    pub slow_start_after_idle: Option<bool>,
+    #[serde(default)]
+    pub cwnd_clamp: Option<Size>,
+}
+
+/// `app = "bulk"`: one TCP transfer of `bytes` (or unlimited) in `direction`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct BulkCfg {
+    #[serde(default)]
+    pub start: Option<Dur>,
+    #[serde(default)]
+    pub link: Option<LinkSession>,
+    #[serde(default)]
+    pub tcp: Option<TcpCfg>,
+    /// The server's port (default 5001).
+    #[serde(default)]
+    pub port: Option<u16>,
+    #[serde(default)]
+    pub bytes: Option<Bytes>,
+    #[serde(default)]
+    pub direction: Option<Direction>,
+}
+
+/// `app = "media"`: a UDP on/off speech source (seed 002 §III), bypassing the ARQ.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MediaCfg {
+    #[serde(default)]
+    pub start: Option<Dur>,
+    #[serde(default)]
+    pub link: Option<LinkSession>,
+    #[serde(default)]
+    pub direction: Option<Direction>,
+    /// Sending rate while talking (default 56 kbit/s).
+    #[serde(default)]
+    pub rate: Option<Rate>,
+    /// IP packet size (default 250 B).
+    #[serde(default)]
+    pub packet: Option<Size>,
+    /// Mean talk-spurt length (default 1 s).
+    #[serde(default)]
+    pub talk: Option<Dur>,
+    /// Mean silence length (default 1.35 s).
+    #[serde(default)]
+    pub silence: Option<Dur>,
+}
+
+/// `app = "web"`: Mah's HTTP model, a connection per exchange.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WebCfg {
+    #[serde(default)]
+    pub start: Option<Dur>,
+    #[serde(default)]
+    pub link: Option<LinkSession>,
+    #[serde(default)]
+    pub tcp: Option<TcpCfg>,
+    /// The server's port (default 80).
+    #[serde(default)]
+    pub port: Option<u16>,
+    /// Only "down": a web client downloads.
+    #[serde(default)]
+    pub direction: Option<Direction>,
+    /// Pause between transactions (default 0 s).
+    #[serde(default)]
+    pub think: Option<Dur>,
+    /// Transactions, then the flow is finished (default: unlimited).
+    #[serde(default)]
+    pub transactions: Option<u64>,
+}
+
+/// `app = "ttcp"` (seed 004 §VI-A): repeated downloads of `bytes`, a connection each.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TtcpCfg {
+    #[serde(default)]
+    pub start: Option<Dur>,
+    #[serde(default)]
+    pub link: Option<LinkSession>,
+    #[serde(default)]
+    pub tcp: Option<TcpCfg>,
+    /// The server's port (default 5001).
+    #[serde(default)]
+    pub port: Option<u16>,
+    /// Only "down".
+    #[serde(default)]
+    pub direction: Option<Direction>,
+    #[serde(default)]
+    pub bytes: Option<Bytes>,
+    /// Downloads, one after another (default 1).
+    #[serde(default)]
+    pub repeat: Option<u64>,
+    #[serde(default)]
+    pub think: Option<Dur>,
+}
+
+/// `app = "http"` (seed 004 §VI-A): pages of `objects` objects of `bytes`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HttpCfg {
+    #[serde(default)]
+    pub start: Option<Dur>,
+    #[serde(default)]
+    pub link: Option<LinkSession>,
+    #[serde(default)]
+    pub tcp: Option<TcpCfg>,
+    /// The server's port (default 80).
+    #[serde(default)]
+    pub port: Option<u16>,
+    /// Only "down".
+    #[serde(default)]
+    pub direction: Option<Direction>,
+    #[serde(default)]
+    pub bytes: Option<Bytes>,
+    /// Objects per page (default 4).
+    #[serde(default)]
+    pub objects: Option<u64>,
+    /// Request size (default 300 B).
+    #[serde(default)]
+    pub request: Option<Size>,
+    /// HTTP/1.1 persistent connection per page (true) or HTTP/1.0 (false, default).
+    #[serde(default)]
+    pub persistent: Option<bool>,
+    #[serde(default)]
+    pub think: Option<Dur>,
+    /// Pause before each further request of a page (default 0 s).
+    #[serde(default)]
+    pub gap: Option<Dur>,
+    /// Pages, then the flow is finished (default: unlimited).
+    #[serde(default)]
+    pub transactions: Option<u64>,
+}
+
+/// `app = "interactive"` (seed 004 §IV): telnet-like messages on one connection.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct InteractiveCfg {
+    #[serde(default)]
+    pub start: Option<Dur>,
+    #[serde(default)]
+    pub link: Option<LinkSession>,
+    #[serde(default)]
+    pub tcp: Option<TcpCfg>,
+    /// The server's port (default 23).
+    #[serde(default)]
+    pub port: Option<u16>,
+    /// Only "down".
+    #[serde(default)]
+    pub direction: Option<Direction>,
+    /// Message size (default 40 B).
+    #[serde(default)]
+    pub packet: Option<Size>,
+    /// Time between messages (default 1 s).
+    #[serde(default)]
+    pub interval: Option<Dur>,
+    /// Messages, then the flow is finished (default: unlimited).
+    #[serde(default)]
+    pub messages: Option<u64>,
+}
+
+/// `app = "probe"` (seed 003 Fig. 2): UDP datagrams alone or in bursts.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeCfg {
+    #[serde(default)]
+    pub start: Option<Dur>,
+    #[serde(default)]
+    pub link: Option<LinkSession>,
+    #[serde(default)]
+    pub direction: Option<Direction>,
+    /// IP packet size (default 92 B).
+    #[serde(default)]
+    pub packet: Option<Size>,
+    /// Packets per burst (default 1).
+    #[serde(default)]
+    pub burst: Option<u32>,
+    /// Spacing between bursts, uniform in [min, max] (default ["5s", "10s"]).
+    #[serde(default)]
+    pub spacing: Option<Vec<Dur>>,
+    /// Bursts, then the flow is finished (default: unlimited).
+    #[serde(default)]
+    pub messages: Option<u64>,
+}
+
+/// One flow of the scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FlowCfg {
+    Bulk(BulkCfg),
+    Media(MediaCfg),
+    Web(WebCfg),
+    Ttcp(TtcpCfg),
+    Http(HttpCfg),
+    Interactive(InteractiveCfg),
+    Probe(ProbeCfg),
+}
+
+pub const APPS: &[&str] = &["bulk", "media", "web", "ttcp", "http", "interactive", "probe"];
+
+impl<'de> Deserialize<'de> for FlowCfg {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (a, rest) = split_tag(d, "app")?;
+        let what = format!("a {a} flow");
+        Ok(match a.as_str() {
+            "bulk" => FlowCfg::Bulk(tagged(rest, &what)?),
+            "media" => FlowCfg::Media(tagged(rest, &what)?),
+            "web" => FlowCfg::Web(tagged(rest, &what)?),
+            "ttcp" => FlowCfg::Ttcp(tagged(rest, &what)?),
+            "http" => FlowCfg::Http(tagged(rest, &what)?),
+            "interactive" => FlowCfg::Interactive(tagged(rest, &what)?),
+            "probe" => FlowCfg::Probe(tagged(rest, &what)?),
+            _ => return Err(bad_tag("app", &a, "an application", APPS)),
+        })
+    }
+}
+
+impl FlowCfg {
+    pub fn app(&self) -> &'static str {
+        match self {
+            FlowCfg::Bulk(_) => "bulk",
+            FlowCfg::Media(_) => "media",
+            FlowCfg::Web(_) => "web",
+            FlowCfg::Ttcp(_) => "ttcp",
+            FlowCfg::Http(_) => "http",
+            FlowCfg::Interactive(_) => "interactive",
+            FlowCfg::Probe(_) => "probe",
+        }
+    }
+    pub fn start(&self) -> Duration {
+        let s = match self {
+            FlowCfg::Bulk(c) => c.start,
+            FlowCfg::Media(c) => c.start,
+            FlowCfg::Web(c) => c.start,
+            FlowCfg::Ttcp(c) => c.start,
+            FlowCfg::Http(c) => c.start,
+            FlowCfg::Interactive(c) => c.start,
+            FlowCfg::Probe(c) => c.start,
+        };
+        s.map_or(Duration::ZERO, |d| d.0)
+    }
+    /// The link-layer session: as set, else bypass for media and the ARQ session
+    /// for everything else (seed 002 §III).
+    pub fn session(&self) -> LinkSession {
+        let l = match self {
+            FlowCfg::Bulk(c) => c.link,
+            FlowCfg::Media(c) => c.link,
+            FlowCfg::Web(c) => c.link,
+            FlowCfg::Ttcp(c) => c.link,
+            FlowCfg::Http(c) => c.link,
+            FlowCfg::Interactive(c) => c.link,
+            FlowCfg::Probe(c) => c.link,
+        };
+        l.unwrap_or(if matches!(self, FlowCfg::Media(_)) { LinkSession::Bypass } else { LinkSession::Arq })
+    }
+    /// The TCP settings of a TCP application (None: defaults, or not TCP).
+    pub fn tcp(&self) -> Option<&TcpCfg> {
+        match self {
+            FlowCfg::Bulk(c) => c.tcp.as_ref(),
+            FlowCfg::Web(c) => c.tcp.as_ref(),
+            FlowCfg::Ttcp(c) => c.tcp.as_ref(),
+            FlowCfg::Http(c) => c.tcp.as_ref(),
+            FlowCfg::Interactive(c) => c.tcp.as_ref(),
+            FlowCfg::Media(_) | FlowCfg::Probe(_) => None,
+        }
+    }
+    pub fn direction(&self) -> Direction {
+        let d = match self {
+            FlowCfg::Bulk(c) => c.direction,
+            FlowCfg::Media(c) => c.direction,
+            FlowCfg::Probe(c) => c.direction,
+            _ => None,
+        };
+        d.unwrap_or_default()
+    }
+    /// Bytes per transfer (bulk: the transfer; ttcp: each download; http: each object).
+    pub fn bytes(&self) -> Option<u64> {
+        match self {
+            FlowCfg::Bulk(c) => c.bytes.and_then(|b| b.0),
+            FlowCfg::Ttcp(c) => c.bytes.and_then(|b| b.0),
+            FlowCfg::Http(c) => c.bytes.and_then(|b| b.0),
+            _ => None,
+        }
+    }
+    /// Whether the flow ends by itself (so `stop = "end"` can wait for it).
+    pub fn finite(&self) -> bool {
+        match self {
+            FlowCfg::Bulk(c) => c.bytes.is_some_and(|b| b.0.is_some()),
+            FlowCfg::Web(c) => c.transactions.is_some(),
+            FlowCfg::Http(c) => c.transactions.is_some(),
+            FlowCfg::Ttcp(_) => true,
+            FlowCfg::Interactive(c) => c.messages.is_some(),
+            FlowCfg::Media(_) | FlowCfg::Probe(_) => false,
+        }
+    }
+
+    /// Checks values the types cannot, for flow `i`.
+    pub(super) fn validate(&self, i: usize, stop_end: bool) -> Result<(), ConfigError> {
+        let p = |k: &str| format!("flow[{i}].{k}");
+        let port = match self {
+            FlowCfg::Bulk(c) => c.port,
+            FlowCfg::Web(c) => c.port,
+            FlowCfg::Ttcp(c) => c.port,
+            FlowCfg::Http(c) => c.port,
+            FlowCfg::Interactive(c) => c.port,
+            _ => None,
+        };
+        if port == Some(0) {
+            return Err(cerr(p("port"), "must be a TCP port between 1 and 65535"));
+        }
+        let fixed_down = match self {
+            FlowCfg::Web(c) => c.direction,
+            FlowCfg::Ttcp(c) => c.direction,
+            FlowCfg::Http(c) => c.direction,
+            FlowCfg::Interactive(c) => c.direction,
+            _ => None,
+        };
+        if fixed_down == Some(Direction::Up) {
+            return Err(cerr(
+                p("direction"),
+                format!("a {} flow always downloads: use \"down\" or leave it out", self.app()),
+            ));
+        }
+        let counts: &[(&str, Option<u64>)] = match self {
+            FlowCfg::Web(c) => &[("transactions", c.transactions)],
+            FlowCfg::Ttcp(c) => &[("repeat", c.repeat)],
+            FlowCfg::Http(c) => &[("transactions", c.transactions), ("objects", c.objects)],
+            FlowCfg::Interactive(c) => &[("messages", c.messages)],
+            FlowCfg::Probe(c) => &[("messages", c.messages)],
+            _ => &[],
+        };
+        for (k, n) in counts {
+            if *n == Some(0) {
+                return Err(cerr(p(k), "must be at least 1"));
+            }
+        }
+        let positive: &[(&str, Option<Dur>)] = match self {
+            FlowCfg::Media(c) => &[("talk", c.talk), ("silence", c.silence)],
+            FlowCfg::Interactive(c) => &[("interval", c.interval)],
+            _ => &[],
+        };
+        for (k, d) in positive {
+            if d.is_some_and(|d| d.0.nanos() <= 0) {
+                return Err(cerr(p(k), "must be a positive duration"));
+            }
+        }
+        let non_negative: &[(&str, Option<Dur>)] = match self {
+            FlowCfg::Web(c) => &[("think", c.think)],
+            FlowCfg::Ttcp(c) => &[("think", c.think)],
+            FlowCfg::Http(c) => &[("think", c.think), ("gap", c.gap)],
+            _ => &[],
+        };
+        for (k, d) in non_negative {
+            if d.is_some_and(|d| d.0.nanos() < 0) {
+                return Err(cerr(p(k), "must not be negative"));
+            }
+        }
+        match self {
+            FlowCfg::Probe(c) => {
+                if let Some(Size(s)) = c.packet {
+                    if !(29..=65535).contains(&s) {
+                        return Err(cerr(
+                            p("packet"),
+                            "must be between 29B and 65535B (an IP packet with a UDP header)",
+                        ));
+                    }
+                }
+                if c.burst == Some(0) {
+                    return Err(cerr(p("burst"), "must be at least 1 packet"));
+                }
+                if let Some(v) = &c.spacing {
+                    if v.len() != 2 || v[0].0 <= Duration::ZERO || v[1].0 < v[0].0 {
+                        return Err(cerr(
+                            p("spacing"),
+                            "give a range [min, max] of positive durations, min ≤ max, e.g. [\"5s\", \"10s\"]",
+                        ));
+                    }
+                }
+            }
+            FlowCfg::Media(c) => {
+                if let Some(Size(s)) = c.packet {
+                    if !(29..=65535).contains(&s) {
+                        return Err(cerr(
+                            p("packet"),
+                            "must be between 29B and 65535B (an IP packet with a UDP header)",
+                        ));
+                    }
+                }
+            }
+            FlowCfg::Interactive(c) => {
+                if let Some(Size(s)) = c.packet {
+                    if !(1..=65535).contains(&s) {
+                        return Err(cerr(p("packet"), "must be a message of 1B to 65535B"));
+                    }
+                }
+            }
+            FlowCfg::Ttcp(TtcpCfg { bytes, .. }) | FlowCfg::Http(HttpCfg { bytes, .. })
+                if bytes.is_none_or(|b| b.0.is_none() || b.0 == Some(0)) =>
+            {
+                return Err(cerr(
+                    p("bytes"),
+                    format!("a {} flow needs a finite size per download, e.g. bytes = \"10KB\"", self.app()),
+                ));
+            }
+            _ => {}
+        }
+        if let Some(t) = self.tcp() {
+            validate_tcp(t, i)?;
+        }
+        if stop_end && !matches!(self, FlowCfg::Media(_) | FlowCfg::Probe(_)) && !self.finite() {
+            let what = match self {
+                FlowCfg::Bulk(_) => "bytes = \"10MB\"",
+                FlowCfg::Interactive(_) => "messages = 100",
+                _ => "transactions = 10",
+            };
+            return Err(cerr(
+                p(what.split(' ').next().unwrap()),
+                format!(
+                    "stop = \"end\" needs every flow to end by itself; give {what} or set stop to a duration such as \"2000s\""
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn validate_tcp(t: &TcpCfg, i: usize) -> Result<(), ConfigError> {
+    let p = |k: &str| format!("flow[{i}].tcp.{k}");
+    if let Some(pr) = &t.profile {
+        if crate::tcp::TcpConfig::profile(pr).is_none() {
+            return Err(cerr(
+                p("profile"),
+                format!("{pr:?} is not a TCP profile; use \"default\", \"bsd\" or \"linux\""),
+            ));
+        }
+    }
+    if let Some(v) = &t.variant {
+        if crate::tcp::Variant::parse(v).is_none() {
+            return Err(cerr(
+                p("variant"),
+                format!("{v:?} is not a TCP variant; use one of \"tahoe\", \"reno\", \"newreno\", \"sack\""),
+            ));
+        }
+    }
+    if let Some(m) = t.mss {
+        if !(64..=65495).contains(&m) {
+            return Err(cerr(p("mss"), format!("{m} is not an MSS between 64 and 65495")));
+        }
+    }
+    for (name, v) in [("rcv_buf", t.rcv_buf), ("snd_buf", t.snd_buf)] {
+        if let Some(Size(b)) = v {
+            if b == 0 || b > (1 << 30) {
+                return Err(cerr(p(name), "must be between 1B and 1GiB"));
+            }
+        }
+    }
+    if t.initial_window == Some(0) {
+        return Err(cerr(p("initial_window"), "must be at least 1 segment"));
+    }
+    Ok(())
+}

@@ -1,0 +1,371 @@
+//! Scenario schema: TOML with units, parsed with `deny_unknown_fields`; every error
+//! names the field path and what is accepted.
+//!
+//! The link protocol (`[wireless.arq] protocol`), the channel model (`model`) and
+//! each flow's application (`app`) are tagged enums: each takes its own fields, and
+//! a field that belongs to another is rejected with the field path and the list of
+//! fields the chosen one takes. Files: `units.rs` (values with units), `link.rs`
+//! (protocols and channels), `flow.rs` (applications and TCP), `proxy.rs`.
+//!
+//! Overrides (`--set KEY=VALUE`) are applied to the TOML tree before typing: dotted
+//! paths, list items by index (`flow.0.bytes=1MB`); the value is read as a TOML
+//! value when it parses as one, else as a string.
+pub mod flow;
+pub mod link;
+pub mod proxy;
+pub mod units;
+
+pub use flow::{Direction, FlowCfg, LinkSession, TcpCfg};
+pub use link::{parse_policy, ChannelCfg, LinkCfg};
+pub use proxy::{ProxyCfg, ProxyClass};
+pub use units::{Bytes, Dur, DurRange, Limit, QueueCfg, Rate, Size, Stop, Timer};
+
+use crate::time::Duration;
+use serde::Deserialize;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Wired {
+    pub rate: Rate,
+    pub delay: Dur,
+    /// Default 1000 packets.
+    #[serde(default)]
+    pub queue: Option<QueueCfg>,
+}
+impl Default for Wired {
+    fn default() -> Self {
+        Wired { rate: Rate(10_000_000), delay: Dur(Duration::from_millis(1)), queue: None }
+    }
+}
+
+/// Per-direction overrides of `[wireless]`.
+#[derive(Clone, Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct DirCfg {
+    #[serde(default)]
+    pub rate: Option<Rate>,
+    #[serde(default)]
+    pub delay: Option<Dur>,
+    #[serde(default)]
+    pub channel: Option<ChannelCfg>,
+}
+
+/// How the two link-layer sessions (ARQ and bypass) share the radio, frame by frame.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+pub enum SchedulerCfg {
+    #[default]
+    #[serde(rename = "round-robin")]
+    RoundRobin,
+    #[serde(rename = "arq-first")]
+    ArqFirst,
+    #[serde(rename = "bypass-first")]
+    BypassFirst,
+}
+
+/// Where frames wait for the radio.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+pub enum MuxCfg {
+    /// The radio pulls the next frame from a session when it is free.
+    #[default]
+    #[serde(rename = "pull")]
+    Pull,
+    /// Sessions push frames as soon as they have them into one drop-tail frame
+    /// queue served in order (ns-2's interface queue below the link layer), so ARQ
+    /// timers also run while a frame waits in that queue.
+    #[serde(rename = "shared-queue")]
+    SharedQueue,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Wireless {
+    pub rate: Rate,
+    pub delay: Dur,
+    /// Largest frame payload (default 250 B).
+    #[serde(default = "default_frame")]
+    pub frame: Size,
+    /// Link-layer header per frame (default 4 B).
+    #[serde(default = "default_header")]
+    pub header: Size,
+    /// Each session's IP queue (default 50 packets; GPRS 120 KB).
+    #[serde(default)]
+    pub queue: Option<QueueCfg>,
+    #[serde(default)]
+    pub channel: Option<ChannelCfg>,
+    #[serde(default)]
+    pub down: Option<DirCfg>,
+    #[serde(default)]
+    pub up: Option<DirCfg>,
+    /// The link protocol (default raw).
+    #[serde(default)]
+    pub arq: Option<LinkCfg>,
+    /// Default "round-robin"; "arq-first" and "bypass-first" are strict priorities.
+    #[serde(default)]
+    pub scheduler: Option<SchedulerCfg>,
+    /// Default "pull".
+    #[serde(default)]
+    pub mux: Option<MuxCfg>,
+    /// Frame queue limit for `mux = "shared-queue"`, in frames. Default 50.
+    #[serde(default)]
+    pub frame_queue: Option<u32>,
+}
+fn default_frame() -> Size {
+    Size(250)
+}
+fn default_header() -> Size {
+    Size(4)
+}
+
+impl Wireless {
+    /// The link protocol (raw when `[wireless.arq]` is absent).
+    pub fn link(&self) -> LinkCfg {
+        self.arq.clone().unwrap_or_default()
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct TraceCfg {
+    /// Layers to record: any of "tcp", "link", "queue", "channel", "proxy".
+    #[serde(default)]
+    pub layers: Vec<String>,
+    /// Record pcap taps at the server and the mobile host.
+    #[serde(default)]
+    pub pcap: bool,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    #[serde(default)]
+    pub run: u64,
+    #[serde(default = "default_stop")]
+    pub stop: Stop,
+    /// Upper bound on simulated time when `stop = "end"`. Default 100000 s.
+    #[serde(default)]
+    pub max_time: Option<Dur>,
+    #[serde(default)]
+    pub wired: Wired,
+    pub wireless: Wireless,
+    #[serde(default)]
+    pub flow: Vec<FlowCfg>,
+    #[serde(default)]
+    pub trace: TraceCfg,
+    /// A split-TCP proxy at the gateway (src/proxy); absent = none.
+    #[serde(default)]
+    pub proxy: Option<ProxyCfg>,
+}
+fn default_seed() -> u64 {
+    1
+}
+fn default_stop() -> Stop {
+    Stop::End
+}
+
+/// A configuration error: the field path and the message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigError {
+    pub path: String,
+    pub message: String,
+}
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        if self.path.is_empty() || self.path == "." {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "{}: {}", self.path, self.message)
+        }
+    }
+}
+/// Joins a multi-line message into one line.
+fn one_line(m: &str) -> String {
+    m.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(", ")
+}
+pub(crate) fn cerr(path: impl Into<String>, message: impl Into<String>) -> ConfigError {
+    ConfigError { path: path.into(), message: message.into() }
+}
+
+/// Parses TOML text, applies `KEY=VALUE` overrides, and types the result.
+pub fn parse_scenario(text: &str, overrides: &[String]) -> Result<Scenario, ConfigError> {
+    let mut value: toml::Value = text.parse::<toml::Table>().map(toml::Value::Table).map_err(|e| {
+        let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+        let at = line.map(|l| format!(" at line {l}")).unwrap_or_default();
+        cerr("", format!("malformed TOML{at}: {}", one_line(e.message())))
+    })?;
+    for o in overrides {
+        apply_override(&mut value, o)?;
+    }
+    let sc: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let msg = e.inner().to_string();
+        // An error inside a tagged section carries the section's own field path.
+        if let Some(rest) = msg.strip_prefix(units::INNER) {
+            if let Some((inner, m)) = rest.split_once(units::INNER) {
+                let full = match (path.as_str(), inner) {
+                    (".", i) | ("", i) => i.to_string(),
+                    (p, "") | (p, ".") => p.to_string(),
+                    (p, i) if i.starts_with('[') => format!("{p}{i}"),
+                    (p, i) => format!("{p}.{i}"),
+                };
+                return cerr(full, units::first_line(m));
+            }
+        }
+        cerr(path, units::first_line(&msg))
+    })?;
+    validate(&sc)?;
+    Ok(sc)
+}
+
+fn apply_override(root: &mut toml::Value, o: &str) -> Result<(), ConfigError> {
+    let (key, raw) =
+        o.split_once('=').ok_or_else(|| cerr("--set", format!("{o:?} is not KEY=VALUE (e.g. flow.0.bytes=1MB)")))?;
+    let key = key.trim();
+    let val: toml::Value = format!("v = {raw}")
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(raw.to_string()));
+    let parts: Vec<&str> = key.split('.').collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        return Err(cerr("--set", format!("{key:?} is not a dotted field path")));
+    }
+    let mut cur = root;
+    for (i, p) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        cur = match cur {
+            toml::Value::Table(t) => {
+                if last {
+                    t.insert(p.to_string(), val);
+                    return Ok(());
+                }
+                let next_is_index = parts[i + 1].parse::<usize>().is_ok();
+                t.entry(p.to_string()).or_insert_with(|| {
+                    if next_is_index {
+                        toml::Value::Array(vec![])
+                    } else {
+                        toml::Value::Table(Default::default())
+                    }
+                })
+            }
+            toml::Value::Array(a) => {
+                let idx: usize = p
+                    .parse()
+                    .map_err(|_| cerr(parts[..i].join("."), format!("is a list; index it with a number, not {p:?}")))?;
+                if idx >= a.len() {
+                    return Err(cerr(
+                        parts[..i].join("."),
+                        format!("has {} item(s); index {idx} is out of range", a.len()),
+                    ));
+                }
+                if last {
+                    a[idx] = val;
+                    return Ok(());
+                }
+                &mut a[idx]
+            }
+            _ => return Err(cerr(parts[..i].join("."), "is not a table or list, so it has no fields")),
+        };
+    }
+    Ok(())
+}
+
+fn validate(sc: &Scenario) -> Result<(), ConfigError> {
+    let w = &sc.wireless;
+    if w.frame.0 == 0 || w.frame.0 > 65535 {
+        return Err(cerr("wireless.frame", "must be between 1B and 65535B"));
+    }
+    if let Some(c) = &w.channel {
+        link::validate_channel(c, "wireless.channel")?;
+    }
+    for (n, d) in [("down", &w.down), ("up", &w.up)] {
+        if let Some(c) = d.as_ref().and_then(|d| d.channel.as_ref()) {
+            link::validate_channel(c, &format!("wireless.{n}.channel"))?;
+        }
+    }
+    if let Some(a) = &w.arq {
+        link::validate_link(a, "wireless.arq")?;
+    }
+    if w.frame_queue == Some(0) {
+        return Err(cerr("wireless.frame_queue", "must be at least 1 frame"));
+    }
+    for (i, f) in sc.flow.iter().enumerate() {
+        f.validate(i, sc.stop == Stop::End)?;
+    }
+    if sc.stop == Stop::End && !sc.flow.iter().any(|f| f.finite()) {
+        return Err(cerr(
+            "stop",
+            "\"end\" needs at least one flow that ends by itself; media flows never end, so give a duration such as \"60s\"",
+        ));
+    }
+    if let Some(p) = &sc.proxy {
+        proxy::validate_proxy(p)?;
+    }
+    for t in &sc.trace.layers {
+        if !crate::trace::LAYERS.contains(&t.as_str()) {
+            return Err(cerr(
+                "trace.layers",
+                format!("{t:?} is not a layer; use \"tcp\", \"link\", \"queue\", \"channel\", \"proxy\""),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    const BASE: &str = "[wireless]\nrate = \"64kbps\"\ndelay = \"50ms\"\n[[flow]]\napp = \"bulk\"\nbytes = \"1MB\"\n";
+    fn err(extra: &str, o: &[&str]) -> ConfigError {
+        parse_scenario(&format!("{BASE}{extra}"), &o.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap_err()
+    }
+    #[test]
+    fn parses_minimal() {
+        assert!(parse_scenario(BASE, &[]).is_ok());
+    }
+    #[test]
+    fn unknown_key_names_path() {
+        let e = err("[wired]\nrate = \"1Mbps\"\ndelay = \"1ms\"\nbogus = 1\n", &[]);
+        assert_eq!(e.path, "wired.bogus");
+        assert!(e.message.contains("unknown field `bogus`"), "{e}");
+    }
+    #[test]
+    fn bad_unit_names_path() {
+        let e = err("", &["wireless.rate=64 furlongs"]);
+        assert_eq!(e.path, "wireless.rate");
+        assert!(e.message.contains("rate"), "{e}");
+    }
+    #[test]
+    fn zero_rate_rejected() {
+        assert_eq!(err("", &["wireless.rate=0kbps"]).path, "wireless.rate");
+    }
+    #[test]
+    fn override_list_item() {
+        let s = parse_scenario(BASE, &["flow.0.bytes=2MB".into(), "flow.0.tcp.variant=sack".into()]).unwrap();
+        assert_eq!(s.flow[0].bytes(), Some(2_000_000));
+        assert_eq!(s.flow[0].tcp().unwrap().variant.as_deref(), Some("sack"));
+        assert!(err("", &["flow.3.bytes=1MB"]).message.contains("out of range"));
+    }
+    #[test]
+    fn unknown_model() {
+        let e = err("[wireless.channel]\nmodel = \"rayleigh\"\n", &[]);
+        assert_eq!(e.path, "wireless.channel.model");
+        assert!(e.message.contains("rayleigh"), "{e}");
+    }
+    #[test]
+    fn rlc_settings_are_checked_and_applied_over_the_preset() {
+        fn arq<'a>(o: &[&'a str]) -> Vec<&'a str> {
+            let mut v = vec!["wireless.arq.protocol=rlc"];
+            v.extend_from_slice(o);
+            v
+        }
+        assert_eq!(err("", &arq(&["wireless.arq.preset=rayleigh"])).path, "wireless.arq.preset");
+        assert_eq!(err("", &arq(&["wireless.arq.poll_window=120"])).path, "wireless.arq.poll_window");
+        let e = err("", &arq(&["wireless.arq.status_prohibit=soon"]));
+        assert!(e.path == "wireless.arq.status_prohibit" && e.message.contains("\"off\""), "{e}");
+        assert_eq!(err("", &arq(&["wireless.arq.poll_timer=0ms"])).path, "wireless.arq.poll_timer");
+    }
+}

@@ -1,0 +1,96 @@
+//! `[proxy]`: the split-TCP proxy's parameters (defaults in src/proxy/mod.rs,
+//! `ProxyConfig`; the link rate defaults to the wireless downlink's).
+use super::units::{Dur, Rate, Size};
+use super::{cerr, ConfigError};
+use crate::time::Duration;
+use serde::Deserialize;
+
+/// `[proxy]`: the split-TCP proxy's parameters (defaults in src/proxy/mod.rs).
+#[derive(Clone, Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ProxyCfg {
+    /// Fixed wireless-side window; default (1 + headroom)·link_rate·link_rtt.
+    #[serde(default)]
+    pub clamp: Option<Size>,
+    /// Estimate the clamp from the minimum RTT measured (default false).
+    #[serde(default)]
+    pub estimate_clamp: Option<bool>,
+    /// Default: the wireless downlink's rate.
+    #[serde(default)]
+    pub link_rate: Option<Rate>,
+    #[serde(default)]
+    pub link_rtt: Option<Dur>,
+    #[serde(default)]
+    pub headroom: Option<f64>,
+    #[serde(default)]
+    pub overprovision: Option<f64>,
+    /// Allowance growth α, bytes per second (given as a size, e.g. "7KB").
+    #[serde(default)]
+    pub growth: Option<Size>,
+    #[serde(default)]
+    pub retransmit_at: Option<u32>,
+    #[serde(default)]
+    pub min_rto: Option<Dur>,
+    #[serde(default)]
+    pub initial_rto: Option<Dur>,
+    #[serde(default)]
+    pub max_rto: Option<Dur>,
+    #[serde(default)]
+    pub mss: Option<u32>,
+    /// Priority classes by server port; default `[{ port = 23, priority = 0 }]`.
+    #[serde(default)]
+    pub classes: Option<Vec<ProxyClass>>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProxyClass {
+    pub port: u16,
+    #[serde(default)]
+    pub priority: u8,
+    #[serde(default = "default_tickets")]
+    pub tickets: u32,
+}
+fn default_tickets() -> u32 {
+    100
+}
+
+pub(super) fn validate_proxy(p: &ProxyCfg) -> Result<(), ConfigError> {
+    if p.clamp.is_some_and(|c| c.0 < 64 || c.0 > 1 << 24) {
+        return Err(cerr("proxy.clamp", "must be between 64B and 16MiB"));
+    }
+    if p.link_rate.is_some_and(|r| r.0 < 8) {
+        return Err(cerr("proxy.link_rate", "must be at least 8bps"));
+    }
+    for (k, d) in
+        [("link_rtt", p.link_rtt), ("min_rto", p.min_rto), ("initial_rto", p.initial_rto), ("max_rto", p.max_rto)]
+    {
+        if d.is_some_and(|d| d.0 <= Duration::ZERO) {
+            return Err(cerr(format!("proxy.{k}"), "must be a positive duration"));
+        }
+    }
+    for (k, v) in [("headroom", p.headroom), ("overprovision", p.overprovision)] {
+        if v.is_some_and(|v| !(0.0..=10.0).contains(&v)) {
+            return Err(cerr(format!("proxy.{k}"), "must be a fraction between 0 and 10 (0.3 = 30 %)"));
+        }
+    }
+    if p.growth.is_some_and(|g| g.0 == 0) {
+        return Err(cerr("proxy.growth", "must be a positive size per second, e.g. \"7KB\""));
+    }
+    if p.retransmit_at.is_some_and(|n| n == 0 || n > 100) {
+        return Err(cerr("proxy.retransmit_at", "must be between 1 and 100"));
+    }
+    if let Some(m) = p.mss {
+        if !(64..=65495).contains(&m) {
+            return Err(cerr("proxy.mss", format!("{m} is not an MSS between 64 and 65495")));
+        }
+    }
+    if let Some(cs) = &p.classes {
+        for (i, c) in cs.iter().enumerate() {
+            if c.tickets == 0 {
+                return Err(cerr(format!("proxy.classes[{i}].tickets"), "must be at least 1"));
+            }
+        }
+    }
+    Ok(())
+}
