@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.deps-ok
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "maturin>=1.5,<2" "polars>=1.0" "numpy>=1.24" "dask[distributed]>=2024.1" "tqdm>=4.60" "matplotlib>=3.7" "pytest>=7"
+	$(PY) -m pip install -q "maturin>=1.5,<2" "polars>=1.0" "numpy>=1.24" "dask[distributed]>=2024.1" "tqdm>=4.60" "matplotlib>=3.7" "pytest>=7" "mypy>=1.8"
 	touch $(STAMP)
 
 venv: $(STAMP)

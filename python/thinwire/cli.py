@@ -39,57 +39,33 @@ def _with_path(path: str, e: Exception) -> str:
     return msg if msg.startswith(str(path)) else f"{path}: {msg}"
 
 
-def _fmt_rate(bps: float) -> str:
-    return f"{bps / 1e6:.3f} Mbit/s" if bps >= 1e6 else f"{bps / 1e3:.2f} kbit/s"
-
-
 def print_summary(s: dict, out=sys.stdout) -> None:
+    from .fields import columns, table
+
     w = out.write
     w(
         f"scenario {s['scenario']}: simulated {s['sim_time_s']:.3f} s in {s['wall_s'] * 1e3:.1f} ms wall "
         f"({s['events']:,} events, {s['events_per_s'] / 1e6:.2f} M events/s)\n\n"
     )
+    # Columns come from the result descriptions (label and group of each field).
     tcp_flows = [f for f in s["flows"] if f["app"] not in ("media", "probe")]
     if tcp_flows:
-        head = f"{'flow':>4}  {'app':<11} {'dir':<4} {'tcp':<8} {'delivered':>12} {'throughput':>15} {'complete':>10} {'rexmits':>7} {'RTOs':>5} {'FR':>4} {'avg RTT':>9}"
-        w(head + "\n" + "-" * len(head) + "\n")
-        for f in tcp_flows:
-            comp = f"{f['completion_s']:.2f} s" if f["completion_s"] is not None else "-"
-            rtt = f"{f['rtt_avg_s'] * 1e3:.0f} ms" if f["rtt_avg_s"] is not None else "-"
-            w(
-                f"{f['id']:>4}  {f['app']:<11} {f['direction']:<4} {f['variant']:<8} {f['bytes_delivered']:>12,} {_fmt_rate(f['throughput_bps']):>15} "
-                f"{comp:>10} {f['tcp_retransmits']:>7} {f['tcp_timeouts']:>5} {f['tcp_fast_retransmits']:>4} {rtt:>9}\n"
-            )
+        w("\n".join(table(tcp_flows, columns("flow", "tcp"))) + "\n")
     # Media packets and interactive messages: delivery and one-way latency.
     media = [f for f in s["flows"] if f["packets_sent"] is not None]
     if media:
-        w("\n")
-        head = f"{'flow':>4}  {'app':<11} {'dir':<4} {'sent':>8} {'received':>9} {'loss':>7} {'mean delay':>11} {'p95 delay':>10} {'max delay':>10}"
-        w(head + "\n" + "-" * len(head) + "\n")
-        ms = lambda x: f"{x * 1e3:.0f} ms" if x is not None else "-"
-        for f in media:
-            w(
-                f"{f['id']:>4}  {f['app']:<11} {f['direction']:<4} {f['packets_sent']:>8,} {f['packets_received']:>9,} {f['loss'] * 100:>6.2f}% "
-                f"{ms(f['delay_mean_s']):>11} {ms(f['delay_p95_s']):>10} {ms(f['delay_max_s']):>10}\n"
-            )
+        w("\n" + "\n".join(table(media, columns("flow", "media"))) + "\n")
     px = s.get("proxy")
     if px:
         w(
             f"\nproxy: {px['connections']} connections, {px['segments_sent']:,} segments sent to the mobile, {px['retransmits']} retransmitted, "
             f"{px['timeouts']} timeouts in {px['stalls']} stalls, at most {px['max_buffered']:,} B held; window {px['clamp']:,} B, "
-            f"wireless-leg RTT "
+            "wireless-leg RTT "
             + (f"{px['rtt_avg_s'] * 1e3:.0f} ms" if px["rtt_avg_s"] is not None else "-")
             + " (the flows' RTT column is the wired leg's)\n"
         )
-    w("\n")
-    head = f"{'link':<5} {'frames':>9} {'lost':>7} {'FLR':>7} {'rexmit':>7} {'NACKs':>6} {'ACKs':>6} {'STATUS':>6} {'discard':>7} {'ARQ RTOs':>8} {'q drops':>7} {'q max':>5} {'fq drops':>8} {'busy':>6}"
-    w(head + "\n" + "-" * len(head) + "\n")
-    for d in ("down", "up"):
-        l = s["link"][d]
-        w(
-            f"{d:<5} {l['frames_sent']:>9,} {l['frames_lost']:>7,} {l['flr'] * 100:>6.2f}% {l['frames_retransmitted']:>7,} {l['nack_frames']:>6,} "
-            f"{l['ack_frames']:>6,} {l['status_frames']:>6,} {l['sdu_discards']:>7,} {l['arq_timeouts']:>8,} {l['queue_drops']:>7,} {l['queue_max']:>5} {l['frame_queue_drops']:>8,} {l['utilization'] * 100:>5.1f}%\n"
-        )
+    links = [dict(s["link"][d], link=d) for d in ("down", "up")]
+    w("\n" + "\n".join(table(links, columns("link"), first=("link", "link"))) + "\n")
 
 
 def _cmd_run(a) -> int:

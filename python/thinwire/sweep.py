@@ -37,35 +37,11 @@ import tomllib
 
 from . import _core
 from .api import ScenarioError, _toml_value
+from .fields import metrics
 
-FLOW_METRICS = (
-    "bytes_delivered",
-    "throughput_bps",
-    "completion_s",
-    "tcp_retransmits",
-    "tcp_timeouts",
-    "tcp_fast_retransmits",
-    "rtt_avg_s",
-    "packets_sent",
-    "packets_received",
-    "loss",
-    "delay_mean_s",
-    "delay_p50_s",
-    "delay_p95_s",
-    "delay_max_s",
-)
-LINK_METRICS = (
-    "frames_sent",
-    "frames_lost",
-    "flr",
-    "frames_retransmitted",
-    "nack_frames",
-    "status_frames",
-    "sdu_discards",
-    "arq_timeouts",
-    "queue_drops",
-    "utilization",
-)
+# The metrics a sweep aggregates: every field the Rust core marks as a metric.
+FLOW_METRICS = metrics("flow")
+LINK_METRICS = metrics("link")
 
 
 class SweepError(ScenarioError):

@@ -7,6 +7,7 @@ pub mod app;
 pub mod build;
 pub mod channel;
 pub mod config;
+pub mod describe;
 #[cfg(feature = "sim")]
 pub mod engine;
 pub mod fx;

@@ -15,6 +15,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("sched", &["time"]),
     ("fx", &[]),
     ("pcap", &[]),
+    ("describe", &[]),
     // Wire formats.
     ("wire", &["time"]),
     // Models: sans-IO machines.
@@ -76,7 +77,9 @@ fn modules_import_only_lower_layers() {
                 continue; // `thinwire::...` in doc examples, macro paths
             }
             let name: String = text[i + 7..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-            if name.is_empty() || name == top {
+            // `describe` (the result-field descriptions and their `described!` macro)
+            // is a foundation every layer may use.
+            if name.is_empty() || name == top || name == "describe" || name == "described" {
                 continue;
             }
             if !allowed.contains(&name.as_str()) {

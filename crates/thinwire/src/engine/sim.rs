@@ -110,27 +110,67 @@ enum Slot {
     Web(usize),
 }
 
-#[derive(Clone, Debug)]
-pub struct FlowResult {
-    pub id: usize,
-    pub app: String,
-    pub direction: String,
-    pub variant: String,
-    pub start_s: f64,
-    pub bytes_delivered: u64,
-    pub throughput_bps: f64,
-    pub completion_s: Option<f64>,
-    pub tcp_retransmits: u64,
-    pub tcp_timeouts: u64,
-    pub tcp_fast_retransmits: u64,
-    pub rtt_avg_s: Option<f64>,
-    pub segments_sent: u64,
-    pub media: Option<MediaResult>,
-    /// Web, http, ttcp: completed transactions (pages, downloads).
-    pub transactions: Option<u64>,
-    /// Web, http, ttcp: each completed transaction's duration, from its first
-    /// connection request to its last byte (ttcp: to the FIN).
-    pub durations_s: Vec<f64>,
+crate::described! {
+    /// One flow's results. Labels say which column of the command line's summary
+    /// tables shows a field ("header|format"; groups: `tcp` flows, `media` flows
+    /// and interactive messages).
+    #[derive(Clone, Debug)]
+    pub struct FlowResult {
+        /// Index in the scenario's flow list.
+        pub id: usize => (info, "count", "flow", "tcp media"),
+        pub app: String => (info, "text", "app", "tcp media"),
+        pub direction: String => (info, "text", "dir", "tcp media"),
+        /// TCP variant of the sender (`udp` for media and probes).
+        pub variant: String => (info, "text", "tcp", "tcp"),
+        pub start_s: f64 => (info, "s", "", ""),
+        /// Application bytes delivered in order.
+        pub bytes_delivered: u64 => (metric, "bytes", "delivered", "tcp"),
+        /// Delivered bits per second from the start to completion (or the end).
+        pub throughput_bps: f64 => (metric, "bit/s", "throughput|rate", "tcp"),
+        /// Time from the start to the last byte (None: not finished).
+        pub completion_s: Option<f64> => (metric, "s", "complete|s", "tcp"),
+        pub tcp_retransmits: u64 => (metric, "count", "rexmits", "tcp"),
+        pub tcp_timeouts: u64 => (metric, "count", "RTOs", "tcp"),
+        pub tcp_fast_retransmits: u64 => (metric, "count", "FR", "tcp"),
+        /// Mean of the sender's RTT samples.
+        pub rtt_avg_s: Option<f64> => (metric, "s", "avg RTT|ms", "tcp"),
+        pub segments_sent: u64 => (info, "count", "", ""),
+        /// Web, http, ttcp: completed transactions (pages, downloads).
+        pub transactions: Option<u64> => (info, "count", "", ""),
+        /// Web, http, ttcp: each completed transaction's duration, from its first
+        /// connection request to its last byte (ttcp: to the FIN).
+        pub durations_s: Vec<f64> => (info, "list", "", ""),
+        /// Media, probe: packets sent; interactive: messages written.
+        pub packets_sent: Option<u64> => (metric, "count", "sent", "media"),
+        pub packets_received: Option<u64> => (metric, "count", "received", "media"),
+        /// Share of packets sent at least 5 s before the end that never arrived.
+        pub loss: Option<f64> => (metric, "ratio", "loss|%", "media"),
+        /// One-way delay (interactive: write to delivery) statistics.
+        pub delay_mean_s: Option<f64> => (metric, "s", "mean delay|ms", "media"),
+        pub delay_p50_s: Option<f64> => (metric, "s", "", ""),
+        pub delay_p95_s: Option<f64> => (metric, "s", "p95 delay|ms", "media"),
+        pub delay_max_s: Option<f64> => (metric, "s", "max delay|ms", "media"),
+        /// Every received packet's one-way delay, in arrival order (ns).
+        #[serde(skip)]
+        pub delays_ns: Vec<i64> => (hidden, "ns", "", ""),
+    }
+}
+
+impl FlowResult {
+    /// Media statistics, for media, probe and interactive flows.
+    fn with_media(mut self, m: Option<MediaResult>) -> FlowResult {
+        if let Some(m) = m {
+            self.packets_sent = Some(m.packets_sent);
+            self.packets_received = Some(m.packets_received);
+            self.loss = Some(m.loss);
+            self.delay_mean_s = m.delay_mean_s;
+            self.delay_p50_s = m.delay_p50_s;
+            self.delay_p95_s = m.delay_p95_s;
+            self.delay_max_s = m.delay_max_s;
+            self.delays_ns = m.delays_ns;
+        }
+        self
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -586,10 +626,18 @@ impl Sim {
                         tcp_fast_retransmits: st.fast_retransmits,
                         rtt_avg_s: (st.rtt_samples > 0).then(|| st.rtt_sum.as_secs_f64() / st.rtt_samples as f64),
                         segments_sent: st.segments_sent,
-                        media: f.chat.as_ref().map(|c| c.result()),
                         transactions: None,
                         durations_s: vec![],
+                        packets_sent: None,
+                        packets_received: None,
+                        loss: None,
+                        delay_mean_s: None,
+                        delay_p50_s: None,
+                        delay_p95_s: None,
+                        delay_max_s: None,
+                        delays_ns: vec![],
                     }
+                    .with_media(f.chat.as_ref().map(|c| c.result()))
                 }
                 Slot::Web(w) => {
                     let wb = &self.webs[w];
@@ -616,10 +664,18 @@ impl Sim {
                         tcp_fast_retransmits: sum(&|s| s.fast_retransmits),
                         rtt_avg_s: (n > 0).then(|| rtt / n as f64),
                         segments_sent: sum(&|s| s.segments_sent),
-                        media: None,
                         transactions: Some(wb.done),
                         durations_s: wb.durations.clone(),
+                        packets_sent: None,
+                        packets_received: None,
+                        loss: None,
+                        delay_mean_s: None,
+                        delay_p50_s: None,
+                        delay_p95_s: None,
+                        delay_max_s: None,
+                        delays_ns: vec![],
                     }
+                    .with_media(None)
                 }
                 Slot::Media(m) => {
                     let m = &self.media[m];
@@ -642,10 +698,18 @@ impl Sim {
                         tcp_fast_retransmits: 0,
                         rtt_avg_s: None,
                         segments_sent: m.sent_born.len() as u64,
-                        media: Some(media_result(m, end)),
                         transactions: None,
                         durations_s: vec![],
+                        packets_sent: None,
+                        packets_received: None,
+                        loss: None,
+                        delay_mean_s: None,
+                        delay_p50_s: None,
+                        delay_p95_s: None,
+                        delay_max_s: None,
+                        delays_ns: vec![],
                     }
+                    .with_media(Some(media_result(m, end)))
                 }
             });
         }
@@ -654,7 +718,7 @@ impl Sim {
             events: self.q.popped(),
             sim_time_s: end.as_secs_f64(),
             flows,
-            link: self.link.stats(),
+            link: self.link.stats_at_end(end.as_secs_f64()),
             wired_drops: [self.wired[0].link.drops, self.wired[1].link.drops],
             trace: std::mem::take(&mut self.rec.sink),
             pcap_server: p0.map(|w| w.buf),

@@ -170,51 +170,67 @@ pub struct LinkTrace {
     pub channel: bool,
 }
 
-#[derive(Default, Clone, Debug, PartialEq)]
-pub struct LinkStats {
-    pub frames_sent: u64,
-    pub frames_lost: u64,
-    pub data_frames_sent: u64,
-    pub frames_retransmitted: u64,
-    pub ack_frames: u64,
-    pub nack_frames: u64,
-    /// RLC Status PDUs.
-    pub status_frames: u64,
-    /// SDUs the link layer gave up (RLC SDU discard), or frames (IS-707 after its NAK rounds).
-    pub sdu_discards: u64,
-    /// IS-707 idle frames.
-    pub idle_frames: u64,
-    /// GSM RLP link-reset frames (SABM, UA, DISC) sent.
-    pub reset_frames: u64,
-    /// GSM RLP: resets started by this direction's sender (N2 exceeded).
-    pub link_resets: u64,
-    /// GSM RLP: this direction's user bytes thrown away by resets (sender's window
-    /// and receiver's out-of-sequence buffer).
-    pub flushed_bytes: u64,
-    /// GSM RLP: the call was dropped (`on_n2 = "drop-call"`, or SABM unanswered).
-    pub call_dropped: bool,
-    /// PPP frames of this direction discarded by the receiver's deframer (bad FCS).
-    pub ppp_damaged: u64,
-    /// VJ-compressed packets tossed by the decompressor after a reported error.
-    pub vj_tossed: u64,
-    /// Packets whose rebuilt bytes failed the IP/TCP checksum at the receiver (VJ
-    /// decompression against a stale base).
-    pub checksum_drops: u64,
-    /// Times the network side's L2R buffer turned this direction's RLP to "not ready".
-    pub l2r_busy: u64,
-    /// GPRS: temporary block flows set up (first packet after idle) in this direction.
-    pub tbf_setups: u64,
-    /// GPRS: outages seen by this direction's sender.
-    pub outages: u64,
-    pub bytes_sent: u64,
-    pub arq_timeouts: u64,
-    pub queue_drops: u64,
-    pub queue_max: u64,
-    /// Frames dropped at a full shared frame queue (`mux = "shared-queue"`).
-    pub frame_queue_drops: u64,
-    pub busy_ns: i64,
-    /// The radio link's rate in bit/s (so analyses can turn frame sizes into airtime).
-    pub rate_bps: u64,
+crate::described! {
+    /// One direction's counters (0 = down, 1 = up), as reported in results.
+    #[derive(Default, Clone, Debug, PartialEq)]
+    pub struct LinkStats {
+        /// Frames handed to the radio.
+        pub frames_sent: u64 => (metric, "count", "frames", ""),
+        /// Frames the channel destroyed.
+        pub frames_lost: u64 => (metric, "count", "lost", ""),
+        /// Frame loss ratio: lost / sent.
+        pub flr: f64 => (metric, "ratio", "FLR|%", ""),
+        /// Data frames sent again.
+        pub frames_retransmitted: u64 => (metric, "count", "rexmit", ""),
+        pub nack_frames: u64 => (metric, "count", "NACKs", ""),
+        pub ack_frames: u64 => (info, "count", "ACKs", ""),
+        /// RLC Status PDUs.
+        pub status_frames: u64 => (metric, "count", "STATUS", ""),
+        /// SDUs the link layer gave up (RLC SDU discard), or frames (IS-707 after its NAK rounds).
+        pub sdu_discards: u64 => (metric, "count", "discard", ""),
+        /// Retransmission timer expiries (SR/ASR), poll timer expiries (RLC), polls (GSM RLP).
+        pub arq_timeouts: u64 => (metric, "count", "ARQ RTOs", ""),
+        /// Packets dropped at a full IP queue.
+        pub queue_drops: u64 => (metric, "count", "q drops", ""),
+        /// Longest IP queue seen (packets).
+        pub queue_max: u64 => (info, "count", "q max", ""),
+        /// Frames dropped at a full shared frame queue (`mux = "shared-queue"`).
+        pub frame_queue_drops: u64 => (info, "count", "fq drops", ""),
+        /// Share of the run the radio was sending.
+        pub utilization: f64 => (metric, "ratio", "busy|%", ""),
+        pub data_frames_sent: u64 => (info, "count", "", ""),
+        /// IS-707 idle frames.
+        pub idle_frames: u64 => (info, "count", "", ""),
+        /// GSM RLP link-reset frames (SABM, UA, DISC) sent.
+        pub reset_frames: u64 => (info, "count", "", ""),
+        /// GSM RLP: resets started by this direction's sender (N2 exceeded).
+        pub link_resets: u64 => (info, "count", "", ""),
+        /// GSM RLP: this direction's user bytes thrown away by resets (sender's window
+        /// and receiver's out-of-sequence buffer).
+        pub flushed_bytes: u64 => (info, "bytes", "", ""),
+        /// GSM RLP: the call was dropped (`on_n2 = "drop-call"`, or SABM unanswered).
+        pub call_dropped: bool => (info, "bool", "", ""),
+        /// PPP frames of this direction discarded by the receiver's deframer (bad FCS).
+        pub ppp_damaged: u64 => (info, "count", "", ""),
+        /// VJ-compressed packets tossed by the decompressor after a reported error.
+        pub vj_tossed: u64 => (info, "count", "", ""),
+        /// Packets whose rebuilt bytes failed the IP/TCP checksum at the receiver (VJ
+        /// decompression against a stale base).
+        pub checksum_drops: u64 => (info, "count", "", ""),
+        /// Times the network side's L2R buffer turned this direction's RLP to "not ready".
+        pub l2r_busy: u64 => (info, "count", "", ""),
+        /// GPRS: temporary block flows set up (first packet after idle) in this direction.
+        pub tbf_setups: u64 => (info, "count", "", ""),
+        /// GPRS: outages seen by this direction's sender.
+        pub outages: u64 => (info, "count", "", ""),
+        /// Bytes on the air (frames with headers).
+        pub bytes_sent: u64 => (info, "bytes", "", ""),
+        /// Airtime used, ns (for `utilization`).
+        #[serde(skip)]
+        pub busy_ns: i64 => (hidden, "ns", "", ""),
+        /// The radio link's rate in bit/s (so analyses can turn frame sizes into airtime).
+        pub rate_bps: u64 => (info, "bit/s", "", ""),
+    }
 }
 
 struct Radio {
@@ -479,6 +495,16 @@ impl WirelessLink {
             }
             s.arq_timeouts = self.arq[d].timeouts();
             s.sdu_discards = self.arq[d].discards();
+            s.flr = if s.frames_sent > 0 { s.frames_lost as f64 / s.frames_sent as f64 } else { 0.0 };
+        }
+        out
+    }
+
+    /// Counters at the end of a run of `run_s` seconds (with the radios' utilisation).
+    pub fn stats_at_end(&self, run_s: f64) -> [LinkStats; 2] {
+        let mut out = self.stats();
+        for s in out.iter_mut() {
+            s.utilization = if run_s > 0.0 { s.busy_ns as f64 * 1e-9 / run_s } else { 0.0 };
         }
         out
     }

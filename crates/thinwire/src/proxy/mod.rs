@@ -170,20 +170,31 @@ pub struct Event {
     pub value: i64,
 }
 
-#[derive(Clone, Debug, Default)]
-pub struct ProxyStats {
-    pub connections: u64,
-    pub segments_sent: u64,
-    pub retransmits: u64,
-    pub timeouts: u64,
-    pub stalls: u64,
-    /// Most data held for one mobile host at once (queued or unacknowledged).
-    pub max_buffered: u64,
-    /// RTT samples over the wireless leg: count and sum.
-    pub rtt_samples: u64,
-    pub rtt_sum_ns: i64,
-    /// The last aggregate's window at the end (the estimate with `estimate_clamp`).
-    pub clamp: u64,
+crate::described! {
+    /// The split-TCP proxy's counters, as reported in results.
+    #[derive(Clone, Debug, Default)]
+    pub struct ProxyStats {
+        /// Connections split.
+        pub connections: u64 => (info, "count", "", ""),
+        /// Segments sent to the mobiles.
+        pub segments_sent: u64 => (info, "count", "", ""),
+        pub retransmits: u64 => (info, "count", "", ""),
+        /// Aggregate timer expiries.
+        pub timeouts: u64 => (info, "count", "", ""),
+        /// Link stalls (a run of timeouts).
+        pub stalls: u64 => (info, "count", "", ""),
+        /// Most data held for one mobile host at once (queued or unacknowledged).
+        pub max_buffered: u64 => (info, "bytes", "", ""),
+        /// Mean RTT over the wireless leg.
+        pub rtt_avg_s: Option<f64> => (info, "s", "", ""),
+        /// RTT samples over the wireless leg: count and sum.
+        #[serde(skip)]
+        pub rtt_samples: u64 => (hidden, "count", "", ""),
+        #[serde(skip)]
+        pub rtt_sum_ns: i64 => (hidden, "ns", "", ""),
+        /// The last aggregate's window at the end (the estimate with `estimate_clamp`).
+        pub clamp: u64 => (info, "bytes", "", ""),
+    }
 }
 
 type Key = (IpAddress, u16, IpAddress, u16);
@@ -225,7 +236,12 @@ impl Proxy {
 
     /// Counters, with the current window of the most recent aggregate.
     pub fn stats(&self) -> ProxyStats {
-        ProxyStats { clamp: self.acbs.last().map_or(self.cfg.clamp_bytes(), |a| a.clamp), ..self.stats.clone() }
+        let s = &self.stats;
+        ProxyStats {
+            clamp: self.acbs.last().map_or(self.cfg.clamp_bytes(), |a| a.clamp),
+            rtt_avg_s: (s.rtt_samples > 0).then(|| s.rtt_sum_ns as f64 * 1e-9 / s.rtt_samples as f64),
+            ..s.clone()
+        }
     }
 
     pub fn poll_timeout(&self) -> Option<Instant> {

@@ -1,0 +1,70 @@
+"""What each result field is, from the Rust core's one description
+(`crates/thinwire/src/describe.rs`): which fields sweeps aggregate, and the columns
+of the command line's summary tables. A counter added in Rust appears here without
+any edit in Python."""
+
+from __future__ import annotations
+
+from . import _core
+
+
+def fields(section: str) -> list[dict]:
+    """Every field of a result section ("flow", "link", "proxy"): name, unit, kind
+    (metric, info, hidden), label ("header|format" for summary tables), group, doc."""
+    return list(_core.RESULT_FIELDS[section])
+
+
+def metrics(section: str) -> tuple[str, ...]:
+    """Fields a sweep aggregates (mean, sd, n, 95 % CI)."""
+    return tuple(f["name"] for f in fields(section) if f["kind"] == "metric")
+
+
+def columns(section: str, group: str = "") -> list[tuple[str, str, str]]:
+    """Summary-table columns of a section (and group): (field, header, format)."""
+    out = []
+    for f in fields(section):
+        if not f["label"] or (group and group not in f["group"].split()):
+            continue
+        header, _, fmt = f["label"].partition("|")
+        out.append((f["name"], header, fmt or f["unit"]))
+    return out
+
+
+def fmt_rate(bps: float) -> str:
+    return f"{bps / 1e6:.3f} Mbit/s" if bps >= 1e6 else f"{bps / 1e3:.2f} kbit/s"
+
+
+def format_value(v, fmt: str) -> str:
+    """A value as the summary tables show it."""
+    if v is None:
+        return "-"
+    if fmt == "rate":
+        return fmt_rate(v)
+    if fmt == "s":
+        return f"{v:.2f} s"
+    if fmt == "ms":
+        return f"{v * 1e3:.0f} ms"
+    if fmt == "%":
+        return f"{v * 100:.2f}%"
+    if isinstance(v, bool) or isinstance(v, str):
+        return str(v)
+    if isinstance(v, int):
+        return f"{v:,}"
+    return f"{v:.4g}"
+
+
+def table(rows: list[dict], cols: list[tuple[str, str, str]], first: tuple[str, str] | None = None) -> list[str]:
+    """Lines of a text table: a header, a rule and one line per row; text columns
+    left-aligned, numbers right-aligned. `first`: a leading (header, value key) column."""
+    heads = ([first[0]] if first else []) + [h for _, h, _ in cols]
+    cells = [
+        ([str(r[first[1]])] if first else []) + [format_value(r.get(name), fmt) for name, _, fmt in cols] for r in rows
+    ]
+    left = ([True] if first else []) + [fmt == "text" for _, _, fmt in cols]
+    widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, h in enumerate(heads)]
+
+    def line(vals):
+        return " ".join(v.ljust(w) if lft else v.rjust(w) for v, w, lft in zip(vals, widths, left)).rstrip()
+
+    head = line(heads)
+    return [head, "-" * len(head)] + [line(c) for c in cells]
