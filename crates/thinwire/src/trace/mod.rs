@@ -8,8 +8,9 @@
 //! | `channel` | `state` (value 1 = entered the bad state, 0 = the good one; two-state model; logged lazily as frames are sent, stamped with the exact transition time) |
 //! | `proxy` | split-TCP proxy decisions at the gateway: `queue_len` (a connection's unsent bytes), `adv_window` (window advertised to its wired sender), `pick` (scheduler sent seq/len; value = priority class), `loss_counter` (value = the segment's counter), `retransmit` (value = transmissions), `timeout` (value = consecutive timeouts), `stall` (1 = link stalled, 0 = recovered), `cwnd` (the aggregate's usable window), `rtt` (an RTT sample over the wireless leg, ns) |
 //!
-//! Columns: `time_ns`, `layer`, `event`, `node`, `dir`, `flow` (−1 if none), `seq`,
-//! `ack`, `len`, `value`. Codes are small integers here; the Python layer turns them
+//! Columns: `time_ns`, `layer`, `event`, `node`, `dir`, `flow`, `seq`, `ack`,
+//! `len`, `value`; `flow`, `seq` and `ack` are −1 here where they do not apply
+//! (null in the Python tables and `trace.parquet`). Codes are small integers here; the Python layer turns them
 //! into categorical strings using [`LAYERS`], [`EVENTS`], [`NODES`], [`DIRS`].
 //!
 //! Machines produce typed events (`link::wireless::LinkEvent`, `tcp::VarEvent`,
