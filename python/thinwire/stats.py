@@ -58,5 +58,18 @@ def t975(df: int) -> float:
     return _T975[hi] + w * (_T975[lo] - _T975[hi])
 
 
-def ci95_halfwidth(sd: float, n: int) -> float:
-    return t975(n - 1) * sd / math.sqrt(n) if n > 1 else math.nan
+def ci95(sd: float | None, n: int | None, single: float | None = None) -> float | None:
+    """Half-width of the 95 % confidence interval of a mean of `n` samples with
+    standard deviation `sd`: t_{0.975, n-1} · sd / √n; `single` when there is no
+    spread to speak of (fewer than two samples, or no sd). The one helper for every
+    CI in sweeps and studies."""
+    if not n or n < 2 or sd is None:
+        return single
+    return t975(n - 1) * sd / math.sqrt(n)
+
+
+def ci95_expr(sd_col: str, n_col: str, single: float | None = None):
+    """`ci95` as a polars expression over a table's sd and n columns."""
+    import polars as pl
+
+    return pl.struct([sd_col, n_col]).map_elements(lambda x: ci95(x[sd_col], x[n_col], single), return_dtype=pl.Float64)

@@ -26,10 +26,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import math
 import os
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -174,7 +171,7 @@ def summarize(runs, axes: list[str]):
     """Mean, standard deviation, n and 95 % CI half-width per point and metric."""
     import polars as pl
 
-    from .stats import t975
+    from .stats import ci95_expr
 
     group = [f"axis:{a}" for a in axes] or ["point"]
     metrics = [c for c in runs.columns if c not in ("key", "point", "replication", "run") and not c.startswith("axis:")]
@@ -187,18 +184,7 @@ def summarize(runs, axes: list[str]):
         ]
     s = runs.group_by(group, maintain_order=True).agg(aggs)
     for m in metrics:
-        s = s.with_columns(
-            (
-                pl.struct([f"{m}:sd", f"{m}:n"]).map_elements(
-                    lambda x, m=m: (
-                        t975(x[f"{m}:n"] - 1) * x[f"{m}:sd"] / math.sqrt(x[f"{m}:n"])
-                        if x[f"{m}:n"] and x[f"{m}:n"] > 1 and x[f"{m}:sd"] is not None
-                        else None
-                    ),
-                    return_dtype=pl.Float64,
-                )
-            ).alias(f"{m}:ci95")
-        )
+        s = s.with_columns(ci95_expr(f"{m}:sd", f"{m}:n").alias(f"{m}:ci95"))
     return s.sort(group)
 
 
@@ -236,11 +222,17 @@ def execute_sweeps(
     progress: bool = True,
     batch: int | None = None,
     desc: str = "sweep",
+    extra: list | None = None,
 ) -> list:
     """Runs (or resumes) several sweeps on one Dask client with one progress bar;
-    each `(Sweep, out_dir)` gets its own runs/summary Parquet. Returns `(runs, summary)`
-    per job."""
+    each `(Sweep, out_dir)` gets its own runs/summary Parquet. `extra`: more runner
+    groups (a study's own tasks) to run on the same client under the same bar.
+    Returns `(runs, summary)` per job."""
+    import functools
+
     import polars as pl
+
+    from .runner import Group, execute
 
     states = []
     for sw, out in jobs:
@@ -268,8 +260,20 @@ def execute_sweeps(
                 "new": [],
             }
         )
-    if any(st["todo"] for st in states):
-        _execute(states, scheduler, workers, progress, batch, desc)
+
+    def group(st) -> Group:
+        def save(_keys, rows):
+            st["new"] += rows
+            st["dirty"] = True
+
+        return Group(
+            [(r["key"], r) for r in st["todo"]],
+            functools.partial(run_batch, st["sw"].base_text),
+            save,
+            lambda: _save([st], True),
+        )
+
+    execute([group(st) for st in states] + list(extra or []), scheduler, workers, progress, batch, desc)
     results = []
     for st in states:
         rows = st["rows"] + st["new"]
@@ -306,80 +310,3 @@ def _save(states, only_dirty: bool):
         if st["new"] and (st.get("dirty") or not only_dirty):
             _write_atomic(pl.DataFrame(infer_schema_length=None, data=st["rows"] + st["new"]), st["runs_path"])
             st["dirty"] = False
-
-
-def _client(scheduler, n_workers):
-    """A Dask client on `scheduler`, or on a local cluster of `n_workers` processes
-    (spawned, so no thread state of the parent is forked)."""
-    from dask.distributed import Client, LocalCluster
-
-    if scheduler:
-        try:
-            return Client(scheduler, timeout="5s"), None
-        except OSError as e:
-            raise SweepError(f"--scheduler {scheduler}: cannot connect ({e})") from None
-    cluster = LocalCluster(
-        n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
-    )
-    return Client(cluster), cluster
-
-
-def map_jobs(
-    fn, args: list, scheduler: str | None = None, workers: int | None = None, progress: bool = True, desc: str = "jobs"
-) -> list:
-    """`[fn(a) for a in args]` on the sweep's Dask cluster (local or `scheduler`), in
-    order, with a progress bar; for long single runs a study needs besides its sweeps."""
-    from dask.distributed import as_completed
-    from tqdm import tqdm
-
-    client, cluster = _client(scheduler, workers or os.cpu_count() or 1)
-    bar = tqdm(total=len(args), unit="run", disable=not progress, file=sys.stderr, desc=desc)
-    try:
-        futures = {client.submit(fn, a, pure=False): i for i, a in enumerate(args)}
-        out: list = [None] * len(args)
-        for fut in as_completed(list(futures)):
-            out[futures[fut]] = fut.result()
-            bar.update(1)
-        return out
-    finally:
-        bar.close()
-        client.close()
-        if cluster is not None:
-            cluster.close()
-
-
-def _execute(states, scheduler, workers, progress, batch, desc):
-    from dask.distributed import as_completed
-    from tqdm import tqdm
-
-    n_workers = workers or os.cpu_count() or 1
-    total = sum(len(st["todo"]) for st in states)
-    size = batch or max(1, min(20, total // (4 * n_workers)))
-    client, cluster = _client(scheduler, n_workers)
-    last_save = time.monotonic()
-    bar = tqdm(total=total, unit="run", disable=not progress, file=sys.stderr, desc=desc)
-    try:
-        futures = {}
-        for j, st in enumerate(states):
-            for i in range(0, len(st["todo"]), size):
-                futures[client.submit(run_batch, st["sw"].base_text, st["todo"][i : i + size], pure=False)] = j
-        for fut in as_completed(list(futures)):
-            res = fut.result()
-            st = states[futures[fut]]
-            st["new"] += res
-            st["dirty"] = True
-            bar.update(len(res))
-            if time.monotonic() - last_save > 10:
-                _save(states, True)
-                last_save = time.monotonic()
-    except KeyboardInterrupt:
-        _save(states, False)
-        bar.close()
-        saved = sum(len(st["rows"]) + len(st["new"]) for st in states)
-        print(f"\ninterrupted: {saved} runs saved; run the same command again to resume", file=sys.stderr)
-        raise
-    finally:
-        bar.close()
-        client.close()
-        if cluster is not None:
-            cluster.close()

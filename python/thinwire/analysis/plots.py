@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..figures import tidy
 from .series import COLORS, TSQ_LAYERS, Series, capture_outstanding, capture_tsq, sim_tsq
 
 KINDS = ("tsq", "rtt", "cwnd", "goodput")
@@ -221,9 +222,9 @@ def render(series: list[Series], meta: dict, out: str | Path, kind: str) -> Path
         fig.text(
             0.01, 0.005, "\n".join(textwrap.wrap(meta["note"], 140)), ha="left", va="bottom", fontsize=6, color="#555"
         )
-        fig.tight_layout(rect=(0, 0.04, 1, 1))
+        tidy(fig, rect=(0, 0.04, 1, 1))
     else:
-        fig.tight_layout()
+        tidy(fig)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=150)
     plt.close(fig)

@@ -65,116 +65,116 @@ def window_run(kb) -> dict:
     }
 
 
-def short_runs(reps: int) -> list[dict]:
+RECEIVERS = {"linux": 'profile = "linux"', "open": OPEN}
+
+
+def short_run(rcv: str, proxy: bool, kb: int, reps: int) -> dict:
+    """`reps` ttcp downloads of `kb` KB (seed 003 Fig. 8 / 004 Fig. 9)."""
     import thinwire
 
-    rows = []
-    for rcv, tcp in (("linux", 'profile = "linux"'), ("open", OPEN)):
-        for proxy in (False, True):
-            for kb in SIZES:
-                res = thinwire.run(
-                    scenario(
-                        flow("ttcp", tcp=tcp, bytes=f"{kb}KB", repeat=reps, think="4s"), proxy="" if proxy else None
-                    )
-                )
-                d = res.summary["flows"][0]["durations_s"]
-                rows.append(
-                    {"receiver": rcv, "proxy": proxy, "size_kb": kb, "mean_s": sum(d) / len(d), "durations_s": d}
-                )
-    return rows
+    res = thinwire.run(
+        scenario(
+            flow("ttcp", tcp=RECEIVERS[rcv], bytes=f"{kb}KB", repeat=reps, think="4s"), proxy="" if proxy else None
+        )
+    )
+    d = res.summary["flows"][0]["durations_s"]
+    return {"receiver": rcv, "proxy": proxy, "size_kb": kb, "mean_s": sum(d) / len(d), "durations_s": d}
 
 
-def web_runs(pages: int) -> list[dict]:
+WEB = [(False, "1.0", False, True), (False, "1.1", True, True), (False, "1.1", True, False)]
+WEB += [(True, h, p, r) for _, h, p, r in WEB if r]
+
+
+def web_run(proxy: bool, http: str, persistent: bool, ssr: bool, pages: int) -> dict:
+    """Pages of 5 objects of 8 KB, HTTP/1.0 or 1.1, with or without slow-start restart."""
     import thinwire
 
-    rows = []
-    for proxy in (False, True):
-        for http, persistent, ssr in (("1.0", False, True), ("1.1", True, True), ("1.1", True, False)):
-            if proxy and not ssr:
-                continue
-            tcp = f'profile = "linux", slow_start_after_idle = {str(ssr).lower()}'
-            res = thinwire.run(
-                scenario(
-                    flow(
-                        "http",
-                        tcp=tcp,
-                        bytes="8KB",
-                        objects=5,
-                        transactions=pages,
-                        think="5s",
-                        gap=GAP,
-                        persistent=persistent,
-                    ),
-                    proxy="" if proxy else None,
-                )
-            )
-            d = res.summary["flows"][0]["durations_s"]
-            rows.append({"proxy": proxy, "http": http, "restart": ssr, "page_s": sum(d) / len(d)})
-    return rows
+    tcp = f'profile = "linux", slow_start_after_idle = {str(ssr).lower()}'
+    res = thinwire.run(
+        scenario(
+            flow(
+                "http", tcp=tcp, bytes="8KB", objects=5, transactions=pages, think="5s", gap=GAP, persistent=persistent
+            ),
+            proxy="" if proxy else None,
+        )
+    )
+    d = res.summary["flows"][0]["durations_s"]
+    return {"proxy": proxy, "http": http, "restart": ssr, "page_s": sum(d) / len(d)}
 
 
-def priority_runs() -> dict:
+PRIORITY = [("light", {}), ("heavy", {"packet": "1500B", "interval": "0.5s"})]
+PRIORITY_PROXY = [("none", None), ("priority", ""), ("equal", "classes = []")]
+
+
+def priority_run(kind: str, name: str) -> dict:
     """Message latency of an interactive flow beside a 600 KB download: a light one
-    (40 B every second) without a proxy, with it, and with it but no priority class
-    (equal tickets); and a heavy one (1500 B every 0.5 s, 72 % of the link)."""
+    (40 B every second) or a heavy one (1500 B every 0.5 s, 72 % of the link);
+    without a proxy, with it, and with it but no priority class (equal tickets)."""
     import thinwire
 
-    out = {}
-    for kind, extra in (("light", {}), ("heavy", {"packet": "1500B", "interval": "0.5s"})):
-        for name, proxy in (("none", None), ("priority", ""), ("equal", "classes = []")):
-            text = scenario(flow(bytes="600KB") + flow("interactive", start=10.0, messages=60, **extra), proxy=proxy)
-            f = thinwire.run(text).summary["flows"][1]
-            out[(kind, name)] = {
-                "mean_s": f["delay_mean_s"],
-                "p95_s": f["delay_p95_s"],
-                "received": f["packets_received"],
-            }
-    return out
+    extra, proxy = dict(PRIORITY)[kind], dict(PRIORITY_PROXY)[name]
+    text = scenario(flow(bytes="600KB") + flow("interactive", start=10.0, messages=60, **extra), proxy=proxy)
+    f = thinwire.run(text).summary["flows"][1]
+    return {"mean_s": f["delay_mean_s"], "p95_s": f["delay_p95_s"], "received": f["packets_received"]}
 
 
-def stall_runs(seeds) -> list[dict]:
+def stall_run(proxy: bool, seed: int) -> dict:
+    """A 600 KB download through a 25 s outage (seed 004 Fig. 12)."""
     import thinwire
 
-    rows = []
-    for proxy in (False, True):
-        for s in seeds:
-            res = thinwire.run(
-                scenario(flow(bytes="600KB"), outage=OUTAGE, proxy="" if proxy else None), seed=s, trace=["tcp"]
-            )
-            f = res.summary["flows"][0]
-            px = res.summary["proxy"] or {}
-            rows.append(
-                {
-                    "proxy": proxy,
-                    "seed": s,
-                    "recovery_s": recovery_s(res.trace, sum(OUTAGE)),
-                    "completion_s": f["completion_s"],
-                    "proxy_timeouts": px.get("timeouts"),
-                    "proxy_retransmits": px.get("retransmits"),
-                }
-            )
-    return rows
+    res = thinwire.run(
+        scenario(flow(bytes="600KB"), outage=OUTAGE, proxy="" if proxy else None), seed=seed, trace=["tcp"]
+    )
+    f = res.summary["flows"][0]
+    px = res.summary["proxy"] or {}
+    return {
+        "proxy": proxy,
+        "seed": seed,
+        "recovery_s": recovery_s(res.trace, sum(OUTAGE)),
+        "completion_s": f["completion_s"],
+        "proxy_timeouts": px.get("timeouts"),
+        "proxy_retransmits": px.get("retransmits"),
+    }
 
 
-def run_all(quick: bool, progress: bool) -> dict:
-    from tqdm import tqdm
+def _task(t: list):
+    """One task of the study on a worker: [experiment, arguments...]."""
+    kind, *args = t
+    fn = {
+        "window": window_run,
+        "short": short_run,
+        "fair": lambda p: second_flow(proxy="" if p else None, gap=20.0),
+        "stall": stall_run,
+        "web": web_run,
+        "priority": priority_run,
+    }[kind]
+    return fn(*args)
 
-    steps = ["windows", "short", "fair", "stall", "web", "priority"]
-    data: dict = {}
-    for step in tqdm(steps, desc="gprs-proxy", unit="experiment", disable=not progress):
-        if step == "windows":
-            data["windows"] = [window_run(kb) for kb in WINDOWS + [None, "est"]]
-        elif step == "short":
-            data["short"] = short_runs(5 if quick else 25)
-        elif step == "fair":
-            data["fair"] = {p: second_flow(proxy="" if p else None, gap=20.0) for p in (False, True)}
-        elif step == "stall":
-            data["stall"] = stall_runs(range(1, 3) if quick else range(1, 6))
-        elif step == "web":
-            data["web"] = web_runs(3 if quick else 10)
-        else:
-            data["priority"] = priority_runs()
-    return data
+
+def run_all(out: Path, quick: bool, scheduler, workers, progress) -> dict:
+    """Every run of the study on the sweep runner (resumable: data/runs.jsonl)."""
+    from ..runner import run_tasks
+
+    reps, pages = (5, 3) if quick else (25, 10)
+    seeds = range(1, 3) if quick else range(1, 6)
+    tasks = [["window", kb] for kb in WINDOWS + [None, "est"]]
+    tasks += [["short", rcv, p, kb, reps] for rcv in RECEIVERS for p in (False, True) for kb in SIZES]
+    tasks += [["fair", p] for p in (False, True)]
+    tasks += [["stall", p, s] for p in (False, True) for s in seeds]
+    tasks += [["web", p, h, pers, ssr, pages] for p, h, pers, ssr in WEB]
+    tasks += [["priority", k, n] for k, _ in PRIORITY for n, _ in PRIORITY_PROXY]
+    res = run_tasks(_task, tasks, out / "data" / "runs.jsonl", scheduler, workers, progress, desc="gprs-proxy")
+    by = {}
+    for t, r in zip(tasks, res):
+        by.setdefault(t[0], []).append((t[1:], r))
+    return {
+        "windows": [r for _, r in by["window"]],
+        "short": [r for _, r in by["short"]],
+        "fair": {a[0]: r for a, r in by["fair"]},
+        "stall": [r for _, r in by["stall"]],
+        "web": [r for _, r in by["web"]],
+        "priority": {(a[0], a[1]): r for a, r in by["priority"]},
+    }
 
 
 def plot(data: dict, out: Path) -> list[Path]:
@@ -228,10 +228,9 @@ def plot(data: dict, out: Path) -> list[Path]:
 
     fig, axs = plt.subplots(1, 2, figsize=(9.5, 3.8), sharey=True)
     for ax, proxy in zip(axs, (False, True)):
-        tr = data["fair"][proxy]["trace"]
         for f, c in ((0, "#1f4e9c"), (1, "#b22222")):
-            d = delivered(tr, f)
-            ax.plot(d["t_s"], d["bytes"] / 1000, color=c, label=f"flow {f + 1}")
+            d = data["fair"][proxy]["delivered"][f]
+            ax.plot(d["t_s"], [b / 1000 for b in d["bytes"]], color=c, label=f"flow {f + 1}")
         ax.set_title("with the proxy" if proxy else "without a proxy", fontsize=9)
         label(ax, "time (s)")
     axs[0].set_ylabel("bytes received in order (KB)")
@@ -397,7 +396,7 @@ def reproduce(out: Path, quick: bool = False, scheduler=None, workers=None, prog
 
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    data = run_all(quick, progress)
+    data = run_all(out, quick, scheduler, workers, progress)
     t1 = time.perf_counter()
     pl.DataFrame([{k: v for k, v in r.items() if k not in ("rtt_t", "rtt_v")} for r in data["windows"]]).write_csv(
         out / "windows.csv"

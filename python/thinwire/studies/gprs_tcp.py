@@ -41,17 +41,19 @@ from .report import finish_figure, label, write_claims
 OUTAGE = (60, 25)
 
 
-def latency(quick: bool) -> dict:
+LATENCY = (("down", {}), ("up", {"direction": "up"}), ("burst", {"burst": 5}))
+
+
+def latency(name: str, quick: bool) -> list:
+    """One-way delays of probe datagrams (seed 003 Fig. 2): alone down, up, or in bursts of 5."""
     import thinwire
 
     n = 200 if quick else 1000
     stop = f"{int(n * 7.5 + 60)}s"
-    out = {}
-    for name, extra in (("down", {}), ("up", {"direction": "up"}), ("burst", {"burst": 5})):
-        msgs = n // 5 if name == "burst" else n
-        res = thinwire.run(scenario(flow("probe", tcp=None, messages=msgs, **extra), stop=stop))
-        out[name] = res.media_delays(0)["delay_s"].to_list()
-    return out
+    extra = dict(LATENCY)[name]
+    msgs = n // 5 if name == "burst" else n
+    res = thinwire.run(scenario(flow("probe", tcp=None, messages=msgs, **extra), stop=stop))
+    return res.media_delays(0)["delay_s"].to_list()
 
 
 def download(radio: str, seed: int, outage=None) -> dict:
@@ -106,21 +108,41 @@ def second_flow(seed: int = 1, proxy: str | None = None, gap: float = 10.0) -> d
         "first_done_s": end0,
         "second_done_s": (f1["completion_s"] or 0) + gap,
         "second_rtt_s": f1["rtt_avg_s"],
-        "trace": tr,
+        # Bytes received in order over time, per flow (for the figures).
+        "delivered": [delivered(tr, f).to_dict(as_series=False) for f in (0, 1)],
     }
 
 
-def run_all(quick: bool, progress: bool) -> dict:
-    from tqdm import tqdm
+def _task(t: dict):
+    """One task of the study on a worker."""
+    if t["kind"] == "latency":
+        return latency(t["name"], t["quick"])
+    if t["kind"] == "second":
+        return second_flow()
+    row = download(t["radio"], t["seed"], OUTAGE if t["kind"] == "stall" else None)
+    row["kind"] = t["kind"]
+    return row
+
+
+def run_all(out: Path, quick: bool, scheduler, workers, progress) -> dict:
+    """Every run of the study on the sweep runner (resumable: data/runs.jsonl)."""
+    from ..runner import run_tasks
 
     seeds = range(1, 3) if quick else range(1, 6)
-    jobs = [("dl", r, s) for r in ("good", "fair", "poor") for s in seeds] + [("stall", "good", s) for s in seeds]
-    rows = []
-    for kind, radio, s in tqdm(jobs, desc="gprs-tcp", unit="run", disable=not progress):
-        row = download(radio, s, OUTAGE if kind == "stall" else None)
-        row["kind"] = kind
-        rows.append(row)
-    return {"rows": rows, "latency": latency(quick), "second": second_flow()}
+    dl = [{"kind": "dl", "radio": r, "seed": s} for r in ("good", "fair", "poor") for s in seeds]
+    dl += [{"kind": "stall", "radio": "good", "seed": s} for s in seeds]
+    lat = [{"kind": "latency", "name": n, "quick": quick} for n, _ in LATENCY]
+    res = run_tasks(
+        _task,
+        dl + lat + [{"kind": "second"}],
+        out / "data" / "runs.jsonl",
+        scheduler,
+        workers,
+        progress,
+        desc="gprs-tcp",
+    )
+    latencies = {t["name"]: r for t, r in zip(lat, res[len(dl) :])}
+    return {"rows": res[: len(dl)], "latency": latencies, "second": res[-1]}
 
 
 def plot(data: dict, out: Path) -> list[Path]:
@@ -184,11 +206,15 @@ def plot(data: dict, out: Path) -> list[Path]:
     fig.suptitle("Seed 003 Fig. 6 / seed 004 Fig. 3b: the gateway buffer fills, the RTT follows", fontsize=9)
     finish_figure(fig, out, "fig003-06_outstanding_rtt", written)
 
-    tr2 = data["second"]["trace"]
     fig, ax = plt.subplots(figsize=(6.4, 4))
     for f, c in ((0, "#1f4e9c"), (1, "#b22222")):
-        d = delivered(tr2, f)
-        ax.plot(d["t_s"], d["bytes"] / 1000, color=c, label=f"flow {f + 1}" + (" (starts at 10 s)" if f else ""))
+        d = data["second"]["delivered"][f]
+        ax.plot(
+            d["t_s"],
+            [b / 1000 for b in d["bytes"]],
+            color=c,
+            label=f"flow {f + 1}" + (" (starts at 10 s)" if f else ""),
+        )
     label(ax, "time (s)", "bytes received in order (KB)", "Seed 004 Fig. 4: a second flow starves behind the first")
     finish_figure(fig, out, "fig004-04_second_flow", written)
 
@@ -323,7 +349,7 @@ def claims(data: dict) -> list[dict]:
 def reproduce(out: Path, quick: bool = False, scheduler=None, workers=None, progress=True) -> list[dict]:
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    data = run_all(quick, progress)
+    data = run_all(out, quick, scheduler, workers, progress)
     t1 = time.perf_counter()
     import polars as pl
 

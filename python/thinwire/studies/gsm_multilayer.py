@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..figures import tidy
 from .report import save_figure
 
 BASE = """
@@ -153,20 +154,23 @@ def _one(r: dict) -> dict:
     }
 
 
-def run_all(out: Path, quick: bool, progress: bool):
-    import polars as pl
-    from tqdm import tqdm
+def _task(t: dict) -> dict:
+    """One task of the study on a worker: a transfer's reduction, or the second-connection experiment."""
+    if t["kind"] == "second":
+        return second_connection()
+    return _one({k: v for k, v in t.items() if k != "kind"})
 
-    cache = out / "data" / "runs.json"
-    runs = _runs(quick)
-    if cache.exists():
-        rows = json.loads(cache.read_text())
-        if [{k: r[k] for k in ("radio", "hc", "n2", "size", "seed")} for r in rows] == runs:
-            return pl.DataFrame(rows)
-    rows = [_one(r) for r in tqdm(runs, desc="gsm-multilayer", unit="run", disable=not progress)]
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps(rows))
-    return pl.DataFrame(rows)
+
+def run_all(out: Path, quick: bool, scheduler, workers, progress):
+    """Every run of the study on the sweep runner (resumable: data/runs.jsonl).
+    Returns (per-run table, second-connection result)."""
+    import polars as pl
+
+    from ..runner import run_tasks
+
+    tasks = [{"kind": "run", **r} for r in _runs(quick)] + [{"kind": "second"}]
+    res = run_tasks(_task, tasks, out / "data" / "runs.jsonl", scheduler, workers, progress, desc="gsm-multilayer")
+    return pl.DataFrame(res[:-1]), res[-1]
 
 
 def second_connection() -> dict:
@@ -309,7 +313,7 @@ def plot(df, out: Path, quick: bool) -> list[Path]:
         fontsize=9,
     )
     ax.grid(alpha=0.3)
-    fig.tight_layout()
+    tidy(fig)
     save_figure(fig, out, "fig06_utilization", written)
     plt.close(fig)
     return written
@@ -418,8 +422,7 @@ def reproduce(out: Path, quick: bool = False, scheduler=None, workers=None, prog
 
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    df = run_all(out, quick, progress)
-    second = second_connection()
+    df, second = run_all(out, quick, scheduler, workers, progress)
     t1 = time.perf_counter()
     df.drop("stalls_s", "stall_at_s").write_csv(out / "runs.csv")
     plot(df, out, quick)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..figures import tidy
 from .report import save_figure
 
 FDTS = [0.01, 0.1, 1.0]
@@ -98,13 +99,23 @@ def _chan(text: str) -> dict:
     return tomllib.loads(f"v = {text}")["v"]
 
 
-def run_sweeps(out: Path, quick: bool, scheduler, workers, progress):
+def run_all(out: Path, quick: bool, scheduler, workers, progress):
+    """The three sweeps and the histogram runs, on one cluster under one progress
+    bar (resumable: sweeps in data/NAME/runs.parquet, histogram runs in
+    data/histogram-runs.jsonl). Returns (per-run table, histograms)."""
     import polars as pl
 
+    from ..runner import tasks_group
     from ..sweep import execute_sweeps
 
     sw = _sweeps(out, quick)
-    res = execute_sweeps([(s, out / "data" / n) for n, s in sw], scheduler, workers, progress, desc="is707-idle-frames")
+    n_hist = 1 if quick else 10
+    stop = 20_000 if quick else 1_000_000
+    hist_jobs = [[f, 1000 + k, stop] for f in FDTS for k in range(n_hist)]
+    group, store, keys = tasks_group(_hist_job, hist_jobs, out / "data" / "histogram-runs.jsonl")
+    res = execute_sweeps(
+        [(s, out / "data" / n) for n, s in sw], scheduler, workers, progress, desc="is707-idle-frames", extra=[group]
+    )
     rows = []
     for (name, _), (runs, _) in zip(sw, res):
         for r in runs.to_dicts():
@@ -122,13 +133,26 @@ def run_sweeps(out: Path, quick: bool, scheduler, workers, progress):
                     "timeouts": r["flow0.tcp_timeouts"],
                 }
             )
-    return pl.DataFrame(rows)
+    vals: dict = {f: {w: [] for w in WINDOWS} for f in FDTS}
+    for f, ws in (store.results[k] for k in keys):
+        for w, v in ws.items():
+            vals[f][float(w)] += v
+    (out / "data" / "histograms-first-arrivals.json").write_text(
+        json.dumps(
+            {
+                "stop": stop,
+                "runs": n_hist,
+                "values": {str(f): {str(w): v for w, v in ws.items()} for f, ws in vals.items()},
+            }
+        )
+    )
+    return pl.DataFrame(rows), vals
 
 
 def summarize(df):
     import polars as pl
 
-    from ..stats import t975
+    from ..stats import ci95_expr
 
     s = df.group_by(["sweep", "fdt", "pe", "idle"], maintain_order=True).agg(
         pl.col("goodput").mean().alias("mean"),
@@ -136,10 +160,7 @@ def summarize(df):
         pl.col("goodput").count().alias("n"),
         pl.col("timeouts").mean().alias("timeouts"),
     )
-    ci = pl.struct(["sd", "n"]).map_elements(
-        lambda x: t975(x["n"] - 1) * (x["sd"] or 0) / x["n"] ** 0.5 if x["n"] > 1 else 0.0, return_dtype=pl.Float64
-    )
-    return s.with_columns(ci.alias("ci95")).sort(["sweep", "fdt", "pe"])
+    return s.with_columns(ci95_expr("sd", "n", single=0.0).alias("ci95")).sort(["sweep", "fdt", "pe"])
 
 
 def _hist_job(args):
@@ -150,7 +171,7 @@ def _hist_job(args):
     segment bytes", at most 17 segments in 10 s). The cumulative ACK would count a
     hole's fill and the out-of-order segments behind it in one instant, which puts
     up to 30 segments in a 10 s window."""
-    fdt, seed, stop_s = args
+    fdt, seed, stop_s = args  # a list: tasks travel as JSON
     import numpy as np
     import polars as pl
 
@@ -174,35 +195,6 @@ def _hist_job(args):
     return fdt, {w: window_goodput(t, b, w, start_s=0.0).tolist() for w in WINDOWS}
 
 
-def run_histograms(out: Path, quick: bool, scheduler, workers, progress):
-    """{fdt: {window: [goodput bytes/s per window]}}; cached in data/histograms-first-arrivals.json."""
-    from ..sweep import map_jobs
-
-    cache = out / "data" / "histograms-first-arrivals.json"
-    runs = 1 if quick else 10
-    stop = 20_000 if quick else 1_000_000
-    if cache.exists():
-        data = json.loads(cache.read_text())
-        if data.get("stop") == stop and data.get("runs") == runs:
-            return {float(f): {float(w): v for w, v in ws.items()} for f, ws in data["values"].items()}
-    jobs = [(f, 1000 + k, stop) for f in FDTS for k in range(runs)]
-    vals: dict = {f: {w: [] for w in WINDOWS} for f in FDTS}
-    for f, ws in map_jobs(_hist_job, jobs, scheduler, workers, progress, desc="histogram runs"):
-        for w, v in ws.items():
-            vals[f][w] += v
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(
-        json.dumps(
-            {
-                "stop": stop,
-                "runs": runs,
-                "values": {str(f): {str(w): v for w, v in ws.items()} for f, ws in vals.items()},
-            }
-        )
-    )
-    return vals
-
-
 def _fig(out: Path, stem: str, title: str, xlabel: str, ylabel: str, lines, written, bound=None, logx=False):
     import matplotlib
 
@@ -221,7 +213,7 @@ def _fig(out: Path, stem: str, title: str, xlabel: str, ylabel: str, lines, writ
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
+    tidy(fig)
     save_figure(fig, out, stem, written)
     plt.close(fig)
 
@@ -277,7 +269,7 @@ def plot(summary, hists, out: Path, quick: bool) -> list[Path]:
             ax.set_ylabel("share", fontsize=8)
         axes[-1].set_xlabel("goodput (of 7600 bit/s)")
         fig.suptitle(f"Fig. {10 + i}: short-time goodput, fdT = {f:g}, Pe = 0.3, unlimited idle frames", fontsize=10)
-        fig.tight_layout()
+        tidy(fig)
         save_figure(fig, out, f"fig{10 + i:02d}_goodput-histograms-fdt{f:g}", written)
         plt.close(fig)
     written += _sample_paths(out, quick)
@@ -401,10 +393,8 @@ def reproduce(out: Path, quick: bool = False, scheduler=None, workers=None, prog
 
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    df = run_sweeps(out, quick, scheduler, workers, progress)
+    df, hists = run_all(out, quick, scheduler, workers, progress)
     t1 = time.perf_counter()
-    hists = run_histograms(out, quick, scheduler, workers, progress)
-    t2 = time.perf_counter()
     summary = summarize(df)
     summary.write_parquet(out / "summary.parquet")
     summary.write_csv(out / "summary.csv")
@@ -416,8 +406,7 @@ def reproduce(out: Path, quick: bool = False, scheduler=None, workers=None, prog
     (out / "timing.json").write_text(
         json.dumps(
             {
-                "sweeps_s": t1 - t0,
-                "histograms_s": t2 - t1,
+                "simulate_s": t1 - t0,
                 "histogram_simulated_s_per_fdt": 20_000 if quick else 10_000_000,
             },
             indent=2,

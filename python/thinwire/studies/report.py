@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..figures import tidy
+
 
 def write_claims(out: Path, claims: list[dict]) -> None:
     """`claims.json` and `claims.md` (one table row per claim, PASS/FAIL)."""
@@ -42,6 +44,6 @@ def finish_figure(fig, out: Path, stem: str, written: list) -> None:
     """Lays out, writes (PNG and PDF) and closes `fig`."""
     import matplotlib.pyplot as plt
 
-    fig.tight_layout()
+    tidy(fig)
     save_figure(fig, out, stem, written)
     plt.close(fig)

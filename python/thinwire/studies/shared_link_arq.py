@@ -33,6 +33,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..figures import tidy
+
 FLRS = [0.0, 0.015, 0.025, 0.054, 0.098]
 BAD_MEAN = {0.015: "100ms", 0.025: "200ms", 0.054: "500ms", 0.098: "1000ms"}
 MODELS = ("uniform", "two-state")
@@ -238,19 +240,16 @@ def summarize(df):
     Transfer / Web Browsing throughput and (with contention) media packet delay."""
     import polars as pl
 
-    from ..stats import t975
+    from ..stats import ci95_expr
 
     keys = ["app", "protocol", "setting", "model", "flr", "contention"]
     aggs = []
     for m, p in (("throughput_bps", ""), ("media_delay_s", "delay_")):
         aggs += [pl.col(m).mean().alias(f"{p}mean"), pl.col(m).std().alias(f"{p}sd"), pl.col(m).count().alias(f"{p}n")]
     s = df.group_by(keys, maintain_order=True).agg(aggs)
-    ci = lambda sd, n: pl.struct([sd, n]).map_elements(
-        lambda x: t975(x[n] - 1) * (x[sd] or 0) / x[n] ** 0.5 if x[n] > 1 else 0.0, return_dtype=pl.Float64
-    )
-    return s.with_columns(ci("sd", "n").alias("ci95"), ci("delay_sd", "delay_n").alias("delay_ci95")).sort(
-        ["app", "protocol", "model", "contention", "setting", "flr"]
-    )
+    return s.with_columns(
+        ci95_expr("sd", "n", single=0.0).alias("ci95"), ci95_expr("delay_sd", "delay_n", single=0.0).alias("delay_ci95")
+    ).sort(["app", "protocol", "model", "contention", "setting", "flr"])
 
 
 def _sel(summary, **kw):
@@ -281,7 +280,7 @@ def _figure(out: Path, stem: str, title: str, ylabel: str, lines: list, written:
     ax.set_xticks([f * 100 for f in FLRS])
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, frameon=False)
-    fig.tight_layout()
+    tidy(fig)
     for ext in ("png", "pdf"):
         p = out / f"{stem}.{ext}"
         fig.savefig(p)

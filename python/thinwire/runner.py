@@ -1,0 +1,188 @@
+"""One runner for sweeps and studies: tasks run on Dask (a local cluster of worker
+processes by default, or an existing scheduler), with one progress bar, and every
+result is saved as it arrives, so an interrupted run resumes where it stopped.
+
+A *group* is a list of tasks with a function that runs a batch of them and a place
+to keep the results; `execute` runs any number of groups on one client. Sweeps
+keep their rows in `runs.parquet` (sweep.py); studies use `run_tasks`, which keeps
+each task's result (the task's own reduction of its run: a few numbers, a short
+series) in a JSON-lines file keyed by a hash of the function and the task.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+
+@dataclass
+class Group:
+    """Tasks that share a batch function and a store. `run_batch(batch)` runs a list
+    of tasks on a worker and returns their results in order; `save(keys, results)`
+    keeps them (called in the parent as batches complete); `flush()` is called at
+    least every 10 s and at the end."""
+
+    todo: list[tuple[str, Any]]
+    run_batch: Callable[[list], list]
+    save: Callable[[list[str], list], None]
+    flush: Callable[[], None] = lambda: None
+    done: int = field(default=0)
+
+
+def client(scheduler: str | None, n_workers: int):
+    """A Dask client on `scheduler`, or on a local cluster of `n_workers` processes
+    (spawned, so no thread state of the parent is forked). Returns (client, cluster)."""
+    from dask.distributed import Client, LocalCluster
+
+    from .api import ScenarioError
+
+    if scheduler:
+        try:
+            return Client(scheduler, timeout="5s"), None
+        except OSError as e:
+            raise ScenarioError(f"--scheduler {scheduler}: cannot connect ({e})") from None
+    cluster = LocalCluster(
+        n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+    )
+    return Client(cluster), cluster
+
+
+def execute(
+    groups: list[Group],
+    scheduler: str | None = None,
+    workers: int | None = None,
+    progress: bool = True,
+    batch: int | None = None,
+    desc: str = "run",
+) -> None:
+    """Runs every group's pending tasks on one client with one progress bar."""
+    from dask.distributed import as_completed
+    from tqdm import tqdm
+
+    total = sum(len(g.todo) for g in groups)
+    if total == 0:
+        return
+    n_workers = workers or os.cpu_count() or 1
+    size = batch or max(1, min(20, total // (4 * n_workers)))
+    cl, cluster = client(scheduler, n_workers)
+    last_flush = time.monotonic()
+    bar = tqdm(total=total, unit="run", disable=not progress, file=sys.stderr, desc=desc)
+    try:
+        futures = {}
+        for g in groups:
+            for i in range(0, len(g.todo), size):
+                part = g.todo[i : i + size]
+                fut = cl.submit(g.run_batch, [t for _, t in part], pure=False)
+                futures[fut] = (g, [k for k, _ in part])
+        for fut in as_completed(list(futures)):
+            g, keys = futures[fut]
+            res = fut.result()
+            g.save(keys, res)
+            g.done += len(res)
+            bar.update(len(res))
+            if time.monotonic() - last_flush > 10:
+                for x in groups:
+                    x.flush()
+                last_flush = time.monotonic()
+    except KeyboardInterrupt:
+        for g in groups:
+            g.flush()
+        bar.close()
+        print(
+            f"\ninterrupted: {sum(g.done for g in groups)} runs saved; run the same command again to resume",
+            file=sys.stderr,
+        )
+        raise
+    finally:
+        bar.close()
+        cl.close()
+        if cluster is not None:
+            cluster.close()
+    for g in groups:
+        g.flush()
+
+
+def task_key(fn: Callable, task: Any) -> str:
+    """A task's identity: its function's name and its (JSON) arguments."""
+    name = f"{fn.__module__}.{fn.__qualname__}"
+    return hashlib.sha256(json.dumps([name, task], sort_keys=True, default=str).encode()).hexdigest()[:20]
+
+
+def _apply(fn: Callable, tasks: list) -> list:
+    # Results cross processes and the store as JSON, so a fresh result and a resumed
+    # one are the same Python values.
+    return [json.loads(json.dumps(fn(t))) for t in tasks]
+
+
+class _Store:
+    """JSON lines {"key", "result"}, appended as results arrive (a cut last line is
+    ignored when read back)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.results: dict[str, Any] = {}
+        if path.exists():
+            for line in path.read_text().splitlines():
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(rec, dict) and "key" in rec:
+                    self.results[rec["key"]] = rec.get("result")
+        self.pending: list[str] = []
+
+    def save(self, keys: list[str], results: list) -> None:
+        for k, r in zip(keys, results):
+            self.results[k] = r
+            self.pending.append(json.dumps({"key": k, "result": r}))
+
+    def flush(self) -> None:
+        if self.pending:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a+b") as f:
+                # After a cut last line (a crash mid-write), start on a new line.
+                f.seek(0, 2)
+                cut = False
+                if f.tell() > 0:
+                    f.seek(-1, 2)
+                    cut = f.read(1) != b"\n"
+                f.write((("\n" if cut else "") + "\n".join(self.pending) + "\n").encode())
+            self.pending = []
+
+
+def tasks_group(fn: Callable, tasks: list, store: Path) -> tuple[Group, _Store, list[str]]:
+    """The group for `fn` over `tasks` keeping results in `store`, the store, and
+    the tasks' keys in order."""
+    import functools
+
+    st = _Store(store)
+    keys = [task_key(fn, t) for t in tasks]
+    todo = [(k, t) for k, t in zip(keys, tasks) if k not in st.results]
+    # Duplicate tasks run once.
+    seen: set[str] = set()
+    todo = [(k, t) for k, t in todo if not (k in seen or seen.add(k))]
+    return Group(todo, functools.partial(_apply, fn), st.save, st.flush), st, keys
+
+
+def run_tasks(
+    fn: Callable,
+    tasks: list,
+    store: Path,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    progress: bool = True,
+    desc: str = "run",
+    batch: int | None = None,
+) -> list:
+    """`[fn(t) for t in tasks]`, computed on the cluster (one progress bar), resumed
+    from and saved to `store`. `fn` must be a module-level function of one
+    JSON-like argument returning a JSON-like value."""
+    g, st, keys = tasks_group(fn, tasks, store)
+    execute([g], scheduler, workers, progress, batch, desc)
+    return [st.results[k] for k in keys]

@@ -1,0 +1,25 @@
+"""The one runner of sweeps and studies (thinwire.runner): results in task order,
+saved as they arrive, resumed from what was saved (a cut last line included)."""
+
+import json
+import math
+
+from thinwire.runner import run_tasks, task_key
+
+
+def test_run_tasks_computes_in_order_and_resumes(tmp_path):
+    store = tmp_path / "runs.jsonl"
+    tasks = [4.0, 9.0, 16.0]
+    assert run_tasks(math.sqrt, tasks, store, workers=1, progress=False) == [2.0, 3.0, 4.0]
+    lines = store.read_text().splitlines()
+    assert len(lines) == 3 and {json.loads(x)["key"] for x in lines} == {task_key(math.sqrt, t) for t in tasks}
+    # Lose one result, cut the file mid-line, add a task: only what is missing runs.
+    kept = [x for x in lines if json.loads(x)["key"] != task_key(math.sqrt, 9.0)]
+    store.write_text("\n".join(kept) + '\n{"key": "cut')
+    assert run_tasks(math.sqrt, tasks + [25.0], store, workers=1, progress=False) == [2.0, 3.0, 4.0, 5.0]
+    new = [json.loads(x) for x in store.read_text().splitlines()[len(kept) + 1 :]]
+    assert sorted(r["result"] for r in new) == [3.0, 5.0]
+    # Everything there: nothing runs (no cluster is even started).
+    before = store.read_text()
+    assert run_tasks(math.sqrt, tasks, store, workers=1, progress=False) == [2.0, 3.0, 4.0]
+    assert store.read_text() == before
