@@ -15,6 +15,7 @@ pub mod link;
 pub mod pcap;
 pub mod proxy;
 pub mod queue;
+pub mod realtime;
 pub mod rng;
 pub mod sched;
 pub mod tcp;

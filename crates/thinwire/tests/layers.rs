@@ -40,6 +40,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     ("testkit", &["time", "sched", "wire", "channel", "queue", "tcp", "link"]),
+    ("realtime", &["build", "config", "time", "sched", "fx", "wire", "queue", "link", "trace"]),
 ];
 
 fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {

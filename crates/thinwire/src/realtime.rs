@@ -1,0 +1,290 @@
+//! The emulated path between two hosts, driven by real time but doing no I/O: the
+//! real-time emulator (`thinwire emulate`) feeds it the packets it reads from the
+//! hosts' TUN devices, each stamped with the time it was read, and writes out what
+//! it gives back; `thinwire simulate-log` feeds it the same packets from the
+//! emulator's log and gets the same schedule, byte for byte, because this type is
+//! the only place decisions are made.
+//!
+//! Topology (as the simulator's): mobile host — wireless link (the scenario's
+//! `[wireless]`, a [`WirelessLink`]) — gateway — wired link (`[wired]`) — server.
+//! Every packet goes through the link's ARQ session.
+//!
+//! Time: `advance(t)` runs every event due at or before `t`, each at its own
+//! scheduled time, in `(time, sequence)` order; `input(t, ..)` then offers a packet
+//! at `t`. A driver calls `advance(t)` before `input(t, ..)` and before sleeping
+//! until `next_deadline()`. Outputs carry the time they were due (the emulator
+//! measures its lateness against it).
+use crate::build;
+use crate::config::Scenario;
+use crate::fx::FxMap;
+use crate::link::wireless::{LinkTimer, LinkTrace, Offer, Session, WirelessLink};
+use crate::queue::wired::WiredLink;
+use crate::sched::EventQueue;
+use crate::time::Instant;
+use crate::trace::{Recorder, TraceTable};
+use crate::wire::{IpAddress, Meta, Packet, L4};
+use std::collections::VecDeque;
+
+/// The two ends of the path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum End {
+    Mobile,
+    Server,
+}
+
+impl End {
+    pub fn name(self) -> &'static str {
+        match self {
+            End::Mobile => "mobile",
+            End::Server => "server",
+        }
+    }
+}
+
+/// A packet leaving the path toward `to`, due at `at`.
+#[derive(Clone, Debug)]
+pub struct Output {
+    pub at: Instant,
+    pub to: End,
+    pub packet: Packet,
+}
+
+/// What became of every packet, in order: the schedule a replay must reproduce.
+/// `hash` is a 64-bit FNV-1a of the packet's bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Offered at `at` by `from`.
+    In { at: Instant, from: End, len: u32, hash: u64 },
+    /// Dropped at a full queue: the wired link's, or the wireless link's IP queue.
+    Drop { at: Instant, len: u32, hash: u64, wired: bool },
+    /// Left the path toward `to`.
+    Out { at: Instant, to: End, len: u32, hash: u64 },
+}
+
+impl std::fmt::Display for Decision {
+    /// One line of the schedule log: `time_ns event end len hash`.
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match *self {
+            Decision::In { at, from, len, hash } => write!(f, "{} in {} {len} {hash:016x}", at.nanos(), from.name()),
+            Decision::Drop { at, len, hash, wired } => {
+                write!(f, "{} drop {} {len} {hash:016x}", at.nanos(), if wired { "wired" } else { "wireless" })
+            }
+            Decision::Out { at, to, len, hash } => write!(f, "{} out {} {len} {hash:016x}", at.nanos(), to.name()),
+        }
+    }
+}
+
+/// 64-bit FNV-1a of a packet's bytes.
+pub fn packet_hash(p: &Packet) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    match &p.bytes {
+        Some(b) => b.iter().for_each(|&x| h = (h ^ x as u64).wrapping_mul(0x100_0000_01b3)),
+        None => p.emit().iter().for_each(|&x| h = (h ^ x as u64).wrapping_mul(0x100_0000_01b3)),
+    }
+    h
+}
+
+/// A transport conversation, the same key for both directions.
+type ConvKey = (u8, IpAddress, u16, IpAddress, u16);
+
+fn conversation(p: &Packet) -> ConvKey {
+    let (proto, sp, dp) = match &p.l4 {
+        L4::Tcp(t) => (6, t.src_port, t.dst_port),
+        L4::Udp(u) => (17, u.src_port, u.dst_port),
+        L4::Other(x) => (*x, 0, 0),
+    };
+    let (a, b) = ((p.ip.src(), sp), (p.ip.dst(), dp));
+    let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+    (proto, lo.0, lo.1, hi.0, hi.1)
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Ev {
+    Link(LinkTimer),
+    /// The oldest packet in flight on the wired link in direction `.0` arrives.
+    Wired(u8),
+}
+
+impl From<LinkTimer> for Ev {
+    fn from(t: LinkTimer) -> Ev {
+        Ev::Link(t)
+    }
+}
+
+/// Counters of a run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PathStats {
+    pub inputs: [u64; 2],
+    pub outputs: [u64; 2],
+    pub wired_drops: u64,
+    pub link_drops: u64,
+}
+
+pub struct RealtimePath {
+    link: WirelessLink,
+    /// Index 0 = down (server to gateway), 1 = up.
+    wired: [WiredLink; 2],
+    wired_flight: [VecDeque<Packet>; 2],
+    q: EventQueue<Ev>,
+    out: VecDeque<Output>,
+    decisions: Option<Vec<Decision>>,
+    /// Flow number of each conversation, in order of first packet (traces).
+    flows: FxMap<ConvKey, u16>,
+    rec: Recorder,
+    link_traced: bool,
+    pub stats: PathStats,
+}
+
+impl RealtimePath {
+    /// The path of a scenario (its `[wired]` and `[wireless]`; flows are ignored).
+    /// `trace`: record link, queue and channel rows.
+    pub fn new(sc: &Scenario, trace: bool) -> RealtimePath {
+        let mut link = build::wireless(sc);
+        link.set_trace(LinkTrace { link: trace, queue: trace, channel: trace });
+        let mask = crate::trace::LayerMask::from_names(
+            &(if trace { vec!["link".into(), "queue".into(), "channel".into()] } else { vec![] }),
+        );
+        RealtimePath {
+            link,
+            wired: [build::wired(sc), build::wired(sc)],
+            wired_flight: Default::default(),
+            q: EventQueue::new(),
+            out: VecDeque::new(),
+            decisions: None,
+            flows: FxMap::default(),
+            rec: Recorder::new(mask, TraceTable::default()),
+            link_traced: trace,
+            stats: PathStats::default(),
+        }
+    }
+
+    /// Keep every decision (for the schedule log).
+    pub fn record_decisions(&mut self) {
+        self.decisions.get_or_insert_with(Vec::new);
+    }
+
+    /// Decisions made since the last call.
+    pub fn take_decisions(&mut self) -> Vec<Decision> {
+        self.decisions.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// The trace rows recorded so far (link, queue and channel layers).
+    pub fn take_trace(&mut self) -> TraceTable {
+        std::mem::take(&mut self.rec.sink)
+    }
+
+    /// When the path next has something to do.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.q.peek_time()
+    }
+
+    /// Runs every event due at or before `now`, each at its scheduled time.
+    pub fn advance(&mut self, now: Instant) {
+        while let Some(t) = self.q.peek_time() {
+            if t > now {
+                break;
+            }
+            let (t, ev) = self.q.pop().expect("an event is due");
+            match ev {
+                Ev::Link(timer) => {
+                    self.link.on_timer_with(t, timer, &mut self.q);
+                    self.drain_trace();
+                    while let Some((dir, p)) = self.link.poll_deliver() {
+                        self.drain_trace();
+                        if dir == 0 {
+                            self.emit(t, End::Mobile, p);
+                        } else {
+                            self.wired_offer(t, 1, p);
+                        }
+                    }
+                    self.link.resume_with(&mut self.q);
+                    self.drain_trace();
+                }
+                Ev::Wired(d) => {
+                    let p = self.wired_flight[d as usize].pop_front().expect("a packet in flight");
+                    if d == 1 {
+                        self.emit(t, End::Server, p);
+                    } else {
+                        self.link_offer(t, 0, p);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A packet read from `from` at `now` (call `advance(now)` first). Bytes that
+    /// hold no IP packet are refused (the error says why); nothing else is.
+    pub fn input(&mut self, now: Instant, from: End, bytes: Vec<u8>) -> Result<(), crate::wire::WireError> {
+        let mut p = Packet::from_bytes(bytes, Meta { flow: 0, born: now })?;
+        let n = self.flows.len() as u16;
+        p.meta.flow = *self.flows.entry(conversation(&p)).or_insert(n);
+        if let Some(d) = &mut self.decisions {
+            d.push(Decision::In { at: now, from, len: p.size(), hash: packet_hash(&p) });
+        }
+        match from {
+            End::Mobile => {
+                self.stats.inputs[1] += 1;
+                self.link_offer(now, 1, p)
+            }
+            End::Server => {
+                self.stats.inputs[0] += 1;
+                self.wired_offer(now, 0, p)
+            }
+        }
+        Ok(())
+    }
+
+    /// The next packet due to leave the path.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    /// Counters of the wireless link, per direction (0 = down).
+    pub fn link_stats(&self, run_s: f64) -> [crate::link::wireless::LinkStats; 2] {
+        self.link.stats_at_end(run_s)
+    }
+
+    fn emit(&mut self, at: Instant, to: End, packet: Packet) {
+        if let Some(d) = &mut self.decisions {
+            d.push(Decision::Out { at, to, len: packet.size(), hash: packet_hash(&packet) });
+        }
+        self.stats.outputs[(to == End::Mobile) as usize ^ 1] += 1;
+        self.out.push_back(Output { at, to, packet });
+    }
+
+    fn link_offer(&mut self, now: Instant, dir: usize, p: Packet) {
+        let (len, hash) = (p.size(), if self.decisions.is_some() { packet_hash(&p) } else { 0 });
+        if self.link.offer_with(now, dir, Session::Arq, p, &mut self.q) == Offer::QueueFull {
+            self.stats.link_drops += 1;
+            if let Some(d) = &mut self.decisions {
+                d.push(Decision::Drop { at: now, len, hash, wired: false });
+            }
+        }
+        self.drain_trace();
+    }
+
+    fn wired_offer(&mut self, now: Instant, d: usize, p: Packet) {
+        let (len, hash) = (p.size(), if self.decisions.is_some() { packet_hash(&p) } else { 0 });
+        match self.wired[d].offer(now, len) {
+            Some(t) => {
+                self.wired_flight[d].push_back(p);
+                self.q.schedule(t, Ev::Wired(d as u8));
+            }
+            None => {
+                self.stats.wired_drops += 1;
+                if let Some(dec) = &mut self.decisions {
+                    dec.push(Decision::Drop { at: now, len, hash, wired: true });
+                }
+            }
+        }
+    }
+
+    fn drain_trace(&mut self) {
+        if !self.link_traced {
+            return;
+        }
+        while let Some(e) = self.link.poll_event() {
+            self.rec.link(&e);
+        }
+    }
+}
