@@ -14,6 +14,9 @@ __all__ = [
     "TRACE_NODES",
     "TRACE_DIRS",
     "RESULT_FIELDS",
+    "EmulateError",
+    "emulate",
+    "replay",
 ]
 
 class ScenarioError(ValueError):
@@ -31,8 +34,31 @@ def run(toml_text: str, overrides: list[str] = ...) -> dict[str, Any]:
     (column bytes), pcap_server / pcap_mobile (bytes, if recorded), wall_s,
     events_per_s."""
 
-def check(toml_text: str, overrides: list[str] = ...) -> None:
-    """Checks a scenario without running it; raises ScenarioError."""
+def check(toml_text: str, overrides: list[str] = ..., links_only: bool = ...) -> None:
+    """Checks a scenario without running it; raises ScenarioError. `links_only`: as
+    the emulator reads it (flows are not run, so none is needed)."""
+
+# Linux only: the real-time emulator (crates/thinwire-emu).
+class EmulateError(ValueError):
+    """The emulator cannot run; the message says why (a usage problem: exit 2)."""
+
+def emulate(
+    toml_text: str,
+    overrides: list[str],
+    mobile: str | None = ...,
+    server: str | None = ...,
+    duration_s: float | None = ...,
+    out_dir: str | os.PathLike[str] | None = ...,
+    late_after_ms: float = ...,
+    commands_to_stderr: bool = ...,
+) -> dict[str, Any]:
+    """Runs an emulation; returns its report (duration_s, ended, mobile_status,
+    lateness, packets, link, trace). Raises EmulateError for what the user must
+    fix (no root, no iproute2, an unwritable --out), RuntimeError otherwise."""
+
+def replay(toml_text: str, overrides: list[str], inputs: str | os.PathLike[str], end_ns: int) -> list[str]:
+    """Replays an emulation's inputs through the scenario's path until `end_ns`:
+    the schedule log, line by line."""
 
 def analyze_capture(path: str | os.PathLike[str], columns: bool = ...) -> dict[str, Any]:
     """Per-connection TCP statistics of a pcap/pcapng capture; raises CaptureError."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -254,6 +255,173 @@ def _cmd_plot(a) -> int:
     return 0
 
 
+def _seconds(text: str, what: str) -> float:
+    """A duration such as "30s", "500ms", "2min" or plain seconds."""
+    import re
+
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ns|us|ms|s|min|h)?\s*", text)
+    if not m:
+        _die(f"{what} {text!r}: not a duration; use e.g. 30s, 500ms or 2min")
+    scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0}[m.group(2) or "s"]
+    v = float(m.group(1)) * scale
+    if not (0 < v < 1e9):
+        _die(f"{what} {text!r}: must be a positive duration")
+    return v
+
+
+def _check_command(cmd: str, what: str) -> None:
+    """The command's first word must be something the shell can run."""
+    import shlex
+    import shutil
+
+    builtins = {
+        "exec",
+        "sleep",
+        "cd",
+        "true",
+        "false",
+        "echo",
+        "for",
+        "while",
+        "if",
+        "test",
+        "[",
+        "{",
+        "(",
+        "read",
+        "export",
+        "set",
+        "env",
+        "time",
+        "exit",
+        "kill",
+        "trap",
+        "wait",
+        "ulimit",
+        "umask",
+        "until",
+        "case",
+        ".",
+        ":",
+    }
+    try:
+        words = shlex.split(cmd)
+    except ValueError as e:
+        _die(f"{what} {cmd!r}: cannot parse it as a shell command ({e})")
+    if not words:
+        _die(f"{what}: empty command")
+    first = words[0]
+    if "=" in first and not first.startswith("="):
+        return  # VAR=value cmd ...
+    if first not in builtins and shutil.which(first) is None and not Path(first).is_file():
+        _die(f"{what} {cmd!r}: {first!r} is not a command found on PATH")
+
+
+def _cmd_emulate(a) -> int:
+    from .api import load_scenario_text
+    from .emulate import EmulateError, available, emulate
+
+    try:
+        text, _ = load_scenario_text(a.scenario)
+        from . import _core
+
+        _core.check(text, a.set or [], links_only=True)
+    except ScenarioError as e:
+        _die(_with_path(a.scenario, e))
+    if re.search(r"^\s*\[\[\s*flow\s*\]\]", text, re.M):
+        print(
+            "note: the scenario's [[flow]] sections are not run: the --mobile and --server commands are the traffic",
+            file=sys.stderr,
+        )
+    duration = _seconds(a.duration, "--duration") if a.duration else None
+    for cmd, what in ((a.mobile, "--mobile"), (a.server, "--server")):
+        if cmd is not None:
+            _check_command(cmd, what)
+    why = available()
+    if why:
+        _die(why)
+    try:
+        s = emulate(
+            a.scenario,
+            seed=a.seed,
+            set=a.set,
+            mobile=a.mobile,
+            server=a.server,
+            duration=duration,
+            out=a.out,
+            commands_to_stderr=a.json,
+        )
+    except EmulateError as e:
+        _die(str(e))
+    except ScenarioError as e:
+        _die(_with_path(a.scenario, e))
+    if a.json:
+        json.dump(s, sys.stdout, indent=2, sort_keys=True)
+        sys.stdout.write("\n")
+    else:
+        print_emulation(s)
+        if a.out:
+            print(
+                f"\nwrote {a.out}/ (summary.json, trace.parquet, mobile.pcap, server.pcap, capture.pcapng, inputs.pcapng, schedule.log)"
+            )
+    if s.get("server_status") == 127:
+        _die(f"--server {a.server!r}: the command was not found in the server's namespace")
+    status = s.get("mobile_status")
+    if status == 127:
+        _die(f"--mobile {a.mobile!r}: the command was not found in the mobile host's namespace")
+    if s["ended"].startswith("server command"):
+        print(f"thinwire: --server {a.server!r}: {s['ended']}; the emulation ended early", file=sys.stderr)
+        return 1
+    if s["ended"].startswith("signal "):
+        return 128 + int(s["ended"].split()[1])
+    return 0 if status is None else int(status)
+
+
+def print_emulation(s: dict, out=sys.stdout) -> None:
+    from .fields import columns, table
+
+    w = out.write
+    p, lat = s["packets"], s["lateness"]
+    st = s.get("mobile_status")
+    w(
+        f"emulation {s['scenario']}: {s['duration_s']:.3f} s ({s['ended']}"
+        + (f", status {st}" if st is not None else "")
+        + f"); {p['from_mobile']:,} packets from the mobile, {p['from_server']:,} from the server; "
+        f"dropped: {p['link_drops']:,} wireless queue, {p['wired_drops']:,} wired queue\n"
+        f"lateness of {lat['packets']:,} packets written: p50 {lat['p50_ms']:.3f} ms, p99 {lat['p99_ms']:.3f} ms, "
+        f"max {lat['max_ms']:.3f} ms ({lat['late']:,} later than {lat['late_after_ms']:g} ms)\n"
+    )
+    if lat["packets"] and lat["p99_ms"] > lat["late_after_ms"]:
+        w(
+            f"warning: p99 lateness {lat['p99_ms']:.3f} ms exceeds {lat['late_after_ms']:g} ms: the host is too busy for this rate\n"
+        )
+    flows = s.get("flows") or []
+    if flows:
+        w("\n" + "\n".join(table(flows, columns("flow", "tcp"))) + "\n")
+    links = [dict(s["link"][d], link=d) for d in ("down", "up")]
+    w("\n" + "\n".join(table(links, columns("link"), first=("link", "link"))) + "\n")
+
+
+def _cmd_simulate_log(a) -> int:
+    from .emulate import simulate_log
+
+    try:
+        r = simulate_log(a.dir)
+    except ScenarioError as e:
+        _die(str(e))
+    if a.json:
+        json.dump(r, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    elif r["identical"]:
+        print(f"{a.dir}: the replay made the same {r['decisions']:,} decisions as the emulation")
+    else:
+        d = r["first_difference"]
+        print(
+            f"{a.dir}: the replay differs at decision {d['line']}: emulated {d['emulated']!r}, replayed {d['replayed']!r}"
+        )
+    return 0 if r["identical"] else 1
+
+
 def _cmd_check(a) -> int:
     from .api import check
 
@@ -343,6 +511,27 @@ def main(argv: list[str] | None = None) -> int:
         "each preceded by a Unix-time line (date +%%s.%%N), or tcp_probe tracepoint output (aligned to the capture by matching ACKs)",
     )
     pl_.set_defaults(fn=_cmd_plot)
+    em = sub.add_parser("emulate", help="real hosts over the scenario's links in real time (Linux, root)")
+    em.add_argument("scenario", help="scenario TOML file (its [wired] and [wireless] links; flows are ignored)")
+    em.add_argument("--seed", type=int, help="root seed for the link models' randomness")
+    em.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario field")
+    em.add_argument("--out", help="directory for captures, trace, schedule log and summary")
+    em.add_argument(
+        "--mobile",
+        help="command to run on the mobile host (default: an interactive shell); the emulation ends when it exits",
+    )
+    em.add_argument("--server", help="command to run on the server for the whole emulation")
+    em.add_argument("--duration", help="end after this long (e.g. 60s)")
+    em.add_argument(
+        "--json", action="store_true", help="print the summary as JSON (the commands' own output then goes to stderr)"
+    )
+    em.set_defaults(fn=_cmd_emulate)
+    sl = sub.add_parser(
+        "simulate-log", help="replay an emulation's inputs through the same link models and compare decisions"
+    )
+    sl.add_argument("dir", help="directory written by 'thinwire emulate --out'")
+    sl.add_argument("--json", action="store_true", help="print the result as JSON")
+    sl.set_defaults(fn=_cmd_simulate_log)
     c = sub.add_parser("check", help="validate a scenario without running it")
     c.add_argument("scenario")
     c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")

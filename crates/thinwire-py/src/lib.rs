@@ -6,6 +6,8 @@ use pyo3::types::{PyBytes, PyDict};
 use thinwire::engine::{run_scenario, RunResult};
 
 mod analysis;
+#[cfg(target_os = "linux")]
+mod emulate;
 
 pyo3::create_exception!(
     _core,
@@ -20,8 +22,26 @@ pub(crate) fn i64_bytes<'py>(py: Python<'py>, v: &[i64]) -> Bound<'py, PyBytes> 
 
 /// A result struct as a Python dict, field for field (the struct's `FIELDS` say
 /// what each is).
-fn to_py<'py, T: serde::Serialize>(py: Python<'py>, v: &T) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn to_py<'py, T: serde::Serialize>(py: Python<'py>, v: &T) -> PyResult<Bound<'py, PyAny>> {
     pythonize::pythonize(py, v).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// Trace columns as bytes (decoded by python/thinwire/traces.py).
+pub(crate) fn trace_to_py<'py>(py: Python<'py>, t: &thinwire::trace::TraceTable) -> PyResult<Bound<'py, PyDict>> {
+    let tr = PyDict::new(py);
+    tr.set_item("rows", t.len())?;
+    tr.set_item("time_ns", i64_bytes(py, &t.time_ns))?;
+    tr.set_item("layer", PyBytes::new(py, &t.layer))?;
+    tr.set_item("event", PyBytes::new(py, &t.event))?;
+    tr.set_item("node", PyBytes::new(py, &t.node))?;
+    tr.set_item("dir", PyBytes::new(py, &t.dir))?;
+    let flow: Vec<i64> = t.flow.iter().map(|&x| x as i64).collect();
+    tr.set_item("flow", i64_bytes(py, &flow))?;
+    tr.set_item("seq", i64_bytes(py, &t.seq))?;
+    tr.set_item("ack", i64_bytes(py, &t.ack))?;
+    tr.set_item("len", i64_bytes(py, &t.len))?;
+    tr.set_item("value", i64_bytes(py, &t.value))?;
+    Ok(tr)
 }
 
 fn result_to_py<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDict>> {
@@ -41,21 +61,7 @@ fn result_to_py<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDi
     }
     d.set_item("link", link)?;
     d.set_item("wired_queue_drops", r.wired_drops.to_vec())?;
-    let t = &r.trace;
-    let tr = PyDict::new(py);
-    tr.set_item("rows", t.len())?;
-    tr.set_item("time_ns", i64_bytes(py, &t.time_ns))?;
-    tr.set_item("layer", PyBytes::new(py, &t.layer))?;
-    tr.set_item("event", PyBytes::new(py, &t.event))?;
-    tr.set_item("node", PyBytes::new(py, &t.node))?;
-    tr.set_item("dir", PyBytes::new(py, &t.dir))?;
-    let flow: Vec<i64> = t.flow.iter().map(|&x| x as i64).collect();
-    tr.set_item("flow", i64_bytes(py, &flow))?;
-    tr.set_item("seq", i64_bytes(py, &t.seq))?;
-    tr.set_item("ack", i64_bytes(py, &t.ack))?;
-    tr.set_item("len", i64_bytes(py, &t.len))?;
-    tr.set_item("value", i64_bytes(py, &t.value))?;
-    d.set_item("trace", tr)?;
+    d.set_item("trace", trace_to_py(py, &r.trace)?)?;
     if let Some(p) = &r.pcap_server {
         d.set_item("pcap_server", PyBytes::new(py, p))?;
     }
@@ -80,13 +86,13 @@ fn run<'py>(py: Python<'py>, toml_text: String, overrides: Vec<String>) -> PyRes
     Ok(d)
 }
 
-/// Checks a scenario without running it; raises ScenarioError.
+/// Checks a scenario without running it; raises ScenarioError. `links_only`: as
+/// the emulator reads it (its flows are not run, so none is needed).
 #[pyfunction]
-#[pyo3(signature = (toml_text, overrides=Vec::new()))]
-fn check(toml_text: String, overrides: Vec<String>) -> PyResult<()> {
-    thinwire::config::parse_scenario(&toml_text, &overrides)
-        .map(|_| ())
-        .map_err(|e| ScenarioError::new_err(e.to_string()))
+#[pyo3(signature = (toml_text, overrides=Vec::new(), links_only=false))]
+fn check(toml_text: String, overrides: Vec<String>, links_only: bool) -> PyResult<()> {
+    let parse = if links_only { thinwire::config::parse_links } else { thinwire::config::parse_scenario };
+    parse(&toml_text, &overrides).map(|_| ()).map_err(|e| ScenarioError::new_err(e.to_string()))
 }
 
 #[pymodule]
@@ -96,6 +102,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(analysis::analyze_capture, m)?)?;
     m.add("CaptureError", m.py().get_type::<analysis::CaptureError>())?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
+    #[cfg(target_os = "linux")]
+    {
+        m.add_function(wrap_pyfunction!(emulate::emulate, m)?)?;
+        m.add_function(wrap_pyfunction!(emulate::replay, m)?)?;
+        m.add("EmulateError", m.py().get_type::<emulate::EmulateError>())?;
+    }
     m.add("TRACE_LAYERS", thinwire::trace::LAYERS.to_vec())?;
     m.add("TRACE_EVENTS", thinwire::trace::EVENTS.to_vec())?;
     m.add("TRACE_NODES", thinwire::trace::NODES.to_vec())?;

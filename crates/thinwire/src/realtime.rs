@@ -132,6 +132,10 @@ pub struct RealtimePath {
     flows: FxMap<ConvKey, u16>,
     rec: Recorder,
     link_traced: bool,
+    /// TCP rows from the packets entering and leaving the path: per (flow,
+    /// direction), the first sequence number seen (relative numbers) and the
+    /// highest sequence end sent (retransmissions).
+    tcp_seen: FxMap<(u16, u8), (u32, u64)>,
     pub stats: PathStats,
 }
 
@@ -141,8 +145,9 @@ impl RealtimePath {
     pub fn new(sc: &Scenario, trace: bool) -> RealtimePath {
         let mut link = build::wireless(sc);
         link.set_trace(LinkTrace { link: trace, queue: trace, channel: trace });
+        let layers = ["tcp", "link", "queue", "channel"];
         let mask = crate::trace::LayerMask::from_names(
-            &(if trace { vec!["link".into(), "queue".into(), "channel".into()] } else { vec![] }),
+            &(if trace { layers.iter().map(|l| l.to_string()).collect() } else { vec![] }),
         );
         RealtimePath {
             link,
@@ -154,6 +159,7 @@ impl RealtimePath {
             flows: FxMap::default(),
             rec: Recorder::new(mask, TraceTable::default()),
             link_traced: trace,
+            tcp_seen: FxMap::default(),
             stats: PathStats::default(),
         }
     }
@@ -221,6 +227,7 @@ impl RealtimePath {
         if let Some(d) = &mut self.decisions {
             d.push(Decision::In { at: now, from, len: p.size(), hash: packet_hash(&p) });
         }
+        self.trace_segment(now, &p, from, true);
         match from {
             End::Mobile => {
                 self.stats.inputs[1] += 1;
@@ -248,6 +255,7 @@ impl RealtimePath {
         if let Some(d) = &mut self.decisions {
             d.push(Decision::Out { at, to, len: packet.size(), hash: packet_hash(&packet) });
         }
+        self.trace_segment(at, &packet, to, false);
         self.stats.outputs[(to == End::Mobile) as usize ^ 1] += 1;
         self.out.push_back(Output { at, to, packet });
     }
@@ -277,6 +285,46 @@ impl RealtimePath {
                 }
             }
         }
+    }
+
+    /// A TCP row: a segment sent by host `at_end` (`sent`) or received by it.
+    fn trace_segment(&mut self, at: Instant, p: &Packet, at_end: End, sent: bool) {
+        use crate::trace::recorder::SegKind;
+        use crate::trace::SegEvent;
+        let Some(t) = p.tcp().filter(|_| self.link_traced) else { return };
+        // Data going up is sent by the mobile.
+        let dir: u8 = if (at_end == End::Mobile) == sent { 1 } else { 0 };
+        let flow = p.meta.flow;
+        let syn = t.flags.has(crate::wire::TcpFlags::SYN) as u64;
+        let fin = t.flags.has(crate::wire::TcpFlags::FIN) as u64;
+        let isn = self.tcp_seen.entry((flow, dir)).or_insert((t.seq, 0)).0;
+        let rel = t.seq.wrapping_sub(isn) as u64;
+        let end = rel + p.payload_len as u64 + syn + fin;
+        let mut kind = if sent { SegKind::Send } else { SegKind::Recv };
+        if sent {
+            let high = &mut self.tcp_seen.get_mut(&(flow, dir)).expect("seen").1;
+            if end > rel && end <= *high {
+                kind = SegKind::Retransmit;
+            }
+            *high = (*high).max(end);
+        }
+        let ack = if t.flags.has(crate::wire::TcpFlags::ACK) {
+            self.tcp_seen.get(&(flow, 1 - dir)).map(|&(peer, _)| t.ack.wrapping_sub(peer) as i64)
+        } else {
+            None
+        };
+        let ev = SegEvent {
+            at,
+            kind,
+            mobile: at_end == End::Mobile,
+            dir,
+            flow: flow as i32,
+            seq: rel as i64,
+            ack,
+            len: p.payload_len,
+            flags: t.flags.0,
+        };
+        self.rec.segment(&ev);
     }
 
     fn drain_trace(&mut self) {

@@ -30,13 +30,19 @@ DATA_EVENTS = ("send", "retransmit")
 
 
 def _flow_dir(tcp, flow: int) -> int:
-    """The direction of a flow's data: 0 = down (server to mobile), 1 = up."""
+    """The direction of a flow's data: 0 = down (server to mobile), 1 = up; the
+    direction that carried more data bytes (a request-response connection's
+    responses outweigh its requests), ties to the first."""
     import polars as pl
 
     d = tcp.filter((pl.col("flow") == flow) & (pl.col("len") > 0) & pl.col("event").is_in(DATA_EVENTS))
     if d.height == 0:
         return 0
-    return int(d["dir"].cast(pl.Utf8).to_list()[0] == "up")
+    first = d["dir"].cast(pl.Utf8).to_list()[0]
+    by = {r["dir"]: r["len"] for r in d.group_by(pl.col("dir").cast(pl.Utf8)).agg(pl.col("len").sum()).to_dicts()}
+    other = "down" if first == "up" else "up"
+    best = other if by.get(other, 0) > by.get(first, 0) else first
+    return int(best == "up")
 
 
 @dataclass

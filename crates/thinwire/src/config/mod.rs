@@ -191,6 +191,18 @@ pub(crate) fn cerr(path: impl Into<String>, message: impl Into<String>) -> Confi
 
 /// Parses TOML text, applies `KEY=VALUE` overrides, and types the result.
 pub fn parse_scenario(text: &str, overrides: &[String]) -> Result<Scenario, ConfigError> {
+    parse(text, overrides, true)
+}
+
+/// As [`parse_scenario`] for a driver that runs the scenario's links but not its
+/// flows (the emulator: real applications are the traffic), so a scenario without
+/// flows, or with `stop = "end"` and only media flows, is accepted. Flows present
+/// are still checked.
+pub fn parse_links(text: &str, overrides: &[String]) -> Result<Scenario, ConfigError> {
+    parse(text, overrides, false)
+}
+
+fn parse(text: &str, overrides: &[String], flows_run: bool) -> Result<Scenario, ConfigError> {
     let mut value: toml::Value = text.parse::<toml::Table>().map(toml::Value::Table).map_err(|e| {
         let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
         let at = line.map(|l| format!(" at line {l}")).unwrap_or_default();
@@ -216,7 +228,7 @@ pub fn parse_scenario(text: &str, overrides: &[String]) -> Result<Scenario, Conf
         }
         cerr(path, units::first_line(&msg))
     })?;
-    validate(&sc)?;
+    validate(&sc, flows_run)?;
     Ok(sc)
 }
 
@@ -273,7 +285,7 @@ fn apply_override(root: &mut toml::Value, o: &str) -> Result<(), ConfigError> {
     Ok(())
 }
 
-fn validate(sc: &Scenario) -> Result<(), ConfigError> {
+fn validate(sc: &Scenario, flows_run: bool) -> Result<(), ConfigError> {
     let w = &sc.wireless;
     if w.frame.0 == 0 || w.frame.0 > 65535 {
         return Err(cerr("wireless.frame", "must be between 1B and 65535B"));
@@ -293,9 +305,9 @@ fn validate(sc: &Scenario) -> Result<(), ConfigError> {
         return Err(cerr("wireless.frame_queue", "must be at least 1 frame"));
     }
     for (i, f) in sc.flow.iter().enumerate() {
-        f.validate(i, sc.stop == Stop::End)?;
+        f.validate(i, flows_run && sc.stop == Stop::End)?;
     }
-    if sc.stop == Stop::End && !sc.flow.iter().any(|f| f.finite()) {
+    if flows_run && sc.stop == Stop::End && !sc.flow.iter().any(|f| f.finite()) {
         return Err(cerr(
             "stop",
             "\"end\" needs at least one flow that ends by itself; media flows never end, so give a duration such as \"60s\"",

@@ -8,4 +8,4 @@ pub mod write;
 pub use read::{
     read_capture, read_capture_chunks, read_capture_from, CaptureError, Chunks, Pkt, ReadChunks, ReadReport,
 };
-pub use write::PcapWriter;
+pub use write::{Direction, PcapStream, PcapWriter, PcapngWriter};

@@ -23,6 +23,8 @@ pub struct Pkt<'a> {
     pub data: &'a [u8],
     /// The packet's length on the wire.
     pub orig_len: u32,
+    /// pcapng: the interface (in its section) it was captured on; pcap: 0.
+    pub iface: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -219,7 +221,7 @@ fn read_pcap<C: Chunks>(w: &mut Window<C>, f: &mut impl FnMut(Pkt<'_>)) -> Resul
             break;
         };
         let t_ns = sec * 1_000_000_000 + if nanos { frac } else { frac * 1000 };
-        f(Pkt { t_ns, linktype, data, orig_len: orig.max(incl as u32) });
+        f(Pkt { t_ns, linktype, data, orig_len: orig.max(incl as u32), iface: 0 });
         rep.packets += 1;
         o += 16 + incl;
     }
@@ -354,7 +356,7 @@ fn read_pcapng<C: Chunks>(w: &mut Window<C>, f: &mut impl FnMut(Pkt<'_>)) -> Res
                         Some(ifc) if cap > body.len() - 20 => rep.warnings.push(format!("packet block at byte {o} claims {cap} captured bytes but holds {}; skipped (interface {ifid}, link type {})", body.len() - 20, ifc.linktype)),
                         Some(ifc) => {
                             let ts = (hi << 32) | lo;
-                            f(Pkt { t_ns: ticks_to_ns(ts, ifc.units) + ifc.offset_s * 1_000_000_000, linktype: ifc.linktype, data: &body[20..20 + cap], orig_len: orig.max(cap as u32) });
+                            f(Pkt { t_ns: ticks_to_ns(ts, ifc.units) + ifc.offset_s * 1_000_000_000, linktype: ifc.linktype, data: &body[20..20 + cap], orig_len: orig.max(cap as u32), iface: ifid as u32 });
                             rep.packets += 1;
                         }
                     }
@@ -377,6 +379,7 @@ fn read_pcapng<C: Chunks>(w: &mut Window<C>, f: &mut impl FnMut(Pkt<'_>)) -> Res
                             linktype: ifc.linktype,
                             data: &body[4..4 + cap],
                             orig_len: orig.max(cap as u32),
+                            iface: 0,
                         });
                         rep.packets += 1;
                     }

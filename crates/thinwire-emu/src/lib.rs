@@ -1,0 +1,385 @@
+//! `thinwire emulate`: real Linux TCP and real applications over thinwire's link
+//! models, in real time. Two network namespaces (mobile host, server) each hold a
+//! TUN device whose other end is this process; every packet read from one is fed,
+//! stamped with the monotonic time it was read, to the scenario's path
+//! ([`RealtimePath`]: wireless link with its ARQ, channel and queues, then the
+//! wired link), and what the path gives back is written to the other device when
+//! it is due.
+//!
+//! Time: one thread waits in `epoll` on both devices, an absolute `timerfd` armed at
+//! the path's next deadline, a `signalfd` and the mobile command's `pidfd`; on every
+//! wake-up all due events run at their scheduled times (catch-up) and outputs are
+//! written at once. Each output's lateness (write time − due time) is recorded; the
+//! timer slack is set to 1 ns. Randomness comes from the scenario's seed only, so a
+//! run's decisions depend on nothing but the packets and their arrival times:
+//! `schedule.log` records them and `replay` reproduces them exactly from
+//! `inputs.pcapng`.
+//!
+//! Sources: seed 000 §4 (measurement platform, trace-based methodology, "trace
+//! replay in simulators" in §6); Mahimahi (Netravali et al., USENIX ATC 2015) and
+//! Rattan for the shape (namespaces, TUN, one event loop).
+pub mod logs;
+pub mod netns;
+pub mod sys;
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::process::{Child, Command};
+use thinwire::config::Scenario;
+use thinwire::realtime::{End, Output, RealtimePath};
+use thinwire::time::{Duration, Instant};
+
+/// What to emulate.
+pub struct Options {
+    pub scenario: Scenario,
+    /// Run in the mobile host's namespace; the emulation ends when it exits. None:
+    /// an interactive shell.
+    pub mobile: Option<String>,
+    /// Run in the server's namespace for the whole emulation.
+    pub server: Option<String>,
+    /// End after this long even if the mobile command is still running.
+    pub duration: Option<Duration>,
+    /// Where to write captures, logs and trace rows (None: nowhere).
+    pub out: Option<PathBuf>,
+    /// Outputs later than this are counted as late.
+    pub late_after: Duration,
+    /// Send the commands' standard output to our standard error (when ours carries
+    /// a report, e.g. JSON).
+    pub commands_to_stderr: bool,
+}
+
+/// Why an emulation could not run: `Usage` errors are the user's to fix (exit 2).
+#[derive(Debug)]
+pub enum EmuError {
+    Usage(String),
+    Failed(String),
+}
+
+impl std::fmt::Display for EmuError {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            EmuError::Usage(m) | EmuError::Failed(m) => f.write_str(m),
+        }
+    }
+}
+
+/// Lateness of the packets written, ns.
+#[derive(Clone, Debug, Default)]
+pub struct Lateness {
+    pub count: u64,
+    pub p50_ns: i64,
+    pub p99_ns: i64,
+    pub max_ns: i64,
+    /// Outputs later than `late_after`.
+    pub late: u64,
+}
+
+/// What an emulation did.
+pub struct Report {
+    pub duration_s: f64,
+    /// Why it ended: "command exited", "duration", "signal N".
+    pub ended: String,
+    /// The mobile command's exit status, 128 + N if signal N killed it (None: still
+    /// running at the end, and stopped).
+    pub mobile_status: Option<i32>,
+    /// The server command's exit status, likewise (None: none, or still running).
+    pub server_status: Option<i32>,
+    pub lateness: Lateness,
+    pub path: thinwire::realtime::PathStats,
+    pub link: [thinwire::link::wireless::LinkStats; 2],
+    /// Packets a TUN device would not take (its queue full).
+    pub write_drops: u64,
+    /// Bytes read that held no IP packet.
+    pub unparsable: u64,
+    pub trace: thinwire::trace::TraceTable,
+}
+
+fn spawn(host: &netns::Host, cmd: &str, own_group: bool, to_stderr: bool) -> Result<Child, EmuError> {
+    use std::os::fd::AsFd;
+    use std::os::unix::process::CommandExt;
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", &host.ns, "sh", "-c", cmd]);
+    c.envs(host.env());
+    if to_stderr {
+        let err = std::io::stderr().as_fd().try_clone_to_owned();
+        c.stdout(err.map_err(|e| EmuError::Failed(format!("cannot duplicate stderr: {e}")))?);
+    }
+    if own_group {
+        c.process_group(0);
+    }
+    c.spawn().map_err(|e| EmuError::Failed(format!("cannot start {cmd:?}: {e}")))
+}
+
+/// An exit status as a shell reports it: the code, or 128 + the signal that killed it.
+fn shell_status(s: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
+}
+
+/// Ends a command: SIGTERM to its process group, SIGKILL after a second.
+fn stop(child: &mut Child, group: bool) {
+    if child.try_wait().ok().flatten().is_some() {
+        return;
+    }
+    let pid = child.id();
+    let signal = |s| {
+        if group {
+            sys::kill_group(pid, s)
+        } else {
+            // SAFETY: signals one process of ours.
+            unsafe { libc::kill(pid as i32, s) };
+        }
+    };
+    signal(libc::SIGTERM);
+    for _ in 0..100 {
+        if child.try_wait().ok().flatten().is_some() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    signal(libc::SIGKILL);
+    let _ = child.wait();
+}
+
+const TOK_MOBILE: u64 = 0;
+const TOK_SERVER: u64 = 1;
+const TOK_TIMER: u64 = 2;
+const TOK_SIGNAL: u64 = 3;
+const TOK_EXIT: u64 = 4;
+const TOK_SERVER_EXIT: u64 = 5;
+
+/// Runs an emulation to its end; everything it created is gone when it returns.
+pub fn emulate(opts: Options) -> Result<Report, EmuError> {
+    if opts.scenario.proxy.is_some() {
+        return Err(EmuError::Usage(
+            "[proxy]: the emulator runs the scenario's links only; remove the [proxy] section".into(),
+        ));
+    }
+    let missing = sys::missing_capabilities();
+    if !missing.is_empty() {
+        return Err(EmuError::Usage(format!(
+            "emulate needs root: {} missing (network namespaces and TUN devices need CAP_NET_ADMIN and CAP_SYS_ADMIN); run it with sudo",
+            missing.join(" and ")
+        )));
+    }
+    if Command::new("ip").arg("-V").output().is_err() {
+        return Err(EmuError::Usage("emulate needs iproute2's ip command (apt-get install iproute2)".into()));
+    }
+    if !std::path::Path::new("/dev/net/tun").exists() {
+        return Err(EmuError::Usage("emulate needs /dev/net/tun (the tun kernel module)".into()));
+    }
+    netns::remove_stale();
+    static INSTANCE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let k = INSTANCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 10;
+    let signals = sys::Signals::new().map_err(|e| EmuError::Failed(format!("cannot take signals: {e}")))?;
+    let hosts = netns::Hosts::create(k).map_err(EmuError::Failed)?;
+    let mut logs = match &opts.out {
+        Some(d) => Some(logs::Logs::create(d).map_err(|e| EmuError::Usage(format!("--out {}: {e}", d.display())))?),
+        None => None,
+    };
+    let mut server = match &opts.server {
+        Some(c) => Some(spawn(&hosts.server, c, true, opts.commands_to_stderr)?),
+        None => None,
+    };
+    let interactive = opts.mobile.is_none();
+    let shell = std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".into());
+    let mobile_cmd = opts.mobile.clone().unwrap_or_else(|| format!("exec {shell}"));
+    let mut mobile = match spawn(&hosts.mobile, &mobile_cmd, !interactive, opts.commands_to_stderr) {
+        Ok(c) => c,
+        Err(e) => {
+            if let Some(s) = server.as_mut() {
+                stop(s, true);
+            }
+            return Err(e);
+        }
+    };
+    let result = run_loop(&opts, &hosts, &signals, &mut mobile, server.as_mut(), interactive, logs.as_mut());
+    // Statuses of commands that ended by themselves (not those we stop now).
+    let exited = |c: &mut Child| c.try_wait().ok().flatten().map(shell_status);
+    let mobile_status = exited(&mut mobile);
+    let server_status = server.as_mut().and_then(exited);
+    stop(&mut mobile, !interactive);
+    if let Some(s) = server.as_mut() {
+        stop(s, true);
+    }
+    drop(hosts);
+    let mut report = result?;
+    report.mobile_status = mobile_status;
+    report.server_status = server_status;
+    if let Some(l) = logs {
+        l.finish().map_err(|e| EmuError::Failed(format!("writing the logs: {e}")))?;
+    }
+    Ok(report)
+}
+
+fn run_loop(
+    opts: &Options,
+    hosts: &netns::Hosts,
+    signals: &sys::Signals,
+    mobile: &mut Child,
+    mut server: Option<&mut Child>,
+    interactive: bool,
+    mut logs: Option<&mut logs::Logs>,
+) -> Result<Report, EmuError> {
+    let fail = |what: &str, e: std::io::Error| EmuError::Failed(format!("{what}: {e}"));
+    let tun_m: &OwnedFd = hosts.mobile.tun.as_ref().expect("mobile TUN");
+    let tun_s: &OwnedFd = hosts.server.tun.as_ref().expect("server TUN");
+    let mut path = RealtimePath::new(&opts.scenario, opts.out.is_some());
+    if logs.is_some() {
+        path.record_decisions();
+    }
+    let timer = sys::Timer::new().map_err(|e| fail("timerfd", e))?;
+    let poll = sys::Poll::new().map_err(|e| fail("epoll", e))?;
+    let exit_fd = sys::pidfd_open(mobile.id()).map_err(|e| fail("pidfd_open", e))?;
+    poll.add(tun_m.as_raw_fd(), TOK_MOBILE).map_err(|e| fail("epoll", e))?;
+    poll.add(tun_s.as_raw_fd(), TOK_SERVER).map_err(|e| fail("epoll", e))?;
+    poll.add(timer.fd(), TOK_TIMER).map_err(|e| fail("epoll", e))?;
+    poll.add(signals.fd(), TOK_SIGNAL).map_err(|e| fail("epoll", e))?;
+    poll.add(exit_fd.as_raw_fd(), TOK_EXIT).map_err(|e| fail("epoll", e))?;
+    let server_exit = match server.as_deref() {
+        Some(c) => Some(sys::pidfd_open(c.id()).map_err(|e| fail("pidfd_open", e))?),
+        None => None,
+    };
+    if let Some(fd) = &server_exit {
+        poll.add(fd.as_raw_fd(), TOK_SERVER_EXIT).map_err(|e| fail("epoll", e))?;
+    }
+    sys::set_timer_slack(1);
+    let start = sys::monotonic_ns();
+    let now = || Instant(sys::monotonic_ns() - start);
+    let end_at = opts.duration.map(|d| Instant::ZERO + d);
+    let mut lateness: Vec<i64> = Vec::new();
+    let mut write_drops = 0u64;
+    let mut unparsable = 0u64;
+    let mut buf = vec![0u8; 65536];
+    let mut ready = Vec::new();
+    let mut write_out = |o: Output, logs: &mut Option<&mut logs::Logs>, lateness: &mut Vec<i64>| {
+        let fd = if o.to == End::Mobile { tun_m } else { tun_s };
+        let bytes = o.packet.emit();
+        match sys::write_packet(fd, &bytes) {
+            Ok(true) => {}
+            Ok(false) | Err(_) => write_drops += 1,
+        }
+        lateness.push((now() - o.at).nanos());
+        if let Some(l) = logs.as_deref_mut() {
+            l.output(o.at, o.to, &bytes);
+        }
+    };
+    let ended = loop {
+        let t = now();
+        path.advance(t);
+        while let Some(o) = path.poll_output() {
+            write_out(o, &mut logs, &mut lateness);
+        }
+        if let Some(l) = logs.as_deref_mut() {
+            l.decisions(path.take_decisions());
+        }
+        if end_at.is_some_and(|e| t >= e) {
+            break "duration".to_string();
+        }
+        let deadline = match (path.next_deadline(), end_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        timer.set(deadline.map(|d| start + d.nanos())).map_err(|e| fail("timerfd", e))?;
+        poll.wait(&mut ready, -1).map_err(|e| fail("epoll_wait", e))?;
+        let mut stop_now = None;
+        for &tok in &ready {
+            match tok {
+                TOK_MOBILE | TOK_SERVER => {
+                    let (fd, from) = if tok == TOK_MOBILE { (tun_m, End::Mobile) } else { (tun_s, End::Server) };
+                    while let Some(n) = sys::read_packet(fd, &mut buf).map_err(|e| fail("reading a TUN device", e))? {
+                        let t = now();
+                        path.advance(t);
+                        while let Some(o) = path.poll_output() {
+                            write_out(o, &mut logs, &mut lateness);
+                        }
+                        let bytes = buf[..n].to_vec();
+                        if let Some(l) = logs.as_deref_mut() {
+                            l.input(t, from, &bytes);
+                        }
+                        if path.input(t, from, bytes).is_err() {
+                            unparsable += 1;
+                        }
+                    }
+                }
+                TOK_TIMER => timer.clear(),
+                TOK_SIGNAL => {
+                    while let Some(s) = signals.take() {
+                        // An interactive shell handles its own Ctrl-C.
+                        if !(interactive && s == libc::SIGINT) {
+                            stop_now = Some(format!("signal {s}"));
+                        }
+                    }
+                }
+                TOK_EXIT => stop_now = Some("command exited".to_string()),
+                TOK_SERVER_EXIT => {
+                    // A server that exits cleanly (a one-shot sink) lets the run go
+                    // on; one that fails ends it.
+                    let status = server.as_deref_mut().and_then(|c| c.try_wait().ok().flatten());
+                    if let (Some(st), Some(fd)) = (status, &server_exit) {
+                        poll.remove(fd.as_raw_fd());
+                        if !st.success() {
+                            stop_now = Some(format!("server command failed (status {})", shell_status(st)));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(why) = stop_now {
+            break why;
+        }
+    };
+    let t_end = now();
+    path.advance(t_end);
+    while let Some(o) = path.poll_output() {
+        write_out(o, &mut logs, &mut lateness);
+    }
+    if let Some(l) = logs {
+        l.decisions(path.take_decisions());
+    }
+    lateness.sort_unstable();
+    let q = |p: f64| lateness.get(((lateness.len().max(1) - 1) as f64 * p).round() as usize).copied().unwrap_or(0);
+    let late = lateness.iter().filter(|&&l| l > opts.late_after.nanos()).count() as u64;
+    let run_s = t_end.as_secs_f64();
+    Ok(Report {
+        duration_s: run_s,
+        ended,
+        mobile_status: None,
+        server_status: None,
+        lateness: Lateness { count: lateness.len() as u64, p50_ns: q(0.5), p99_ns: q(0.99), max_ns: q(1.0), late },
+        link: path.link_stats(run_s),
+        path: path.stats.clone(),
+        write_drops,
+        unparsable,
+        trace: path.take_trace(),
+    })
+}
+
+/// Replays an emulation's inputs (`inputs.pcapng`) through the scenario's path
+/// until `end` (the emulation's length): the schedule log it would have written,
+/// line by line.
+pub fn replay(scenario: &Scenario, inputs: &std::path::Path, end: Instant) -> Result<Vec<String>, EmuError> {
+    let f = std::fs::File::open(inputs).map_err(|e| EmuError::Usage(format!("{}: {e}", inputs.display())))?;
+    let mut ins: Vec<(i64, End, Vec<u8>)> = vec![];
+    thinwire::pcap::read_capture_from(std::io::BufReader::new(f), |p| {
+        let end = if p.iface == 0 { End::Mobile } else { End::Server };
+        ins.push((p.t_ns, end, p.data.to_vec()));
+    })
+    .map_err(|e| EmuError::Usage(format!("{}: {e}", inputs.display())))?;
+    let mut path = RealtimePath::new(scenario, false);
+    path.record_decisions();
+    let mut out = vec![];
+    for (t, from, bytes) in ins {
+        let t = Instant(t);
+        path.advance(t);
+        while path.poll_output().is_some() {}
+        // Bytes the emulator could not parse were logged too and refused the same way.
+        let _ = path.input(t, from, bytes);
+        out.extend(path.take_decisions().iter().map(|d| d.to_string()));
+    }
+    path.advance(end);
+    while path.poll_output().is_some() {}
+    out.extend(path.take_decisions().iter().map(|d| d.to_string()));
+    Ok(out)
+}

@@ -1,0 +1,92 @@
+//! Bindings of the real-time emulator (Linux only).
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+pyo3::create_exception!(
+    _core,
+    EmulateError,
+    PyValueError,
+    "The emulator cannot run; the message says why (a usage problem: exit 2)."
+);
+
+fn scenario(toml_text: &str, overrides: &[String]) -> PyResult<thinwire::config::Scenario> {
+    thinwire::config::parse_links(toml_text, overrides).map_err(|e| crate::ScenarioError::new_err(e.to_string()))
+}
+
+/// Runs an emulation; returns its report. Raises EmulateError for what the user
+/// must fix (no root, no iproute2, an unwritable --out), RuntimeError otherwise.
+#[pyfunction]
+#[pyo3(signature = (toml_text, overrides, mobile=None, server=None, duration_s=None, out_dir=None, late_after_ms=1.0, commands_to_stderr=false))]
+#[allow(clippy::too_many_arguments)]
+pub fn emulate<'py>(
+    py: Python<'py>,
+    toml_text: String,
+    overrides: Vec<String>,
+    mobile: Option<String>,
+    server: Option<String>,
+    duration_s: Option<f64>,
+    out_dir: Option<std::path::PathBuf>,
+    late_after_ms: f64,
+    commands_to_stderr: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    use thinwire::time::Duration;
+    let sc = scenario(&toml_text, &overrides)?;
+    let opts = thinwire_emu::Options {
+        scenario: sc,
+        mobile,
+        server,
+        duration: duration_s.map(Duration::from_secs_f64),
+        out: out_dir,
+        late_after: Duration::from_secs_f64(late_after_ms / 1e3),
+        commands_to_stderr,
+    };
+    let r = py.allow_threads(|| thinwire_emu::emulate(opts)).map_err(|e| match e {
+        thinwire_emu::EmuError::Usage(m) => EmulateError::new_err(m),
+        thinwire_emu::EmuError::Failed(m) => pyo3::exceptions::PyRuntimeError::new_err(m),
+    })?;
+    let d = PyDict::new(py);
+    d.set_item("duration_s", r.duration_s)?;
+    d.set_item("ended", &r.ended)?;
+    d.set_item("mobile_status", r.mobile_status)?;
+    d.set_item("server_status", r.server_status)?;
+    let l = PyDict::new(py);
+    l.set_item("packets", r.lateness.count)?;
+    l.set_item("p50_ms", r.lateness.p50_ns as f64 / 1e6)?;
+    l.set_item("p99_ms", r.lateness.p99_ns as f64 / 1e6)?;
+    l.set_item("max_ms", r.lateness.max_ns as f64 / 1e6)?;
+    l.set_item("late", r.lateness.late)?;
+    l.set_item("late_after_ms", late_after_ms)?;
+    d.set_item("lateness", l)?;
+    let p = PyDict::new(py);
+    p.set_item("from_mobile", r.path.inputs[1])?;
+    p.set_item("from_server", r.path.inputs[0])?;
+    p.set_item("to_mobile", r.path.outputs[0])?;
+    p.set_item("to_server", r.path.outputs[1])?;
+    p.set_item("wired_drops", r.path.wired_drops)?;
+    p.set_item("link_drops", r.path.link_drops)?;
+    p.set_item("write_drops", r.write_drops)?;
+    p.set_item("unparsable", r.unparsable)?;
+    d.set_item("packets", p)?;
+    let link = PyDict::new(py);
+    for (i, name) in ["down", "up"].iter().enumerate() {
+        link.set_item(*name, crate::to_py(py, &r.link[i])?)?;
+    }
+    d.set_item("link", link)?;
+    d.set_item("trace", crate::trace_to_py(py, &r.trace)?)?;
+    Ok(d)
+}
+
+/// Replays an emulation's inputs through the scenario's path until `end_ns`:
+/// the schedule log, line by line.
+#[pyfunction]
+pub fn replay(
+    toml_text: String,
+    overrides: Vec<String>,
+    inputs: std::path::PathBuf,
+    end_ns: i64,
+) -> PyResult<Vec<String>> {
+    let sc = scenario(&toml_text, &overrides)?;
+    thinwire_emu::replay(&sc, &inputs, thinwire::time::Instant(end_ns))
+        .map_err(|e| EmulateError::new_err(e.to_string()))
+}

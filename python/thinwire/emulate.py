@@ -1,0 +1,224 @@
+"""Real hosts over thinwire's link models in real time (`thinwire emulate`), and the
+replay of an emulation through the same path (`thinwire simulate-log`).
+
+The emulator (Rust, crates/thinwire-emu) needs root: it makes a network namespace
+each for the mobile host (10.0.1.2, fd00:1::2) and the server (10.0.0.1, fd00::1),
+joins them through TUN devices to the scenario's wireless and wired links, runs
+the commands given in them, and removes everything when the mobile command ends
+(or on Ctrl-C, SIGTERM, or after `duration`).
+
+With `out`, the directory holds what a simulation directory holds (summary.json,
+flows.parquet, trace.parquet, mobile.pcap, server.pcap: `thinwire analyze` and
+`thinwire plot` read it the same way) plus capture.pcapng (one interface per
+host), inputs.pcapng and schedule.log (the replay's input and the decisions it
+must reproduce) and emulation.json (the scenario, so the run can be replayed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from . import _core
+from .api import ScenarioError, _overrides, load_scenario_text
+
+
+class EmulateError(ScenarioError):
+    """The emulator cannot run here (privileges, iproute2, /dev/net/tun, --out)."""
+
+
+def missing_capabilities() -> list[str]:
+    """CAP_NET_ADMIN and CAP_SYS_ADMIN if absent from this process's effective set."""
+    eff = 0
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("CapEff:"):
+                eff = int(line.split()[1], 16)
+    except OSError:
+        pass
+    return [name for bit, name in ((12, "CAP_NET_ADMIN"), (21, "CAP_SYS_ADMIN")) if not eff >> bit & 1]
+
+
+def available() -> str | None:
+    """None if emulation can run here, else why not (one line)."""
+    if not hasattr(_core, "emulate"):
+        return "emulation needs Linux"
+    missing = missing_capabilities()
+    if missing:
+        return (
+            f"emulation needs root: {' and '.join(missing)} missing "
+            "(network namespaces and TUN devices need CAP_NET_ADMIN and CAP_SYS_ADMIN); run it with sudo"
+        )
+    if not Path("/dev/net/tun").exists():
+        return "emulation needs /dev/net/tun"
+    return None
+
+
+def emulate(
+    scenario,
+    seed: int | None = None,
+    set=None,
+    mobile: str | None = None,
+    server: str | None = None,
+    duration: float | None = None,
+    out: str | os.PathLike | None = None,
+    late_after_ms: float = 1.0,
+    commands_to_stderr: bool = False,
+) -> dict:
+    """Runs an emulation; returns its summary (and writes `out` if given).
+    `commands_to_stderr`: the commands' standard output goes to standard error."""
+    text, name = load_scenario_text(scenario)
+    overrides = _overrides(set, seed, None, None, False)
+    _core.check(text, overrides, links_only=True)
+    outp = Path(out) if out else None
+    if outp is not None:
+        outp.mkdir(parents=True, exist_ok=True)
+    try:
+        rep = _core.emulate(
+            text, overrides, mobile, server, duration, str(outp) if outp else None, late_after_ms, commands_to_stderr
+        )
+    except _core.EmulateError as e:
+        raise EmulateError(str(e)) from None
+    trace_cols = rep.pop("trace")
+    summary = {"scenario": name, "kind": "emulation", **rep}
+    if outp is not None:
+        from .traces import trace_frame
+
+        trace = trace_frame(trace_cols)
+        flows = connection_table(trace, rep["duration_s"])
+        summary["flows"] = flows.to_dicts()
+        (outp / "emulation.json").write_text(
+            json.dumps(
+                {"scenario_text": text, "overrides": overrides, "end_ns": int(rep["duration_s"] * 1e9), "name": name},
+                indent=2,
+            )
+            + "\n"
+        )
+        if trace.height:
+            trace.write_parquet(outp / "trace.parquet")
+        flows.write_parquet(outp / "flows.parquet")
+        (outp / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    return summary
+
+
+def connection_table(trace, duration_s: float):
+    """One row per TCP conversation seen (flow ids as numbered by the path): the
+    direction that carried more data, bytes delivered in order at its receiver,
+    goodput over the time from its first to its last delivered byte, the sender's
+    packets and retransmissions in that direction, and its mean RTT (Karn's rule)."""
+    import polars as pl
+
+    cols = {
+        "id": pl.Int64,
+        "app": pl.Utf8,
+        "direction": pl.Utf8,
+        "variant": pl.Utf8,
+        "start_s": pl.Float64,
+        "bytes_delivered": pl.Int64,
+        "throughput_bps": pl.Float64,
+        "completion_s": pl.Float64,
+        "tcp_retransmits": pl.Int64,
+        "tcp_timeouts": pl.Int64,
+        "tcp_fast_retransmits": pl.Int64,
+        "rtt_avg_s": pl.Float64,
+        "packets_sent": pl.Int64,
+    }
+    if trace.height == 0:
+        return pl.DataFrame(schema=cols)
+    tcp = trace.filter(pl.col("layer") == "tcp")
+    rows = []
+    for (fid,), f in tcp.group_by(["flow"], maintain_order=True):
+        sent = f.filter(pl.col("event").is_in(["send", "retransmit"]))
+        by_dir = sent.group_by("dir").agg(pl.col("len").sum().alias("b"))
+        d = by_dir.sort("b", descending=True)["dir"][0] if by_dir.height else "down"
+        sent = sent.filter(pl.col("dir") == d)
+        rcv = f.filter((pl.col("event") == "recv") & (pl.col("dir") == d) & (pl.col("len") > 0))
+        end = (rcv["seq"] + rcv["len"]).cum_max() if rcv.height else None
+        delivered = int(end.max() - 1) if end is not None else 0
+        t0 = f["time_s"].min()
+        t1 = rcv["time_s"].max() if rcv.height else t0
+        span = (t1 - t0) if t1 is not None and t0 is not None else 0.0
+        rows.append(
+            {
+                "id": int(fid),
+                "app": "tcp",
+                "direction": str(d),
+                "variant": "real",
+                "start_s": float(t0),
+                "bytes_delivered": max(delivered, 0),
+                "throughput_bps": max(delivered, 0) * 8 / span if span and span > 0 else 0.0,
+                "completion_s": None,
+                "tcp_retransmits": int((sent["event"] == "retransmit").sum()),
+                "tcp_timeouts": None,
+                "tcp_fast_retransmits": None,
+                "rtt_avg_s": _rtt_avg(f, str(d)),
+                "packets_sent": sent.height,
+            }
+        )
+    return pl.DataFrame(rows, schema=cols)
+
+
+def _rtt_avg(f, d: str) -> float | None:
+    """Mean RTT seen by the sender of direction `d`: from sending a data segment to
+    receiving the first ACK covering it, both at the sender's own interface;
+    segments sent more than once are left out (Karn)."""
+    import numpy as np
+    import polars as pl
+
+    sender = "server" if d == "down" else "mobile"
+    at = f.filter(pl.col("node") == sender)
+    data = at.filter((pl.col("dir") == d) & (pl.col("len") > 0))
+    acks = at.filter((pl.col("event") == "recv") & (pl.col("dir") != d) & pl.col("ack").is_not_null())
+    if data.height == 0 or acks.height == 0:
+        return None
+    again = set(data.filter(pl.col("event") == "retransmit")["seq"].to_list())
+    first = data.filter(pl.col("event") == "send").filter(~pl.col("seq").is_in(list(again)))
+    ack_t = acks["time_ns"].to_numpy()
+    ack_hi = np.maximum.accumulate(acks["ack"].to_numpy())
+    ends = (first["seq"] + first["len"]).to_numpy()
+    sent = first["time_ns"].to_numpy()
+    i = np.maximum(np.searchsorted(ack_hi, ends, side="left"), np.searchsorted(ack_t, sent, side="right"))
+    ok = i < len(ack_t)
+    if not ok.any():
+        return None
+    return float(np.mean(ack_t[i[ok]] - sent[ok]) / 1e9)
+
+
+def simulate_log(directory: str | os.PathLike) -> dict:
+    """Replays an emulation directory's inputs through the same path and compares
+    the decisions with its schedule.log: {"identical", "decisions", "first_difference"}."""
+    d = Path(directory)
+    meta_path = d / "emulation.json"
+    if not meta_path.is_file():
+        raise ScenarioError(
+            f"{d}: not an emulation directory (no emulation.json; make one with 'thinwire emulate --out DIR')"
+        )
+    try:
+        meta = json.loads(meta_path.read_text())
+        text, overrides, end_ns = meta["scenario_text"], meta["overrides"], int(meta["end_ns"])
+    except (ValueError, KeyError, TypeError) as e:
+        raise ScenarioError(
+            f"{meta_path}: damaged ({e.__class__.__name__}); it is written by 'thinwire emulate'"
+        ) from None
+    if not hasattr(_core, "replay"):
+        raise ScenarioError("simulate-log needs the Linux build of thinwire")
+    for f in ("inputs.pcapng", "schedule.log"):
+        if not (d / f).is_file():
+            raise ScenarioError(f"{d}: {f} is missing")
+    try:
+        got = _core.replay(text, overrides, str(d / "inputs.pcapng"), end_ns)
+    except _core.EmulateError as e:
+        raise ScenarioError(str(e)) from None
+    want = (d / "schedule.log").read_text().splitlines()
+    first = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), None)
+    if first is None and len(want) != len(got):
+        first = min(len(want), len(got))
+    diff = None
+    if first is not None:
+        diff = {
+            "line": first + 1,
+            "emulated": want[first] if first < len(want) else None,
+            "replayed": got[first] if first < len(got) else None,
+        }
+    return {"identical": first is None, "decisions": len(want), "first_difference": diff}
