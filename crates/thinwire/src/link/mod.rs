@@ -2,7 +2,10 @@
 //! `raw` (no ARQ), `sr` and `asr` (Selective Repeat with fixed or adaptive timeout),
 //! `rlc` (UMTS RLC Acknowledged Mode), `is707` (IS-707 RLP with NAK rounds and idle frames),
 //! `rlp-gsm` (GSM RLP byte stream, `rlp_gsm`, under PPP/VJ and L2R, `gsm_csd`), `gprs`
-//! (a GPRS link: TBF set-up delays, outages, uplink bunching).
+//! (a GPRS link: TBF set-up delays, outages, uplink bunching). Beside them: `capacity`
+//! (a radio's capacity from a Mahimahi delivery trace), `frame`, and `wireless` (the
+//! link as one machine).
+pub mod capacity;
 pub mod frame;
 pub mod gprs;
 pub mod gsm_csd;
