@@ -27,6 +27,33 @@ def load_scenario_text(scenario: str | os.PathLike) -> tuple[str, str]:
     return str(scenario), "scenario"
 
 
+# Scenario keys holding file paths: in a scenario file they are relative to the
+# file's directory (in --set overrides and TOML text, to the working directory).
+_PATH_KEYS = ("wireless.down.delivery_trace", "wireless.up.delivery_trace")
+
+
+def path_overrides(scenario: str | os.PathLike, text: str) -> list[str]:
+    """Overrides that make the relative file paths of a scenario file absolute
+    (relative to the file's directory); [] for TOML text given directly."""
+    import tomllib
+
+    if not (isinstance(scenario, os.PathLike) or ("\n" not in str(scenario) and "=" not in str(scenario))):
+        return []
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return []  # the core reports it
+    base = Path(scenario).resolve().parent
+    out = []
+    for key in _PATH_KEYS:
+        v: object = doc
+        for part in key.split("."):
+            v = v.get(part) if isinstance(v, dict) else None
+        if isinstance(v, str) and v and not os.path.isabs(v):
+            out.append(f"{key}={json.dumps(str(base / v))}")
+    return out
+
+
 def _toml_value(v) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -146,7 +173,7 @@ class RunResult:
 def check(scenario: str | os.PathLike, set=None) -> None:
     """Validates a scenario; raises ScenarioError naming the field that is wrong."""
     text, _ = load_scenario_text(scenario)
-    _core.check(text, _overrides(set, None, None, None, False))
+    _core.check(text, path_overrides(scenario, text) + _overrides(set, None, None, None, False))
 
 
 def run(
@@ -166,5 +193,5 @@ def run(
     pcap: record pcap taps at the server and the mobile host.
     """
     text, name = load_scenario_text(scenario)
-    raw = _core.run(text, _overrides(set, seed, run_index, trace, pcap))
+    raw = _core.run(text, path_overrides(scenario, text) + _overrides(set, seed, run_index, trace, pcap))
     return RunResult(raw=raw, name=name)

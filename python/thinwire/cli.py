@@ -318,14 +318,14 @@ def _check_command(cmd: str, what: str) -> None:
 
 
 def _cmd_emulate(a) -> int:
-    from .api import load_scenario_text
+    from .api import load_scenario_text, path_overrides
     from .emulate import EmulateError, available, emulate
 
     try:
         text, _ = load_scenario_text(a.scenario)
         from . import _core
 
-        _core.check(text, a.set or [], links_only=True)
+        _core.check(text, path_overrides(a.scenario, text) + (a.set or []), links_only=True)
     except ScenarioError as e:
         _die(_with_path(a.scenario, e))
     if re.search(r"^\s*\[\[\s*flow\s*\]\]", text, re.M):

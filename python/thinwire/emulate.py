@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 
 from . import _core
-from .api import ScenarioError, _overrides, load_scenario_text
+from .api import ScenarioError, _overrides, load_scenario_text, path_overrides
 
 
 class EmulateError(ScenarioError):
@@ -69,7 +69,7 @@ def emulate(
     """Runs an emulation; returns its summary (and writes `out` if given).
     `commands_to_stderr`: the commands' standard output goes to standard error."""
     text, name = load_scenario_text(scenario)
-    overrides = _overrides(set, seed, None, None, False)
+    overrides = path_overrides(scenario, text) + _overrides(set, seed, None, None, False)
     _core.check(text, overrides, links_only=True)
     outp = Path(out) if out else None
     if outp is not None:

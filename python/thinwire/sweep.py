@@ -33,7 +33,7 @@ from pathlib import Path
 import tomllib
 
 from . import _core
-from .api import ScenarioError, _toml_value
+from .api import ScenarioError, _toml_value, path_overrides
 from .fields import metrics
 
 # The metrics a sweep aggregates: every field the Rust core marks as a metric.
@@ -115,10 +115,11 @@ def load_sweep(path: str | os.PathLike) -> Sweep:
     for k, v in axes.items():
         if not isinstance(v, list) or not v:
             raise SweepError(f"{p}: axes.{k}: give a non-empty list of values")
+    base_text = sc.read_text(encoding="utf-8")
     sw = Sweep(
-        sc.read_text(encoding="utf-8"),
+        base_text,
         sc.stem,
-        [f"{k}={_toml_value(v)}" for k, v in fixed.items()],
+        path_overrides(sc, base_text) + [f"{k}={_toml_value(v)}" for k, v in fixed.items()],
         axes,
         reps,
         bool(d.get("common_random_numbers", True)),

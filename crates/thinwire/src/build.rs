@@ -68,7 +68,7 @@ pub fn wireless(sc: &Scenario) -> WirelessLink {
     let queue = limit(&w.queue, if gprs { GPRS_QUEUE } else { WIRELESS_QUEUE });
     let dir = |d: usize| {
         let spec = if d == 0 { &w.down } else { &w.up };
-        let rate = spec.as_ref().and_then(|s| s.rate).map(|r| r.0).unwrap_or(w.rate.0);
+        let rate = dir_rate(sc, d);
         let delay = spec.as_ref().and_then(|s| s.delay).map(|r| r.0).unwrap_or(w.delay.0);
         DirConfig { rate, delay, queue }
     };
@@ -84,7 +84,24 @@ pub fn wireless(sc: &Scenario) -> WirelessLink {
     };
     let cfg = WirelessConfig { dirs, frame: w.frame.0 as u32, header: w.header.0 as u32, mux };
     let airtime = |d: usize| Duration::transmission(w.frame.0 + w.header.0, dirs[d].rate);
-    WirelessLink::new(cfg, [arq(sc, 0), arq(sc, 1)], [channel(sc, 0, airtime(0)), channel(sc, 1, airtime(1))])
+    let mut link =
+        WirelessLink::new(cfg, [arq(sc, 0), arq(sc, 1)], [channel(sc, 0, airtime(0)), channel(sc, 1, airtime(1))]);
+    for (d, spec) in [&w.down, &w.up].into_iter().enumerate() {
+        if let Some(s) = spec.as_ref().filter(|s| s.delivery.is_some()) {
+            let t = s.delivery.clone().expect("checked");
+            link.set_capacity(d, crate::link::capacity::TraceCapacity::new(t, s.delivery_repeat.unwrap_or(true)));
+        }
+    }
+    link
+}
+
+/// Direction `d`'s rate in bit/s: its own `rate`, the mean capacity of its
+/// delivery trace, or `[wireless] rate`.
+pub fn dir_rate(sc: &Scenario, d: usize) -> u64 {
+    let w = &sc.wireless;
+    let spec = if d == 0 { &w.down } else { &w.up };
+    let traced = spec.as_ref().and_then(|s| s.delivery.as_ref()).map(|t| t.mean_rate());
+    spec.as_ref().and_then(|s| s.rate).map(|r| r.0).or(traced).unwrap_or(w.rate.0)
 }
 
 /// The channel of direction `dir`, its own random stream `channel.down`/`.up`.
@@ -335,7 +352,7 @@ pub fn session(f: &FlowCfg) -> Option<SessionConfig> {
 pub fn proxy_config(sc: &Scenario) -> Option<crate::proxy::ProxyConfig> {
     let p = sc.proxy.as_ref()?;
     let mut c = crate::proxy::ProxyConfig::default();
-    let down = sc.wireless.down.as_ref().and_then(|d| d.rate).map(|r| r.0).unwrap_or(sc.wireless.rate.0);
+    let down = dir_rate(sc, 0);
     c.link_rate = p.link_rate.map(|r| r.0).unwrap_or(down) / 8;
     if let Some(d) = p.link_rtt {
         c.link_rtt = d.0;

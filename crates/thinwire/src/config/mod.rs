@@ -48,6 +48,17 @@ pub struct DirCfg {
     pub delay: Option<Dur>,
     #[serde(default)]
     pub channel: Option<ChannelCfg>,
+    /// A Mahimahi packet-delivery trace (file path) driving this direction's
+    /// capacity instead of `rate` (`link::capacity`).
+    #[serde(default)]
+    pub delivery_trace: Option<String>,
+    /// At the end of the delivery trace start again (default, as mm-link) or stop
+    /// carrying anything (`false`, mm-link's `--once`).
+    #[serde(default)]
+    pub delivery_repeat: Option<bool>,
+    /// The delivery trace as read when the scenario was parsed.
+    #[serde(skip)]
+    pub delivery: Option<std::sync::Arc<crate::link::capacity::DeliveryTrace>>,
 }
 
 /// How the two link-layer sessions (ARQ and bypass) share the radio, frame by frame.
@@ -211,7 +222,7 @@ fn parse(text: &str, overrides: &[String], flows_run: bool) -> Result<Scenario, 
     for o in overrides {
         apply_override(&mut value, o)?;
     }
-    let sc: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
+    let mut sc: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let msg = e.inner().to_string();
         // An error inside a tagged section carries the section's own field path.
@@ -229,7 +240,39 @@ fn parse(text: &str, overrides: &[String], flows_run: bool) -> Result<Scenario, 
         cerr(path, units::first_line(&msg))
     })?;
     validate(&sc, flows_run)?;
+    load_delivery_traces(&mut sc)?;
     Ok(sc)
+}
+
+/// Reads the delivery traces `[wireless.down]`/`[wireless.up]` name (a relative
+/// path is relative to the working directory; the Python layer makes paths in a
+/// scenario file relative to that file's directory).
+fn load_delivery_traces(sc: &mut Scenario) -> Result<(), ConfigError> {
+    for (n, d) in [("down", &mut sc.wireless.down), ("up", &mut sc.wireless.up)] {
+        let Some(d) = d.as_mut() else { continue };
+        // An empty path means none (so `--set` can remove a trace).
+        let Some(path) = d.delivery_trace.as_deref().filter(|p| !p.is_empty()) else {
+            if d.delivery_repeat.is_some() {
+                return Err(cerr(format!("wireless.{n}.delivery_repeat"), "needs delivery_trace"));
+            }
+            continue;
+        };
+        let key = format!("wireless.{n}.delivery_trace");
+        if d.rate.is_some() {
+            return Err(cerr(key, "give either rate or delivery_trace for one direction, not both"));
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            let why = match e.kind() {
+                std::io::ErrorKind::NotFound => "no such file".to_string(),
+                std::io::ErrorKind::InvalidData => "not UTF-8 text".to_string(),
+                _ => e.to_string(),
+            };
+            cerr(key.clone(), format!("{path}: {why} (a Mahimahi delivery trace: one time in ms per line)"))
+        })?;
+        let t = crate::link::capacity::DeliveryTrace::parse(&text).map_err(|m| cerr(key, format!("{path}: {m}")))?;
+        d.delivery = Some(std::sync::Arc::new(t));
+    }
+    Ok(())
 }
 
 fn apply_override(root: &mut toml::Value, o: &str) -> Result<(), ConfigError> {

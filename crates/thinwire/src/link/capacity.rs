@@ -63,7 +63,9 @@ impl DeliveryTrace {
                 return Err(format!("line {n}: {v} ms is beyond 2^40 ms (35 years)"));
             }
             if ms.last().is_some_and(|&p| v < p) {
-                return Err(format!("line {n}: {v} ms comes before the previous line's time (times must not decrease)"));
+                return Err(format!(
+                    "line {n}: {v} ms comes before the previous line's time (times must not decrease)"
+                ));
             }
             ms.push(v);
         }
@@ -145,8 +147,8 @@ impl Iterator for Opportunities {
 #[derive(Clone, Debug)]
 pub struct TraceCapacity {
     ops: Opportunities,
-    /// Bytes left in the opportunity at `left_at` (which carried the last byte of
-    /// the previous frame).
+    /// Bytes left in the opportunity at `left_at`, which carried the last byte of
+    /// the previous frame.
     left: u32,
     left_at: Instant,
 }
@@ -160,18 +162,24 @@ impl TraceCapacity {
     /// (None: never, a `once` trace has ended).
     pub fn send(&mut self, now: Instant, size: u32) -> Option<Instant> {
         let mut need = size;
-        if self.left > 0 && self.left_at >= now {
+        if now <= self.left_at {
+            // The previous frame finished at this instant: this one was waiting, so
+            // it takes what is left of that opportunity and the ones after it (also
+            // those at the same millisecond).
             let take = need.min(self.left);
             self.left -= take;
             need -= take;
             if need == 0 {
                 return Some(self.left_at);
             }
+        } else {
+            // The radio was idle: what it did not use is gone, and so is every
+            // opportunity up to now (mm-link burns them before queueing a packet).
+            while self.ops.peek()? <= now {
+                self.ops.burn();
+            }
         }
         self.left = 0;
-        while self.ops.peek()? <= now {
-            self.ops.burn();
-        }
         loop {
             let t = self.ops.next()?;
             let take = need.min(OPPORTUNITY);
@@ -231,6 +239,20 @@ mod tests {
         // Starting exactly when the previous frame finished: the leftover (504 B)
         // is used, then 496 B of the opportunity at 5 ms.
         assert_eq!(c.send(ms(4), 1000), Some(ms(5)));
+    }
+
+    #[test]
+    fn opportunities_at_the_same_millisecond_serve_waiting_frames() {
+        // Two opportunities at 10 ms: two 1500-byte frames waiting both leave then.
+        let mut c = cap("10\n10\n20\n", true);
+        assert_eq!(c.send(ms(0), 1500), Some(ms(10)));
+        assert_eq!(c.send(ms(10), 1500), Some(ms(10)));
+        assert_eq!(c.send(ms(10), 1500), Some(ms(20)));
+        // A frame that finds the radio idle at 20 ms wastes the rest of 20 ms.
+        let mut c = cap("10\n10\n20\n", true);
+        assert_eq!(c.send(ms(0), 1000), Some(ms(10)));
+        assert_eq!(c.send(ms(15), 1000), Some(ms(20)));
+        assert_eq!(c.send(ms(25), 1000), Some(ms(30)));
     }
 
     #[test]

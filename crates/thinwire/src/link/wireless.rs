@@ -22,6 +22,9 @@
 //!   interface queue, so ARQ timers also run while frames wait there. A frame that
 //!   finds the queue full is lost (the ARQ recovers it like a channel loss).
 //!
+//! A direction's radio sends at a constant rate, or at the opportunities of a
+//! Mahimahi delivery trace ([`WirelessLink::set_capacity`], `link::capacity`).
+//!
 //! Defaults (from the scenario, `[wireless]`): frame payload 250 B, header 4 B, IP
 //! queue 50 packets (GPRS: 120 KB), pull multiplexer with round-robin.
 //!
@@ -41,7 +44,7 @@
 //! `handle_timeout`, which `poll_timeout` then asks for at once), so such an answer
 //! can go in the next frame, as in the simulator since its first version.
 //! Trace events come from [`WirelessLink::poll_event`] when enabled.
-use super::{raw::Raw, Arq, Frame, FrameKind};
+use super::{capacity::TraceCapacity, raw::Raw, Arq, Frame, FrameKind};
 use crate::channel::Channel;
 use crate::queue::{DropTail, Limit};
 use crate::sched::{EventQueue, Timers};
@@ -239,6 +242,8 @@ struct Radio {
     shared: Option<(VecDeque<Frame>, usize)>,
     busy: bool,
     rate: u64,
+    /// A delivery trace instead of the constant rate.
+    capacity: Option<TraceCapacity>,
     delay: Duration,
     channel: Channel,
     in_flight: VecDeque<Frame>,
@@ -283,6 +288,7 @@ impl WirelessLink {
                 },
                 busy: false,
                 rate: dc.rate,
+                capacity: None,
                 delay: dc.delay,
                 channel,
                 in_flight: VecDeque::new(),
@@ -317,6 +323,12 @@ impl WirelessLink {
                 c.log = t.channel.then(Vec::new);
             }
         }
+    }
+
+    /// Direction `dir` sends at the opportunities of a Mahimahi delivery trace
+    /// instead of at its constant rate (which then only sets `LinkStats::rate_bps`).
+    pub fn set_capacity(&mut self, dir: usize, c: TraceCapacity) {
+        self.radio[dir].capacity = Some(c);
     }
 
     /// The configured link protocol at end `e` (0 = gateway, 1 = mobile).
@@ -605,7 +617,17 @@ impl WirelessLink {
         let header = self.header;
         let r = &mut self.radio[d];
         let size = frame.size(header);
-        let airtime = Duration::transmission(size as u64, r.rate);
+        let airtime = match &mut r.capacity {
+            None => Duration::transmission(size as u64, r.rate),
+            Some(c) => match c.send(now, size) {
+                Some(done) => done - now,
+                None => {
+                    // A `once` trace has ended: the radio never sends again.
+                    r.busy = true;
+                    return;
+                }
+            },
+        };
         let index = r.stats.frames_sent;
         let lost = r.channel.lose(index, now, airtime, size as u64 * 8, frame.tx > 1);
         r.stats.frames_sent += 1;
