@@ -149,6 +149,33 @@ def test_download_over_each_protocol_is_byte_exact(protocol, tmp_path, clean):
     assert json.loads(r.stdout)["identical"] and json.loads(r.stdout)["decisions"] > 100
 
 
+def test_delivery_trace_download_with_mm_link_logs(tmp_path, clean):
+    """A Mahimahi delivery trace drives the downlink of a real download; the
+    emulator's mm-link logs list the trace's opportunities and the departures fit
+    in them, and the run replays exactly."""
+    from test_mm_log import parse
+
+    # 8 opportunities in the first 10 ms of every 40 ms: 2.4 Mbit/s in bursts.
+    period = [1, 2, 3, 5, 6, 7, 9, 10, 40]
+    (tmp_path / "bursty.trace").write_text("".join(f"{v}\n" for v in period))
+    wireless = 'rate = "4Mbps"\ndelay = "10ms"\nframe = "1500B"\nheader = "0B"\n[wireless.down]\ndelivery_trace = "bursty.trace"'
+    s, out = http_download(tmp_path, LINK.format(seed=1, wireless=wireless), 200_000)
+    assert s["link"]["down"]["rate_bps"] == 9 * 1504 * 8 * 1000 // 40
+    down = parse((out / "mm-down.log").read_text())
+    caps = [e[0] for e in down if e[1] == "#"]
+    assert caps == [k * 40 + v for k in range(len(caps) // 9 + 2) for v in period if k * 40 + v <= caps[-1]]
+    assert caps[-1] >= s["duration_s"] * 1000 - 40
+    sent = 0
+    for t, kind, size, _ in down:
+        if kind == "-":
+            sent += size
+            assert sent <= 1504 * sum(1 for c in caps if c <= t - 10)
+    assert sent > 200_000
+    assert any(e[1] == "+" for e in parse((out / "mm-up.log").read_text()))
+    r = thinwire_cli("simulate-log", out, "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["identical"], r.stdout + r.stderr
+
+
 def test_ipv6_download(tmp_path, clean):
     http_download(tmp_path, LINK.format(seed=1, wireless=PROTOCOLS["sr"]), 50_000, host="fd00::1")
 

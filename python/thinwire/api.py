@@ -66,7 +66,9 @@ def _toml_value(v) -> str:
     return json.dumps(str(v))
 
 
-def _overrides(set: Mapping[str, object] | Iterable[str] | None, seed, run_index, trace, pcap) -> list[str]:
+def _overrides(
+    set: Mapping[str, object] | Iterable[str] | None, seed, run_index, trace, pcap, mm_log: bool = False
+) -> list[str]:
     out: list[str] = []
     if set:
         if isinstance(set, Mapping):
@@ -81,6 +83,8 @@ def _overrides(set: Mapping[str, object] | Iterable[str] | None, seed, run_index
         out.append(f"trace.layers={_toml_value(list(trace))}")
     if pcap:
         out.append("trace.pcap=true")
+    if mm_log:
+        out.append("trace.mahimahi=true")
     return out
 
 
@@ -148,7 +152,7 @@ class RunResult:
 
     def write(self, out: str | os.PathLike) -> list[Path]:
         """Writes summary.json, flows.parquet, trace.parquet (if any events) and the
-        pcap taps (if recorded) into `out`; returns the paths written."""
+        pcap taps and mm-link logs (if recorded) into `out`; returns the paths written."""
         d = Path(out)
         d.mkdir(parents=True, exist_ok=True)
         written = []
@@ -162,7 +166,12 @@ class RunResult:
             p = d / "trace.parquet"
             self.trace.write_parquet(p)
             written.append(p)
-        for key, fname in (("pcap_server", "server.pcap"), ("pcap_mobile", "mobile.pcap")):
+        for key, fname in (
+            ("pcap_server", "server.pcap"),
+            ("pcap_mobile", "mobile.pcap"),
+            ("mm_down", "mm-down.log"),
+            ("mm_up", "mm-up.log"),
+        ):
             if self.raw.get(key) is not None:
                 p = d / fname
                 p.write_bytes(self.raw[key])
@@ -184,6 +193,7 @@ def run(
     set: Mapping[str, object] | Sequence[str] | None = None,
     trace: Sequence[str] | None = None,
     pcap: bool = False,
+    mm_log: bool = False,
 ) -> RunResult:
     """Runs a scenario (a path to a TOML file, or TOML text).
 
@@ -191,7 +201,8 @@ def run(
     set: field overrides, {"flow.0.bytes": "1MB"} or ["flow.0.bytes=1MB"].
     trace: layers to record ("tcp", "link", "queue", "channel", "proxy"); default: the scenario's [trace].
     pcap: record pcap taps at the server and the mobile host.
+    mm_log: record mm-link-format logs of the wireless link (RunResult.raw["mm_down"], ["mm_up"]).
     """
     text, name = load_scenario_text(scenario)
-    raw = _core.run(text, path_overrides(scenario, text) + _overrides(set, seed, run_index, trace, pcap))
+    raw = _core.run(text, path_overrides(scenario, text) + _overrides(set, seed, run_index, trace, pcap, mm_log))
     return RunResult(raw=raw, name=name)

@@ -225,8 +225,16 @@ fn run_loop(
     let tun_m: &OwnedFd = hosts.mobile.tun.as_ref().expect("mobile TUN");
     let tun_s: &OwnedFd = hosts.server.tun.as_ref().expect("server TUN");
     let mut path = RealtimePath::new(&opts.scenario, opts.out.is_some());
-    if logs.is_some() {
+    if let (Some(_), Some(dir)) = (&logs, &opts.out) {
         path.record_decisions();
+        let file = |n: &str| -> Result<Box<dyn std::io::Write + Send>, EmuError> {
+            let f = std::fs::File::create(dir.join(n)).map_err(|e| fail(n, e))?;
+            Ok(Box::new(std::io::BufWriter::new(f)))
+        };
+        let mm =
+            thinwire::build::mm_logs(&opts.scenario, [file("mm-down.log")?, file("mm-up.log")?], "thinwire emulate")
+                .map_err(|e| fail("mm-down.log", e))?;
+        path.set_mm_logs(mm);
     }
     let timer = sys::Timer::new().map_err(|e| fail("timerfd", e))?;
     let poll = sys::Poll::new().map_err(|e| fail("epoll", e))?;
@@ -337,6 +345,7 @@ fn run_loop(
     }
     if let Some(l) = logs {
         l.decisions(path.take_decisions());
+        path.finish_mm_logs(t_end).map_err(|e| fail("mm-down.log/mm-up.log", e))?;
     }
     lateness.sort_unstable();
     let q = |p: f64| lateness.get(((lateness.len().max(1) - 1) as f64 * p).round() as usize).copied().unwrap_or(0);

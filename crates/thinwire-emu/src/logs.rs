@@ -7,6 +7,8 @@
 //!   due time, size and a hash of its bytes), one per line;
 //! - `capture.pcapng`: one interface per hop (`mobile`, `server`), each packet as
 //!   it left or reached the host (direction flag set), at emulation time;
+//! - `mm-down.log`, `mm-up.log`: the wireless link in mm-link's log format
+//!   (`thinwire::trace::mahimahi`, written by the path as it runs);
 //! - `mobile.pcap`, `server.pcap`: the same per host as classic pcap, as the
 //!   simulator writes them (so `thinwire analyze`/`plot` read an emulation
 //!   directory as a simulation directory).

@@ -68,6 +68,10 @@ fn result_to_py<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDi
     if let Some(p) = &r.pcap_mobile {
         d.set_item("pcap_mobile", PyBytes::new(py, p))?;
     }
+    if let Some([down, up]) = &r.mm_logs {
+        d.set_item("mm_down", PyBytes::new(py, down))?;
+        d.set_item("mm_up", PyBytes::new(py, up))?;
+    }
     Ok(d)
 }
 

@@ -95,6 +95,36 @@ pub fn wireless(sc: &Scenario) -> WirelessLink {
     link
 }
 
+/// mm-link-format logs of both directions of the wireless link (`trace::mahimahi`),
+/// written to `w` (0 = down, 1 = up); `command` goes in their header.
+pub fn mm_logs<W: std::io::Write>(
+    sc: &Scenario,
+    w: [W; 2],
+    command: &str,
+) -> std::io::Result<crate::trace::mahimahi::MmLogs<W>> {
+    use crate::trace::mahimahi::{Capacity, MmLog, MmLogs};
+    let wl = &sc.wireless;
+    let gprs = matches!(wl.arq, Some(LinkCfg::Gprs(_)));
+    let queue = match limit(&wl.queue, if gprs { GPRS_QUEUE } else { WIRELESS_QUEUE }) {
+        Limit::Packets(n) => format!("droptail [packets={n}]"),
+        Limit::Bytes(n) => format!("droptail [bytes={n}]"),
+    };
+    let [w0, w1] = w;
+    let log = |d: usize, w: W| {
+        let spec = if d == 0 { &wl.down } else { &wl.up };
+        let traced = spec.as_ref().and_then(|s| s.delivery.clone().map(|t| (t, s)));
+        let (source, cap) = match traced {
+            Some((t, s)) => (
+                s.delivery_trace.clone().unwrap_or_default(),
+                Capacity::Trace(t.opportunities(s.delivery_repeat.unwrap_or(true))),
+            ),
+            None => (format!("{} bit/s", dir_rate(sc, d)), Capacity::rate(dir_rate(sc, d))),
+        };
+        MmLog::new(w, if d == 0 { "downlink" } else { "uplink" }, &source, &queue, command, cap)
+    };
+    Ok(MmLogs { dirs: [log(0, w0)?, log(1, w1)?] })
+}
+
 /// Direction `d`'s rate in bit/s: its own `rate`, the mean capacity of its
 /// delivery trace, or `[wireless] rate`.
 pub fn dir_rate(sc: &Scenario, d: usize) -> u64 {

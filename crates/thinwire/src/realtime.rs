@@ -21,6 +21,7 @@ use crate::link::wireless::{LinkTimer, LinkTrace, Offer, Session, WirelessLink};
 use crate::queue::wired::WiredLink;
 use crate::sched::EventQueue;
 use crate::time::Instant;
+use crate::trace::mahimahi::MmLogs;
 use crate::trace::{Recorder, TraceTable};
 use crate::wire::{IpAddress, Meta, Packet, L4};
 use std::collections::VecDeque;
@@ -132,6 +133,8 @@ pub struct RealtimePath {
     flows: FxMap<ConvKey, u16>,
     rec: Recorder,
     link_traced: bool,
+    /// mm-link-format logs of the wireless link (needs `trace`).
+    mm: Option<MmLogs<Box<dyn std::io::Write + Send>>>,
     /// TCP rows from the packets entering and leaving the path: per (flow,
     /// direction), the first sequence number seen (relative numbers) and the
     /// highest sequence end sent (retransmissions).
@@ -159,6 +162,7 @@ impl RealtimePath {
             flows: FxMap::default(),
             rec: Recorder::new(mask, TraceTable::default()),
             link_traced: trace,
+            mm: None,
             tcp_seen: FxMap::default(),
             stats: PathStats::default(),
         }
@@ -175,6 +179,21 @@ impl RealtimePath {
     }
 
     /// The trace rows recorded so far (link, queue and channel layers).
+    /// Writes mm-link-format logs of the wireless link (the path must have been
+    /// made with `trace`).
+    pub fn set_mm_logs(&mut self, m: MmLogs<Box<dyn std::io::Write + Send>>) {
+        assert!(self.link_traced, "mm-link logs need the link's trace events");
+        self.mm = Some(m);
+    }
+
+    /// Ends the mm-link logs at `end` (capacity lines up to then) and flushes them.
+    pub fn finish_mm_logs(&mut self, end: Instant) -> std::io::Result<()> {
+        match self.mm.take() {
+            Some(m) => m.finish(end).map(|_| ()),
+            None => Ok(()),
+        }
+    }
+
     pub fn take_trace(&mut self) -> TraceTable {
         std::mem::take(&mut self.rec.sink)
     }
@@ -221,7 +240,7 @@ impl RealtimePath {
     /// A packet read from `from` at `now` (call `advance(now)` first). Bytes that
     /// hold no IP packet are refused (the error says why); nothing else is.
     pub fn input(&mut self, now: Instant, from: End, bytes: Vec<u8>) -> Result<(), crate::wire::WireError> {
-        let mut p = Packet::from_bytes(bytes, Meta { flow: 0, born: now })?;
+        let mut p = Packet::from_bytes(bytes, Meta::new(0, now))?;
         let n = self.flows.len() as u16;
         p.meta.flow = *self.flows.entry(conversation(&p)).or_insert(n);
         if let Some(d) = &mut self.decisions {
@@ -332,6 +351,9 @@ impl RealtimePath {
             return;
         }
         while let Some(e) = self.link.poll_event() {
+            if let Some(m) = &mut self.mm {
+                m.link(&e);
+            }
             self.rec.link(&e);
         }
     }

@@ -101,7 +101,7 @@ fn run(link: &mut WirelessLink, sent: &[Vec<Vec<u8>>; 2]) -> [Vec<Vec<u8>>; 2] {
         step(link, now);
         for (d, ps) in sent.iter().enumerate() {
             if let Some(b) = ps.get(i) {
-                let p = Packet::from_bytes(b.clone(), Meta { flow: d as u16, born: now }).unwrap();
+                let p = Packet::from_bytes(b.clone(), Meta::new(d as u16, now)).unwrap();
                 link.offer(now, d, Session::Arq, p);
             }
         }

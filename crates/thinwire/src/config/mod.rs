@@ -143,6 +143,9 @@ pub struct TraceCfg {
     /// Record pcap taps at the server and the mobile host.
     #[serde(default)]
     pub pcap: bool,
+    /// Write mm-link-format logs of the wireless link (`trace::mahimahi`).
+    #[serde(default)]
+    pub mahimahi: bool,
 }
 
 #[derive(Clone, Debug, Deserialize)]

@@ -183,6 +183,8 @@ pub struct RunResult {
     pub trace: TraceTable,
     pub pcap_server: Option<Vec<u8>>,
     pub pcap_mobile: Option<Vec<u8>>,
+    /// mm-link-format logs of the wireless link (down, up), when asked for.
+    pub mm_logs: Option<[Vec<u8>; 2]>,
     /// The split-TCP proxy's counters, if the scenario has one.
     pub proxy: Option<crate::proxy::ProxyStats>,
 }
@@ -205,6 +207,7 @@ pub struct Sim {
     /// Whether the link produces trace events (link, queue or channel layer).
     link_traced: bool,
     pcap: [Option<PcapWriter>; 2],
+    mm: Option<crate::trace::mahimahi::MmLogs<Vec<u8>>>,
     proxy: Option<crate::proxy::Proxy>,
     proxy_sched: Option<Instant>,
     /// The mobile host's next ephemeral port for session applications.
@@ -216,8 +219,13 @@ impl Sim {
         let mk_wired = |_d: usize| Wire { link: build::wired(sc), in_flight: VecDeque::new() };
         let mask = LayerMask::from_names(&sc.trace.layers);
         let mut link = build::wireless(sc);
-        let link_trace =
-            LinkTrace { link: mask.has(Layer::Link), queue: mask.has(Layer::Queue), channel: mask.has(Layer::Channel) };
+        // mm-link logs are made from the link's queue and delivery events.
+        let mm = sc.trace.mahimahi;
+        let link_trace = LinkTrace {
+            link: mask.has(Layer::Link) || mm,
+            queue: mask.has(Layer::Queue) || mm,
+            channel: mask.has(Layer::Channel),
+        };
         link.set_trace(link_trace);
         let mut q = EventQueue::new();
         let mut flows = Vec::new();
@@ -317,6 +325,7 @@ impl Sim {
             pending_finite,
             rec: Recorder::new(mask, TraceTable::default()),
             pcap,
+            mm: mm.then(|| build::mm_logs(sc, [Vec::new(), Vec::new()], "thinwire run").expect("writes to memory")),
             proxy: build::proxy_config(sc).map(|c| {
                 let mut p = crate::proxy::Proxy::new(c);
                 if mask.has(Layer::Proxy) {
@@ -597,6 +606,9 @@ impl Sim {
             return;
         }
         while let Some(e) = self.link.poll_event() {
+            if let Some(m) = &mut self.mm {
+                m.link(&e);
+            }
             self.rec.link(&e);
         }
     }
@@ -723,6 +735,7 @@ impl Sim {
             trace: std::mem::take(&mut self.rec.sink),
             pcap_server: p0.map(|w| w.buf),
             pcap_mobile: p1.map(|w| w.buf),
+            mm_logs: self.mm.take().map(|m| m.finish(end).expect("writes to memory")),
             proxy: self.proxy.as_ref().map(|p| p.stats()),
         }
     }

@@ -94,8 +94,7 @@ pub const CTL_DISC: u8 = 8;
 /// whether it carried real bytes (so the receiver rebuilds a real packet).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Mark {
-    pub flow: u16,
-    pub born: crate::time::Instant,
+    pub meta: crate::wire::Meta,
     pub real: bool,
 }
 

@@ -178,7 +178,7 @@ impl GsmCsd {
         };
         let mut wire = Vec::with_capacity(info.len() + 16);
         self.framer.frame(proto, &info, &mut wire);
-        let mark = Mark { flow: p.meta.flow, born: p.meta.born, real: p.is_real() };
+        let mark = Mark { meta: p.meta, real: p.is_real() };
         if self.send_gate.is_some() {
             let last = wire.len() - 1;
             self.staged.push(&wire, [(last, mark)]);
@@ -290,15 +290,15 @@ impl GsmCsd {
         // Only a frame that ended where one was written carries a mark; an intact
         // frame always does. The receiving host checks the checksums either way; a
         // packet that came in with real bytes leaves with the rebuilt real bytes.
-        let m = mark.unwrap_or(Mark { flow: u16::MAX, born: Instant::ZERO, real: false });
-        let meta = Meta { flow: m.flow, born: m.born };
+        let m = mark.unwrap_or(Mark { meta: Meta::new(u16::MAX, Instant::ZERO), real: false });
+        let meta = m.meta;
         let parsed = if m.real {
             Packet::verify(&bytes).and_then(|_| Packet::from_bytes(bytes, meta))
         } else {
             Packet::parse(&bytes).map(|p| Packet { meta, ..p })
         };
         match parsed {
-            Ok(p) if m.flow != u16::MAX => self.delivered.push_back(p),
+            Ok(p) if m.meta.flow != u16::MAX => self.delivered.push_back(p),
             Ok(_) => {}
             Err(_) => self.stats.checksum_drops += 1,
         }

@@ -213,7 +213,7 @@ impl Rlp {
 
     fn take_chunk(&mut self) -> Chunk {
         // The upper-layer frame holding the first byte ends at the next mark.
-        let flow = self.input.next_mark().map_or(u16::MAX, |m| m.flow);
+        let flow = self.input.next_mark().map_or(u16::MAX, |m| m.meta.flow);
         let (bytes, marks) = self.input.take(self.cfg.payload as usize);
         Chunk { bytes, marks: marks.into_iter().map(|(o, m)| (o as u16, m)).collect(), flow }
     }

@@ -159,8 +159,9 @@ pub enum LinkEvent {
     },
     /// A frame received at the far end.
     FrameRecv { at: Instant, dir: u8, flow: Option<u16>, seq: u32, ack: Option<u32>, len: u32, tx: u16 },
-    /// A packet leaves the far end of direction `dir`, `delay` after it was born.
-    Deliver { at: Instant, dir: u8, flow: u16, len: u32, delay: Duration },
+    /// A packet leaves the far end of direction `dir`, `delay` after it was born;
+    /// it entered the link's IP queue at `queued`.
+    Deliver { at: Instant, dir: u8, flow: u16, len: u32, delay: Duration, queued: Instant },
     /// The two-state channel of `dir` changed state at `at` (logged as frames are sent).
     Channel { at: Instant, dir: u8, bad: bool },
 }
@@ -403,8 +404,9 @@ impl WirelessLink {
         offer
     }
 
-    fn push(&mut self, now: Instant, dir: usize, session: Session, p: Packet) -> Offer {
+    fn push(&mut self, now: Instant, dir: usize, session: Session, mut p: Packet) -> Offer {
         let sess = session as usize;
+        p.meta.queued = now;
         let (flow, len) = (p.meta.flow, p.size());
         let r = &mut self.radio[dir];
         let dropped = !r.qs[sess].push(p);
@@ -469,6 +471,7 @@ impl WirelessLink {
                 flow: p.meta.flow,
                 len: p.size(),
                 delay,
+                queued: p.meta.queued,
             });
         }
         Some((dir, p))

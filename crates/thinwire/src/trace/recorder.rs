@@ -255,7 +255,7 @@ fn link_rows(ev: &LinkEvent, mut push: impl FnMut(Row)) {
             len: len as i64,
             value: tx as i64,
         }),
-        LinkEvent::Deliver { at, dir, flow, len, delay } => push(Row {
+        LinkEvent::Deliver { at, dir, flow, len, delay, .. } => push(Row {
             t: at.nanos(),
             layer: Layer::Link,
             ev: Ev::PacketDeliver,

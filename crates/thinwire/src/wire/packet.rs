@@ -24,6 +24,15 @@ pub struct Meta {
     pub flow: u16,
     /// When the packet entered the network (delay statistics).
     pub born: Instant,
+    /// When it entered the wireless link's IP queue (set by the link; the link
+    /// delay of mm-link logs).
+    pub queued: Instant,
+}
+
+impl Meta {
+    pub fn new(flow: u16, born: Instant) -> Meta {
+        Meta { flow, born, queued: born }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,7 +65,7 @@ impl Packet {
             L4::Other(p) => (*p, 0),
         };
         let ip = IpRepr::new(src.into(), dst.into(), proto, ident, hl + payload_len as usize);
-        Packet { ip, l4, payload_len, bytes: None, meta: Meta { flow, born } }
+        Packet { ip, l4, payload_len, bytes: None, meta: Meta::new(flow, born) }
     }
 
     /// A real packet from its bytes (IPv4 or IPv6, any transport): the bytes stay
@@ -253,7 +262,7 @@ mod tests {
         b[1] = 0x02; // ECT(0)
         b[20 + 13] |= 0x80; // CWR
         b[20 + 16] ^= 0xff; // break the TCP checksum
-        let p = Packet::from_bytes(b.clone(), Meta { flow: 3, born: Instant(5) }).unwrap();
+        let p = Packet::from_bytes(b.clone(), Meta::new(3, Instant(5))).unwrap();
         assert_eq!(p.emit(), b);
         assert_eq!((p.size(), p.payload_len, p.meta.flow), (b.len() as u32, 5, 3));
         assert_eq!(p.tcp().unwrap().flags.0 & 0x80, 0x80, "every flag bit is kept in the view");
