@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -97,6 +98,20 @@ def served(tmp: Path, size: int, seed: int = 0) -> Path:
     return d
 
 
+def pcapng_interfaces(p: Path) -> dict[int, int]:
+    """Packets per interface id of a little-endian pcapng (enhanced packet blocks)."""
+    b = p.read_bytes()
+    out: dict[int, int] = {}
+    i = 0
+    while i + 12 <= len(b):
+        kind, length = struct.unpack_from("<II", b, i)
+        if kind == 6:
+            iface = struct.unpack_from("<I", b, i + 8)[0]
+            out[iface] = out.get(iface, 0) + 1
+        i += length
+    return out
+
+
 def sha(p: Path) -> str:
     return hashlib.sha256(p.read_bytes()).hexdigest()
 
@@ -143,6 +158,13 @@ def test_download_over_each_protocol_is_byte_exact(protocol, tmp_path, clean):
     assert s["lateness"]["packets"] >= s["packets"]["from_server"] - s["packets"]["link_drops"] - 10
     for f in ("capture.pcapng", "inputs.pcapng", "mobile.pcap", "server.pcap", "trace.parquet", "schedule.log"):
         assert (out / f).stat().st_size > 0, f
+    # capture.pcapng: every packet at the mobile, the gateway and the server
+    per_iface = pcapng_interfaces(out / "capture.pcapng")
+    assert set(per_iface) == {0, 1, 2} and min(per_iface.values()) > 50, per_iface
+    # analysed as one capture point (interface 0), not three copies of each packet
+    a = thinwire_cli("analyze", out / "capture.pcapng", "--json")
+    assert a.returncode == 0, a.stderr
+    assert "analysed interface 0 only" in a.stdout + a.stderr
     # the emulation's decisions replay exactly in the simulator's link
     r = thinwire_cli("simulate-log", out, "--json")
     assert r.returncode == 0, r.stdout + r.stderr

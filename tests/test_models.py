@@ -373,3 +373,16 @@ def test_cwnd_clamp_over_gprs_keeps_the_link_full_with_short_queues():
         assert abs(res[c][0] - base) < 0.05 * base, (c, res)
     rtts = [res[c][1] for c in ("10KB", "16KB", "32KB", None)]
     assert rtts == sorted(rtts) and rtts[-1] > 3 * rtts[0], rtts
+
+
+def test_gsm_downlink_frames_through_l2r_carry_their_flow():
+    """Bytes the network-side L2R relay passes to RLP a few at a time still label
+    the RLP frames with the flow they belong to (MultiTracer's RlpSnd series)."""
+    r = thinwire.run(
+        "scenarios/gsm-csd-upload.toml",
+        trace=["link"],
+        set={"flow.0.bytes": "20KB", "flow.0.direction": "down", "wireless.arq.header_compression": True},
+    )
+    sent = r.trace.filter((pl.col("event") == "frame_send") & (pl.col("dir") == "down"))
+    assert sent.height > 800
+    assert sent["flow"].null_count() == 0

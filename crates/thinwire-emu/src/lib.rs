@@ -227,6 +227,7 @@ fn run_loop(
     let mut path = RealtimePath::new(&opts.scenario, opts.out.is_some());
     if let (Some(_), Some(dir)) = (&logs, &opts.out) {
         path.record_decisions();
+        path.record_taps();
         let file = |n: &str| -> Result<Box<dyn std::io::Write + Send>, EmuError> {
             let f = std::fs::File::create(dir.join(n)).map_err(|e| fail(n, e))?;
             Ok(Box::new(std::io::BufWriter::new(f)))
@@ -279,6 +280,7 @@ fn run_loop(
             write_out(o, &mut logs, &mut lateness);
         }
         if let Some(l) = logs.as_deref_mut() {
+            l.gateway(path.take_taps().into_iter().map(|(t, down, p)| (t, down, p.emit())).collect());
             l.decisions(path.take_decisions());
         }
         if end_at.is_some_and(|e| t >= e) {
@@ -344,6 +346,7 @@ fn run_loop(
         write_out(o, &mut logs, &mut lateness);
     }
     if let Some(l) = logs {
+        l.gateway(path.take_taps().into_iter().map(|(t, down, p)| (t, down, p.emit())).collect());
         l.decisions(path.take_decisions());
         path.finish_mm_logs(t_end).map_err(|e| fail("mm-down.log/mm-up.log", e))?;
     }

@@ -5,8 +5,9 @@
 //!   the input `thinwire simulate-log` replays;
 //! - `schedule.log`: every decision of the path (packet in, dropped, out, with its
 //!   due time, size and a hash of its bytes), one per line;
-//! - `capture.pcapng`: one interface per hop (`mobile`, `server`), each packet as
-//!   it left or reached the host (direction flag set), at emulation time;
+//! - `capture.pcapng`: one interface per hop: `mobile` and `server` (each packet
+//!   as it left or reached the host) and `gateway` (as it crossed between the
+//!   wired and the wireless link), direction flags set, at emulation time;
 //! - `mm-down.log`, `mm-up.log`: the wireless link in mm-link's log format
 //!   (`thinwire::trace::mahimahi`, written by the path as it runs);
 //! - `mobile.pcap`, `server.pcap`: the same per host as classic pcap, as the
@@ -41,6 +42,7 @@ impl Logs {
         let mut capture = PcapngWriter::new(file(dir, "capture.pcapng")?)?;
         capture.interface("mobile")?;
         capture.interface("server")?;
+        capture.interface("gateway")?;
         Ok(Logs {
             inputs,
             capture,
@@ -81,6 +83,16 @@ impl Logs {
             End::Server => self.server.record(at.nanos(), bytes),
         };
         self.keep(r);
+    }
+
+    /// Packets that crossed the gateway: (time, toward the mobile, bytes).
+    pub fn gateway(&mut self, taps: Vec<(Instant, bool, Vec<u8>)>) {
+        for (at, down, bytes) in taps {
+            // As seen on the gateway's wireless side: out toward the mobile.
+            let dir = if down { Direction::Outbound } else { Direction::Inbound };
+            let r = self.capture.packet(2, at.nanos(), dir, &bytes);
+            self.keep(r);
+        }
     }
 
     pub fn decisions(&mut self, ds: Vec<Decision>) {

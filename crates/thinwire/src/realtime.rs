@@ -129,6 +129,9 @@ pub struct RealtimePath {
     q: EventQueue<Ev>,
     out: VecDeque<Output>,
     decisions: Option<Vec<Decision>>,
+    /// Packets crossing the gateway (between the wired and the wireless link):
+    /// (time, toward the mobile, packet), for the emulator's capture.
+    taps: Option<Vec<(Instant, bool, Packet)>>,
     /// Flow number of each conversation, in order of first packet (traces).
     flows: FxMap<ConvKey, u16>,
     rec: Recorder,
@@ -159,6 +162,7 @@ impl RealtimePath {
             q: EventQueue::new(),
             out: VecDeque::new(),
             decisions: None,
+            taps: None,
             flows: FxMap::default(),
             rec: Recorder::new(mask, TraceTable::default()),
             link_traced: trace,
@@ -171,6 +175,17 @@ impl RealtimePath {
     /// Keep every decision (for the schedule log).
     pub fn record_decisions(&mut self) {
         self.decisions.get_or_insert_with(Vec::new);
+    }
+
+    /// Keep the packets crossing the gateway (`take_taps`).
+    pub fn record_taps(&mut self) {
+        self.taps.get_or_insert_with(Vec::new);
+    }
+
+    /// Packets that crossed the gateway since the last call, in time order:
+    /// (time, toward the mobile, packet).
+    pub fn take_taps(&mut self) -> Vec<(Instant, bool, Packet)> {
+        self.taps.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// Decisions made since the last call.
@@ -219,6 +234,9 @@ impl RealtimePath {
                         if dir == 0 {
                             self.emit(t, End::Mobile, p);
                         } else {
+                            if let Some(taps) = &mut self.taps {
+                                taps.push((t, false, p.clone()));
+                            }
                             self.wired_offer(t, 1, p);
                         }
                     }
@@ -230,6 +248,9 @@ impl RealtimePath {
                     if d == 1 {
                         self.emit(t, End::Server, p);
                     } else {
+                        if let Some(taps) = &mut self.taps {
+                            taps.push((t, true, p.clone()));
+                        }
                         self.link_offer(t, 0, p);
                     }
                 }

@@ -41,7 +41,17 @@ pub fn analyze_chunks<C: Chunks>(src: C, keep_columns: bool) -> Result<Analysis,
     let mut unknown: Option<u32> = None;
     let mut short_why: Option<&'static str> = None;
     let mut last_t = 0i64;
+    // A pcapng with several interfaces may hold the same packet seen at several
+    // points of a path (the emulator's capture.pcapng does): counting them all
+    // would make every packet a retransmission. Only the first interface that
+    // has packets is analysed; the others are counted and reported.
+    let mut iface: Option<u32> = None;
+    let mut elsewhere: std::collections::BTreeMap<u32, u64> = Default::default();
     let mut report = read_capture_chunks(src, |p| {
+        if *iface.get_or_insert(p.iface) != p.iface {
+            *elsewhere.entry(p.iface).or_default() += 1;
+            return;
+        }
         // Simple packet blocks carry no time: they take the previous packet's.
         let t = if p.t_ns == 0 { last_t } else { p.t_ns };
         last_t = t;
@@ -61,6 +71,15 @@ pub fn analyze_chunks<C: Chunks>(src: C, keep_columns: bool) -> Result<Analysis,
             }
         }
     })?;
+    if !elsewhere.is_empty() {
+        let n: u64 = elsewhere.values().sum();
+        let ids: Vec<String> = elsewhere.keys().map(|i| i.to_string()).collect();
+        report.warnings.push(format!(
+            "packets on several interfaces: analysed interface {} only (the first with packets); {n} packets of interface(s) {} were not (one path seen at several points would count every packet twice)",
+            iface.unwrap_or(0),
+            ids.join(", ")
+        ));
+    }
     if let Some(l) = unknown {
         report.warnings.push(format!("link type {l} is not supported (Ethernet 1, raw IP 101/228/229, loopback 0/108, Linux cooked 113/276 are); its packets were skipped"));
     }

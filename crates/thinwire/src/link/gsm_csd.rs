@@ -200,7 +200,8 @@ impl GsmCsd {
             self.rlp.write(&b[from..=at], Some(m));
             from = at + 1;
         }
-        self.rlp.write(&b[from..], None);
+        let open = self.staged.next_mark().map_or(u16::MAX, |m| m.meta.flow);
+        self.rlp.write_partial(&b[from..], open);
     }
 
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Frame> {

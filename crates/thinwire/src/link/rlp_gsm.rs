@@ -96,6 +96,9 @@ pub struct Rlp {
     cfg: RlpConfig,
     // transmit side
     input: ByteQueue,
+    /// Flow of the upper-layer frame whose end has not been written yet (bytes
+    /// written without a mark belong to it), for trace labels.
+    open_flow: u16,
     sent: VecDeque<Sent>,
     v_a: u32,
     v_s: u32,
@@ -130,6 +133,7 @@ impl Rlp {
         Rlp {
             cfg,
             input: ByteQueue::default(),
+            open_flow: u16::MAX,
             sent: VecDeque::new(),
             v_a: 0,
             v_s: 0,
@@ -173,6 +177,9 @@ impl Rlp {
         if self.state == State::Down || bytes.is_empty() {
             return;
         }
+        if mark.is_some() {
+            self.open_flow = u16::MAX;
+        }
         self.input.push(bytes, mark.map(|m| (bytes.len() - 1, m)));
     }
 
@@ -211,9 +218,21 @@ impl Rlp {
         f
     }
 
+    /// Writes the first bytes of an upper-layer frame of `flow` whose end comes in
+    /// a later write (trace labels only).
+    pub fn write_partial(&mut self, bytes: &[u8], flow: u16) {
+        if self.state == State::Down || bytes.is_empty() {
+            return;
+        }
+        self.open_flow = flow;
+        self.input.push(bytes, None);
+    }
+
     fn take_chunk(&mut self) -> Chunk {
         // The upper-layer frame holding the first byte ends at the next mark.
-        let flow = self.input.next_mark().map_or(u16::MAX, |m| m.meta.flow);
+        // Bytes whose end is not written yet (partial writes through L2R) belong
+        // to the flow named with `write_partial`.
+        let flow = self.input.next_mark().map_or(self.open_flow, |m| m.meta.flow);
         let (bytes, marks) = self.input.take(self.cfg.payload as usize);
         Chunk { bytes, marks: marks.into_iter().map(|(o, m)| (o as u16, m)).collect(), flow }
     }
