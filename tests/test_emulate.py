@@ -198,6 +198,35 @@ def test_delivery_trace_download_with_mm_link_logs(tmp_path, clean):
     assert r.returncode == 0 and json.loads(r.stdout)["identical"], r.stdout + r.stderr
 
 
+def test_delivery_trace_gives_a_saturating_sender_exactly_its_capacity(tmp_path, clean):
+    """UDP sent faster than a trace's capacity: while the queue stays full, the
+    bytes leaving the link are exactly the opportunities' bytes (1504 each)."""
+    from test_mm_log import parse
+
+    # Two opportunities every millisecond, then three: 2.5 per ms = 30.08 Mbit/s.
+    (tmp_path / "c.trace").write_text("1\n1\n2\n2\n2\n")
+    wireless = 'rate = "100Mbps"\ndelay = "5ms"\nframe = "1500B"\nheader = "0B"\nqueue = { limit = "100pkt" }'
+    wireless += '\n[wireless.down]\ndelivery_trace = "c.trace"'
+    p, out = emulate(
+        tmp_path,
+        LINK.format(seed=1, wireless=wireless).replace('rate = "10Mbps"', 'rate = "1000Mbps"', 1),
+        "sleep 3",
+        f"exec {PY} {APPS} blast 10.0.1.2 9001 45 2.6",
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    down = parse((out / "mm-down.log").read_text())
+    caps = [e[0] for e in down if e[1] == "#"]
+    deps = [(e[0], e[2]) for e in down if e[1] == "-"]
+    drops = sum(1 for e in down if e[1] == "d")
+    assert drops > 100  # the sender was faster than the link
+    # From 0.5 s to 2.5 s the queue is never empty: every opportunity is used.
+    lo, hi = 500, 2500
+    offered = 1504 * sum(1 for c in caps if lo < c - 5 <= hi)
+    carried = sum(n for t, n in deps if lo < t <= hi)
+    assert abs(carried - offered) <= 1504, (carried, offered)
+    assert 1.99e6 * 30.08 / 8 * 0.99 < offered < 2.01e6 * 30.08 / 8
+
+
 def test_ipv6_download(tmp_path, clean):
     http_download(tmp_path, LINK.format(seed=1, wireless=PROTOCOLS["sr"]), 50_000, host="fd00::1")
 
@@ -370,6 +399,12 @@ def test_bad_input_exits_2_with_one_line(tmp_path, clean):
     proxy.write_text(LINK.format(seed=1, wireless=PROTOCOLS["raw"]) + "[proxy]\n")
     one_line_error(thinwire_cli("emulate", proxy, "--mobile", "true"), "[proxy]")
     one_line_error(thinwire_cli("simulate-log", tmp_path), "emulation.json")
+    (tmp_path / "garbage.trace").write_bytes(b"12\n\x00\xff garbage\n")
+    traced = tmp_path / "traced.toml"
+    traced.write_text(
+        LINK.format(seed=1, wireless=PROTOCOLS["raw"]) + '[wireless.down]\ndelivery_trace = "garbage.trace"\n'
+    )
+    one_line_error(thinwire_cli("emulate", traced, "--mobile", "true"), "garbage.trace")
 
 
 @pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv (util-linux) to drop capabilities")
