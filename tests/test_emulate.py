@@ -61,13 +61,21 @@ poor_every = "1s"\npoor_duration = ["200ms", "500ms"]\nuplink_period = "20ms\"""
 SIZES = {"rlp-gsm": 40_000}
 
 
-def leftovers(tag: str = "tw") -> list[str]:
-    """Namespaces and devices of emulators (names start with `tag`)."""
+def leftovers(tag: str = "tw", running: bool = False) -> list[str]:
+    """Namespaces and devices of emulators (names start with `tag`) that are gone
+    (or, with `running`, also of emulators still running)."""
     ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split("\n")
     links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout.split("\n")
     names = [n.split()[0] for n in ns if n.strip()]
     devs = [ln.split(":")[1].strip().split("@")[0] for ln in links if ln.count(":") >= 2]
-    return [n for n in names + devs if n.startswith(tag)]
+    return [n for n in names + devs if n.startswith(tag) and (running or not _owner_alive(n))]
+
+
+def _owner_alive(name: str) -> bool:
+    """Whether the emulator that made `tw<pid><k>-m` is still running (another
+    emulator beside the tests, not something left behind)."""
+    digits = "".join(c for c in name[2:].split("-")[0] if c.isdigit())
+    return len(digits) >= 2 and os.path.exists(f"/proc/{digits[:-1]}")
 
 
 def processes(marker: str) -> list[str]:
@@ -227,6 +235,43 @@ def test_delivery_trace_gives_a_saturating_sender_exactly_its_capacity(tmp_path,
     assert 1.99e6 * 30.08 / 8 * 0.99 < offered < 2.01e6 * 30.08 / 8
 
 
+def test_gateway_namespace_forwards_between_link_and_server(tmp_path, clean):
+    """--gateway: a third namespace holds the link's far end and forwards to the
+    server over a veth pair; a command runs there (a proxy's place) and is
+    stopped at the end; downloads are byte-exact over IPv4 and IPv6, the run
+    replays exactly, and all three namespaces go away."""
+    www = served(tmp_path, 80_000)
+    got4, got6 = tmp_path / "g4.bin", tmp_path / "g6.bin"
+    marker = "sleep 977.25"
+    server = f"exec {PY} -m http.server 8000 --bind :: --directory {www} 2> {tmp_path}/srv.log"
+    mobile = (
+        CURL_RETRY.format(out=got4, url="http://10.0.0.1:8000/f.bin").replace("exit 0", "break").replace("; exit 1", "")
+    )
+    mobile += "; " + CURL_RETRY.format(out=got6, url="-g http://[fd00::1]:8000/f.bin")
+    p, out = emulate(
+        tmp_path,
+        LINK.format(seed=2, wireless=PROTOCOLS["sr"]),
+        mobile,
+        server,
+        "--gateway",
+        f"ip -o addr > {tmp_path}/gw-addr.txt; sysctl -n net.ipv4.ip_forward > {tmp_path}/gw-fwd.txt; {marker}",
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert sha(got4) == sha(www / "f.bin") and sha(got6) == sha(www / "f.bin")
+    assert "10.0.1.1" in (tmp_path / "gw-addr.txt").read_text()
+    assert "10.0.0.2" in (tmp_path / "gw-addr.txt").read_text()
+    assert (tmp_path / "gw-fwd.txt").read_text().strip() == "1"
+    # the server sees the mobile's own addresses (the gateway routes, no NAT)
+    log = (tmp_path / "srv.log").read_text()
+    assert "10.0.1.2" in log and "fd00:1::2" in log, log
+    assert not processes(marker), "the gateway command was left running"
+    s = json.loads(p.stdout)
+    assert s["packets"]["wired_drops"] == 0 and s["link"]["down"]["bytes_sent"] > 160_000
+    assert json.loads((out / "emulation.json").read_text())["gateway"] is True
+    r = thinwire_cli("simulate-log", out, "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["identical"], r.stdout + r.stderr
+
+
 def test_ipv6_download(tmp_path, clean):
     http_download(tmp_path, LINK.format(seed=1, wireless=PROTOCOLS["sr"]), 50_000, host="fd00::1")
 
@@ -335,10 +380,10 @@ def test_signal_ends_the_emulation_and_removes_everything(sig, tmp_path, clean):
     )
     try:
         deadline = time.monotonic() + 20
-        while not leftovers(f"tw{proc.pid}") and time.monotonic() < deadline:
+        while not leftovers(f"tw{proc.pid}", running=True) and time.monotonic() < deadline:
             time.sleep(0.05)
         time.sleep(1.5)  # some pings cross
-        assert leftovers(f"tw{proc.pid}"), "the emulator made no namespaces"
+        assert leftovers(f"tw{proc.pid}", running=True), "the emulator made no namespaces"
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=20)
     finally:
@@ -346,9 +391,32 @@ def test_signal_ends_the_emulation_and_removes_everything(sig, tmp_path, clean):
             proc.kill()
             proc.wait()
     assert proc.returncode == 128 + sig, err
-    assert not leftovers(f"tw{proc.pid}") and not processes(marker) and not processes("ping -i 0.2 10.0.0.1")
+    assert (
+        not leftovers(f"tw{proc.pid}", running=True) and not processes(marker) and not processes("ping -i 0.2 10.0.0.1")
+    )
     s = json.loads((tmp_path / "o" / "summary.json").read_text())  # what was asked for is written
     assert s["ended"] == f"signal {int(sig)}" and s["packets"]["from_mobile"] >= 3
+
+
+def test_a_killed_emulators_leftovers_are_removed_by_the_next_one(tmp_path, clean):
+    """SIGKILL cannot be caught: the namespaces and commands of an emulator killed
+    so stay until the next emulator starts, which removes them."""
+    marker = "sleep 966.5"
+    sc = tmp_path / "s.toml"
+    sc.write_text(LINK.format(seed=1, wireless=PROTOCOLS["raw"]))
+    exe = Path(sys.executable).parent / "thinwire"
+    proc = subprocess.Popen([str(exe), "emulate", str(sc), "--mobile", marker, "--server", marker])
+    try:
+        deadline = time.monotonic() + 20
+        while len(processes(marker)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)  # the emulator itself and both commands
+    finally:
+        proc.kill()
+        proc.wait()
+    assert leftovers(f"tw{proc.pid}") and processes(marker)
+    r = thinwire_cli("emulate", sc, "--mobile", "true")
+    assert r.returncode == 0, r.stderr
+    assert not leftovers(f"tw{proc.pid}") and not processes(marker)
 
 
 def test_crashing_and_failing_commands_end_the_emulation_cleanly(tmp_path, clean):

@@ -51,12 +51,15 @@ def emulate(
     out_dir: str | os.PathLike[str] | None = ...,
     late_after_ms: float = ...,
     commands_to_stderr: bool = ...,
+    gateway: str | None = ...,
 ) -> dict[str, Any]:
     """Runs an emulation; returns its report (duration_s, ended, mobile_status,
     lateness, packets, link, trace). Raises EmulateError for what the user must
     fix (no root, no iproute2, an unwritable --out), RuntimeError otherwise."""
 
-def replay(toml_text: str, overrides: list[str], inputs: str | os.PathLike[str], end_ns: int) -> list[str]:
+def replay(
+    toml_text: str, overrides: list[str], inputs: str | os.PathLike[str], end_ns: int, gateway: bool = ...
+) -> list[str]:
     """Replays an emulation's inputs through the scenario's path until `end_ns`:
     the schedule log, line by line."""
 

@@ -334,7 +334,7 @@ def _cmd_emulate(a) -> int:
             file=sys.stderr,
         )
     duration = _seconds(a.duration, "--duration") if a.duration else None
-    for cmd, what in ((a.mobile, "--mobile"), (a.server, "--server")):
+    for cmd, what in ((a.mobile, "--mobile"), (a.server, "--server"), (a.gateway or None, "--gateway")):
         if cmd is not None:
             _check_command(cmd, what)
     why = available()
@@ -350,6 +350,7 @@ def _cmd_emulate(a) -> int:
             duration=duration,
             out=a.out,
             commands_to_stderr=a.json,
+            gateway=a.gateway,
         )
     except EmulateError as e:
         _die(str(e))
@@ -528,6 +529,13 @@ def main(argv: list[str] | None = None) -> int:
         help="command to run on the mobile host (default: an interactive shell); the emulation ends when it exits",
     )
     em.add_argument("--server", help="command to run on the server for the whole emulation")
+    em.add_argument(
+        "--gateway",
+        nargs="?",
+        const="",
+        metavar="CMD",
+        help="a gateway namespace between the link and the server (joined to the server by a veth pair, which replaces [wired]), running CMD if given (e.g. a proxy)",
+    )
     em.add_argument("--duration", help="end after this long (e.g. 60s)")
     em.add_argument(
         "--json", action="store_true", help="print the summary as JSON (the commands' own output then goes to stderr)"

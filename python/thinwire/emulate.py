@@ -65,9 +65,13 @@ def emulate(
     out: str | os.PathLike | None = None,
     late_after_ms: float = 1.0,
     commands_to_stderr: bool = False,
+    gateway: str | None = None,
 ) -> dict:
     """Runs an emulation; returns its summary (and writes `out` if given).
-    `commands_to_stderr`: the commands' standard output goes to standard error."""
+    `commands_to_stderr`: the commands' standard output goes to standard error.
+    `gateway`: a third namespace between the link and the server (a veth pair to
+    the server replaces the scenario's wired link), running this command ("" for
+    none), e.g. a proxy."""
     text, name = load_scenario_text(scenario)
     overrides = path_overrides(scenario, text) + _overrides(set, seed, None, None, False)
     _core.check(text, overrides, links_only=True)
@@ -76,7 +80,15 @@ def emulate(
         outp.mkdir(parents=True, exist_ok=True)
     try:
         rep = _core.emulate(
-            text, overrides, mobile, server, duration, str(outp) if outp else None, late_after_ms, commands_to_stderr
+            text,
+            overrides,
+            mobile,
+            server,
+            duration,
+            str(outp) if outp else None,
+            late_after_ms,
+            commands_to_stderr,
+            gateway,
         )
     except _core.EmulateError as e:
         raise EmulateError(str(e)) from None
@@ -90,7 +102,13 @@ def emulate(
         summary["flows"] = flows.to_dicts()
         (outp / "emulation.json").write_text(
             json.dumps(
-                {"scenario_text": text, "overrides": overrides, "end_ns": int(rep["duration_s"] * 1e9), "name": name},
+                {
+                    "scenario_text": text,
+                    "overrides": overrides,
+                    "end_ns": int(rep["duration_s"] * 1e9),
+                    "name": name,
+                    "gateway": gateway is not None,
+                },
                 indent=2,
             )
             + "\n"
@@ -207,7 +225,7 @@ def simulate_log(directory: str | os.PathLike) -> dict:
         if not (d / f).is_file():
             raise ScenarioError(f"{d}: {f} is missing")
     try:
-        got = _core.replay(text, overrides, str(d / "inputs.pcapng"), end_ns)
+        got = _core.replay(text, overrides, str(d / "inputs.pcapng"), end_ns, bool(meta.get("gateway", False)))
     except _core.EmulateError as e:
         raise ScenarioError(str(e)) from None
     want = (d / "schedule.log").read_text().splitlines()

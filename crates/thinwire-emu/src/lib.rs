@@ -37,6 +37,10 @@ pub struct Options {
     pub mobile: Option<String>,
     /// Run in the server's namespace for the whole emulation.
     pub server: Option<String>,
+    /// Put a gateway namespace between the wireless link and the server (joined
+    /// to it by a veth pair, which replaces the scenario's wired link) and run
+    /// this command there for the whole emulation ("" for none): e.g. a proxy.
+    pub gateway: Option<String>,
     /// End after this long even if the mobile command is still running.
     pub duration: Option<Duration>,
     /// Where to write captures, logs and trace rows (None: nowhere).
@@ -172,14 +176,29 @@ pub fn emulate(opts: Options) -> Result<Report, EmuError> {
     static INSTANCE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let k = INSTANCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 10;
     let signals = sys::Signals::new().map_err(|e| EmuError::Failed(format!("cannot take signals: {e}")))?;
-    let hosts = netns::Hosts::create(k).map_err(EmuError::Failed)?;
+    let hosts = netns::Hosts::create(k, opts.gateway.is_some()).map_err(EmuError::Failed)?;
     let mut logs = match &opts.out {
-        Some(d) => Some(logs::Logs::create(d).map_err(|e| EmuError::Usage(format!("--out {}: {e}", d.display())))?),
+        Some(d) => Some(
+            logs::Logs::create(d, opts.gateway.is_some())
+                .map_err(|e| EmuError::Usage(format!("--out {}: {e}", d.display())))?,
+        ),
         None => None,
     };
     let mut server = match &opts.server {
         Some(c) => Some(spawn(&hosts.server, c, true, opts.commands_to_stderr)?),
         None => None,
+    };
+    let mut gateway = match (&opts.gateway, &hosts.gateway) {
+        (Some(c), Some(g)) if !c.trim().is_empty() => match spawn(g, c, true, opts.commands_to_stderr) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                if let Some(s) = server.as_mut() {
+                    stop(s, true);
+                }
+                return Err(e);
+            }
+        },
+        _ => None,
     };
     let interactive = opts.mobile.is_none();
     let shell = std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".into());
@@ -187,8 +206,8 @@ pub fn emulate(opts: Options) -> Result<Report, EmuError> {
     let mut mobile = match spawn(&hosts.mobile, &mobile_cmd, !interactive, opts.commands_to_stderr) {
         Ok(c) => c,
         Err(e) => {
-            if let Some(s) = server.as_mut() {
-                stop(s, true);
+            for c in [server.as_mut(), gateway.as_mut()].into_iter().flatten() {
+                stop(c, true);
             }
             return Err(e);
         }
@@ -199,8 +218,8 @@ pub fn emulate(opts: Options) -> Result<Report, EmuError> {
     let mobile_status = exited(&mut mobile);
     let server_status = server.as_mut().and_then(exited);
     stop(&mut mobile, !interactive);
-    if let Some(s) = server.as_mut() {
-        stop(s, true);
+    for c in [server.as_mut(), gateway.as_mut()].into_iter().flatten() {
+        stop(c, true);
     }
     drop(hosts);
     let mut report = result?;
@@ -223,8 +242,11 @@ fn run_loop(
 ) -> Result<Report, EmuError> {
     let fail = |what: &str, e: std::io::Error| EmuError::Failed(format!("{what}: {e}"));
     let tun_m: &OwnedFd = hosts.mobile.tun.as_ref().expect("mobile TUN");
-    let tun_s: &OwnedFd = hosts.server.tun.as_ref().expect("server TUN");
+    let tun_s: &OwnedFd = hosts.far_end().tun.as_ref().expect("server or gateway TUN");
     let mut path = RealtimePath::new(&opts.scenario, opts.out.is_some());
+    if hosts.gateway.is_some() {
+        path.without_wired();
+    }
     if let (Some(_), Some(dir)) = (&logs, &opts.out) {
         path.record_decisions();
         path.record_taps();
@@ -371,7 +393,13 @@ fn run_loop(
 /// Replays an emulation's inputs (`inputs.pcapng`) through the scenario's path
 /// until `end` (the emulation's length): the schedule log it would have written,
 /// line by line.
-pub fn replay(scenario: &Scenario, inputs: &std::path::Path, end: Instant) -> Result<Vec<String>, EmuError> {
+/// `gateway`: the emulation ran with `--gateway` (no wired link in the path).
+pub fn replay(
+    scenario: &Scenario,
+    inputs: &std::path::Path,
+    end: Instant,
+    gateway: bool,
+) -> Result<Vec<String>, EmuError> {
     let f = std::fs::File::open(inputs).map_err(|e| EmuError::Usage(format!("{}: {e}", inputs.display())))?;
     let mut ins: Vec<(i64, End, Vec<u8>)> = vec![];
     thinwire::pcap::read_capture_from(std::io::BufReader::new(f), |p| {
@@ -380,6 +408,9 @@ pub fn replay(scenario: &Scenario, inputs: &std::path::Path, end: Instant) -> Re
     })
     .map_err(|e| EmuError::Usage(format!("{}: {e}", inputs.display())))?;
     let mut path = RealtimePath::new(scenario, false);
+    if gateway {
+        path.without_wired();
+    }
     path.record_decisions();
     let mut out = vec![];
     for (t, from, bytes) in ins {

@@ -34,15 +34,22 @@ fn file(dir: &Path, name: &str) -> std::io::Result<BufWriter<File>> {
 }
 
 impl Logs {
-    pub fn create(dir: &Path) -> std::io::Result<Logs> {
+    /// `gateway`: the link's far end is a gateway namespace (its interface in
+    /// the capture is named so), not the server.
+    pub fn create(dir: &Path, gateway: bool) -> std::io::Result<Logs> {
         std::fs::create_dir_all(dir)?;
         let mut inputs = PcapngWriter::new(file(dir, "inputs.pcapng")?)?;
         inputs.interface("from-mobile")?;
         inputs.interface("from-server")?;
         let mut capture = PcapngWriter::new(file(dir, "capture.pcapng")?)?;
         capture.interface("mobile")?;
-        capture.interface("server")?;
-        capture.interface("gateway")?;
+        if gateway {
+            capture.interface("gateway")?;
+            capture.interface("-")?;
+        } else {
+            capture.interface("server")?;
+            capture.interface("gateway")?;
+        }
         Ok(Logs {
             inputs,
             capture,

@@ -3,11 +3,15 @@
 //!
 //! Addresses (as in the simulator): mobile 10.0.1.2 and fd00:1::2, server 10.0.0.1
 //! and fd00::1; in each namespace the other host is reached through the TUN device
-//! (host routes for both IP versions), MTU 1500. There is no default route, so a
+//! (host routes for both IP versions), MTU 1500. With a gateway (`-g`, for a proxy
+//! between the link and the server): the link's far end is the gateway's TUN
+//! device (10.0.1.1, fd00:1::1), and a veth pair joins the gateway (10.0.0.2,
+//! fd00::2) to the server (10.0.0.1, fd00::1); the gateway forwards. There is no default route, so a
 //! program that looks up a name (a DNS query to the machine's resolver) fails at
 //! once instead of sending its query across the emulated link. Names carry this process's id
 //! (`tw<pid><k>-m`, `-s`), so emulators run side by side; namespaces left behind by
-//! a process that no longer exists (killed with SIGKILL) are removed at start.
+//! a process that no longer exists (killed with SIGKILL) are removed at start,
+//! and the processes still running in them are killed.
 //! Everything is removed when [`Hosts`] is dropped.
 use crate::sys;
 use std::os::fd::OwnedFd;
@@ -18,6 +22,12 @@ pub const SERVER_V4: &str = "10.0.0.1";
 pub const MOBILE_V6: &str = "fd00:1::2";
 pub const SERVER_V6: &str = "fd00::1";
 pub const MTU: u32 = 1500;
+/// With a gateway: its address on the wireless side (the mobile's router).
+pub const GATEWAY_W_V4: &str = "10.0.1.1";
+pub const GATEWAY_W_V6: &str = "fd00:1::1";
+/// With a gateway: its address on the wired side (the server's router).
+pub const GATEWAY_S_V4: &str = "10.0.0.2";
+pub const GATEWAY_S_V6: &str = "fd00::2";
 
 /// Runs `ip ARGS`; the error is its first line of complaint.
 pub fn ip(args: &[&str]) -> Result<(), String> {
@@ -42,6 +52,14 @@ pub fn remove_stale() {
         }
         if let Ok(pid) = digits[..digits.len() - 1].parse::<u32>() {
             if !sys::alive(pid) {
+                // Its commands outlived it (it was killed with SIGKILL): end them too.
+                if let Ok(o) = Command::new("ip").args(["netns", "pids", &name]).output() {
+                    for p in String::from_utf8_lossy(&o.stdout).split_whitespace() {
+                        if let Ok(p) = p.parse::<i32>() {
+                            unsafe { libc::kill(p, libc::SIGKILL) };
+                        }
+                    }
+                }
                 let _ = ip(&["netns", "del", &name]);
             }
         }
@@ -81,23 +99,71 @@ impl Host {
 pub struct Hosts {
     pub mobile: Host,
     pub server: Host,
+    /// A third namespace between the wireless link and the server (`--gateway`):
+    /// the link's far end is its TUN device, and a veth pair joins it to the
+    /// server, whose namespace then has no TUN device.
+    pub gateway: Option<Host>,
     made: Vec<String>,
 }
 
 impl Hosts {
-    /// Creates both namespaces and devices (instance `k` of this process).
-    pub fn create(k: u32) -> Result<Hosts, String> {
+    /// Creates the namespaces and devices (instance `k` of this process).
+    pub fn create(k: u32, gateway: bool) -> Result<Hosts, String> {
         let tag = format!("tw{}{k}", std::process::id());
         let mut h = Hosts {
             mobile: Host::new(format!("{tag}-m"), format!("{tag}m"), (MOBILE_V4, MOBILE_V6), (SERVER_V4, SERVER_V6)),
             server: Host::new(format!("{tag}-s"), format!("{tag}s"), (SERVER_V4, SERVER_V6), (MOBILE_V4, MOBILE_V6)),
+            gateway: None,
             made: vec![],
         };
         // On an error, dropping `h` removes what was made so far.
         setup(&mut h.mobile, &mut h.made)?;
-        setup(&mut h.server, &mut h.made)?;
+        if !gateway {
+            setup(&mut h.server, &mut h.made)?;
+            return Ok(h);
+        }
+        let mut g =
+            Host::new(format!("{tag}-g"), format!("{tag}g"), (GATEWAY_W_V4, GATEWAY_W_V6), (MOBILE_V4, MOBILE_V6));
+        setup(&mut g, &mut h.made)?;
+        h.server.dev = format!("{tag}w");
+        wire_gateway(&g, &h.server, &format!("{tag}v"), &mut h.made)?;
+        // The mobile reaches the gateway's own address over the link too.
+        ip(&["-n", &h.mobile.ns, "route", "add", &format!("{GATEWAY_W_V4}/32"), "dev", &h.mobile.dev])?;
+        ip(&["-n", &h.mobile.ns, "-6", "route", "add", &format!("{GATEWAY_W_V6}/128"), "dev", &h.mobile.dev])?;
+        h.gateway = Some(g);
         Ok(h)
     }
+
+    /// The far end of the wireless link: the gateway's TUN device, or the server's.
+    pub fn far_end(&self) -> &Host {
+        self.gateway.as_ref().unwrap_or(&self.server)
+    }
+}
+
+/// The server's namespace joined to the gateway's by a veth pair (`gdev` in the
+/// gateway, the server's `dev`), subnets 10.0.0.0/24 and fd00::/64; the gateway
+/// forwards, and the server reaches the mobile through it.
+fn wire_gateway(g: &Host, s: &Host, gdev: &str, made: &mut Vec<String>) -> Result<(), String> {
+    ip(&["netns", "add", &s.ns])?;
+    made.push(s.ns.clone());
+    ip(&["-n", &s.ns, "link", "set", "lo", "up"])?;
+    ip(&["-n", &g.ns, "link", "add", gdev, "type", "veth", "peer", "name", &s.dev, "netns", &s.ns])?;
+    for (ns, dev, v4, v6) in [(&g.ns, gdev, GATEWAY_S_V4, GATEWAY_S_V6), (&s.ns, s.dev.as_str(), SERVER_V4, SERVER_V6)]
+    {
+        ip(&["-n", ns, "link", "set", dev, "mtu", &MTU.to_string(), "up"])?;
+        ip(&["-n", ns, "addr", "add", &format!("{v4}/24"), "dev", dev])?;
+        ip(&["-n", ns, "-6", "addr", "add", &format!("{v6}/64"), "dev", dev, "nodad"])?;
+    }
+    ip(&["-n", &s.ns, "route", "add", &format!("{MOBILE_V4}/32"), "via", GATEWAY_S_V4])?;
+    ip(&["-n", &s.ns, "-6", "route", "add", &format!("{MOBILE_V6}/128"), "via", GATEWAY_S_V6])?;
+    let out = Command::new("ip")
+        .args(["netns", "exec", &g.ns, "sysctl", "-qw", "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1"])
+        .output()
+        .map_err(|e| format!("cannot run sysctl in {}: {e}", g.ns))?;
+    if !out.status.success() {
+        return Err(format!("sysctl in {}: {}", g.ns, String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    Ok(())
 }
 
 fn setup(host: &mut Host, made: &mut Vec<String>) -> Result<(), String> {
@@ -125,6 +191,9 @@ impl Drop for Hosts {
         // Closing a TUN descriptor removes its device; then the namespaces go.
         self.mobile.tun = None;
         self.server.tun = None;
+        if let Some(g) = &mut self.gateway {
+            g.tun = None;
+        }
         for ns in self.made.drain(..).rev() {
             let _ = ip(&["netns", "del", &ns]);
         }

@@ -17,7 +17,7 @@ fn scenario(toml_text: &str, overrides: &[String]) -> PyResult<thinwire::config:
 /// Runs an emulation; returns its report. Raises EmulateError for what the user
 /// must fix (no root, no iproute2, an unwritable --out), RuntimeError otherwise.
 #[pyfunction]
-#[pyo3(signature = (toml_text, overrides, mobile=None, server=None, duration_s=None, out_dir=None, late_after_ms=1.0, commands_to_stderr=false))]
+#[pyo3(signature = (toml_text, overrides, mobile=None, server=None, duration_s=None, out_dir=None, late_after_ms=1.0, commands_to_stderr=false, gateway=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn emulate<'py>(
     py: Python<'py>,
@@ -29,6 +29,7 @@ pub fn emulate<'py>(
     out_dir: Option<std::path::PathBuf>,
     late_after_ms: f64,
     commands_to_stderr: bool,
+    gateway: Option<String>,
 ) -> PyResult<Bound<'py, PyDict>> {
     use thinwire::time::Duration;
     let sc = scenario(&toml_text, &overrides)?;
@@ -36,6 +37,7 @@ pub fn emulate<'py>(
         scenario: sc,
         mobile,
         server,
+        gateway,
         duration: duration_s.map(Duration::from_secs_f64),
         out: out_dir,
         late_after: Duration::from_secs_f64(late_after_ms / 1e3),
@@ -80,13 +82,15 @@ pub fn emulate<'py>(
 /// Replays an emulation's inputs through the scenario's path until `end_ns`:
 /// the schedule log, line by line.
 #[pyfunction]
+#[pyo3(signature = (toml_text, overrides, inputs, end_ns, gateway=false))]
 pub fn replay(
     toml_text: String,
     overrides: Vec<String>,
     inputs: std::path::PathBuf,
     end_ns: i64,
+    gateway: bool,
 ) -> PyResult<Vec<String>> {
     let sc = scenario(&toml_text, &overrides)?;
-    thinwire_emu::replay(&sc, &inputs, thinwire::time::Instant(end_ns))
+    thinwire_emu::replay(&sc, &inputs, thinwire::time::Instant(end_ns), gateway)
         .map_err(|e| EmulateError::new_err(e.to_string()))
 }

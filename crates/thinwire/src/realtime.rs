@@ -125,6 +125,9 @@ pub struct RealtimePath {
     link: WirelessLink,
     /// Index 0 = down (server to gateway), 1 = up.
     wired: [WiredLink; 2],
+    /// False when a real gateway joins the link's far end to the server (the
+    /// emulator's `--gateway`): packets go straight between link and `End::Server`.
+    wired_on: bool,
     wired_flight: [VecDeque<Packet>; 2],
     q: EventQueue<Ev>,
     out: VecDeque<Output>,
@@ -158,6 +161,7 @@ impl RealtimePath {
         RealtimePath {
             link,
             wired: [build::wired(sc), build::wired(sc)],
+            wired_on: true,
             wired_flight: Default::default(),
             q: EventQueue::new(),
             out: VecDeque::new(),
@@ -170,6 +174,12 @@ impl RealtimePath {
             tcp_seen: FxMap::default(),
             stats: PathStats::default(),
         }
+    }
+
+    /// No wired link: the far end of the wireless link is `End::Server` itself (a
+    /// real gateway forwards to the server).
+    pub fn without_wired(&mut self) {
+        self.wired_on = false;
     }
 
     /// Keep every decision (for the schedule log).
@@ -312,6 +322,9 @@ impl RealtimePath {
     }
 
     fn wired_offer(&mut self, now: Instant, d: usize, p: Packet) {
+        if !self.wired_on {
+            return if d == 0 { self.link_offer(now, 0, p) } else { self.emit(now, End::Server, p) };
+        }
         let (len, hash) = (p.size(), if self.decisions.is_some() { packet_hash(&p) } else { 0 });
         match self.wired[d].offer(now, len) {
             Some(t) => {

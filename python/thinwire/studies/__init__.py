@@ -6,4 +6,5 @@ STUDIES = {
     "gsm-multilayer": "thinwire.studies.gsm_multilayer",
     "gprs-tcp": "thinwire.studies.gprs_tcp",
     "gprs-proxy": "thinwire.studies.gprs_proxy",
+    "sim-vs-real": "thinwire.studies.sim_vs_real",
 }
