@@ -503,7 +503,11 @@ def main(argv: list[str] | None = None) -> int:
     pl_.add_argument(
         "--out", help="output file: .png, .pdf, .svg, or .html for the interactive viewer (default: next to PATH)"
     )
-    pl_.add_argument("--flow", type=int, help="flow id (run directories; default: the first TCP flow)")
+    pl_.add_argument(
+        "--flow",
+        type=int,
+        help="flow id (run directories; default: the first TCP flow; emulations: the connection that carried the most data)",
+    )
     pl_.add_argument("--conn", type=int, help="connection number (captures; default 0)")
     pl_.add_argument(
         "--dir",

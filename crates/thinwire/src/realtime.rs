@@ -203,7 +203,6 @@ impl RealtimePath {
         self.decisions.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
-    /// The trace rows recorded so far (link, queue and channel layers).
     /// Writes mm-link-format logs of the wireless link (the path must have been
     /// made with `trace`).
     pub fn set_mm_logs(&mut self, m: MmLogs<Box<dyn std::io::Write + Send>>) {
@@ -219,6 +218,7 @@ impl RealtimePath {
         }
     }
 
+    /// The trace rows recorded so far (tcp, link, queue and channel layers).
     pub fn take_trace(&mut self) -> TraceTable {
         std::mem::take(&mut self.rec.sink)
     }

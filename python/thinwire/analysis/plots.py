@@ -63,6 +63,11 @@ def build_series(
             if not flows:
                 raise ValueError("the run has no TCP flows to plot")
             flow = flows[0]
+            if src.summary.get("kind") == "emulation":
+                # Real connections are numbered as they appear (a page's small
+                # first object, ...): the one that carried the most data.
+                sizes = dict(zip(src.flows["id"].to_list(), src.flows["bytes_delivered"].to_list()))
+                flow = max(flows, key=lambda f: (sizes.get(f) or 0, -f))
         label = f"{src.summary.get('scenario', 'run')}, flow {flow}"
     meta = {"title": label}
     state = None
