@@ -272,6 +272,27 @@ def test_gateway_namespace_forwards_between_link_and_server(tmp_path, clean):
     assert r.returncode == 0 and json.loads(r.stdout)["identical"], r.stdout + r.stderr
 
 
+def test_interactive_shell_on_the_mobile(tmp_path, clean):
+    """Without --mobile a shell runs on the mobile host (like mm-link): here it
+    reads its commands from a pipe; its exit status is the emulator's."""
+    sc = tmp_path / "s.toml"
+    sc.write_text(LINK.format(seed=1, wireless=PROTOCOLS["raw"]))
+    exe = Path(sys.executable).parent / "thinwire"
+    script = "echo inside $THINWIRE_ADDR\nping -c 3 -i 0.2 $THINWIRE_PEER > /dev/null && echo pinged\nexit 3\n"
+    p = subprocess.run(
+        [str(exe), "emulate", str(sc), "--json"],
+        input=script,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "SHELL": "/bin/sh"},
+    )
+    assert p.returncode == 3, p.stdout + p.stderr
+    assert "inside 10.0.1.2" in p.stderr and "pinged" in p.stderr, p.stderr
+    s = json.loads(p.stdout)
+    assert s["mobile_status"] == 3 and s["packets"]["from_mobile"] >= 3
+
+
 def test_ipv6_download(tmp_path, clean):
     http_download(tmp_path, LINK.format(seed=1, wireless=PROTOCOLS["sr"]), 50_000, host="fd00::1")
 
