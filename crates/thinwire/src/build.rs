@@ -64,12 +64,10 @@ pub fn wired(sc: &Scenario) -> WiredLink {
 /// queue, the configured protocol at both ends and the multiplexer.
 pub fn wireless(sc: &Scenario) -> WirelessLink {
     let w = &sc.wireless;
-    let gprs = matches!(w.arq, Some(LinkCfg::Gprs(_)));
-    let queue = limit(&w.queue, if gprs { GPRS_QUEUE } else { WIRELESS_QUEUE });
+    let queue = wireless_queue(sc);
     let dir = |d: usize| {
-        let spec = if d == 0 { &w.down } else { &w.up };
         let rate = dir_rate(sc, d);
-        let delay = spec.as_ref().and_then(|s| s.delay).map(|r| r.0).unwrap_or(w.delay.0);
+        let delay = w.dir(d).and_then(|s| s.delay).map(|r| r.0).unwrap_or(w.delay.0);
         DirConfig { rate, delay, queue }
     };
     let dirs = [dir(0), dir(1)];
@@ -86,13 +84,18 @@ pub fn wireless(sc: &Scenario) -> WirelessLink {
     let airtime = |d: usize| Duration::transmission(w.frame.0 + w.header.0, dirs[d].rate);
     let mut link =
         WirelessLink::new(cfg, [arq(sc, 0), arq(sc, 1)], [channel(sc, 0, airtime(0)), channel(sc, 1, airtime(1))]);
-    for (d, spec) in [&w.down, &w.up].into_iter().enumerate() {
-        if let Some(s) = spec.as_ref().filter(|s| s.delivery.is_some()) {
-            let t = s.delivery.clone().expect("checked");
-            link.set_capacity(d, crate::link::capacity::TraceCapacity::new(t, s.delivery_repeat.unwrap_or(true)));
+    for d in 0..2 {
+        if let Some((t, s)) = w.dir(d).and_then(|s| s.delivery.clone().map(|t| (t, s))) {
+            link.set_capacity(d, crate::link::capacity::TraceCapacity::new(t, s.delivery_repeats()));
         }
     }
     link
+}
+
+/// Each session's IP queue on the wireless link (default 50 packets, GPRS 120 KB).
+fn wireless_queue(sc: &Scenario) -> Limit {
+    let gprs = matches!(sc.wireless.arq, Some(LinkCfg::Gprs(_)));
+    limit(&sc.wireless.queue, if gprs { GPRS_QUEUE } else { WIRELESS_QUEUE })
 }
 
 /// mm-link-format logs of both directions of the wireless link (`trace::mahimahi`),
@@ -103,21 +106,17 @@ pub fn mm_logs<W: std::io::Write>(
     command: &str,
 ) -> std::io::Result<crate::trace::mahimahi::MmLogs<W>> {
     use crate::trace::mahimahi::{Capacity, MmLog, MmLogs};
-    let wl = &sc.wireless;
-    let gprs = matches!(wl.arq, Some(LinkCfg::Gprs(_)));
-    let queue = match limit(&wl.queue, if gprs { GPRS_QUEUE } else { WIRELESS_QUEUE }) {
+    let queue = match wireless_queue(sc) {
         Limit::Packets(n) => format!("droptail [packets={n}]"),
         Limit::Bytes(n) => format!("droptail [bytes={n}]"),
     };
     let [w0, w1] = w;
     let log = |d: usize, w: W| {
-        let spec = if d == 0 { &wl.down } else { &wl.up };
-        let traced = spec.as_ref().and_then(|s| s.delivery.clone().map(|t| (t, s)));
+        let traced = sc.wireless.dir(d).and_then(|s| s.delivery.clone().map(|t| (t, s)));
         let (source, cap) = match traced {
-            Some((t, s)) => (
-                s.delivery_trace.clone().unwrap_or_default(),
-                Capacity::Trace(t.opportunities(s.delivery_repeat.unwrap_or(true))),
-            ),
+            Some((t, s)) => {
+                (s.delivery_trace.clone().unwrap_or_default(), Capacity::Trace(t.opportunities(s.delivery_repeats())))
+            }
             None => (format!("{} bit/s", dir_rate(sc, d)), Capacity::rate(dir_rate(sc, d))),
         };
         MmLog::new(w, if d == 0 { "downlink" } else { "uplink" }, &source, &queue, command, cap)
@@ -129,17 +128,14 @@ pub fn mm_logs<W: std::io::Write>(
 /// delivery trace, or `[wireless] rate`.
 pub fn dir_rate(sc: &Scenario, d: usize) -> u64 {
     let w = &sc.wireless;
-    let spec = if d == 0 { &w.down } else { &w.up };
-    let traced = spec.as_ref().and_then(|s| s.delivery.as_ref()).map(|t| t.mean_rate());
-    spec.as_ref().and_then(|s| s.rate).map(|r| r.0).or(traced).unwrap_or(w.rate.0)
+    let traced = w.dir(d).and_then(|s| s.delivery.as_ref()).map(|t| t.mean_rate());
+    w.dir(d).and_then(|s| s.rate).map(|r| r.0).or(traced).unwrap_or(w.rate.0)
 }
 
 /// The channel of direction `dir`, its own random stream `channel.down`/`.up`.
 pub fn channel(sc: &Scenario, dir: usize, frame_airtime: Duration) -> Channel {
     let w = &sc.wireless;
-    let specific = if dir == 0 { &w.down } else { &w.up };
-    let cfg =
-        specific.as_ref().and_then(|d| d.channel.clone()).or_else(|| w.channel.clone()).unwrap_or(ChannelCfg::None);
+    let cfg = w.dir(dir).and_then(|d| d.channel.clone()).or_else(|| w.channel.clone()).unwrap_or(ChannelCfg::None);
     let rng = Rng::stream(sc.seed, sc.run, &format!("channel.{}", DIR_NAMES[dir]));
     match cfg {
         ChannelCfg::None => Channel::None,

@@ -61,6 +61,13 @@ pub struct DirCfg {
     pub delivery: Option<std::sync::Arc<crate::link::capacity::DeliveryTrace>>,
 }
 
+impl DirCfg {
+    /// Whether the delivery trace starts again at its end (default true, as mm-link).
+    pub fn delivery_repeats(&self) -> bool {
+        self.delivery_repeat.unwrap_or(true)
+    }
+}
+
 /// How the two link-layer sessions (ARQ and bypass) share the radio, frame by frame.
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
 pub enum SchedulerCfg {
@@ -128,6 +135,15 @@ fn default_header() -> Size {
 }
 
 impl Wireless {
+    /// The overrides of direction `d` (0 = `[wireless.down]`, 1 = `[wireless.up]`).
+    pub fn dir(&self, d: usize) -> Option<&DirCfg> {
+        if d == 0 {
+            self.down.as_ref()
+        } else {
+            self.up.as_ref()
+        }
+    }
+
     /// The link protocol (raw when `[wireless.arq]` is absent).
     pub fn link(&self) -> LinkCfg {
         self.arq.clone().unwrap_or_default()

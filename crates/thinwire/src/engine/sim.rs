@@ -605,12 +605,7 @@ impl Sim {
         if !self.link_traced {
             return;
         }
-        while let Some(e) = self.link.poll_event() {
-            if let Some(m) = &mut self.mm {
-                m.link(&e);
-            }
-            self.rec.link(&e);
-        }
+        crate::trace::recorder::drain_link(&mut self.link, &mut self.rec, self.mm.as_mut());
     }
 
     fn finish(mut self, end: Instant) -> RunResult {

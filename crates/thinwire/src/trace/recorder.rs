@@ -51,6 +51,22 @@ pub struct Recorder<S: Sink = TraceTable> {
     pub sink: S,
 }
 
+/// Takes every pending event of the wireless link into the mm-link logs (if any)
+/// and the rows of the layers `rec` keeps: the one drain of the simulator and the
+/// emulator.
+pub fn drain_link<S: Sink, W: std::io::Write>(
+    link: &mut crate::link::wireless::WirelessLink,
+    rec: &mut Recorder<S>,
+    mut mm: Option<&mut super::mahimahi::MmLogs<W>>,
+) {
+    while let Some(e) = link.poll_event() {
+        if let Some(m) = mm.as_deref_mut() {
+            m.link(&e);
+        }
+        rec.link(&e);
+    }
+}
+
 impl<S: Sink> Recorder<S> {
     pub fn new(mask: LayerMask, sink: S) -> Self {
         Recorder { mask, sink }
