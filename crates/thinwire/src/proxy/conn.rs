@@ -1,9 +1,13 @@
-//! One split connection: the wired leg is a full TCP endpoint (`tcp::Tcp`) facing
-//! the server, using the mobile's address, port and initial sequence number; the
-//! wireless leg faces the mobile with the server's address, port and ISN. Both
-//! legs therefore share one sequence space per direction, so the proxy is
-//! transparent: either end host sees the other's numbers, and every byte keeps
-//! its stream offset across the split.
+//! One split connection: the wired leg (wired.rs) faces the server — in the
+//! simulator a full TCP endpoint (`tcp::Tcp`) using the mobile's address, port
+//! and initial sequence number, in the daemon a kernel socket bound to the
+//! mobile's address; the wireless leg faces the mobile with the server's address,
+//! port and (simulator) ISN. In the simulator both legs therefore share one
+//! sequence space per direction, so the proxy is transparent: either end host
+//! sees the other's numbers, and every byte keeps its stream offset across the
+//! split. With real bytes (the daemon) the connection keeps the server's data
+//! until the mobile acknowledges it (`down`) and reassembles the mobile's data
+//! for the server (`up`).
 //!
 //! The wireless leg's sender is driven by the aggregate (acb.rs); this file keeps
 //! its per-connection state: send and acknowledgement offsets, the mobile's
@@ -12,8 +16,9 @@
 //! the mobile's data at once, with SACK blocks when SACK was agreed, but a FIN
 //! from either end is acknowledged only when the other end has acknowledged the
 //! proxy's FIN (seed 004 §IV-B: never early-ACK a FIN).
+use super::wired::Wired;
+use crate::tcp::buffer::{RecvBuf, SendBuf};
 use crate::tcp::ranges::Ranges;
-use crate::tcp::Tcp;
 use crate::time::Instant;
 use crate::wire::IpAddress;
 use crate::wire::{TcpFlags, TcpRepr};
@@ -36,7 +41,11 @@ pub struct Conn {
     pub sport: u16,
     pub acb: usize,
     pub phase: Phase,
-    pub wired: Tcp,
+    pub wired: Wired,
+    /// Real bytes (daemon): the server's data from stream offset 0 (wireless
+    /// offset 1) not yet acknowledged by the mobile, and the mobile's data.
+    pub down: Option<SendBuf>,
+    pub up: Option<RecvBuf>,
     /// The server's ISN (our ISN toward the mobile) and the mobile's ISN.
     pub iss: u32,
     pub irs: u32,
@@ -143,11 +152,22 @@ impl Conn {
         }
     }
 
-    /// Takes in the mobile's data or FIN; returns true if anything new arrived.
-    pub fn receive(&mut self, seq: u32, len: u32, fin: bool) -> bool {
-        let s = (seq.wrapping_sub(self.irs)) as u64;
+    /// Takes in the mobile's data (with its bytes when the connection keeps real
+    /// bytes) or FIN; returns true if anything new arrived.
+    pub fn receive(&mut self, seq: u32, len: u32, fin: bool, payload: Option<&[u8]>) -> bool {
+        // The offset nearest the receive edge (streams longer than 4 GB).
+        let d = seq.wrapping_sub(self.irs.wrapping_add(self.rcv_nxt as u32)) as i32 as i64;
+        let s = (self.rcv_nxt as i64 + d).max(0) as u64;
         let e = s + len as u64;
+        if e > self.rcv_nxt + 2 * 65535 {
+            return false; // far beyond any window offered: not the mobile's data
+        }
         let before = (self.rcv_nxt, self.mobile_fin_in);
+        if let (Some(up), Some(data)) = (&mut self.up, payload) {
+            if len > 0 && data.len() == len as usize && s >= 1 {
+                up.insert(s - 1, data);
+            }
+        }
         if len > 0 {
             if s <= self.rcv_nxt && e > self.rcv_nxt {
                 self.rcv_nxt = e;
@@ -157,6 +177,9 @@ impl Conn {
             while let Some(x) = self.ooo.pop_at(self.rcv_nxt) {
                 self.rcv_nxt = self.rcv_nxt.max(x);
             }
+        }
+        if let Some(up) = &mut self.up {
+            up.advance(self.rcv_nxt - 1);
         }
         if fin {
             self.mobile_fin_at = Some(e);

@@ -48,8 +48,11 @@
 pub mod acb;
 pub mod conn;
 pub mod sched;
+mod streams;
+pub mod wired;
 
 use crate::fx::FxMap;
+use crate::tcp::buffer::{RecvBuf, SendBuf};
 use crate::tcp::rtt::RttEstimator;
 use crate::tcp::{TcpConfig, Variant};
 use crate::time::{Duration, Instant};
@@ -59,6 +62,7 @@ use acb::{allowance_step, Acb};
 use conn::{Conn, Phase};
 use sched::Stride;
 use std::collections::VecDeque;
+pub use wired::{Command, Stream, Wired};
 
 /// Which side of the proxy a packet comes from or goes to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -208,6 +212,10 @@ pub struct Proxy {
     acbs: Vec<Acb>,
     by_mobile: FxMap<IpAddress, usize>,
     out: VecDeque<(Side, Packet)>,
+    /// Stream mode (the daemon): wired legs are kernel sockets driven through
+    /// `cmds`, and the wireless leg carries real bytes.
+    streams: bool,
+    cmds: VecDeque<Command>,
     ident: u16,
     pub trace: Option<Vec<Event>>,
     pub stats: ProxyStats,
@@ -223,10 +231,18 @@ impl Proxy {
             acbs: vec![],
             by_mobile: FxMap::default(),
             out: VecDeque::new(),
+            streams: false,
+            cmds: VecDeque::new(),
             ident: 1,
             trace: None,
             stats: ProxyStats::default(),
         }
+    }
+
+    /// A proxy whose wired legs are byte streams over kernel sockets (the daemon):
+    /// see [`Command`] and the `stream_*` methods.
+    pub fn with_streams(cfg: ProxyConfig) -> Proxy {
+        Proxy { streams: true, ..Proxy::new(cfg) }
     }
 
     /// The next packet to send, and the side it goes to.
@@ -259,7 +275,9 @@ impl Proxy {
                 continue;
             }
             if self.conns[c].wired.poll_timeout().is_some_and(|t| t <= now) {
-                self.conns[c].wired.handle_timeout(now);
+                if let Some(t) = self.conns[c].wired.tcp() {
+                    t.handle_timeout(now);
+                }
                 self.drain_wired(c, now);
             }
         }
@@ -311,15 +329,19 @@ impl Proxy {
             return;
         }
         if r.flags.has(TcpFlags::RST) {
-            if from == Side::Wired {
-                self.conns[c].wired.on_segment(now, &r, 0);
+            if let (Side::Wired, Some(t)) = (from, self.conns[c].wired.tcp()) {
+                t.on_segment(now, &r, 0);
             }
-            self.out.push_back((other(from), p));
+            if self.streams {
+                self.cmds.push_back(Command::Reset(c));
+            } else {
+                self.out.push_back((other(from), p));
+            }
             return self.close(c, now);
         }
         match from {
             Side::Wired => self.from_server(c, now, &r, p.payload_len),
-            Side::Wireless => self.from_mobile(c, now, &r, p.payload_len),
+            Side::Wireless => self.from_mobile(c, now, &r, p.payload_len, p.l4_payload()),
         }
         let a = self.conns[c].acb;
         self.service(a, now);
@@ -345,12 +367,18 @@ impl Proxy {
                 self.acbs.len() - 1
             }
         };
-        let mut wired = crate::tcp::Tcp::new(self.cfg.wired_tcp, mport, sport, r.seq);
-        wired.connect(now);
+        let c = self.conns.len();
+        let wired = if self.streams {
+            self.cmds.push_back(Command::Connect { conn: c, mobile: (mobile, mport), server: (server, sport) });
+            Wired::Stream(Stream::default())
+        } else {
+            let mut t = crate::tcp::Tcp::new(self.cfg.wired_tcp, mport, sport, r.seq);
+            t.connect(now);
+            Wired::Tcp(Box::new(t))
+        };
         let (class, tickets) =
             self.cfg.classes.iter().find(|c| c.0 == sport).map(|c| (c.1, c.2)).unwrap_or(self.cfg.default_class);
         let mss = (self.cfg.mss as u64).min(r.mss.unwrap_or(536) as u64);
-        let c = self.conns.len();
         self.conns.push(Conn {
             flow: p.meta.flow,
             mobile,
@@ -360,6 +388,8 @@ impl Proxy {
             acb: a,
             phase: Phase::Connecting,
             wired,
+            down: self.streams.then(SendBuf::default),
+            up: self.streams.then(RecvBuf::default),
             iss: 0,
             irs: r.seq,
             established: false,
@@ -423,11 +453,12 @@ impl Proxy {
             }
         }
         let was_connecting = conn.phase == Phase::Connecting;
-        conn.wired.on_segment(now, &seg, len);
+        let Some(t) = conn.wired.tcp() else { return };
+        t.on_segment(now, &seg, len);
         if was_connecting
             && r.flags.has(TcpFlags::SYN)
             && r.flags.has(TcpFlags::ACK)
-            && conn.wired.state == crate::tcp::State::Established
+            && t.state == crate::tcp::State::Established
         {
             conn.phase = Phase::Open;
             conn.iss = r.seq;
@@ -445,7 +476,7 @@ impl Proxy {
         self.emit(c, Side::Wireless, h, 0, now);
     }
 
-    fn from_mobile(&mut self, c: usize, now: Instant, r: &TcpRepr, len: u32) {
+    fn from_mobile(&mut self, c: usize, now: Instant, r: &TcpRepr, len: u32, payload: Option<&[u8]>) {
         if is_syn(r) {
             // The mobile did not get our SYN-ACK.
             if self.conns[c].phase == Phase::Open && !self.conns[c].established {
@@ -474,6 +505,9 @@ impl Proxy {
                 .collect();
             if acked > conn.snd_una {
                 conn.snd_una = acked;
+                if let Some(d) = &mut conn.down {
+                    d.release(acked - 1);
+                }
             }
             if conn.fin_sent && acked > conn.fin_at.unwrap_or(u64::MAX) && !conn.fin_acked {
                 conn.fin_acked = true;
@@ -509,9 +543,10 @@ impl Proxy {
         }
         let conn = &mut self.conns[c];
         if len > 0 || r.flags.has(TcpFlags::FIN) {
-            if conn.receive(r.seq, len, r.flags.has(TcpFlags::FIN)) {
+            if conn.receive(r.seq, len, r.flags.has(TcpFlags::FIN), payload) {
                 let (n, fin) = (conn.rcv_nxt - 1, conn.mobile_fin_in);
                 conn.wired.set_app_data(Some(n), fin);
+                self.wake(c);
                 self.drain_wired(c, now);
             }
             self.flush_acks(c, now);
@@ -522,26 +557,27 @@ impl Proxy {
     fn release_fin(&mut self, c: usize, now: Instant) {
         let conn = &mut self.conns[c];
         let Some(off) = conn.fin_at else { return };
+        // A kernel socket acknowledged the server's FIN when it came.
+        let Wired::Tcp(wired) = &mut conn.wired else { return self.drain_wired(c, now) };
         let h = TcpRepr {
             src_port: conn.sport,
             dst_port: conn.mport,
             seq: conn.iss.wrapping_add(off as u32),
-            ack: conn.wired.iss().wrapping_add(1 + conn.wired.app_limit().unwrap_or(0) as u32),
+            ack: wired.iss().wrapping_add(1 + wired.app_limit().unwrap_or(0) as u32),
             flags: TcpFlags(TcpFlags::FIN),
             window: 65535,
             ..Default::default()
         };
-        let limit = conn.wired.app_limit();
-        conn.wired.on_segment(now, &h, 0);
+        let limit = wired.app_limit();
+        wired.on_segment(now, &h, 0);
         // The wired leg closes when the mobile does, not on the server's FIN.
-        let fin_in = conn.mobile_fin_in;
-        conn.wired.set_app_data(limit, fin_in);
+        wired.set_app_data(limit, conn.mobile_fin_in);
         self.drain_wired(c, now);
     }
 
     /// Sends the wired leg's segments to the server; closes a finished split.
     fn drain_wired(&mut self, c: usize, now: Instant) {
-        while let Some(seg) = self.conns[c].wired.poll_transmit(now) {
+        while let Some(seg) = self.conns[c].wired.tcp().and_then(|t| t.poll_transmit(now)) {
             self.emit(c, Side::Wired, seg.repr, seg.len, now);
         }
         // The server acknowledged the wired leg's FIN: the mobile's FIN may be ACKed.
@@ -569,8 +605,13 @@ impl Proxy {
 
     fn close(&mut self, c: usize, _now: Instant) {
         self.live.retain(|&x| x != c);
+        if self.streams {
+            self.cmds.push_back(Command::Close(c));
+        }
         let conn = &mut self.conns[c];
         conn.phase = Phase::Closed;
+        conn.down = conn.down.take().map(|_| SendBuf::default());
+        conn.up = conn.up.take().map(|_| RecvBuf::default());
         let a = conn.acb;
         let acb = &mut self.acbs[a];
         acb.conns.retain(|&x| x != c);
@@ -645,7 +686,13 @@ impl Proxy {
         conn.ack_owed = false;
         let h = conn.header(s, flags);
         self.stats.segments_sent += 1;
-        self.emit(c, Side::Wireless, h, len as u32, now);
+        match &conn.down {
+            Some(d) if len > 0 => {
+                let data = d.read(s - 1, len as usize);
+                self.emit_bytes(c, h, &data, now)
+            }
+            _ => self.emit(c, Side::Wireless, h, len as u32, now),
+        }
     }
 
     fn flow_control(&mut self, a: usize, now: Instant) {
@@ -679,6 +726,10 @@ impl Proxy {
             if capchange {
                 conn.last_cap = Some(cap);
                 conn.wired.set_window_cap(Some(cap));
+                if let Some(s) = conn.wired.stream() {
+                    s.cap_at = s.received;
+                    self.cmds.push_back(Command::Wake(c));
+                }
             }
             if qchange {
                 self.log(now, EventKind::Queue, flow, -1, 0, qc as i64);
@@ -699,6 +750,22 @@ impl Proxy {
         let p = Packet::new(src, dst, self.ident, L4::Tcp(h), len, conn.flow, now);
         self.ident = self.ident.wrapping_add(1);
         self.out.push_back((to, p));
+    }
+
+    /// A wireless-leg segment with real payload bytes.
+    fn emit_bytes(&mut self, c: usize, h: TcpRepr, data: &[u8], now: Instant) {
+        let conn = &self.conns[c];
+        let meta = crate::wire::Meta::new(conn.flow, now);
+        let p = Packet::tcp_with_payload(conn.server, conn.mobile, self.ident, h, data, meta);
+        self.ident = self.ident.wrapping_add(1);
+        self.out.push_back((Side::Wireless, p));
+    }
+
+    /// Tells a stream driver to look at the connection again.
+    fn wake(&mut self, c: usize) {
+        if self.streams && self.cmds.back() != Some(&Command::Wake(c)) {
+            self.cmds.push_back(Command::Wake(c));
+        }
     }
 
     fn log(&mut self, at: Instant, kind: EventKind, flow: i32, seq: i64, len: i64, value: i64) {

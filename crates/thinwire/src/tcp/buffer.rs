@@ -123,6 +123,14 @@ impl RecvBuf {
     pub fn out_of_order(&self) -> usize {
         self.ooo.values().map(Vec::len).sum()
     }
+    /// Copies up to `max` in-order bytes without taking them.
+    pub fn peek(&self, max: usize) -> Vec<u8> {
+        self.ready.iter().take(max).copied().collect()
+    }
+    /// Drops `n` in-order bytes (after a successful [`peek`](Self::peek)).
+    pub fn consume(&mut self, n: usize) {
+        self.ready.drain(..n.min(self.ready.len()));
+    }
     /// Takes up to `max` in-order bytes.
     pub fn read(&mut self, max: usize) -> Vec<u8> {
         let n = max.min(self.ready.len());

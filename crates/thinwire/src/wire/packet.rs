@@ -98,6 +98,30 @@ impl Packet {
         Ok(Packet { ip, l4, payload_len, bytes: Some(bytes), meta })
     }
 
+    /// A real TCP packet: headers built from the reprs, checksums over `payload`.
+    pub fn tcp_with_payload(
+        src: IpAddress,
+        dst: IpAddress,
+        ident: u16,
+        tcp: TcpRepr,
+        payload: &[u8],
+        meta: Meta,
+    ) -> Packet {
+        let ip = IpRepr::new(src, dst, ip::PROTO_TCP, ident, tcp.header_len() + payload.len());
+        let mut buf = vec![0u8; ip.total_len()];
+        ip.emit(&mut buf);
+        tcp.emit(&mut buf[ip.header_len()..], payload, src, dst);
+        Packet { ip, l4: L4::Tcp(tcp), payload_len: payload.len() as u32, bytes: Some(Arc::new(buf)), meta }
+    }
+
+    /// A real packet's transport payload (the bytes after the TCP or UDP header);
+    /// `None` for a virtual payload.
+    pub fn l4_payload(&self) -> Option<&[u8]> {
+        let b = self.bytes.as_ref()?;
+        let end = self.ip.total_len().min(b.len());
+        end.checked_sub(self.payload_len as usize).map(|start| &b[start..end])
+    }
+
     /// Bytes on the wire at the IP layer.
     pub fn size(&self) -> u32 {
         match &self.bytes {
