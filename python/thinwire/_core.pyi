@@ -63,6 +63,11 @@ def replay(
     """Replays an emulation's inputs through the scenario's path until `end_ns`:
     the schedule log, line by line."""
 
+def proxy_daemon(config: str | os.PathLike[str], overrides: list[str], duration_s: float | None = ...) -> None:
+    """Runs the `thinwire proxy` daemon until a signal (or `duration_s`). Raises
+    EmulateError for what the user must fix (a bad configuration file, no root),
+    RuntimeError otherwise."""
+
 def analyze_capture(path: str | os.PathLike[str], columns: bool = ...) -> dict[str, Any]:
     """Per-connection TCP statistics of a pcap/pcapng capture; raises CaptureError."""
 

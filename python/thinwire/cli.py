@@ -317,6 +317,24 @@ def _check_command(cmd: str, what: str) -> None:
         _die(f"{what} {cmd!r}: {first!r} is not a command found on PATH")
 
 
+def _cmd_proxy(a) -> int:
+    from . import _core
+
+    if not hasattr(_core, "proxy_daemon"):
+        _die("thinwire proxy runs on Linux only")
+    duration = _seconds(a.duration, "--duration") if a.duration else None
+    if not os.path.isfile(a.config):
+        _die(f"--config {a.config}: no such file (a TOML file with [proxy] and [daemon] tables; see docs/proxy.md)")
+    try:
+        _core.proxy_daemon(a.config, a.set or [], duration)
+    except _core.EmulateError as e:
+        _die(str(e))
+    except RuntimeError as e:
+        print(f"thinwire: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _cmd_emulate(a) -> int:
     from .api import load_scenario_text, path_overrides
     from .emulate import EmulateError, available, emulate
@@ -545,6 +563,19 @@ def main(argv: list[str] | None = None) -> int:
         "--json", action="store_true", help="print the summary as JSON (the commands' own output then goes to stderr)"
     )
     em.set_defaults(fn=_cmd_emulate)
+    px = sub.add_parser(
+        "proxy", help="the split-TCP proxy as a daemon: mobiles' TCP split at this router (Linux, root)"
+    )
+    px.add_argument("--config", required=True, metavar="FILE", help="TOML file with [proxy] and [daemon] tables")
+    px.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a key, e.g. daemon.mobile_interface=eth1",
+    )
+    px.add_argument("--duration", help="stop after this long (default: until SIGTERM/SIGINT)")
+    px.set_defaults(fn=_cmd_proxy)
     sl = sub.add_parser(
         "simulate-log", help="replay an emulation's inputs through the same link models and compare decisions"
     )

@@ -20,6 +20,7 @@
 //! Rattan for the shape (namespaces, TUN, one event loop).
 pub mod logs;
 pub mod netns;
+pub mod proxyd;
 pub mod sys;
 
 use std::os::fd::{AsRawFd, OwnedFd};

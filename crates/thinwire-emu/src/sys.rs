@@ -130,13 +130,33 @@ impl Poll {
         cvt(unsafe { libc::epoll_ctl(self.0.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
         Ok(())
     }
+    /// Registers `fd` for `events` (EPOLLIN, EPOLLOUT, ...; level-triggered),
+    /// changing or removing an earlier registration (`events` 0: none, so not
+    /// even hang-ups are reported). `registered` tracks the state per descriptor.
+    pub fn interest(&self, fd: RawFd, token: u64, events: u32, registered: &mut bool) -> io::Result<()> {
+        let op = match (events != 0, *registered) {
+            (false, false) => return Ok(()),
+            (false, true) => {
+                self.remove(fd);
+                *registered = false;
+                return Ok(());
+            }
+            (true, false) => libc::EPOLL_CTL_ADD,
+            (true, true) => libc::EPOLL_CTL_MOD,
+        };
+        let mut ev = libc::epoll_event { events, u64: token };
+        // SAFETY: epoll_ctl reads the event we own.
+        cvt(unsafe { libc::epoll_ctl(self.0.as_raw_fd(), op, fd, &mut ev) })?;
+        *registered = true;
+        Ok(())
+    }
     pub fn remove(&self, fd: RawFd) {
         // SAFETY: EPOLL_CTL_DEL ignores the event pointer; an unknown fd only fails.
         unsafe { libc::epoll_ctl(self.0.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
     }
     /// Waits for readiness (`timeout_ms` −1: forever); returns the ready tokens.
     pub fn wait(&self, out: &mut Vec<u64>, timeout_ms: i32) -> io::Result<()> {
-        let mut evs = [libc::epoll_event { events: 0, u64: 0 }; 16];
+        let mut evs = [libc::epoll_event { events: 0, u64: 0 }; 64];
         // SAFETY: epoll_wait writes at most evs.len() events into our array.
         let n = unsafe { libc::epoll_wait(self.0.as_raw_fd(), evs.as_mut_ptr(), evs.len() as i32, timeout_ms) };
         out.clear();
@@ -158,12 +178,16 @@ pub struct Signals {
 
 impl Signals {
     pub fn new() -> io::Result<Signals> {
+        Signals::of(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])
+    }
+    /// The given signals instead.
+    pub fn of(signals: &[i32]) -> io::Result<Signals> {
         // SAFETY: sigset manipulation on values we own; pthread_sigmask and
         // signalfd read them.
         unsafe {
             let mut set: libc::sigset_t = std::mem::zeroed();
             libc::sigemptyset(&mut set);
-            for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            for &s in signals {
                 libc::sigaddset(&mut set, s);
             }
             let mut old: libc::sigset_t = std::mem::zeroed();

@@ -94,3 +94,25 @@ pub fn replay(
     thinwire_emu::replay(&sc, &inputs, thinwire::time::Instant(end_ns), gateway)
         .map_err(|e| EmulateError::new_err(e.to_string()))
 }
+
+/// Runs the `thinwire proxy` daemon until a signal (or `duration_s`). Raises
+/// EmulateError for what the user must fix (a bad configuration file, no root),
+/// RuntimeError otherwise.
+#[pyfunction]
+#[pyo3(signature = (config, overrides, duration_s=None))]
+pub fn proxy_daemon(
+    py: Python<'_>,
+    config: std::path::PathBuf,
+    overrides: Vec<String>,
+    duration_s: Option<f64>,
+) -> PyResult<()> {
+    let opts = thinwire_emu::proxyd::Options {
+        config,
+        overrides,
+        duration: duration_s.map(thinwire::time::Duration::from_secs_f64),
+    };
+    py.allow_threads(|| thinwire_emu::proxyd::run(opts)).map_err(|e| match e {
+        thinwire_emu::EmuError::Usage(m) => EmulateError::new_err(m),
+        thinwire_emu::EmuError::Failed(m) => pyo3::exceptions::PyRuntimeError::new_err(m),
+    })
+}

@@ -110,6 +110,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     {
         m.add_function(wrap_pyfunction!(emulate::emulate, m)?)?;
         m.add_function(wrap_pyfunction!(emulate::replay, m)?)?;
+        m.add_function(wrap_pyfunction!(emulate::proxy_daemon, m)?)?;
         m.add("EmulateError", m.py().get_type::<emulate::EmulateError>())?;
     }
     m.add("TRACE_LAYERS", thinwire::trace::LAYERS.to_vec())?;

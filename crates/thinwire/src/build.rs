@@ -376,10 +376,16 @@ pub fn session(f: &FlowCfg) -> Option<SessionConfig> {
 /// The split-TCP proxy's configuration from `[proxy]`; the link rate defaults to
 /// the wireless downlink's.
 pub fn proxy_config(sc: &Scenario) -> Option<crate::proxy::ProxyConfig> {
-    let p = sc.proxy.as_ref()?;
+    Some(proxy_config_from(sc.proxy.as_ref()?, Some(dir_rate(sc, 0))))
+}
+
+/// The proxy's configuration from a `[proxy]` table; the link rate defaults to
+/// `down` (bits per second), else to the model's default.
+pub fn proxy_config_from(p: &crate::config::ProxyCfg, down: Option<u64>) -> crate::proxy::ProxyConfig {
     let mut c = crate::proxy::ProxyConfig::default();
-    let down = dir_rate(sc, 0);
-    c.link_rate = p.link_rate.map(|r| r.0).unwrap_or(down) / 8;
+    if let Some(r) = p.link_rate.map(|r| r.0).or(down) {
+        c.link_rate = r / 8;
+    }
     if let Some(d) = p.link_rtt {
         c.link_rtt = d.0;
     }
@@ -410,7 +416,7 @@ pub fn proxy_config(sc: &Scenario) -> Option<crate::proxy::ProxyConfig> {
     if let Some(cs) = &p.classes {
         c.classes = cs.iter().map(|k| (k.port, k.priority, k.tickets)).collect();
     }
-    Some(c)
+    c
 }
 
 #[cfg(test)]

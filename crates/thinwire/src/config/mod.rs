@@ -10,6 +10,7 @@
 //! Overrides (`--set KEY=VALUE`) are applied to the TOML tree before typing: dotted
 //! paths, list items by index (`flow.0.bytes=1MB`); the value is read as a TOML
 //! value when it parses as one, else as a string.
+pub mod daemon;
 pub mod flow;
 pub mod link;
 pub mod proxy;
@@ -233,15 +234,28 @@ pub fn parse_links(text: &str, overrides: &[String]) -> Result<Scenario, ConfigE
 }
 
 fn parse(text: &str, overrides: &[String], flows_run: bool) -> Result<Scenario, ConfigError> {
-    let mut value: toml::Value = text.parse::<toml::Table>().map(toml::Value::Table).map_err(|e| {
-        let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
-        let at = line.map(|l| format!(" at line {l}")).unwrap_or_default();
-        cerr("", format!("malformed TOML{at}: {}", one_line(e.message())))
-    })?;
+    let mut value = toml_value(text)?;
     for o in overrides {
         apply_override(&mut value, o)?;
     }
-    let mut sc: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
+    let mut sc: Scenario = deserialize(value)?;
+    validate(&sc, flows_run)?;
+    load_delivery_traces(&mut sc)?;
+    Ok(sc)
+}
+
+/// A TOML document, or an error naming the line.
+pub(crate) fn toml_value(text: &str) -> Result<toml::Value, ConfigError> {
+    text.parse::<toml::Table>().map(toml::Value::Table).map_err(|e| {
+        let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+        let at = line.map(|l| format!(" at line {l}")).unwrap_or_default();
+        cerr("", format!("malformed TOML{at}: {}", one_line(e.message())))
+    })
+}
+
+/// Deserializes a TOML value, with errors naming the field path.
+pub(crate) fn deserialize<T: serde::de::DeserializeOwned>(value: toml::Value) -> Result<T, ConfigError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let msg = e.inner().to_string();
         // An error inside a tagged section carries the section's own field path.
@@ -257,10 +271,7 @@ fn parse(text: &str, overrides: &[String], flows_run: bool) -> Result<Scenario, 
             }
         }
         cerr(path, units::first_line(&msg))
-    })?;
-    validate(&sc, flows_run)?;
-    load_delivery_traces(&mut sc)?;
-    Ok(sc)
+    })
 }
 
 /// Reads the delivery traces `[wireless.down]`/`[wireless.up]` name (a relative

@@ -62,6 +62,7 @@ use acb::{allowance_step, Acb};
 use conn::{Conn, Phase};
 use sched::Stride;
 use std::collections::VecDeque;
+pub use streams::MobileSnapshot;
 pub use wired::{Command, Stream, Wired};
 
 /// Which side of the proxy a packet comes from or goes to.

@@ -6,7 +6,7 @@ use super::conn::Phase;
 use super::wired::{Command, Wired};
 use super::{Proxy, Side};
 use crate::time::Instant;
-use crate::wire::{Packet, TcpFlags, TcpRepr, L4};
+use crate::wire::{IpAddress, Packet, TcpFlags, TcpRepr, L4};
 
 impl Proxy {
     /// The next thing the stream driver must do.
@@ -189,4 +189,55 @@ impl Proxy {
         self.ident = self.ident.wrapping_add(1);
         self.out.push_back((Side::Wireless, p));
     }
+
+    /// Whether the proxy carries the connection of this 4-tuple (mobile side
+    /// first) and it is not finished.
+    pub fn tracks(&self, mobile: (IpAddress, u16), server: (IpAddress, u16)) -> bool {
+        self.by_key
+            .get(&(mobile.0, mobile.1, server.0, server.1))
+            .is_some_and(|&c| self.conns[c].phase != Phase::Closed)
+    }
+
+    /// Connections not finished, in all and for one mobile host.
+    pub fn live_connections(&self) -> usize {
+        self.live.len()
+    }
+    pub fn mobile_connections(&self, mobile: IpAddress) -> usize {
+        self.aggregate(mobile).map_or(0, |a| a.conns.len())
+    }
+
+    /// Bytes held for all mobiles (queued or not yet acknowledged by them).
+    pub fn buffered(&self) -> u64 {
+        self.live.iter().map(|&c| self.conns[c].held()).sum()
+    }
+
+    /// One line per mobile host with live connections: its address, window, bytes
+    /// queued (not yet sent), bytes in flight, smoothed RTT and connections.
+    pub fn mobile_snapshots(&self) -> Vec<MobileSnapshot> {
+        self.acbs
+            .iter()
+            .filter(|a| !a.conns.is_empty())
+            .map(|a| MobileSnapshot {
+                mobile: a.mobile,
+                window: a.clamp,
+                queued: a.conns.iter().map(|&c| self.conns[c].unsent()).sum(),
+                in_flight: a.outstanding(),
+                srtt: a.rtt.srtt,
+                connections: a.conns.len(),
+                stalled: a.stalled,
+            })
+            .collect()
+    }
+}
+
+/// The state of one mobile host's aggregate, for a stats report.
+#[derive(Clone, Debug)]
+pub struct MobileSnapshot {
+    pub mobile: IpAddress,
+    pub window: u64,
+    pub queued: u64,
+    pub in_flight: u64,
+    pub srtt: Option<crate::time::Duration>,
+    pub connections: usize,
+    pub stalled: bool,
 }

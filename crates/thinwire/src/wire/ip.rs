@@ -19,6 +19,24 @@ impl From<[u8; 4]> for IpAddress {
     }
 }
 
+impl From<std::net::IpAddr> for IpAddress {
+    fn from(a: std::net::IpAddr) -> Self {
+        match a {
+            std::net::IpAddr::V4(a) => IpAddress::V4(a.octets()),
+            std::net::IpAddr::V6(a) => IpAddress::V6(a.octets()),
+        }
+    }
+}
+
+impl From<IpAddress> for std::net::IpAddr {
+    fn from(a: IpAddress) -> Self {
+        match a {
+            IpAddress::V4(a) => std::net::IpAddr::from(a),
+            IpAddress::V6(a) => std::net::IpAddr::from(a),
+        }
+    }
+}
+
 impl From<[u8; 16]> for IpAddress {
     fn from(a: [u8; 16]) -> Self {
         IpAddress::V6(a)
