@@ -727,9 +727,16 @@ impl Proxy {
             if capchange {
                 conn.last_cap = Some(cap);
                 conn.wired.set_window_cap(Some(cap));
-                if let Some(s) = conn.wired.stream() {
-                    s.cap_at = s.received;
-                    self.cmds.push_back(Command::Wake(c));
+            }
+            // A stream's read allowance counts from now (bytes read since the last
+            // update are in `qc`), whether or not the cap changed.
+            // The driver looks at the socket again whenever it may read (it stops
+            // watching a socket it may not read, and a stall's end changes no cap).
+            if let Some(s) = conn.wired.stream() {
+                s.cap = cap;
+                s.cap_at = s.received;
+                if s.read_allowance() > 0 {
+                    self.wake(c);
                 }
             }
             if qchange {
