@@ -16,9 +16,13 @@ from conftest import ROOT, thinwire_cli
 from test_emulate import WHY, clean, emulate, processes, served, sha  # noqa: F401  (clean is a fixture)
 
 NFT = shutil.which("nft") or (os.path.exists("/usr/sbin/nft") and "/usr/sbin/nft")
-pytestmark = pytest.mark.skipif(
-    WHY is not None or not NFT, reason=f"{WHY or 'the proxy daemon needs nftables (nft)'} (CI runs these tests as root)"
-)
+pytestmark = [
+    pytest.mark.usefixtures("clean"),
+    pytest.mark.skipif(
+        WHY is not None or not NFT,
+        reason=f"{WHY or 'the proxy daemon needs nftables (nft)'} (CI runs these tests as root)",
+    ),
+]
 APPS = ROOT / "tests" / "tools" / "proxy_apps.py"
 PY = sys.executable
 S = "10.0.0.1"
@@ -91,7 +95,7 @@ def blob(tmp: Path, name: str, size: int, seed: int) -> Path:
     return dst
 
 
-def test_downloads_and_uploads_are_byte_exact(tmp_path, clean):
+def test_downloads_and_uploads_are_byte_exact(tmp_path):
     files = {n: blob(tmp_path, f"{n}.bin", n, n) for n in (1, 100_000, 5_000_000)}
     sink = tmp_path / "sink"
     sink.mkdir()
@@ -120,7 +124,7 @@ def test_downloads_and_uploads_are_byte_exact(tmp_path, clean):
     assert not processes("thinwire.cli proxy")
 
 
-def test_half_close_reset_and_refusal_semantics(tmp_path, clean):
+def test_half_close_reset_and_refusal_semantics(tmp_path):
     """The PEPsal cases and the mapping of RSTs, over a slow link."""
     echo_in = blob(tmp_path, "echo.bin", 300_000, 7)
     reply = blob(tmp_path, "reply.bin", 150_000, 8)
@@ -153,7 +157,7 @@ def test_half_close_reset_and_refusal_semantics(tmp_path, clean):
     assert all(e.get("server", "").split(":")[0] != "10.0.1.1" for e in ev if e["event"] == "connect")
 
 
-def test_limits_pass_new_connections_through_and_reload_on_sighup(tmp_path, clean):
+def test_limits_pass_new_connections_through_and_reload_on_sighup(tmp_path):
     f = blob(tmp_path, "f.bin", 60_000, 11)
     cfg = tmp_path / "proxy.toml"
     # First 5 parallel fetches with at most 2 proxied per mobile, then raise the
