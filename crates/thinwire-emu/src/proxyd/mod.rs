@@ -292,7 +292,7 @@ impl Daemon {
             // that began before the daemon): the proxy answers or passes it.
             return self.proxy.on_packet(now, Side::Wireless, p);
         }
-        if !self.prefixes.is_empty() && !self.prefixes.iter().any(|x| x.contains(key.0)) {
+        if !self.prefixes.is_empty() && !self.prefixes.iter().any(|x| x.contains(key.0.into())) {
             return self.pass(p);
         }
         if let Some(why) = self.forbidden(key.2) {

@@ -24,8 +24,8 @@ use super::proxy::{validate_proxy, ProxyCfg};
 use super::units::{Dur, Size};
 use super::{cerr, ConfigError};
 use crate::time::Duration;
-use crate::wire::IpAddress;
 use serde::Deserialize;
+use std::net::IpAddr;
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -109,7 +109,7 @@ fn zero() -> Dur {
 /// An address prefix (`10.0.1.0/24`, `fd00:1::/64`, or one address).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Prefix {
-    pub addr: IpAddress,
+    pub addr: IpAddr,
     pub len: u8,
 }
 
@@ -119,10 +119,10 @@ impl Prefix {
         let ip: std::net::IpAddr = a.trim().parse().ok()?;
         let max = if ip.is_ipv4() { 32 } else { 128 };
         let len = if l.is_empty() { max } else { l.trim().parse::<u8>().ok().filter(|&n| n <= max)? };
-        Some(Prefix { addr: ip.into(), len })
+        Some(Prefix { addr: ip, len })
     }
-    pub fn contains(&self, a: IpAddress) -> bool {
-        let (p, x): (u128, u128) = match (std::net::IpAddr::from(self.addr), std::net::IpAddr::from(a)) {
+    pub fn contains(&self, a: IpAddr) -> bool {
+        let (p, x): (u128, u128) = match (self.addr, a) {
             (std::net::IpAddr::V4(p), std::net::IpAddr::V4(x)) => {
                 ((u32::from(p) as u128) << 96, (u32::from(x) as u128) << 96)
             }
@@ -230,11 +230,11 @@ mod tests {
     #[test]
     fn prefixes_match_their_family_only() {
         let p = Prefix::parse("10.0.1.0/24").unwrap();
-        assert!(p.contains(IpAddress::from([10, 0, 1, 77])));
-        assert!(!p.contains(IpAddress::from([10, 0, 2, 1])));
+        assert!(p.contains(IpAddr::from([10, 0, 1, 77])));
+        assert!(!p.contains(IpAddr::from([10, 0, 2, 1])));
         let v6 = Prefix::parse("fd00:1::/64").unwrap();
-        assert!(v6.contains("fd00:1::2".parse::<std::net::IpAddr>().unwrap().into()));
-        assert!(!v6.contains(IpAddress::from([10, 0, 1, 77])));
-        assert!(Prefix::parse("0.0.0.0/0").unwrap().contains(IpAddress::from([1, 2, 3, 4])));
+        assert!(v6.contains("fd00:1::2".parse::<IpAddr>().unwrap()));
+        assert!(!v6.contains(IpAddr::from([10, 0, 1, 77])));
+        assert!(Prefix::parse("0.0.0.0/0").unwrap().contains(IpAddr::from([1, 2, 3, 4])));
     }
 }
