@@ -17,6 +17,7 @@ __all__ = [
     "EmulateError",
     "emulate",
     "replay",
+    "proxy_daemon",
 ]
 
 class ScenarioError(ValueError):
