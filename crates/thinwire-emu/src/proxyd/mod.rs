@@ -167,6 +167,7 @@ impl Daemon {
     fn run_loop(&mut self, opts: &Options, signals: &sys::Signals, end: Option<Instant>) -> Result<(), EmuError> {
         let mut ready = Vec::with_capacity(64);
         let mut next_stats = self.stats_due(Instant::ZERO);
+        let mut next_house = Instant::ZERO;
         loop {
             let now = self.now();
             let mut wake = now + Duration::from_secs(1);
@@ -194,7 +195,10 @@ impl Daemon {
             if self.proxy.poll_timeout().is_some_and(|t| t <= now) {
                 self.proxy.handle_timeout(now);
             }
-            self.housekeeping(now);
+            if now >= next_house {
+                self.housekeeping(now);
+                next_house = now + Duration::from_millis(20);
+            }
             self.settle(now)?;
             if next_stats.is_some_and(|t| t <= now) {
                 self.stats("stats");

@@ -27,7 +27,6 @@ pub struct Interception {
     tun: String,
     table: u32,
     fwmark: u32,
-    nft: bool,
 }
 
 fn sysctl(key: &str, value: &str) -> Result<(), String> {
@@ -54,9 +53,8 @@ fn nft(script: &str) -> Result<(), String> {
 
 impl Interception {
     pub fn install(d: &DaemonCfg) -> Result<Interception, String> {
-        let me = Interception { tun: d.tun.clone(), table: d.table, fwmark: d.fwmark, nft: false };
+        let me = Interception { tun: d.tun.clone(), table: d.table, fwmark: d.fwmark };
         me.remove_rules();
-        let mut me = me;
         let (t, lt, mark) = (d.table.to_string(), (d.table + 1).to_string(), d.fwmark.to_string());
         ip(&["link", "set", &d.tun, "up"])?;
         ip(&["link", "set", &d.tun, "addrgenmode", "none"]).ok();
@@ -85,7 +83,6 @@ impl Interception {
             mif = d.mobile_interface,
         );
         nft(&script)?;
-        me.nft = true;
         Ok(me)
     }
 

@@ -2,17 +2,10 @@
 //! address with IP_TRANSPARENT / IPV6_TRANSPARENT, so the server sees the mobile,
 //! not the proxy), non-blocking, with a small receive buffer so that the proxy's
 //! allowance, not the kernel, decides how much a server may send ahead.
+use crate::sys::cvt;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-
-fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r)
-    }
-}
 
 fn setopt(fd: &OwnedFd, level: i32, name: i32, v: libc::c_int) -> io::Result<()> {
     // SAFETY: setsockopt reads an int we own.

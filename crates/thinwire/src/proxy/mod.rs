@@ -724,20 +724,16 @@ impl Proxy {
             let cap = if stalled { 0 } else { (conn.allowance as u64).saturating_sub(qc) };
             let (flow, qchange, capchange) = (conn.flow as i32, qc != conn.last_queue, Some(cap) != conn.last_cap);
             conn.last_queue = qc;
-            if capchange {
+            // A stream's read allowance counts from now, so it is set whether or
+            // not the cap changed; the driver looks at the socket again whenever
+            // it may read (it stops watching a socket it may not read, and a
+            // stall's end changes no cap).
+            if capchange || matches!(conn.wired, Wired::Stream(_)) {
                 conn.last_cap = Some(cap);
                 conn.wired.set_window_cap(Some(cap));
             }
-            // A stream's read allowance counts from now (bytes read since the last
-            // update are in `qc`), whether or not the cap changed.
-            // The driver looks at the socket again whenever it may read (it stops
-            // watching a socket it may not read, and a stall's end changes no cap).
-            if let Some(s) = conn.wired.stream() {
-                s.cap = cap;
-                s.cap_at = s.received;
-                if s.read_allowance() > 0 {
-                    self.wake(c);
-                }
+            if conn.wired.stream().is_some_and(|s| s.read_allowance() > 0) {
+                self.wake(c);
             }
             if qchange {
                 self.log(now, EventKind::Queue, flow, -1, 0, qc as i64);

@@ -35,15 +35,7 @@ impl Proxy {
             return;
         }
         let conn = &self.conns[c];
-        let h = TcpRepr {
-            src_port: conn.sport,
-            dst_port: conn.mport,
-            seq: 0,
-            ack: conn.irs.wrapping_add(1),
-            flags: TcpFlags(TcpFlags::RST | TcpFlags::ACK),
-            window: 0,
-            ..Default::default()
-        };
+        let h = syn_reset(conn.sport, conn.mport, conn.irs);
         self.emit(c, Side::Wireless, h, 0, now);
         self.close(c, now);
     }
@@ -177,14 +169,7 @@ impl Proxy {
     /// with a RST, as a closed port would.
     pub fn refuse(&mut self, now: Instant, syn: &Packet) {
         let L4::Tcp(r) = syn.l4 else { return };
-        let h = TcpRepr {
-            src_port: r.dst_port,
-            dst_port: r.src_port,
-            seq: 0,
-            ack: r.seq.wrapping_add(1),
-            flags: TcpFlags(TcpFlags::RST | TcpFlags::ACK),
-            ..Default::default()
-        };
+        let h = syn_reset(r.dst_port, r.src_port, r.seq);
         let p = Packet::new(syn.ip.dst(), syn.ip.src(), self.ident, L4::Tcp(h), 0, syn.meta.flow, now);
         self.ident = self.ident.wrapping_add(1);
         self.out.push_back((Side::Wireless, p));
@@ -227,6 +212,18 @@ impl Proxy {
                 stalled: a.stalled,
             })
             .collect()
+    }
+}
+
+/// The RST|ACK a closed port answers a SYN with (sequence `isn`) — RFC 793.
+fn syn_reset(src_port: u16, dst_port: u16, isn: u32) -> TcpRepr {
+    TcpRepr {
+        src_port,
+        dst_port,
+        seq: 0,
+        ack: isn.wrapping_add(1),
+        flags: TcpFlags(TcpFlags::RST | TcpFlags::ACK),
+        ..Default::default()
     }
 }
 

@@ -118,7 +118,11 @@ impl Wired {
     pub fn set_window_cap(&mut self, cap: Option<u64>) {
         match self {
             Wired::Tcp(t) => t.set_window_cap(cap),
-            Wired::Stream(s) => s.cap = cap.unwrap_or(u64::MAX),
+            Wired::Stream(s) => {
+                // Counted from now: bytes read before are in the proxy's queue.
+                s.cap = cap.unwrap_or(u64::MAX);
+                s.cap_at = s.received;
+            }
         }
     }
     pub fn poll_timeout(&self) -> Option<Instant> {
