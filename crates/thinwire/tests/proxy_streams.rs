@@ -4,7 +4,7 @@
 //! servers, and a thinwire TCP endpoint with byte buffers plays each mobile over a
 //! slow, lossy link; every byte is checked.
 use std::collections::BTreeMap;
-use thinwire::proxy::{Command, Proxy, ProxyConfig, Side};
+use thinwire::proxy::{Command, Proxy, ProxyConfig, Side, LINGER};
 use thinwire::tcp::{Tcp, TcpConfig};
 use thinwire::time::{Duration, Instant};
 use thinwire::wire::{Meta, Packet, TcpFlags, L4};
@@ -41,6 +41,8 @@ struct ServerEnd {
     /// received, then close.
     echo: bool,
     reset_seen: bool,
+    /// The proxy closed the connection (its slot may be reused later).
+    done: bool,
 }
 
 struct Net {
@@ -159,16 +161,20 @@ impl Net {
                 }
                 Command::Wake(_) => {}
                 Command::Reset(c) => {
-                    if let Some(s) = self.servers.iter_mut().find(|s| s.conn == Some(c)) {
+                    if let Some(s) = self.servers.iter_mut().find(|s| s.conn == Some(c) && !s.done) {
                         s.reset_seen = true;
                     }
                 }
-                Command::Close(_) => {}
+                Command::Close(c) => {
+                    if let Some(s) = self.servers.iter_mut().find(|s| s.conn == Some(c) && !s.done) {
+                        s.done = true;
+                    }
+                }
             }
         }
         for i in 0..self.servers.len() {
             let Some(c) = self.servers[i].conn else { continue };
-            if self.proxy.is_closed(c) {
+            if self.servers[i].done || self.proxy.is_closed(c) {
                 continue;
             }
             // Upload: the socket takes everything.
@@ -380,4 +386,24 @@ fn several_connections_of_one_mobile_share_one_window() {
     let a = net.proxy.aggregate(MOBILE.into()).unwrap();
     assert_eq!(a.clamp, ProxyConfig::default().clamp_bytes());
     assert_eq!(net.proxy.stats().connections, 6);
+}
+
+#[test]
+fn a_closed_connections_slot_is_reused_only_after_the_linger_time() {
+    let mut net = Net::new(no_loss());
+    let files: Vec<Vec<u8>> = (0..3).map(|k| bytes(5_000 + k, 20 + k as u64)).collect();
+    let get = |net: &mut Net, k: usize| {
+        let f: &Vec<u8> = &files[k];
+        let i = net.conn(vec![], true, ServerEnd { send: f.clone(), close: true, ..Default::default() }, 80);
+        net.run(300);
+        assert!(net.got[i] == *f, "connection {i}: {} of {} bytes", net.got[i].len(), f.len());
+    };
+    get(&mut net, 0);
+    // Within the linger time the closed connection keeps its slot.
+    get(&mut net, 1);
+    assert_eq!(net.proxy.slots(), 2);
+    net.now = net.now + LINGER + Duration::from_secs(1);
+    get(&mut net, 2);
+    assert_eq!(net.proxy.slots(), 2, "the third connection reuses a released slot");
+    assert_eq!(net.proxy.stats().connections, 3);
 }

@@ -204,6 +204,11 @@ crate::described! {
 
 type Key = (IpAddress, u16, IpAddress, u16);
 
+/// How long a closed connection of a stream-mode proxy answers late segments
+/// (its FIN retransmitted) before its slot is reused: RFC 9293's 2·MSL with an
+/// MSL of 30 s, as Linux's TIME_WAIT (60 s).
+pub const LINGER: Duration = Duration::from_secs(60);
+
 pub struct Proxy {
     pub cfg: ProxyConfig,
     conns: Vec<Conn>,
@@ -217,6 +222,13 @@ pub struct Proxy {
     /// `cmds`, and the wireless leg carries real bytes.
     streams: bool,
     cmds: VecDeque<Command>,
+    /// Stream mode: closed connections, oldest first, and slots free for reuse.
+    /// A closed connection keeps answering late FINs for `LINGER`, then its slot
+    /// and its 4-tuple are released, so a daemon's memory stays bounded by the
+    /// connections of the last `LINGER`, not all it has ever carried. (The
+    /// simulator keeps every connection, for its per-connection results.)
+    closed: VecDeque<(usize, Instant)>,
+    free: Vec<usize>,
     ident: u16,
     pub trace: Option<Vec<Event>>,
     pub stats: ProxyStats,
@@ -234,6 +246,8 @@ impl Proxy {
             out: VecDeque::new(),
             streams: false,
             cmds: VecDeque::new(),
+            closed: VecDeque::new(),
+            free: vec![],
             ident: 1,
             trace: None,
             stats: ProxyStats::default(),
@@ -368,7 +382,8 @@ impl Proxy {
                 self.acbs.len() - 1
             }
         };
-        let c = self.conns.len();
+        self.reap(now);
+        let c = self.free.pop().unwrap_or(self.conns.len());
         let wired = if self.streams {
             self.cmds.push_back(Command::Connect { conn: c, mobile: (mobile, mport), server: (server, sport) });
             Wired::Stream(Stream::default())
@@ -380,7 +395,7 @@ impl Proxy {
         let (class, tickets) =
             self.cfg.classes.iter().find(|c| c.0 == sport).map(|c| (c.1, c.2)).unwrap_or(self.cfg.default_class);
         let mss = (self.cfg.mss as u64).min(r.mss.unwrap_or(536) as u64);
-        self.conns.push(Conn {
+        let conn = Conn {
             flow: p.meta.flow,
             mobile,
             server,
@@ -415,7 +430,12 @@ impl Proxy {
             fc_at: now,
             last_cap: None,
             last_queue: 0,
-        });
+        };
+        if c == self.conns.len() {
+            self.conns.push(conn);
+        } else {
+            self.conns[c] = conn;
+        }
         self.by_key.insert(key, c);
         self.live.push(c);
         self.stats.connections += 1;
@@ -604,10 +624,11 @@ impl Proxy {
         self.emit(c, Side::Wireless, h, 0, now);
     }
 
-    fn close(&mut self, c: usize, _now: Instant) {
+    fn close(&mut self, c: usize, now: Instant) {
         self.live.retain(|&x| x != c);
         if self.streams {
             self.cmds.push_back(Command::Close(c));
+            self.closed.push_back((c, now));
         }
         let conn = &mut self.conns[c];
         conn.phase = Phase::Closed;
@@ -623,6 +644,27 @@ impl Proxy {
             acb.stalled = false;
             acb.backoff = 0;
         }
+    }
+
+    /// Stream mode: releases connections closed more than `LINGER` ago.
+    fn reap(&mut self, now: Instant) {
+        while let Some(&(c, at)) = self.closed.front() {
+            if now - at < LINGER {
+                break;
+            }
+            self.closed.pop_front();
+            let conn = &self.conns[c];
+            let key = (conn.mobile, conn.mport, conn.server, conn.sport);
+            if self.by_key.get(&key) == Some(&c) {
+                self.by_key.remove(&key);
+            }
+            self.free.push(c);
+        }
+    }
+
+    /// Connection slots held (open, closed within `LINGER`, or free for reuse).
+    pub fn slots(&self) -> usize {
+        self.conns.len()
     }
 
     /// Sends what the aggregate's window and the scheduler allow, then updates the
