@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, thinwire_cli
-from test_emulate import WHY, clean, emulate, processes, served, sha  # noqa: F401  (clean is a fixture)
+from test_emulate import WHY, clean, emulate, pcapng_interfaces, processes, served, sha  # noqa: F401  (clean is a fixture)
 
 NFT = shutil.which("nft") or (os.path.exists("/usr/sbin/nft") and "/usr/sbin/nft")
 pytestmark = [
@@ -55,7 +55,9 @@ def app(*args) -> str:
     return " ".join([PY, str(APPS), *map(str, args)])
 
 
-def run_with_proxy(tmp: Path, rate: str, delay: str, rtt: str, mobile: str, server: str, extra: str = "", pre=""):
+def run_with_proxy(
+    tmp: Path, rate: str, delay: str, rtt: str, mobile: str, server: str, extra: str = "", pre="", args=""
+):
     """Runs an emulation with the daemon in the gateway namespace; returns the
     emulator's process, its --out directory and the daemon's log events."""
     cfg = tmp / "proxy.toml"
@@ -65,7 +67,7 @@ def run_with_proxy(tmp: Path, rate: str, delay: str, rtt: str, mobile: str, serv
     gw.write_text(
         "#!/bin/bash\n"
         f"{pre}\n"
-        f"{PY} -m thinwire.cli proxy --config {cfg} --set daemon.mobile_interface=$THINWIRE_DEV > {log} 2>&1 &\n"
+        f"{PY} -m thinwire.cli proxy --config {cfg} --set daemon.mobile_interface=$THINWIRE_DEV {args} > {log} 2>&1 &\n"
         "pid=$!\n"
         f"echo $pid > {tmp / 'proxy.pid'}\n"
         "trap 'kill -TERM $pid; wait $pid; echo $? > " + str(tmp / "proxy.rc") + "; "
@@ -78,7 +80,8 @@ def run_with_proxy(tmp: Path, rate: str, delay: str, rtt: str, mobile: str, serv
     p, out = emulate(tmp, LINK.format(rate=rate, delay=delay), mobile, server, "--gateway", str(gw))
     events = []
     for line in log.read_text().splitlines() if log.exists() else []:
-        events.append(json.loads(line))  # every line is JSON
+        if not line.startswith("wrote "):  # --out's last line, on stderr
+            events.append(json.loads(line))  # every other line is JSON
     return p, out, events
 
 
@@ -201,3 +204,96 @@ def test_bad_configuration_exits_2_with_one_line(tmp_path):
         assert "Traceback" not in r.stderr
     r = thinwire_cli("proxy", "--config", tmp_path / "missing.toml")
     assert r.returncode == 2 and "no such file" in r.stderr
+
+
+def unacked_per_mobile(capture: Path) -> dict[str, list[tuple[float, int]]]:
+    """From the capture at the wireless hop: per mobile, at each data segment the
+    proxy sends, the sum over its connections of data bytes sent and not yet
+    acknowledged (highest data byte sent minus highest ACK seen)."""
+    from thinwire.analysis import analyze_capture
+
+    cap = analyze_capture(capture)
+    conns = cap.connection_list
+    pk = cap.packets.sort("time_s", maintain_order=True)
+    top: dict[int, int] = {}
+    acked: dict[int, int] = {}
+    out: dict[str, list[tuple[float, int]]] = {}
+    mobile_of = {}
+    for i, c in enumerate(conns):
+        # a = the end that sent the SYN: the mobile (its data direction is b2a).
+        mobile_of[i] = c["host_a"]
+    total: dict[str, int] = {}
+    for t, conn, d, seq, ln, ack in pk.select(["time_s", "conn", "dir", "seq", "len", "ack"]).iter_rows():
+        m = mobile_of[conn]
+        before = max(0, top.get(conn, 0) - max(acked.get(conn, 1), 1)) if top.get(conn) else 0
+        if d == 1 and ln > 0:  # proxy -> mobile data
+            top[conn] = max(top.get(conn, 0), seq + ln)
+        elif d == 0 and ack >= 0:  # the mobile's ACK
+            acked[conn] = max(acked.get(conn, 0), ack)
+        after = max(0, top.get(conn, 0) - max(acked.get(conn, 1), 1)) if top.get(conn) else 0
+        total[m] = total.get(m, 0) + after - before
+        if d == 1 and ln > 0:
+            out.setdefault(m, []).append((t, total[m]))
+    return out
+
+
+def test_200_connections_and_20_mobiles_share_their_aggregate_windows(tmp_path):
+    """200 concurrent downloads from one mobile, then 20 mobiles (20 addresses in
+    the mobile namespace, sharing the one emulated link) with 10 each, through the
+    daemon with --out: every byte exact; at the wireless hop each mobile's
+    unacknowledged bytes never exceed its aggregate window (the proxy's clamp);
+    the run directory plots the proxy's decisions."""
+    f = blob(tmp_path, "f.bin", 3_000, 21)
+    mobiles = [f"10.0.1.{10 + k}" for k in range(20)]
+    add = "; ".join(f"ip addr add {a}/32 dev $THINWIRE_DEV" for a in mobiles)
+    mobile = (
+        f"{add}; "
+        + app("parallel", S, 8000, 200, tmp_path / "one")
+        + " && "
+        + app("parallel", S, 8000, 200, tmp_path / "many", "--from", ",".join(mobiles))
+    )
+    server = "ip route add 10.0.1.0/24 via 10.0.0.2; exec " + app("serve", f"8000:file:{f}")
+    px = tmp_path / "px"
+    clamp = 12_000
+    p, out, ev = run_with_proxy(
+        tmp_path,
+        "2Mbps",
+        "50ms",
+        "200ms",
+        mobile,
+        server,
+        extra="",
+        pre="ip route add 10.0.1.0/24 dev $THINWIRE_DEV",
+        args=f"--out {px} --set proxy.clamp={clamp}B",
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    for k in range(200):
+        assert sha(tmp_path / f"one.{k}") == sha(f) and sha(tmp_path / f"many.{k}") == sha(f), k
+    end = last(ev, "stopped")
+    assert end["proxied"] == 400 and end["passed_limit"] == 0, end
+    seen = {e["mobile"].split(":")[0] for e in ev if e["event"] == "connect"}
+    assert seen == {"10.0.1.2", *mobiles}
+    # The run directory: summary, flows, trace with both layers, capture of both legs.
+    for name in ("capture.pcapng", "trace.parquet", "flows.parquet", "summary.json", "daemon.log"):
+        assert (px / name).stat().st_size > 0, name
+    assert not (px / "trace.rows").exists()
+    per_iface = pcapng_interfaces(px / "capture.pcapng")
+    assert per_iface.get(0, 0) > 2000 and per_iface.get(1, 0) > 2000, per_iface
+    # Each mobile's unacknowledged bytes at the wireless hop stay within its window.
+    un = unacked_per_mobile(px / "capture.pcapng")
+    assert set(un) == {"10.0.1.2", *mobiles}
+    worst = {m: max(v for _, v in xs) for m, xs in un.items()}
+    assert max(worst.values()) <= clamp, worst
+    # 200 connections of one mobile did fill its window (the check can fail).
+    assert worst["10.0.1.2"] > clamp // 2, worst
+    from thinwire.analysis import SimRun
+    from thinwire.analysis.series import sim_tsq
+
+    run = SimRun.from_dir(px)
+    assert len(run.flows) == 400
+    series = {s.name: s for s in sim_tsq(run, 0)}
+    for name in ("TcpSnd_data", "TcpSnd_ack", "TcpRcv_ack", "PxySnd_data", "PxySnd_wnd"):
+        assert len(series[name].x) > 0, name
+    r = thinwire_cli("plot", px, "--flow", "0", "--out", tmp_path / "tsq.png")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "tsq.png").stat().st_size > 10_000

@@ -64,8 +64,14 @@ def replay(
     """Replays an emulation's inputs through the scenario's path until `end_ns`:
     the schedule log, line by line."""
 
-def proxy_daemon(config: str | os.PathLike[str], overrides: list[str], duration_s: float | None = ...) -> None:
-    """Runs the `thinwire proxy` daemon until a signal (or `duration_s`). Raises
+def proxy_daemon(
+    config: str | os.PathLike[str],
+    overrides: list[str],
+    duration_s: float | None = ...,
+    out: str | os.PathLike[str] | None = ...,
+) -> None:
+    """Runs the `thinwire proxy` daemon until a signal (or `duration_s`); with
+    `out`, writes capture.pcapng, trace.rows and daemon.log there. Raises
     EmulateError for what the user must fix (a bad configuration file, no root),
     RuntimeError otherwise."""
 

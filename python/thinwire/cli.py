@@ -325,8 +325,25 @@ def _cmd_proxy(a) -> int:
     duration = _seconds(a.duration, "--duration") if a.duration else None
     if not os.path.isfile(a.config):
         _die(f"--config {a.config}: no such file (a TOML file with [proxy] and [daemon] tables; see docs/proxy.md)")
+    if a.out:
+        out = Path(a.out)
+        if out.exists() and not out.is_dir():
+            _die(f"--out {a.out}: exists and is not a directory")
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            _die(f"--out {a.out}: cannot create it ({e.strerror or e})")
     try:
-        _core.proxy_daemon(a.config, a.set or [], duration)
+        _core.proxy_daemon(a.config, a.set or [], duration, a.out)
+        if a.out:
+            from .proxyd import finish
+
+            s = finish(a.out)
+            print(
+                f"wrote {a.out}/ (capture.pcapng, trace.parquet, flows.parquet, summary.json, daemon.log): "
+                f"{len(s['flows'])} connections",
+                file=sys.stderr,
+            )
     except _core.EmulateError as e:
         _die(str(e))
     except RuntimeError as e:
@@ -575,6 +592,11 @@ def main(argv: list[str] | None = None) -> int:
         help="override a key, e.g. daemon.mobile_interface=eth1",
     )
     px.add_argument("--duration", help="stop after this long (default: until SIGTERM/SIGINT)")
+    px.add_argument(
+        "--out",
+        metavar="DIR",
+        help="write capture.pcapng (wireless and wired legs), trace.parquet (proxy and tcp layers), flows.parquet, summary.json and daemon.log there, for 'thinwire plot DIR'",
+    )
     px.set_defaults(fn=_cmd_proxy)
     sl = sub.add_parser(
         "simulate-log", help="replay an emulation's inputs through the same link models and compare decisions"

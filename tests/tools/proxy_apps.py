@@ -19,7 +19,9 @@ proxy_apps.py request HOST PORT OUT      send a line, half-close, read the reply
 proxy_apps.py reset-seen HOST PORT       read until the connection is reset (exit 0) or ends (1)
 proxy_apps.py reset-after HOST PORT N    send N bytes, then reset the connection
 proxy_apps.py refused HOST PORT          exit 0 if the connection is refused (RST), 1 if accepted
-proxy_apps.py parallel HOST PORT K OUT   K concurrent fetches, OUT.<i>
+proxy_apps.py parallel HOST PORT K OUT [--from A,B,...]
+                                         K concurrent fetches, OUT.<i> (fetch i from
+                                         source address i mod the list's length)
 """
 
 import socket
@@ -29,11 +31,11 @@ import threading
 import time
 
 
-def connect(host: str, port: int, tries: float = 20.0) -> socket.socket:
+def connect(host: str, port: int, tries: float = 20.0, src: str | None = None) -> socket.socket:
     deadline = time.monotonic() + tries
     while True:
         try:
-            return socket.create_connection((host, port), timeout=120)
+            return socket.create_connection((host, port), timeout=120, source_address=(src, 0) if src else None)
         except ConnectionRefusedError:
             if time.monotonic() > deadline:
                 raise
@@ -125,11 +127,12 @@ def main(argv: list[str]) -> int:
         return 1
     if cmd == "parallel":
         k, out = int(argv[3]), argv[4]
+        srcs = argv[6].split(",") if argv[5:6] == ["--from"] else [None]
         errs: list[str] = []
 
         def get(i: int) -> None:
             try:
-                c = connect(host, port)
+                c = connect(host, port, src=srcs[i % len(srcs)])
                 data = read_all(c)
                 c.close()
                 open(f"{out}.{i}", "wb").write(data)

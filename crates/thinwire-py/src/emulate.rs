@@ -99,17 +99,19 @@ pub fn replay(
 /// EmulateError for what the user must fix (a bad configuration file, no root),
 /// RuntimeError otherwise.
 #[pyfunction]
-#[pyo3(signature = (config, overrides, duration_s=None))]
+#[pyo3(signature = (config, overrides, duration_s=None, out=None))]
 pub fn proxy_daemon(
     py: Python<'_>,
     config: std::path::PathBuf,
     overrides: Vec<String>,
     duration_s: Option<f64>,
+    out: Option<std::path::PathBuf>,
 ) -> PyResult<()> {
     let opts = thinwire_emu::proxyd::Options {
         config,
         overrides,
         duration: duration_s.map(thinwire::time::Duration::from_secs_f64),
+        out,
     };
     py.allow_threads(|| thinwire_emu::proxyd::run(opts)).map_err(|e| match e {
         thinwire_emu::EmuError::Usage(m) => EmulateError::new_err(m),

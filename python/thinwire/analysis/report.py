@@ -71,7 +71,12 @@ def print_capture(cap, out=sys.stdout, limit: int | None = None) -> None:
 
 def print_run(run, metrics, caps: dict, out=sys.stdout) -> None:
     w = out.write
-    w(f"run {run.path}: scenario {run.summary.get('scenario')}, {run.summary.get('sim_time_s', 0):.3f} s simulated\n\n")
+    s = run.summary
+    if s.get("kind") in ("emulation", "proxy"):
+        span = f"{s.get('duration_s', 0):.3f} s real time ({s['kind']})"
+    else:
+        span = f"{s.get('sim_time_s', 0):.3f} s simulated"
+    w(f"run {run.path}: scenario {s.get('scenario')}, {span}\n\n")
     head = f"{'flow':>4} {'dir':<4} {'sent B':>10} {'TCP rexmit':>10} {'RTOs':>5} {'FR':>4} {'spurious':>8} {'competing':>9} {'link rexmit':>11} {'utilization':>11}"
     w(head + "\n" + "-" * len(head) + "\n")
     for m in metrics.iter_rows(named=True):

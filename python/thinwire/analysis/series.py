@@ -123,7 +123,13 @@ def sim_tsq(run, flow: int, offset: int = 10_000) -> list[Series]:
             out.append(Series("PxySnd_rexmt", ts(rx), _np(rx["seq"]) + 2.0 * offset, "points"))
             wnd = px.filter(pl.col("event") == "adv_window")
             out.append(Series("PxySnd_wnd", ts(wnd), _np(wnd["value"]).astype(float), "step"))
-            st = run.trace.filter((pl.col("layer") == "proxy") & (pl.col("event") == "stall") & (pl.col("value") == 1))
+            # Stalls belong to the aggregate, not to a flow: those within the flow's life.
+            st = run.trace.filter(
+                (pl.col("layer") == "proxy")
+                & (pl.col("event") == "stall")
+                & (pl.col("value") == 1)
+                & pl.col("time_ns").is_between(t0, tcp["time_ns"].max())
+            )
             if st.height:
                 out.append(Series("Pxy_stall", ts(st), np.zeros(st.height), "events"))
         link = run.trace.filter(

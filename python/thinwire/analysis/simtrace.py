@@ -60,6 +60,11 @@ class SimRun:
         import polars as pl
 
         d = Path(d)
+        if (d / "trace.rows").is_file():
+            # A proxy daemon's --out directory it could not finish (it was killed).
+            from ..proxyd import finish
+
+            finish(d)
         if not (d / "summary.json").is_file():
             raise ValueError(
                 f"{d}: not a thinwire run directory (no summary.json; make one with 'thinwire run SCENARIO --out DIR')"

@@ -75,11 +75,17 @@ pub fn object(fields: &[(&str, Value)]) -> String {
     format!("{{{}}}", body.join(","))
 }
 
-pub struct Log;
+/// JSON lines on standard output, and with `--out` also in `DIR/daemon.log`.
+pub struct Log {
+    tee: Option<std::fs::File>,
+}
 
 impl Log {
     pub fn stdout() -> Log {
-        Log
+        Log { tee: None }
+    }
+    pub fn also_to(&mut self, f: std::fs::File) {
+        self.tee = Some(f);
     }
     pub fn event(&mut self, event: &str, fields: &[(&str, Value)]) {
         let ts =
@@ -92,6 +98,9 @@ impl Log {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{line}");
         let _ = out.flush();
+        if let Some(f) = &mut self.tee {
+            let _ = writeln!(f, "{line}");
+        }
     }
 }
 

@@ -23,6 +23,7 @@
 //!   logs a stats snapshot (also every `stats_interval`).
 //! - Logs: JSON lines on standard output (`event` names what happened).
 mod log;
+pub mod record;
 mod setup;
 pub mod sock;
 
@@ -45,6 +46,8 @@ pub struct Options {
     pub overrides: Vec<String>,
     /// Stop after this long (tests); None: until a signal.
     pub duration: Option<Duration>,
+    /// Write capture.pcapng and trace.rows here (record.rs).
+    pub out: Option<PathBuf>,
 }
 
 /// Why the daemon could not run: a usage problem (exit 2) or a failure.
@@ -52,6 +55,7 @@ pub use crate::EmuError;
 
 const TOK_TUN: u64 = 1;
 const TOK_SIGNAL: u64 = 2;
+const TOK_WIRED: u64 = 3;
 const TOK_SOCK: u64 = 1 << 32;
 
 /// The driver's side of one proxied connection.
@@ -68,7 +72,11 @@ struct Sock {
     /// When one direction finished while the other is open.
     half: Option<Instant>,
     mobile: IpAddress,
+    /// The connection's 4-tuple (mobile address, port, server address, port).
+    key: Key,
 }
+
+type Key = (IpAddress, u16, IpAddress, u16);
 
 #[derive(Default)]
 struct Counters {
@@ -100,6 +108,9 @@ struct Daemon {
     n: Counters,
     draining: Option<Instant>,
     buf: Vec<u8>,
+    rec: Option<record::Recording>,
+    write_failed: bool,
+    next_flush: Instant,
 }
 
 fn load(opts: &Options) -> Result<DaemonFile, String> {
@@ -129,6 +140,15 @@ pub fn run(opts: Options) -> Result<(), EmuError> {
     poll.add(tun.as_raw_fd(), TOK_TUN).map_err(|e| EmuError::Failed(format!("epoll: {e}")))?;
     poll.add(signals.fd(), TOK_SIGNAL).map_err(|e| EmuError::Failed(format!("epoll: {e}")))?;
     let pcfg = thinwire::build::proxy_config_from(&file.proxy, None);
+    let rec = match &opts.out {
+        Some(dir) => {
+            let r = record::Recording::open(dir, &[&d.tun, &d.mobile_interface])
+                .map_err(|e| EmuError::Usage(format!("--out {}: {e}", dir.display())))?;
+            poll.add(r.wired_fd(), TOK_WIRED).map_err(|e| EmuError::Failed(format!("epoll: {e}")))?;
+            Some(r)
+        }
+        None => None,
+    };
     let mut dm = Daemon {
         cfg: d,
         prefixes,
@@ -143,7 +163,16 @@ pub fn run(opts: Options) -> Result<(), EmuError> {
         n: Counters::default(),
         draining: None,
         buf: vec![0u8; 65536],
+        rec,
+        write_failed: false,
+        next_flush: Instant::ZERO,
     };
+    if let Some(dir) = &opts.out {
+        dm.proxy.trace = Some(vec![]);
+        let f = std::fs::File::create(dir.join("daemon.log"))
+            .map_err(|e| EmuError::Usage(format!("--out {}: {e}", dir.display())))?;
+        dm.log.also_to(f);
+    }
     dm.log.event(
         "started",
         &[
@@ -155,6 +184,7 @@ pub fn run(opts: Options) -> Result<(), EmuError> {
     let end = opts.duration.map(|d| Instant::ZERO + d);
     let r = dm.run_loop(&opts, &signals, end);
     dm.abort_all();
+    dm.record_flush();
     dm.stats("stopped");
     r
 }
@@ -183,6 +213,11 @@ impl Daemon {
             for &tok in &ready {
                 match tok {
                     TOK_TUN => self.read_tun(now)?,
+                    TOK_WIRED => {
+                        if let Some(r) = &mut self.rec {
+                            r.poll_wired(now);
+                        }
+                    }
                     TOK_SIGNAL => {
                         while let Some(s) = signals.take() {
                             self.signal(s, now, opts);
@@ -270,14 +305,18 @@ impl Daemon {
             };
             let bytes = self.buf[..n].to_vec();
             let Ok(p) = Packet::from_bytes(bytes, Meta::new(0, now)) else { continue };
+            let copy = self.rec.is_some().then(|| p.clone());
             self.from_mobile(p, now);
+            if let (Some(r), Some(p)) = (&mut self.rec, copy) {
+                r.wireless(now, &p, p.bytes.as_deref().map_or(&[][..], |b| &b[..]), true);
+            }
             self.settle(now)?;
         }
         Ok(())
     }
 
     /// A packet from a mobile: proxied, refused, or passed on.
-    fn from_mobile(&mut self, p: Packet, now: Instant) {
+    fn from_mobile(&mut self, mut p: Packet, now: Instant) {
         let L4::Tcp(r) = p.l4 else { return self.pass(p) };
         let key = (p.ip.src(), r.src_port, p.ip.dst(), r.dst_port);
         if self.proxy.tracks((key.0, key.1), (key.2, key.3)) {
@@ -325,6 +364,9 @@ impl Daemon {
             self.bypass.insert(key, now);
             return self.pass(p);
         }
+        if let Some(r) = &mut self.rec {
+            p.meta.flow = r.new_flow(key);
+        }
         self.proxy.on_packet(now, Side::Wireless, p);
     }
 
@@ -348,9 +390,30 @@ impl Daemon {
     }
 
     fn write_tun(&mut self, p: &Packet) {
-        match sys::write_packet(&self.tun, &p.emit()) {
+        let bytes = p.emit();
+        match sys::write_packet(&self.tun, &bytes) {
             Ok(true) => {}
             _ => self.n.tun_drops += 1,
+        }
+        if self.rec.is_some() {
+            let now = self.now();
+            if let Some(r) = &mut self.rec {
+                r.wireless(now, p, &bytes, false);
+            }
+        }
+    }
+
+    /// Moves the proxy's decisions into the trace and writes the files out.
+    fn record_flush(&mut self) {
+        let Some(r) = &mut self.rec else { return };
+        if let Some(ev) = &mut self.proxy.trace {
+            r.proxy_events(ev);
+        }
+        if let Err(e) = r.flush() {
+            if !self.write_failed {
+                self.write_failed = true;
+                self.log.event("write_failed", &[("error", e.to_string().into())]);
+            }
         }
     }
 
@@ -367,12 +430,14 @@ impl Daemon {
                         if let Some(s) = self.socks.remove(&c) {
                             self.poll.remove(s.fd.as_raw_fd());
                             sock::abort_on_close(&s.fd);
+                            self.ended(s.key, now);
                         }
                     }
                     Command::Close(c) => {
                         if let Some(s) = self.socks.remove(&c) {
                             self.poll.remove(s.fd.as_raw_fd());
                             self.log.event("closed", &[("conn", c.into()), ("mobile", ip(s.mobile).into())]);
+                            self.ended(s.key, now);
                         }
                     }
                 }
@@ -382,6 +447,9 @@ impl Daemon {
                 self.write_tun(&p);
             }
             if !any {
+                if let (Some(r), Some(ev)) = (&mut self.rec, &mut self.proxy.trace) {
+                    r.proxy_events(ev);
+                }
                 return Ok(());
             }
         }
@@ -408,6 +476,7 @@ impl Daemon {
                     active: now,
                     half: None,
                     mobile: mobile.0,
+                    key: (mobile.0, mobile.1, server.0, server.1),
                 };
                 self.socks.insert(c, s);
                 self.interest(c);
@@ -518,6 +587,14 @@ impl Daemon {
     fn drop_sock(&mut self, c: usize) {
         if let Some(s) = self.socks.remove(&c) {
             self.poll.remove(s.fd.as_raw_fd());
+            self.ended(s.key, self.now());
+        }
+    }
+
+    /// A connection is over: its trace rows stop after the proxy's linger time.
+    fn ended(&mut self, key: Key, now: Instant) {
+        if let Some(r) = &mut self.rec {
+            r.end_flow(key, now);
         }
     }
 
@@ -580,6 +657,13 @@ impl Daemon {
         }
         let keep = Duration::from_secs(300);
         self.bypass.retain(|_, t| now - *t < keep);
+        if let Some(r) = &mut self.rec {
+            r.forget_ended(now);
+        }
+        if now >= self.next_flush {
+            self.next_flush = now + Duration::from_secs(1);
+            self.record_flush();
+        }
     }
 
     /// Resets every connection still open (at the end of a drain).
