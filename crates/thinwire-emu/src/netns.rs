@@ -194,8 +194,37 @@ impl Drop for Hosts {
         if let Some(g) = &mut self.gateway {
             g.tun = None;
         }
+        // Whatever still runs in a namespace goes too: a command's children that
+        // left its process group (`timeout`, `setsid`, daemons) would otherwise
+        // outlive the emulation, holding its sockets and its output pipes.
+        for ns in &self.made {
+            kill_all_in(ns);
+        }
         for ns in self.made.drain(..).rev() {
             let _ = ip(&["netns", "del", &ns]);
         }
+    }
+}
+
+/// SIGKILLs every process in namespace `ns` (`ip netns pids`), and waits up to
+/// a second for them to be gone.
+fn kill_all_in(ns: &str) {
+    let pids = |ns: &str| -> Vec<u32> {
+        Command::new("ip")
+            .args(["netns", "pids", ns])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).split_whitespace().filter_map(|p| p.parse().ok()).collect())
+            .unwrap_or_default()
+    };
+    let me = std::process::id();
+    for _ in 0..20 {
+        let left: Vec<u32> = pids(ns).into_iter().filter(|&p| p != me).collect();
+        if left.is_empty() {
+            return;
+        }
+        for p in left {
+            unsafe { libc::kill(p as i32, libc::SIGKILL) };
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
