@@ -456,7 +456,12 @@ def test_crashing_and_failing_commands_end_the_emulation_cleanly(tmp_path, clean
     # children that left the command's process group (setsid, timeout) go too
     escaped = "sleep 97.5"
     p = thinwire_cli(
-        "emulate", sc, "--mobile", f"setsid {escaped} >/dev/null 2>&1 & timeout 300 {escaped} >/dev/null 2>&1 & sleep 0.5", "--server", marker
+        "emulate",
+        sc,
+        "--mobile",
+        f"setsid {escaped} >/dev/null 2>&1 & timeout 300 {escaped} >/dev/null 2>&1 & sleep 0.5",
+        "--server",
+        marker,
     )
     assert p.returncode == 0, p.stderr
     assert not processes(escaped) and not processes(marker)
