@@ -328,3 +328,18 @@ def test_gprs_proxy_claims_over_real_hosts(tmp_path):
     assert with_proxy["simulated"] < 5.0 < without["simulated"]
     assert (tmp_path / "real" / "real_hosts.csv").is_file()
     assert (tmp_path / "real" / "stall-proxy" / "proxy" / "trace.parquet").is_file()
+
+
+def test_connections_from_the_server_side_are_not_intercepted(tmp_path):
+    """A connection that does not come in on the mobile-side interface (here the
+    server opening one to a service on the mobile) is routed, not split."""
+    f = blob(tmp_path, "f.bin", 50_000, 31)
+    got = tmp_path / "got.bin"
+    mobile = "exec " + app("serve", f"8100:file:{f}") + " & sleep 12"
+    server = "exec " + app("serve", "8000:echo", "--fetch-after", 2, "10.0.1.2", 8100, got)
+    p, out, ev = run_with_proxy(tmp_path, "2Mbps", "50ms", "200ms", mobile, server)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert sha(got) == sha(f), "the server's download from the mobile"
+    end = last(ev, "stopped")
+    assert end["proxied"] == 0 and not [e for e in ev if e["event"] == "connect"], end
+    assert end["packets_passed"] > 30, end

@@ -123,6 +123,11 @@ fn shell_status(s: std::process::ExitStatus) -> i32 {
 
 /// Ends a command: SIGTERM to its process group, SIGKILL after a second.
 fn stop(child: &mut Child, group: bool) {
+    stop_within(child, group, 100);
+}
+
+/// Like `stop`, waiting up to `ticks` × 10 ms after SIGTERM before SIGKILL.
+fn stop_within(child: &mut Child, group: bool, ticks: u32) {
     if child.try_wait().ok().flatten().is_some() {
         return;
     }
@@ -136,8 +141,11 @@ fn stop(child: &mut Child, group: bool) {
         }
     };
     signal(libc::SIGTERM);
-    for _ in 0..100 {
-        if child.try_wait().ok().flatten().is_some() {
+    // With `group`, wait for the whole group: a shell that dies at once may leave
+    // its children (a daemon draining, a script's trap) finishing their work.
+    let group_alive = || group && unsafe { libc::kill(-(pid as i32), 0) } == 0;
+    for _ in 0..ticks {
+        if child.try_wait().ok().flatten().is_some() && !group_alive() {
             return;
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
@@ -219,8 +227,12 @@ pub fn emulate(opts: Options) -> Result<Report, EmuError> {
     let mobile_status = exited(&mut mobile);
     let server_status = server.as_mut().and_then(exited);
     stop(&mut mobile, !interactive);
-    for c in [server.as_mut(), gateway.as_mut()].into_iter().flatten() {
-        stop(c, true);
+    if let Some(s) = server.as_mut() {
+        stop(s, true);
+    }
+    // A gateway command (a proxy daemon) may drain and write its outputs: 10 s.
+    if let Some(g) = gateway.as_mut() {
+        stop_within(g, true, 1000);
     }
     drop(hosts);
     let mut report = result?;

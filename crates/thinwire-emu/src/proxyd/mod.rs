@@ -442,8 +442,13 @@ impl Daemon {
                     }
                 }
             }
-            while let Some((_, p)) = self.proxy.poll_transmit() {
+            while let Some((side, p)) = self.proxy.poll_transmit() {
                 any = true;
+                // In stream mode only packets the proxy does not carry go to the
+                // wired side: passed on unchanged.
+                if side == Side::Wired {
+                    self.n.packets_passed += 1;
+                }
                 self.write_tun(&p);
             }
             if !any {
