@@ -401,6 +401,9 @@ pub fn proxy_config_from(p: &crate::config::ProxyCfg, down: Option<u64>) -> crat
     if let Some(n) = p.retransmit_at {
         c.retransmit_at = n;
     }
+    if let Some(d) = p.delack_allowance {
+        c.delack_allowance = d.0;
+    }
     if let Some(d) = p.min_rto {
         c.min_rto = d.0;
     }

@@ -29,6 +29,11 @@ pub struct ProxyCfg {
     pub growth: Option<Size>,
     #[serde(default)]
     pub retransmit_at: Option<u32>,
+    /// Another connection's feedback counts toward a segment's loss counter
+    /// only for segments sent this long after it; default 200 ms ("0s": the
+    /// seed's rule as written).
+    #[serde(default)]
+    pub delack_allowance: Option<Dur>,
     #[serde(default)]
     pub min_rto: Option<Dur>,
     #[serde(default)]
@@ -76,6 +81,9 @@ pub(super) fn validate_proxy(p: &ProxyCfg) -> Result<(), ConfigError> {
     }
     if p.growth.is_some_and(|g| g.0 == 0) {
         return Err(cerr("proxy.growth", "must be a positive size per second, e.g. \"7KB\""));
+    }
+    if p.delack_allowance.is_some_and(|d| d.0 < Duration::ZERO || d.0 > Duration::from_secs(10)) {
+        return Err(cerr("proxy.delack_allowance", "must be a duration between 0s and 10s"));
     }
     if p.retransmit_at.is_some_and(|n| n == 0 || n > 100) {
         return Err(cerr("proxy.retransmit_at", "must be between 1 and 100"));

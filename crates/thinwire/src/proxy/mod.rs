@@ -29,7 +29,8 @@
 //! Parameters ([`ProxyConfig`], defaults for seed 003/004's "3+1" CS-2 link):
 //! `link_rate` 4150 B/s, `link_rtt` 1.8 s, `headroom` 0.3, `clamp` = (1 +
 //! headroom)·link_rate·link_rtt = 9.7 KB unless given; `overprovision` β 0.5;
-//! `growth` α = one BDP per second; `retransmit_at` 3; `min_rto` 3 s (the
+//! `growth` α = one BDP per second; `retransmit_at` 3; `delack_allowance` 200 ms
+//! (the mobile's longest usual delayed ACK; acb.rs); `min_rto` 3 s (the
 //! uplink's TBF set-up and the mobile's delayed ACK add up to ~1 s of jitter the
 //! RTT variance rarely sees: at 1 s, web sessions timed out spuriously),
 //! `sack_mobile` true (SACK the mobile's data); `initial_rto` 6 s (also the least wait for a first segment after idle: with
@@ -88,6 +89,9 @@ pub struct ProxyConfig {
     /// Allowance growth α in bytes per second; default one BDP per second.
     pub growth: Option<f64>,
     pub retransmit_at: u32,
+    /// Feedback on another connection raises a segment's loss counter only if
+    /// the acknowledged segment was sent at least this long after it (acb.rs).
+    pub delack_allowance: Duration,
     pub min_rto: Duration,
     pub initial_rto: Duration,
     pub max_rto: Duration,
@@ -117,6 +121,7 @@ impl Default for ProxyConfig {
             overprovision: 0.5,
             growth: None,
             retransmit_at: 3,
+            delack_allowance: Duration::from_millis(200),
             min_rto: Duration::from_secs(3),
             initial_rto: Duration::from_secs(6),
             max_rto: Duration::from_secs(60),
@@ -536,7 +541,7 @@ impl Proxy {
             }
             let a = self.conns[c].acb;
             let rx = self.cfg.retransmit_at;
-            let fb = self.acbs[a].feedback(c, acked, &sacks, now, rx);
+            let fb = self.acbs[a].feedback(c, acked, &sacks, now, rx, self.cfg.delack_allowance);
             if let Some(r) = fb.rtt {
                 let f = self.conns[c].flow as i32;
                 self.log(now, EventKind::Rtt, f, -1, 0, r.nanos());
