@@ -12,8 +12,9 @@ control set in both namespaces (`CC`; the seeds' Linux 2.4 senders were loss
 based: a machine default such as BBR keeps the GPRS buffer far emptier and
 changes the no-proxy baseline).
 
-- fairness: a 600 KB download, a second one 20 s later; the second's SYN count and
-  its share of the bytes reaching the mobile over the 50 s after it starts;
+- fairness: a 600 KB download, a second one 20 s later; the second's SYN count,
+  its set-up time (first SYN to the SYN-ACK reaching the mobile) and its share of
+  the bytes reaching the mobile over the 50 s after it starts;
 - stall: a 600 KB download through a 25 s outage 60 s in; the time from the
   outage's end until the mobile's in-order data advances.
 
@@ -103,6 +104,29 @@ def _emulation(d: Path, kind: str, proxy: bool) -> subprocess.Popen:
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def connect_s(tr, flow: int) -> float | None:
+    """From the mobile's first SYN of `flow` to the SYN-ACK reaching it."""
+    import polars as pl
+
+    m = tr.filter((pl.col("layer") == "tcp") & (pl.col("node") == "mobile") & (pl.col("flow") == flow))
+    syn = m.filter(pl.col("event").is_in(["send", "retransmit"]) & ((pl.col("value") & 18) == 2))
+    synack = m.filter((pl.col("event") == "recv") & ((pl.col("value") & 18) == 18))
+    if syn.height == 0 or synack.height == 0:
+        return None
+    return float(synack["time_s"].min() - syn["time_s"].min())
+
+
+def _sim_fairness(proxy: bool) -> dict:
+    import thinwire
+
+    from .gprs_common import flow
+
+    text = scenario(flow(bytes="600KB") + flow(bytes="600KB", start=GAP), proxy="" if proxy else None)
+    tr = thinwire.run(text, seed=1, trace=["tcp"]).trace
+    s = second_flow(proxy="" if proxy else None, gap=GAP)
+    return {"syn_sends": s["syn_sends"], "connect_s": connect_s(tr, 1), "share_50s": s["share_50s"]}
+
+
 def _measure(d: Path, kind: str) -> dict:
     import polars as pl
 
@@ -120,7 +144,11 @@ def _measure(d: Path, kind: str) -> dict:
         )
         t2 = float(syns["time_s"].min())
         got = share_between(tr, t2, t2 + SHARE_SPAN, flows=(first, second))
-        return {"syn_sends": syn_sends(tr, second), "share_50s": got[1] / max(sum(got), 1)}
+        return {
+            "syn_sends": syn_sends(tr, second),
+            "connect_s": connect_s(tr, second),
+            "share_50s": got[1] / max(sum(got), 1),
+        }
     return {"recovery_s": recovery_s(tr, float(sum(OUTAGE)), flow=flows[0])}
 
 
@@ -141,8 +169,7 @@ def run_real(out: Path) -> list[dict]:
             raise RuntimeError(f"{d}: emulation failed ({proc.returncode}): {se.strip()[-500:]}")
         real = _measure(d, kind)
         if kind == "fairness":
-            sim = second_flow(proxy="" if proxy else None, gap=GAP)
-            sim = {"syn_sends": sim["syn_sends"], "share_50s": sim["share_50s"]}
+            sim = _sim_fairness(proxy)
         else:
             sim = {"recovery_s": stall_run(proxy, 1)["recovery_s"]}
         events = (
@@ -172,7 +199,7 @@ def table(rows: list[dict]) -> str:
     def fmt(m, v):
         if v is None:
             return "none"
-        return f"{v * 100:.0f} %" if m == "share_50s" else f"{v:.1f} s" if m == "recovery_s" else str(v)
+        return f"{v * 100:.0f} %" if m == "share_50s" else f"{v:.1f} s" if m.endswith("_s") else str(v)
 
     lines = ["| experiment | measure | proxy | real hosts | simulated |", "|---|---|---|---|---|"]
     for r in rows:

@@ -14,6 +14,10 @@
 //!   `retransmit` for segments from that host, `recv` for segments to it;
 //!   sequence numbers relative to the sender's ISN on that leg).
 //!
+//! The packet socket copies every packet of the host's other interfaces to the
+//! daemon before filtering: `--out` is for experiments, not a busy router.
+//! Sequence numbers are 32-bit offsets (a connection past 4 GB wraps in the rows).
+//!
 //! Times are nanoseconds since the daemon started (CLOCK_MONOTONIC). Flow ids are
 //! numbered from 0 in the order the mobiles' SYNs arrive (modulo 65,536: the
 //! proxy's flow field is 16 bits).
@@ -31,8 +35,9 @@ use thinwire::wire::{IpAddress, Meta, Packet, TcpFlags, L4};
 
 type Key = (IpAddress, u16, IpAddress, u16);
 
-/// Rows written to a file as they come.
-pub struct RowFile(BufWriter<File>);
+/// Rows written to a file as they come; a failed write is remembered and
+/// reported by the next flush (the daemon logs it: nothing is lost silently).
+pub struct RowFile(BufWriter<File>, bool);
 
 impl Sink for RowFile {
     fn push(&mut self, r: Row) {
@@ -47,8 +52,9 @@ impl Sink for RowFile {
         b[45] = r.ev as u8;
         b[46] = r.node;
         b[47] = r.dir;
-        // A full disk shows at the next flush (reported there).
-        let _ = self.0.write_all(&b);
+        if self.0.write_all(&b).is_err() {
+            self.1 = true;
+        }
     }
 }
 
@@ -70,6 +76,7 @@ pub struct Recording {
     next: u32,
     buf: Vec<u8>,
     pub rows_file: std::path::PathBuf,
+    failed: bool,
 }
 
 impl Recording {
@@ -82,15 +89,18 @@ impl Recording {
         pcap.interface("wireless leg (TUN)")?;
         pcap.interface("wired leg")?;
         let rows_file = dir.join("trace.rows");
-        let rows = RowFile(BufWriter::with_capacity(1 << 16, File::create(&rows_file)?));
+        let rows = RowFile(BufWriter::with_capacity(1 << 16, File::create(&rows_file)?), false);
         let proto = (libc::ETH_P_ALL as u16).to_be() as i32;
+        // SAFETY: plain socket(2); the descriptor is owned below.
         let fd = sys::cvt(unsafe {
             libc::socket(libc::AF_PACKET, libc::SOCK_DGRAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, proto)
         })?;
+        // SAFETY: `fd` was just opened and is owned by nothing else.
         let wired = unsafe { OwnedFd::from_raw_fd(fd) };
         let mut set = HashSet::new();
         for name in skip.iter().chain(&["lo"]) {
             let c = std::ffi::CString::new(*name).unwrap_or_default();
+            // SAFETY: `c` is a NUL-terminated string that outlives the call.
             let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
             if i > 0 {
                 set.insert(i as i32);
@@ -106,6 +116,7 @@ impl Recording {
             next: 0,
             buf: vec![0u8; 1 << 16],
             rows_file,
+            failed: false,
         })
     }
 
@@ -145,15 +156,19 @@ impl Recording {
     /// A packet at the TUN device: from a mobile (`inbound`) or to one.
     pub fn wireless(&mut self, now: Instant, p: &Packet, bytes: &[u8], inbound: bool) {
         let dir = if inbound { Direction::Inbound } else { Direction::Outbound };
-        let _ = self.pcap.packet(0, now.nanos(), dir, bytes);
+        if self.pcap.packet(0, now.nanos(), dir, bytes).is_err() {
+            self.failed = true;
+        }
         self.segment(now, p, 0, inbound);
     }
 
     /// Reads what the wired leg's packet socket has.
     pub fn poll_wired(&mut self, now: Instant) {
         for _ in 0..1024 {
+            // SAFETY: sockaddr_ll is plain data; all zeroes is a valid value.
             let mut sa: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
             let mut sl = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+            // SAFETY: the buffer and address outlive the call, with their lengths.
             let n = unsafe {
                 libc::recvfrom(
                     self.wired.as_raw_fd(),
@@ -181,7 +196,9 @@ impl Recording {
             }
             let outgoing = sa.sll_pkttype == libc::PACKET_OUTGOING;
             let d = if outgoing { Direction::Outbound } else { Direction::Inbound };
-            let _ = self.pcap.packet(1, now.nanos(), d, &self.buf[..n as usize]);
+            if self.pcap.packet(1, now.nanos(), d, &self.buf[..n as usize]).is_err() {
+                self.failed = true;
+            }
             // Outgoing on the wired leg: the proxy (as the mobile) to the server.
             self.segment(now, &p, 1, !outgoing);
         }
@@ -240,9 +257,14 @@ impl Recording {
         }
     }
 
-    /// Writes what is buffered to the files.
+    /// Writes what is buffered to the files; an error if this or any earlier
+    /// write failed (e.g. a full disk).
     pub fn flush(&mut self) -> io::Result<()> {
         self.pcap.flush()?;
-        self.rec.sink.0.flush()
+        self.rec.sink.0.flush()?;
+        if self.failed || self.rec.sink.1 {
+            return Err(io::Error::other("a capture record or trace row could not be written"));
+        }
+        Ok(())
     }
 }
