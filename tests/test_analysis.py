@@ -167,6 +167,24 @@ def test_window_goodput():
     assert window_goodput(t, b, 1000.0).size == 0
     with pytest.raises(ValueError):
         window_goodput(t, b, 0)
+    # NaN, tiny windows (3 TiB of windows once), a zero max rate: clear errors.
+    for w, rate, words in [
+        (float("nan"), None, "positive number of seconds"),
+        (1e-9, None, "at most 10,000,000"),
+        (10.0, 0.0, "max rate"),
+        (10.0, float("inf"), "max rate"),
+    ]:
+        with pytest.raises(ValueError, match=words):
+            window_goodput(t, b, w, max_rate_Bps=rate)
+
+
+def test_plot_rejects_bad_goodput_options_with_one_line(small_scenario, tmp_path):
+    out = tmp_path / "run"
+    assert thinwire_cli("run", small_scenario, "--out", out).returncode == 0
+    for args in (["--windows", "nan"], ["--windows", "1e-9"], ["--max-rate", "0"]):
+        p = thinwire_cli("plot", out, "--kind", "goodput", *args, "--out", tmp_path / "g.png")
+        assert p.returncode == 2, (args, p.stderr)
+        assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr, (args, p.stderr)
 
 
 def test_plots_of_a_run_and_a_capture(small_scenario, tmp_path):

@@ -9,6 +9,10 @@ first sample; a final partial window is dropped, so every value covers a whole w
 from __future__ import annotations
 
 
+# More windows than this is a mistake (a window far shorter than a packet's time).
+MAX_WINDOWS = 10_000_000
+
+
 def window_goodput(times, cum_bytes, window_s: float, max_rate_Bps: float | None = None, start_s: float | None = None):
     """Returns a numpy array of goodput per window (fraction of `max_rate_Bps`, or
     bytes/s if it is None)."""
@@ -16,12 +20,20 @@ def window_goodput(times, cum_bytes, window_s: float, max_rate_Bps: float | None
 
     t = np.asarray(times, dtype=float)
     b = np.asarray(cum_bytes, dtype=float)
-    if window_s <= 0:
-        raise ValueError(f"window {window_s} s: must be positive")
+    if not (np.isfinite(window_s) and window_s > 0):
+        raise ValueError(f"goodput window {window_s} s: must be a positive number of seconds")
+    if max_rate_Bps is not None and not (np.isfinite(max_rate_Bps) and max_rate_Bps > 0):
+        raise ValueError(f"max rate {max_rate_Bps} bytes/s: must be a positive number (or left out)")
     if len(t) == 0:
         return np.zeros(0)
     t0 = t[0] if start_s is None else start_s
-    n = int((t[-1] - t0) // window_s)
+    span = t[-1] - t0
+    if span / window_s > MAX_WINDOWS:
+        raise ValueError(
+            f"goodput window {window_s:g} s: {span:.6g} s of data would make {span / window_s:.3g} windows "
+            f"(at most {MAX_WINDOWS:,}); use a window of at least {span / MAX_WINDOWS:.3g} s"
+        )
+    n = int(span // window_s)
     if n <= 0:
         return np.zeros(0)
     edges = t0 + window_s * np.arange(n + 1)

@@ -127,6 +127,11 @@ impl<C: Chunks> Window<C> {
         if self.end < o + n {
             return None;
         }
+        if n == 0 {
+            // A zero-length record may end exactly at the stream's (or a chunk's)
+            // end, where no chunk holds offset `o`.
+            return Some(&[]);
+        }
         let i = self.chunks.partition_point(|(at, c)| at + c.len() <= o);
         let (at, c) = &self.chunks[i];
         if o + n <= at + c.len() {
@@ -356,7 +361,14 @@ fn read_pcapng<C: Chunks>(w: &mut Window<C>, f: &mut impl FnMut(Pkt<'_>)) -> Res
                         Some(ifc) if cap > body.len() - 20 => rep.warnings.push(format!("packet block at byte {o} claims {cap} captured bytes but holds {}; skipped (interface {ifid}, link type {})", body.len() - 20, ifc.linktype)),
                         Some(ifc) => {
                             let ts = (hi << 32) | lo;
-                            f(Pkt { t_ns: ticks_to_ns(ts, ifc.units) + ifc.offset_s * 1_000_000_000, linktype: ifc.linktype, data: &body[20..20 + cap], orig_len: orig.max(cap as u32), iface: ifid as u32 });
+                            let t_ns = ticks_to_ns(ts, ifc.units).and_then(|t| ifc.offset_s.checked_mul(1_000_000_000).and_then(|o| t.checked_add(o)));
+                            let t_ns = t_ns.unwrap_or_else(|| {
+                                if !rep.warnings.iter().any(|w| w.starts_with("timestamps out of range")) {
+                                    rep.warnings.push(format!("timestamps out of range (packet block at byte {o}: its time stamp with the interface's if_tsoffset of {} s is not a time before the year 2262); such packets are put at the latest representable time, so times and durations involving them are wrong", ifc.offset_s));
+                                }
+                                i64::MAX
+                            });
+                            f(Pkt { t_ns, linktype: ifc.linktype, data: &body[20..20 + cap], orig_len: orig.max(cap as u32), iface: ifid as u32 });
                             rep.packets += 1;
                         }
                     }
@@ -393,12 +405,9 @@ fn read_pcapng<C: Chunks>(w: &mut Window<C>, f: &mut impl FnMut(Pkt<'_>)) -> Res
     Ok(rep)
 }
 
-fn ticks_to_ns(ts: u64, units: u64) -> i64 {
-    if units == 1_000_000_000 {
-        ts as i64
-    } else {
-        ((ts as u128 * 1_000_000_000u128) / units as u128) as i64
-    }
+/// Nanoseconds of `ts` ticks of `units` per second; None beyond i64 (year 2262).
+fn ticks_to_ns(ts: u64, units: u64) -> Option<i64> {
+    i64::try_from(ts as u128 * 1_000_000_000u128 / units as u128).ok()
 }
 
 #[cfg(test)]
@@ -532,5 +541,52 @@ mod tests {
         let r = read_capture(cut, |_| {}).unwrap();
         assert_eq!(r.packets, 2);
         assert!(r.warnings.iter().any(|w| w.contains("past the end")), "{:?}", r.warnings);
+    }
+
+    #[test]
+    fn a_zero_length_record_at_the_end_of_a_chunk_or_file_is_read() {
+        // The 40-byte file: header + one record with incl_len 0 (it used to panic).
+        let f = pcap(false, false, &[(1, 0, b"")]);
+        assert_eq!(f.len(), 40);
+        let mut got = Vec::new();
+        let r = read_capture(&f, |p| got.push(p.data.len())).unwrap();
+        assert_eq!((r.packets, got), (1, vec![0]));
+        // A zero-length record whose header ends exactly at a chunk boundary.
+        let f = pcap(false, false, &[(1, 0, b"ab"), (2, 0, b""), (3, 0, b"cde")]);
+        for size in [42, 58, 40, 16] {
+            let mut got = Vec::new();
+            let r = read_capture_chunks(Tiny(f.clone(), 0, size), |p| got.push(p.data.to_vec())).unwrap();
+            assert_eq!(got, vec![b"ab".to_vec(), vec![], b"cde".to_vec()], "chunks of {size}");
+            assert!(r.warnings.is_empty());
+        }
+    }
+
+    #[test]
+    fn an_if_tsoffset_past_the_year_2262_is_a_warning_not_a_wrap() {
+        let mut f =
+            block(0x0a0d_0d0a, &[0x4d, 0x3c, 0x2b, 0x1a, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
+        // Raw IP, microseconds, if_tsoffset 2^62 s.
+        let mut idb = vec![101, 0, 0, 0, 0, 0, 0, 0, 14, 0, 8, 0];
+        idb.extend_from_slice(&(1i64 << 62).to_le_bytes());
+        idb.extend_from_slice(&[0, 0, 0, 0]);
+        f.extend(block(1, &idb));
+        let mut b = vec![0u8; 4];
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&1000u32.to_le_bytes());
+        b.extend_from_slice(&1u32.to_le_bytes());
+        b.extend_from_slice(&1u32.to_le_bytes());
+        b.push(7);
+        f.extend(block(6, &b));
+        let mut got = Vec::new();
+        let r = read_capture(&f, |p| got.push(p.t_ns)).unwrap();
+        assert_eq!(got, vec![i64::MAX], "clamped, not wrapped");
+        assert!(r.warnings.iter().any(|w| w.starts_with("timestamps out of range")), "{:?}", r.warnings);
+    }
+
+    #[test]
+    fn timestamps_beyond_i64_are_a_warning_not_a_wrap() {
+        assert_eq!(ticks_to_ns(u64::MAX, 1_000_000_000), None);
+        assert_eq!(ticks_to_ns(u64::MAX, 1_000_000), None);
+        assert_eq!(ticks_to_ns(5, 1_000), Some(5_000_000));
     }
 }
