@@ -8,7 +8,6 @@ first sample; a final partial window is dropped, so every value covers a whole w
 
 from __future__ import annotations
 
-
 # More windows than this is a mistake (a window far shorter than a packet's time).
 MAX_WINDOWS = 10_000_000
 
