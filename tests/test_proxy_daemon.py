@@ -224,15 +224,18 @@ def unacked_per_mobile(capture: Path) -> dict[str, list[tuple[float, int]]]:
         # a = the end that sent the SYN: the mobile (its data direction is b2a).
         mobile_of[i] = c["host_a"]
     total: dict[str, int] = {}
+
+    def unacked(conn: int) -> int:
+        return max(0, top[conn] - max(acked.get(conn, 1), 1)) if top.get(conn) else 0
+
     for t, conn, d, seq, ln, ack in pk.select(["time_s", "conn", "dir", "seq", "len", "ack"]).iter_rows():
         m = mobile_of[conn]
-        before = max(0, top.get(conn, 0) - max(acked.get(conn, 1), 1)) if top.get(conn) else 0
+        before = unacked(conn)
         if d == 1 and ln > 0:  # proxy -> mobile data
             top[conn] = max(top.get(conn, 0), seq + ln)
         elif d == 0 and ack >= 0:  # the mobile's ACK
             acked[conn] = max(acked.get(conn, 0), ack)
-        after = max(0, top.get(conn, 0) - max(acked.get(conn, 1), 1)) if top.get(conn) else 0
-        total[m] = total.get(m, 0) + after - before
+        total[m] = total.get(m, 0) + unacked(conn) - before
         if d == 1 and ln > 0:
             out.setdefault(m, []).append((t, total[m]))
     return out

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from .gprs_common import recovery_s, scenario, share_between, syn_sends
 from .gprs_proxy import stall_run
-from .gprs_tcp import OUTAGE, second_flow
+from .gprs_tcp import OUTAGE
 
 GAP = 20.0
 CC = "reno"
@@ -121,10 +121,11 @@ def _sim_fairness(proxy: bool) -> dict:
 
     from .gprs_common import flow
 
+    # The run of studies/gprs_tcp.py's second_flow (seed 1), measured as the real one.
     text = scenario(flow(bytes="600KB") + flow(bytes="600KB", start=GAP), proxy="" if proxy else None)
     tr = thinwire.run(text, seed=1, trace=["tcp"]).trace
-    s = second_flow(proxy="" if proxy else None, gap=GAP)
-    return {"syn_sends": s["syn_sends"], "connect_s": connect_s(tr, 1), "share_50s": s["share_50s"]}
+    got = share_between(tr, GAP, GAP + SHARE_SPAN)
+    return {"syn_sends": syn_sends(tr, 1), "connect_s": connect_s(tr, 1), "share_50s": got[1] / max(sum(got), 1)}
 
 
 def _measure(d: Path, kind: str) -> dict:

@@ -71,12 +71,11 @@ struct Sock {
     active: Instant,
     /// When one direction finished while the other is open.
     half: Option<Instant>,
-    mobile: IpAddress,
     /// The connection's 4-tuple (mobile address, port, server address, port).
     key: Key,
 }
 
-type Key = (IpAddress, u16, IpAddress, u16);
+pub(crate) type Key = (IpAddress, u16, IpAddress, u16);
 
 #[derive(Default)]
 struct Counters {
@@ -436,7 +435,7 @@ impl Daemon {
                     Command::Close(c) => {
                         if let Some(s) = self.socks.remove(&c) {
                             self.poll.remove(s.fd.as_raw_fd());
-                            self.log.event("closed", &[("conn", c.into()), ("mobile", ip(s.mobile).into())]);
+                            self.log.event("closed", &[("conn", c.into()), ("mobile", ip(s.key.0).into())]);
                             self.ended(s.key, now);
                         }
                     }
@@ -452,9 +451,6 @@ impl Daemon {
                 self.write_tun(&p);
             }
             if !any {
-                if let (Some(r), Some(ev)) = (&mut self.rec, &mut self.proxy.trace) {
-                    r.proxy_events(ev);
-                }
                 return Ok(());
             }
         }
@@ -480,7 +476,6 @@ impl Daemon {
                     opened: now,
                     active: now,
                     half: None,
-                    mobile: mobile.0,
                     key: (mobile.0, mobile.1, server.0, server.1),
                 };
                 self.socks.insert(c, s);

@@ -21,6 +21,7 @@
 //! Times are nanoseconds since the daemon started (CLOCK_MONOTONIC). Flow ids are
 //! numbered from 0 in the order the mobiles' SYNs arrive (modulo 65,536: the
 //! proxy's flow field is 16 bits).
+use super::Key;
 use crate::sys;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -31,9 +32,7 @@ use thinwire::pcap::write::{Direction, PcapngWriter};
 use thinwire::time::Instant;
 use thinwire::trace::recorder::SegKind;
 use thinwire::trace::{Layer, LayerMask, Recorder, Row, SegEvent, Sink};
-use thinwire::wire::{IpAddress, Meta, Packet, TcpFlags, L4};
-
-type Key = (IpAddress, u16, IpAddress, u16);
+use thinwire::wire::{Meta, Packet, TcpFlags, L4};
 
 /// Rows written to a file as they come; a failed write is remembered and
 /// reported by the next flush (the daemon logs it: nothing is lost silently).
