@@ -108,6 +108,18 @@ def test_bad_sweeps_exit_2(tmp_path):
         "missing base": sw.read_text().replace("base.toml", "nope.toml"),
         "unknown key": sw.read_text() + "\nbogus = 1\n",
         "malformed": "scenario = ",
+        # Each of these once gave a traceback, ran out of memory or was misread.
+        "crn as a string": sw.read_text().replace(
+            "replications = 3", 'replications = 3\ncommon_random_numbers = "false"'
+        ),
+        "a billion replications": sw.read_text().replace("replications = 3", "replications = 1000000000"),
+        "three axes of 1,000 values": sw.read_text().split("[axes]")[0]
+        + "[axes]\n"
+        + "".join(
+            f'"flow.0.tcp.{k}" = [{", ".join(str(64 + i) for i in range(1000))}]\n' for k in ("mss", "initial_window")
+        )
+        + f'"seed" = [{", ".join(str(i) for i in range(1000))}]\n',
+        "2,000-deep nesting": "a = " + "[" * 2000 + "]" * 2000,
     }
     for what, text in cases.items():
         p = tmp_path / "bad.toml"
@@ -115,8 +127,28 @@ def test_bad_sweeps_exit_2(tmp_path):
         r = thinwire_cli("sweep", p, "--out", tmp_path / "x", "--quiet")
         assert r.returncode == 2, (what, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, (what, r.stderr)
-    r = thinwire_cli("sweep", sw, "--scheduler", "tcp://127.0.0.1:1", "--quiet", "--out", tmp_path / "y")
-    assert r.returncode == 2 and "cannot connect" in r.stderr, r.stderr
+    (tmp_path / "bin.toml").write_bytes(bytes(range(256)))
+    p.write_text(sw.read_text().replace("base.toml", "bin.toml"))
+    r = thinwire_cli("sweep", p, "--out", tmp_path / "x", "--quiet")
+    assert r.returncode == 2 and "UTF-8" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    for bad in ("tcp://127.0.0.1:1", "bogus"):
+        r = thinwire_cli("sweep", sw, "--scheduler", bad, "--quiet", "--out", tmp_path / "y")
+        assert r.returncode == 2 and "cannot connect" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_a_different_sweep_into_the_same_folder_never_deletes_the_earlier_runs(tmp_path):
+    sw = write_sweep(tmp_path, reps=1)
+    out = tmp_path / "out"
+    runs, _ = run_sweep(sw, out=out, workers=1, progress=False)
+    before = (out / "runs.parquet").read_bytes()
+    other = tmp_path / "other.toml"
+    other.write_text(sw.read_text().replace("[0.0, 0.05]", "[0.1]"))
+    r = thinwire_cli("sweep", other, "--out", out, "--quiet")
+    assert r.returncode == 2 and "another sweep" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert (out / "runs.parquet").read_bytes() == before
+    # The same sweep resumes (nothing to do) and keeps every run.
+    again, _ = run_sweep(sw, out=out, workers=1, progress=False)
+    assert again.height == runs.height
 
 
 def test_t_quantiles():

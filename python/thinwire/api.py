@@ -66,6 +66,11 @@ def _toml_value(v) -> str:
     return json.dumps(str(v))
 
 
+def _u64(v) -> str:
+    v = int(v)
+    return str(v) if v < 2**63 else f'"{v}"'
+
+
 def _overrides(
     set: Mapping[str, object] | Iterable[str] | None, seed, run_index, trace, pcap, mm_log: bool = False
 ) -> list[str]:
@@ -75,10 +80,11 @@ def _overrides(
             out += [f"{k}={_toml_value(v)}" for k, v in set.items()]
         else:
             out += list(set)
+    # Seeds and run indices are u64: past TOML's i64 they go as strings of digits.
     if seed is not None:
-        out.append(f"seed={int(seed)}")
+        out.append(f"seed={_u64(seed)}")
     if run_index is not None:
-        out.append(f"run={int(run_index)}")
+        out.append(f"run={_u64(run_index)}")
     if trace is not None:
         out.append(f"trace.layers={_toml_value(list(trace))}")
     if pcap:
@@ -106,6 +112,10 @@ class RunResult:
             "events": r["events"],
             "events_per_s": r["events_per_s"],
             "sim_time_s": r["sim_time_s"],
+            # Why the run ended: finished, stop, max_time (flows still running),
+            # idle (flows waiting for ever); and the flows that did not finish.
+            "end": r["end"],
+            "unfinished_flows": r["unfinished"],
             "flows": r["flows"],
             "link": r["link"],
             "wired_queue_drops": r["wired_queue_drops"],
@@ -152,31 +162,62 @@ class RunResult:
 
     def write(self, out: str | os.PathLike) -> list[Path]:
         """Writes summary.json, flows.parquet, trace.parquet (if any events) and the
-        pcap taps and mm-link logs (if recorded) into `out`; returns the paths written."""
+        pcap taps and mm-link logs (if recorded) into `out`; returns the paths written.
+
+        Atomic as a set: the files are written into a temporary folder inside `out`
+        and moved into place only when all are complete, and outputs of an earlier
+        run that this one does not write (a trace, pcaps, plots) are removed, so a
+        directory never mixes two runs. On failure (a full disk) nothing is left
+        half-written and the error is raised."""
+        import shutil
+        import tempfile
+
         d = Path(out)
         d.mkdir(parents=True, exist_ok=True)
-        written = []
-        p = d / "summary.json"
-        p.write_text(json.dumps(self.summary, indent=2, sort_keys=True) + "\n")
-        written.append(p)
-        p = d / "flows.parquet"
-        self.flows.write_parquet(p)
-        written.append(p)
-        if self.raw["trace"]["rows"]:
-            p = d / "trace.parquet"
-            self.trace.write_parquet(p)
-            written.append(p)
-        for key, fname in (
-            ("pcap_server", "server.pcap"),
-            ("pcap_mobile", "mobile.pcap"),
-            ("mm_down", "mm-down.log"),
-            ("mm_up", "mm-up.log"),
-        ):
-            if self.raw.get(key) is not None:
-                p = d / fname
-                p.write_bytes(self.raw[key])
-                written.append(p)
-        return written
+        tmp = Path(tempfile.mkdtemp(prefix=".thinwire-", dir=d))
+        try:
+            names = []
+            (tmp / "summary.json").write_text(json.dumps(self.summary, indent=2, sort_keys=True) + "\n")
+            names.append("summary.json")
+            from .outputs import write_parquet
+
+            write_parquet(self.flows, tmp / "flows.parquet")
+            names.append("flows.parquet")
+            if self.raw["trace"]["rows"]:
+                write_parquet(self.trace, tmp / "trace.parquet")
+                names.append("trace.parquet")
+            for key, fname in (
+                ("pcap_server", "server.pcap"),
+                ("pcap_mobile", "mobile.pcap"),
+                ("mm_down", "mm-down.log"),
+                ("mm_up", "mm-up.log"),
+            ):
+                if self.raw.get(key) is not None:
+                    (tmp / fname).write_bytes(self.raw[key])
+                    names.append(fname)
+            for stale in RUN_OUTPUTS:
+                if stale not in names:
+                    (d / stale).unlink(missing_ok=True)
+            for n in names:
+                os.replace(tmp / n, d / n)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return [d / n for n in names]
+
+
+# Every file a run directory can hold (`RunResult.write` and `thinwire run --plot`);
+# a new run into the directory removes those it does not write itself.
+RUN_OUTPUTS = (
+    "summary.json",
+    "flows.parquet",
+    "trace.parquet",
+    "server.pcap",
+    "mobile.pcap",
+    "mm-down.log",
+    "mm-up.log",
+    "tsq.png",
+    "tsq.html",
+)
 
 
 def check(scenario: str | os.PathLike, set=None) -> None:

@@ -7,9 +7,11 @@ wrong and what is accepted.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import re
+import signal
 import sys
 from pathlib import Path
 
@@ -21,6 +23,7 @@ LAYERS = ("tcp", "link", "queue", "channel", "proxy")
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, exit 2
+        message = one_line(message)
         self.exit(
             2,
             f"thinwire: error: {message} (see 'thinwire {self.prog.split()[-1]} --help')\n"
@@ -29,8 +32,22 @@ class _Parser(argparse.ArgumentParser):
         )
 
 
+# Longest error line printed; the rest is cut and counted.
+MAX_MESSAGE = 400
+
+
+def one_line(msg: str) -> str:
+    """A message as one line of at most MAX_MESSAGE characters: line breaks (a key
+    or file name may hold one) shown as \\n, the rest of a long message cut with a
+    count of what was cut."""
+    msg = msg.replace("\r", "\\r").replace("\n", "\\n")
+    if len(msg) > MAX_MESSAGE:
+        msg = f"{msg[:MAX_MESSAGE]}... ({len(msg) - MAX_MESSAGE:,} more characters cut)"
+    return msg
+
+
 def _die(msg: str) -> "NoReturn":  # noqa: F821
-    print(f"thinwire: error: {msg}", file=sys.stderr)
+    print(f"thinwire: error: {one_line(msg)}", file=sys.stderr)
     sys.exit(2)
 
 
@@ -102,6 +119,7 @@ def _cmd_run(a) -> int:
             written += [plot(run_, "tsq", out / "tsq.png"), plot(run_, "tsq", out / "tsq.html")]
         except ValueError as e:
             _die(f"--plot: {e}")
+    _warn_unfinished(res.summary)
     if a.json:
         s = res.summary
         if written:
@@ -113,6 +131,25 @@ def _cmd_run(a) -> int:
         if written:
             print("\nwrote " + ", ".join(str(p) for p in written))
     return 0
+
+
+_END = {
+    "max_time": "max_time was reached first",
+    "idle": "nothing more could happen (they wait for ever: a window that never opens, a start after max_time?)",
+    "stop": "the stop time came first",
+}
+
+
+def _warn_unfinished(s: dict) -> None:
+    """One line on stderr when flows that end by themselves did not finish."""
+    left = s.get("unfinished_flows") or []
+    if left:
+        which = ", ".join(str(i) for i in left)
+        why = _END.get(s.get("end"), s.get("end"))
+        print(
+            f"thinwire: warning: flow{'s' if len(left) > 1 else ''} {which} did not finish at {s['sim_time_s']:.3f} s: {why}",
+            file=sys.stderr,
+        )
 
 
 def _cmd_sweep(a) -> int:
@@ -475,7 +512,7 @@ def main(argv: list[str] | None = None) -> int:
     p = _Parser(prog="thinwire", description="TCP over slow, lossy wireless links with link-layer ARQ.")
     sub = p.add_subparsers(dest="cmd", parser_class=_Parser, metavar="COMMAND")
     r = sub.add_parser("run", help="run a scenario and print a summary")
-    r.add_argument("scenario", help="scenario TOML file")
+    r.add_argument("scenario", type=Path, help="scenario TOML file")
     r.add_argument("--seed", type=int, help="root seed (overrides the scenario's)")
     r.add_argument("--run", type=int, help="run index (replication) within the seed")
     r.add_argument("--out", help="directory for summary.json, flows.parquet, trace.parquet and pcaps")
@@ -559,7 +596,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     pl_.set_defaults(fn=_cmd_plot)
     em = sub.add_parser("emulate", help="real hosts over the scenario's links in real time (Linux, root)")
-    em.add_argument("scenario", help="scenario TOML file (its [wired] and [wireless] links; flows are ignored)")
+    em.add_argument(
+        "scenario", type=Path, help="scenario TOML file (its [wired] and [wireless] links; flows are ignored)"
+    )
     em.add_argument("--seed", type=int, help="root seed for the link models' randomness")
     em.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario field")
     em.add_argument("--out", help="directory for captures, trace, schedule log and summary")
@@ -605,7 +644,7 @@ def main(argv: list[str] | None = None) -> int:
     sl.add_argument("--json", action="store_true", help="print the result as JSON")
     sl.set_defaults(fn=_cmd_simulate_log)
     c = sub.add_parser("check", help="validate a scenario without running it")
-    c.add_argument("scenario")
+    c.add_argument("scenario", type=Path)
     c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     c.set_defaults(fn=_cmd_check)
     v = sub.add_parser("version", help="print the version")
@@ -617,12 +656,59 @@ def main(argv: list[str] | None = None) -> int:
     for kv in getattr(a, "set", []) or []:
         if "=" not in kv:
             _die(f"--set {kv!r}: expected KEY=VALUE, e.g. --set flow.0.bytes=1MB")
+    if a.cmd not in ("emulate", "proxy"):  # those two handle SIGTERM themselves
+        signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        return a.fn(a)
+        rc = a.fn(a)
+        sys.stdout.flush()  # a full disk or /dev/full shows here, not at exit
+        return rc
     except BrokenPipeError:
         # The reader (e.g. `| head`) went away: not an error of ours.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except KeyboardInterrupt:
+        return _stopped(130, "interrupted")
+    except _Terminated:
+        return _stopped(143, "terminated")
+    except OSError as e:
+        # Writing (an output file, standard output) failed: one line, nothing half-written
+        # (outputs are written to temporary names and renamed when complete).
+        where = f"{e.filename}: " if e.filename else "standard output: " if e.errno in _WRITE_ERRNOS else ""
+        _quiet_stdout()
+        print(f"thinwire: error: {one_line(f'{where}{e.strerror or e}')}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        _quiet_stdout()
+        print("thinwire: error: out of memory (a smaller run, sweep or window count?)", file=sys.stderr)
+        return 2
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread so cleanup runs as for Ctrl-C."""
+
+
+def _on_sigterm(signum, frame):
+    raise _Terminated()
+
+
+_WRITE_ERRNOS = (errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG)
+
+
+def _quiet_stdout() -> None:
+    """Standard output may be what failed: drop what is buffered, so that exiting
+    does not fail again with a traceback."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except OSError:
+        pass
+
+
+def _stopped(code: int, what: str) -> int:
+    """Ctrl-C or SIGTERM: one line; what is complete was kept (sweeps save finished
+    runs; a single run writes nothing partial)."""
+    _quiet_stdout()
+    print(f"thinwire: {what}", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

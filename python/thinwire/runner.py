@@ -45,8 +45,12 @@ def client(scheduler: str | None, n_workers: int):
     if scheduler:
         try:
             return Client(scheduler, timeout="5s"), None
-        except OSError as e:
-            raise ScenarioError(f"--scheduler {scheduler}: cannot connect ({e})") from None
+        except (OSError, ValueError, TypeError) as e:
+            # ValueError: an address Dask cannot parse (e.g. no port).
+            why = str(e).splitlines()[0] if str(e) else e.__class__.__name__
+            raise ScenarioError(
+                f"--scheduler {scheduler}: cannot connect ({why}); give an address such as tcp://host:8786"
+            ) from None
     cluster = LocalCluster(
         n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
     )

@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,7 @@ import tomllib
 from . import _core
 from .api import ScenarioError, _toml_value, path_overrides
 from .fields import metrics
+from .outputs import write_text
 
 # The metrics a sweep aggregates: every field the Rust core marks as a metric.
 FLOW_METRICS = metrics("flow")
@@ -43,6 +45,10 @@ LINK_METRICS = metrics("link")
 
 class SweepError(ScenarioError):
     pass
+
+
+# The most runs one sweep may have (points x replications).
+MAX_RUNS = 1_000_000
 
 
 @dataclass
@@ -94,8 +100,12 @@ def load_sweep(path: str | os.PathLike) -> Sweep:
         raise SweepError(f"{p}: no such sweep file (give a path to a .toml file)")
     try:
         d = tomllib.loads(p.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+    except UnicodeDecodeError:
+        raise SweepError(f"{p}: not UTF-8 text (a sweep is a TOML file)") from None
+    except tomllib.TOMLDecodeError as e:
         raise SweepError(f"{p}: malformed TOML ({str(e).splitlines()[0]})") from None
+    except RecursionError:
+        raise SweepError(f"{p}: malformed TOML (nested too deeply)") from None
     allowed = {"scenario", "replications", "common_random_numbers", "set", "axes"}
     extra = sorted(set(d) - allowed)
     if extra:
@@ -106,8 +116,11 @@ def load_sweep(path: str | os.PathLike) -> Sweep:
     if not sc.is_file():
         raise SweepError(f"{p}: scenario: {d['scenario']!r} does not exist (paths are relative to the sweep file)")
     reps = d.get("replications", 1)
-    if not isinstance(reps, int) or isinstance(reps, bool) or reps < 1:
-        raise SweepError(f"{p}: replications: {reps!r} is not a positive integer")
+    if not isinstance(reps, int) or isinstance(reps, bool) or not 1 <= reps <= MAX_RUNS:
+        raise SweepError(f"{p}: replications: {reps!r} is not an integer from 1 to {MAX_RUNS:,}")
+    crn = d.get("common_random_numbers", True)
+    if not isinstance(crn, bool):
+        raise SweepError(f"{p}: common_random_numbers: {crn!r} is not true or false")
     fixed = d.get("set", {})
     axes = d.get("axes", {})
     if not isinstance(fixed, dict) or not isinstance(axes, dict):
@@ -115,14 +128,23 @@ def load_sweep(path: str | os.PathLike) -> Sweep:
     for k, v in axes.items():
         if not isinstance(v, list) or not v:
             raise SweepError(f"{p}: axes.{k}: give a non-empty list of values")
-    base_text = sc.read_text(encoding="utf-8")
+    # Counted before anything is built: a billion runs once ran out of memory.
+    n_points = math.prod(len(v) for v in axes.values())
+    if n_points * reps > MAX_RUNS:
+        raise SweepError(
+            f"{p}: {n_points:,} points x {reps:,} replications is {n_points * reps:,} runs; a sweep has at most {MAX_RUNS:,}"
+        )
+    try:
+        base_text = sc.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise SweepError(f"{p}: scenario: {d['scenario']!r} is not UTF-8 text (a scenario is a TOML file)") from None
     sw = Sweep(
         base_text,
         sc.stem,
         path_overrides(sc, base_text) + [f"{k}={_toml_value(v)}" for k, v in fixed.items()],
         axes,
         reps,
-        bool(d.get("common_random_numbers", True)),
+        crn,
     )
     # Validate every point before running anything: errors name the axis value.
     for point in sw.points():
@@ -163,9 +185,9 @@ def run_batch(base_text: str, batch: list[dict]) -> list[dict]:
 
 
 def _write_atomic(df, path: Path):
-    tmp = path.with_suffix(".tmp")
-    df.write_parquet(tmp)
-    tmp.replace(path)
+    from .outputs import write_parquet
+
+    write_parquet(df, path)
 
 
 def summarize(runs, axes: list[str]):
@@ -224,11 +246,17 @@ def execute_sweeps(
     batch: int | None = None,
     desc: str = "sweep",
     extra: list | None = None,
+    keep_foreign: bool = False,
 ) -> list:
     """Runs (or resumes) several sweeps on one Dask client with one progress bar;
     each `(Sweep, out_dir)` gets its own runs/summary Parquet. `extra`: more runner
     groups (a study's own tasks) to run on the same client under the same bar.
-    Returns `(runs, summary)` per job."""
+    Returns `(runs, summary)` per job.
+
+    Runs already in an out_dir's runs.parquet that are not this sweep's are never
+    deleted: a user's sweep is refused (SweepError), and with `keep_foreign` (a
+    study's cache, which holds its quick and full runs side by side) they are kept
+    in runs.parquet and left out of the results."""
     import functools
 
     import polars as pl
@@ -249,6 +277,13 @@ def execute_sweeps(
                 ) from None
         all_runs = sw.runs()
         wanted = {r["key"] for r in all_runs}
+        foreign = [r for r in done_rows if r["key"] not in wanted]
+        if foreign and not keep_foreign:
+            # Never delete a user's results: these runs are not this sweep's.
+            raise SweepError(
+                f"{runs_path}: holds {len(foreign):,} runs of another sweep (or of this one with other settings); "
+                "give another --out, or move that folder away to replace them"
+            )
         done = {r["key"] for r in done_rows if r["key"] in wanted}
         states.append(
             {
@@ -258,6 +293,7 @@ def execute_sweeps(
                 "all_runs": all_runs,
                 "todo": [r for r in all_runs if r["key"] not in done],
                 "rows": [r for r in done_rows if r["key"] in wanted],
+                "foreign": foreign,
                 "new": [],
             }
         )
@@ -281,11 +317,12 @@ def execute_sweeps(
         order = {r["key"]: i for i, r in enumerate(st["all_runs"])}
         rows.sort(key=lambda r: order[r["key"]])
         df = pl.DataFrame(infer_schema_length=None, data=rows)
-        _write_atomic(df, st["runs_path"])
+        _write_atomic(pl.DataFrame(infer_schema_length=None, data=rows + st["foreign"]), st["runs_path"])
         sw = st["sw"]
         summary = summarize(df, list(sw.axes))
         _write_atomic(summary, st["out"] / "summary.parquet")
-        (st["out"] / "sweep.json").write_text(
+        write_text(
+            st["out"] / "sweep.json",
             json.dumps(
                 {
                     "scenario": sw.base_name,
@@ -298,7 +335,7 @@ def execute_sweeps(
                 indent=2,
                 default=str,
             )
-            + "\n"
+            + "\n",
         )
         results.append((df, summary))
     return results
@@ -309,5 +346,6 @@ def _save(states, only_dirty: bool):
 
     for st in states:
         if st["new"] and (st.get("dirty") or not only_dirty):
-            _write_atomic(pl.DataFrame(infer_schema_length=None, data=st["rows"] + st["new"]), st["runs_path"])
+            rows = st["rows"] + st["new"] + st["foreign"]
+            _write_atomic(pl.DataFrame(infer_schema_length=None, data=rows), st["runs_path"])
             st["dirty"] = False

@@ -1,7 +1,7 @@
 //! Binding of the capture analyser: `analyze_capture(path, columns)`.
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
-use thinwire::analysis::{analyze_file, Conn, DirStats};
+use thinwire::analysis::{analyze_file, analyze_open_file, Conn, DirStats};
 
 pyo3::create_exception!(
     _core,
@@ -98,12 +98,31 @@ fn conn_dict<'py>(py: Python<'py>, c: &Conn) -> PyResult<Bound<'py, PyDict>> {
 /// Analyses a pcap/pcapng file: connection statistics, warnings and (if `columns`)
 /// per-packet, RTT-sample and event columns as little-endian byte buffers.
 #[pyfunction]
-#[pyo3(signature = (path, columns=false))]
-pub fn analyze_capture<'py>(py: Python<'py>, path: std::path::PathBuf, columns: bool) -> PyResult<Bound<'py, PyDict>> {
+#[pyo3(signature = (path, columns=false, fd=None))]
+pub fn analyze_capture<'py>(
+    py: Python<'py>,
+    path: std::path::PathBuf,
+    columns: bool,
+    fd: Option<i32>,
+) -> PyResult<Bound<'py, PyDict>> {
     let t0 = std::time::Instant::now();
+    let err = |e: &dyn std::fmt::Display| CaptureError::new_err(format!("{}: {}", path.display(), e));
+    // `fd`: the capture already opened by the caller (a FIFO it waited on); read
+    // through a duplicate, the caller keeps and closes its own.
+    let file = match fd {
+        Some(fd) if fd >= 0 => {
+            // SAFETY: the caller holds `fd` open for the whole call.
+            let b = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+            Some(std::fs::File::from(b.try_clone_to_owned().map_err(|e| err(&e))?))
+        }
+        _ => None,
+    };
     let a = py
-        .allow_threads(|| analyze_file(&path, columns))
-        .map_err(|e| CaptureError::new_err(format!("{}: {}", path.display(), e)))?;
+        .allow_threads(|| match file {
+            Some(f) => analyze_open_file(f, columns),
+            None => analyze_file(&path, columns),
+        })
+        .map_err(|e| err(&e))?;
     let d = PyDict::new(py);
     d.set_item("wall_s", t0.elapsed().as_secs_f64())?;
     d.set_item("format", a.report.format)?;

@@ -3,7 +3,7 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
-use thinwire::engine::{run_scenario, RunResult};
+use thinwire::engine::{EndReason, RunResult, Sim};
 
 mod analysis;
 #[cfg(target_os = "linux")]
@@ -46,6 +46,8 @@ pub(crate) fn trace_to_py<'py>(py: Python<'py>, t: &thinwire::trace::TraceTable)
 
 fn result_to_py<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
+    d.set_item("end", r.end.name())?;
+    d.set_item("unfinished", r.unfinished.clone())?;
     d.set_item("events", r.events)?;
     d.set_item("sim_time_s", r.sim_time_s)?;
     d.set_item("flows", to_py(py, &r.flows)?)?;
@@ -82,7 +84,25 @@ fn run<'py>(py: Python<'py>, toml_text: String, overrides: Vec<String>) -> PyRes
     let sc =
         thinwire::config::parse_scenario(&toml_text, &overrides).map_err(|e| ScenarioError::new_err(e.to_string()))?;
     let t0 = std::time::Instant::now();
-    let r = py.allow_threads(|| run_scenario(&sc));
+    // Ctrl-C (and any other Python signal handler) is checked every POLL_EVERY
+    // events; the handler's exception ends the run and is raised here.
+    let mut raised: Option<PyErr> = None;
+    let r = py.allow_threads(|| {
+        Sim::new(&sc).run_polled(&mut || {
+            raised = Python::with_gil(|py| py.check_signals().err());
+            raised.is_some()
+        })
+    });
+    if let Some(e) = raised {
+        return Err(e);
+    }
+    if r.end == EndReason::Stuck {
+        return Err(ScenarioError::new_err(format!(
+            "simulated time stopped advancing at {:.6} s ({} events at that instant): a timer of zero or tiny length fires again and again; lengthen it",
+            r.sim_time_s,
+            thinwire::engine::STUCK_EVENTS
+        )));
+    }
     let wall = t0.elapsed().as_secs_f64();
     let d = result_to_py(py, &r)?;
     d.set_item("wall_s", wall)?;

@@ -12,7 +12,7 @@ use crate::app::{interactive::InteractiveConfig, media::MediaConfig, probe::Prob
 use crate::channel::{Channel, Fading, TwoState};
 use crate::config::flow::{HttpCfg, InteractiveCfg, MediaCfg, ProbeCfg, TtcpCfg, WebCfg};
 use crate::config::link::{AsrCfg, GprsCfg, Is707Cfg, OnN2Cfg, RlcCfg, RlpGsmCfg, SrCfg};
-use crate::config::{ChannelCfg, FlowCfg, Limit, LinkCfg, MuxCfg, QueueCfg, Scenario, SchedulerCfg, Stop};
+use crate::config::{ChannelCfg, FlowCfg, Limit, LinkCfg, MuxCfg, QueueCfg, Scenario, SchedulerCfg};
 use crate::link::{
     gprs::{Gprs, GprsConfig},
     gsm_csd::{CsdConfig, GsmCsd},
@@ -40,7 +40,7 @@ pub const GPRS_QUEUE: Limit = Limit::Bytes(120_000);
 /// Shared frame queue default (frames).
 pub const FRAME_QUEUE: usize = 50;
 /// Upper bound on simulated time when `stop = "end"`.
-pub const MAX_TIME: Duration = Duration::from_secs(100_000);
+pub use crate::config::MAX_TIME;
 
 pub fn limit(q: &Option<QueueCfg>, default: Limit) -> Limit {
     q.as_ref().map(|q| q.limit).unwrap_or(default)
@@ -48,11 +48,7 @@ pub fn limit(q: &Option<QueueCfg>, default: Limit) -> Limit {
 
 /// When the run ends at the latest.
 pub fn max_time(sc: &Scenario) -> Instant {
-    Instant::ZERO
-        + match sc.stop {
-            Stop::At(d) => d,
-            Stop::End => sc.max_time.map(|d| d.0).unwrap_or(MAX_TIME),
-        }
+    Instant::ZERO + sc.end_time()
 }
 
 /// The wired link of direction `d` (0 = down, from the server).

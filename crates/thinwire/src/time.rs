@@ -49,7 +49,9 @@ impl Duration {
         if g.0 <= 0 {
             self
         } else {
-            Duration((self.0 + g.0 - 1).div_euclid(g.0) * g.0)
+            // Saturating: a deadline near the end of time stays there instead of
+            // wrapping into the past (which once livelocked a run).
+            Duration(self.0.saturating_add(g.0 - 1).div_euclid(g.0).saturating_mul(g.0))
         }
     }
     pub fn max(self, o: Duration) -> Self {
@@ -158,5 +160,7 @@ mod tests {
         assert_eq!(Duration::from_millis(11).ceil_to(Duration::from_millis(10)), Duration::from_millis(20));
         assert_eq!(Duration::from_millis(20).ceil_to(Duration::from_millis(10)), Duration::from_millis(20));
         assert_eq!(Duration::from_millis(7).ceil_to(Duration::ZERO), Duration::from_millis(7));
+        let huge = Duration(i64::MAX - 5).ceil_to(Duration::from_millis(10));
+        assert!(huge > Duration::ZERO, "{huge:?}");
     }
 }

@@ -6,7 +6,20 @@
 //!
 //! A bare number is accepted for sizes (bytes) and durations (seconds) only where a
 //! scenario field documents it; rates always need a unit.
+//!
+//! Every value has a range, whatever the field (fields narrow it further in
+//! `config`): rates 1 bps to 1 Tbps ([`MAX_RATE`]), sizes 0 to 1 TB ([`MAX_SIZE`]),
+//! durations 0 to 1,000,000 s ([`MAX_DURATION_S`], 11.6 days). Beyond these a run
+//! could not finish or its arithmetic would overflow, so such values are errors
+//! that name the range rather than numbers that saturate or wrap silently.
 use crate::time::Duration;
+
+/// The largest rate accepted: 1 Tbit/s.
+pub const MAX_RATE: u64 = 1_000_000_000_000;
+/// The largest size accepted: 1 TB.
+pub const MAX_SIZE: u64 = 1_000_000_000_000;
+/// The longest duration accepted, in seconds (11.6 days).
+pub const MAX_DURATION_S: i64 = 1_000_000;
 
 fn split_num(s: &str) -> Option<(f64, &str)> {
     let s = s.trim();
@@ -37,6 +50,9 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
     if bps < 1.0 {
         return Err(format!("{s:?} must be {ACCEPT}"));
     }
+    if bps > MAX_RATE as f64 {
+        return Err(format!("{s:?} is more than 1Tbps, the highest rate accepted"));
+    }
     Ok(bps as u64)
 }
 
@@ -57,7 +73,11 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     if v < 0.0 {
         return Err(format!("{s:?} is negative; use {ACCEPT}"));
     }
-    Ok((v * k).round() as u64)
+    let b = (v * k).round();
+    if b > MAX_SIZE as f64 {
+        return Err(format!("{s:?} is more than 1TB, the largest size accepted"));
+    }
+    Ok(b as u64)
 }
 
 /// Parses a duration (non-negative).
@@ -76,7 +96,11 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if v < 0.0 {
         return Err(format!("{s:?} is negative; use {ACCEPT}"));
     }
-    Ok(Duration((v * k).round() as i64))
+    let ns = (v * k).round();
+    if ns > MAX_DURATION_S as f64 * 1e9 {
+        return Err(format!("{s:?} is longer than {MAX_DURATION_S}s (11.6 days), the longest duration accepted"));
+    }
+    Ok(Duration(ns as i64))
 }
 
 #[cfg(test)]
@@ -91,6 +115,8 @@ mod tests {
         assert!(parse_rate("-5kbps").is_err());
         assert!(parse_rate("64").is_err());
         assert!(parse_rate("64 furlongs").is_err());
+        assert_eq!(parse_rate("1000Gbps").unwrap(), MAX_RATE);
+        assert!(parse_rate("1001Gbps").unwrap_err().contains("1Tbps"));
     }
     #[test]
     fn sizes() {
@@ -98,6 +124,9 @@ mod tests {
         assert_eq!(parse_size("10MB").unwrap(), 10_000_000);
         assert_eq!(parse_size("64KiB").unwrap(), 65536);
         assert!(parse_size("3 parsecs").is_err());
+        assert_eq!(parse_size("1000GB").unwrap(), MAX_SIZE);
+        // Once saturated to u64::MAX (a transfer that sent nothing); now an error.
+        assert!(parse_size("1e20B").unwrap_err().contains("1TB"));
     }
     #[test]
     fn durations() {
@@ -106,5 +135,9 @@ mod tests {
         assert_eq!(parse_duration("2min").unwrap(), Duration::from_secs(120));
         assert!(parse_duration("-1s").is_err());
         assert!(parse_duration("soon").is_err());
+        assert_eq!(parse_duration("1000000s").unwrap(), Duration::from_secs(MAX_DURATION_S));
+        // Once wrapped into the past (a livelock); now an error naming the range.
+        assert!(parse_duration("1e20s").unwrap_err().contains("1000000s"));
+        assert!(parse_duration("1e10s").is_err());
     }
 }

@@ -74,3 +74,133 @@ fn scenario_parser_survives_mutations() {
     }
     assert!(accepted > 100 && accepted < 20_000, "{accepted}");
 }
+
+fn scenario(o: &[&str]) -> thinwire::config::Scenario {
+    let base = "[wireless]\nrate = \"64kbps\"\ndelay = \"50ms\"\n[[flow]]\napp = \"bulk\"\nbytes = \"100KB\"\n";
+    parse_scenario(base, &o.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap()
+}
+
+#[test]
+fn a_timer_of_zero_length_ends_the_run_as_stuck_instead_of_livelocking() {
+    use thinwire::config::{Dur, FlowCfg, TcpCfg};
+    use thinwire::engine::{EndReason, Sim};
+    // The ranges reject a 0 s RTO; built by hand here to test the backstop.
+    let mut sc = scenario(&[]);
+    let FlowCfg::Bulk(b) = &mut sc.flow[0] else { panic!() };
+    let zero = Some(Dur(thinwire::time::Duration::ZERO));
+    b.tcp = Some(TcpCfg { min_rto: zero, initial_rto: zero, ..Default::default() });
+    let r = Sim::new(&sc).run();
+    assert_eq!(r.end, EndReason::Stuck);
+    assert_eq!(r.unfinished, vec![0]);
+}
+
+#[test]
+fn a_run_says_why_it_ended_and_which_flows_did_not_finish() {
+    use thinwire::engine::{EndReason, Sim};
+    let r = Sim::new(&scenario(&[])).run();
+    assert_eq!((r.end, r.unfinished.len()), (EndReason::Finished, 0));
+    let r = Sim::new(&scenario(&["stop=\"2s\""])).run();
+    assert_eq!((r.end, r.unfinished), (EndReason::StopTime, vec![0]));
+    let r = Sim::new(&scenario(&["max_time=\"2s\""])).run();
+    assert_eq!((r.end, r.unfinished), (EndReason::MaxTime, vec![0]));
+    assert_eq!(r.sim_time_s, 2.0, "a run that reached max_time lasted max_time");
+    // A window that never opens (below the schema's range; built by hand).
+    let mut sc = scenario(&[]);
+    let thinwire::config::FlowCfg::Bulk(b) = &mut sc.flow[0] else { panic!() };
+    b.tcp = Some(thinwire::config::TcpCfg { cwnd_clamp: Some(thinwire::config::Size(0)), ..Default::default() });
+    let r = Sim::new(&sc).run();
+    assert_eq!((r.end, r.unfinished), (EndReason::Idle, vec![0]));
+}
+
+#[test]
+fn a_poll_that_asks_to_stop_interrupts_the_run() {
+    use thinwire::engine::{EndReason, Sim, POLL_EVERY};
+    let mut polls = 0;
+    let r = Sim::new(&scenario(&["flow.0.bytes=\"unlimited\"", "stop=\"100000s\""])).run_polled(&mut || {
+        polls += 1;
+        polls == 2
+    });
+    assert_eq!(r.end, EndReason::Interrupted);
+    assert_eq!(r.events, 2 * POLL_EVERY);
+}
+
+#[test]
+fn link_utilisation_never_exceeds_one_with_a_frame_on_air_at_the_end() {
+    // 1 bit/s: the first 254-byte frame takes 2,032 s, far past the 30 s run.
+    let r = thinwire::engine::Sim::new(&scenario(&["wireless.rate=\"1bps\"", "stop=\"30s\""])).run();
+    for s in &r.link {
+        assert!((0.0..=1.0).contains(&s.utilization), "{}", s.utilization);
+    }
+    assert!(r.link[1].utilization > 0.99, "the uplink sent its SYN for the whole run: {}", r.link[1].utilization);
+}
+
+/// A raw-IP (link type 101) pcap of TCP packets (time ns, from a?, seq, ack, len, flags).
+fn pcap_of(pkts: &[(i64, bool, u32, u32, u32, u8)]) -> Vec<u8> {
+    let mut out = vec![];
+    out.extend_from_slice(&0xa1b2c3d4u32.to_le_bytes());
+    out.extend_from_slice(&2u16.to_le_bytes());
+    out.extend_from_slice(&4u16.to_le_bytes());
+    out.extend_from_slice(&[0; 8]);
+    out.extend_from_slice(&65535u32.to_le_bytes());
+    out.extend_from_slice(&101u32.to_le_bytes());
+    for &(t, from_a, seq, ack, len, flags) in pkts {
+        let (src, dst, sp, dp) =
+            if from_a { ([10, 0, 0, 1], [10, 0, 0, 2], 1000, 80) } else { ([10, 0, 0, 2], [10, 0, 0, 1], 80, 1000) };
+        let tcp = TcpRepr {
+            src_port: sp,
+            dst_port: dp,
+            seq,
+            ack,
+            flags: TcpFlags(flags),
+            window: 65535,
+            ..Default::default()
+        };
+        let b = Packet::new(src, dst, 1, L4::Tcp(tcp), len, 0, Instant::ZERO).emit();
+        out.extend_from_slice(&((t / 1_000_000_000) as u32).to_le_bytes());
+        out.extend_from_slice(&((t % 1_000_000_000 / 1000) as u32).to_le_bytes());
+        out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+        out.extend_from_slice(&b);
+    }
+    out
+}
+
+#[test]
+fn time_going_backwards_gives_no_negative_rtt_and_a_warning() {
+    const S: i64 = 1_000_000_000;
+    let (syn, ack) = (TcpFlags::SYN, TcpFlags::ACK);
+    // A SYN at 100 s and its SYN-ACK stamped 99.5 s (a clock step): once "RTT min −500 ms".
+    let cap = pcap_of(&[
+        (100 * S, true, 1000, 0, 0, syn),
+        (99 * S + S / 2, false, 5000, 1001, 0, syn | ack),
+        (100 * S + S / 10, true, 1001, 5001, 100, ack),
+        (100 * S + S / 5, false, 5001, 1101, 0, ack),
+    ]);
+    let a = thinwire::analysis::analyze(&cap, true).unwrap();
+    let d = &a.tracker.conns[0].dirs;
+    for s in d {
+        assert!(
+            s.rtt_samples == 0 || (s.rtt_min_ns >= 0 && s.rtt_max_ns >= s.rtt_min_ns),
+            "{} {}",
+            s.rtt_min_ns,
+            s.rtt_max_ns
+        );
+        assert!(s.idle_max_ns >= 0);
+    }
+    assert!(a.report.warnings.iter().any(|w| w.contains("1 packets were stamped earlier")), "{:?}", a.report.warnings);
+}
+
+#[test]
+fn descending_sequence_numbers_are_analysed_in_linear_time() {
+    // 300k segments sent highest first: once quadratic (55 s for 800k packets).
+    let n = 300_000u32;
+    let mut pkts = vec![(0, true, 0, 0, 0, TcpFlags::SYN)];
+    for k in (0..n).rev() {
+        pkts.push((1_000 + k as i64, true, 1 + 100 * k, 0, 100, TcpFlags::ACK));
+    }
+    let t0 = std::time::Instant::now();
+    let a = thinwire::analysis::analyze(&pcap_of(&pkts), false).unwrap();
+    assert_eq!(a.tcp_packets, n as u64 + 1);
+    // Not a timing assertion of speed, a bound on a hang: linear takes well under 1 s.
+    assert!(t0.elapsed().as_secs() < 20, "{:?}", t0.elapsed());
+}

@@ -8,6 +8,7 @@ definition); this module turns its output into polars DataFrames.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from .. import _core
@@ -142,4 +143,32 @@ def analyze_capture(path: str | os.PathLike, columns: bool = True) -> CaptureAna
         raise CaptureError(f"{p}: no such file (give a .pcap or .pcapng capture, or a thinwire run directory)")
     if p.is_dir():
         raise CaptureError(f"{p}: is a directory, not a capture file")
+    if stat.S_ISFIFO(p.stat().st_mode):
+        fd = _open_fifo(p)
+        try:
+            return CaptureAnalysis(path=p, raw=_core.analyze_capture(str(p), columns, fd))
+        finally:
+            os.close(fd)
     return CaptureAnalysis(path=p, raw=_core.analyze_capture(str(p), columns))
+
+
+# How long a FIFO (a named pipe, or /dev/stdin from a pipe) may have no data.
+FIFO_WAIT_S = 10.0
+
+
+def _open_fifo(p: Path) -> int:
+    """Opens a FIFO for reading without blocking for ever when it has no writer
+    (once a hang): waits at most FIFO_WAIT_S for data, then says so. Returns a
+    blocking descriptor, held open so that data written and closed meanwhile stays."""
+    import select
+
+    fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    if not poller.poll(FIFO_WAIT_S * 1000):
+        os.close(fd)
+        raise CaptureError(
+            f"{p}: is a FIFO and nothing was written to it in {FIFO_WAIT_S:.0f} s; start its writer first (e.g. tcpdump -w {p})"
+        )
+    os.set_blocking(fd, True)
+    return fd

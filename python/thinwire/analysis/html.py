@@ -169,8 +169,7 @@ def write_html(series: list[Series], meta: dict, out: Path, kind: str) -> Path:
         )
     note = f" &middot; {_html.escape(meta['note'])}" if meta.get("note") else ""
     data = json.dumps(payload).replace("</", "<\\/")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        _PAGE.format(title=_html.escape(meta.get("title", "thinwire")), data=data, js=_JS, note=note), encoding="utf-8"
-    )
+    from ..outputs import write_text
+
+    write_text(out, _PAGE.format(title=_html.escape(meta.get("title", "thinwire")), data=data, js=_JS, note=note))
     return out

@@ -230,9 +230,13 @@ def render(series: list[Series], meta: dict, out: str | Path, kind: str) -> Path
         tidy(fig, rect=(0, 0.04, 1, 1))
     else:
         tidy(fig)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=150)
-    plt.close(fig)
+    from ..outputs import atomic_path
+
+    try:
+        with atomic_path(out) as tmp:
+            fig.savefig(tmp, dpi=150, format=out.suffix.lstrip(".") or None)
+    finally:
+        plt.close(fig)
     return out
 
 
@@ -263,4 +267,8 @@ def plot(
         if unknown:
             raise ValueError(f"layer {unknown[0]!r} is not one of {', '.join(s.name for s in series)}")
         series = [s for s in series if s.name in layers]
+    if not any(len(s.x) for s in series):
+        # Once an empty figure with matplotlib warnings on stderr.
+        what = meta.get("title") or "the selection"
+        raise ValueError(f"{what}: no data to plot (a connection without data, or layers that recorded nothing)")
     return render(series, meta, out, kind)

@@ -114,7 +114,13 @@ def run_all(out: Path, quick: bool, scheduler, workers, progress):
     hist_jobs = [[f, 1000 + k, stop] for f in FDTS for k in range(n_hist)]
     group, store, keys = tasks_group(_hist_job, hist_jobs, out / "data" / "histogram-runs.jsonl")
     res = execute_sweeps(
-        [(s, out / "data" / n) for n, s in sw], scheduler, workers, progress, desc="is707-idle-frames", extra=[group]
+        [(s, out / "data" / n) for n, s in sw],
+        scheduler,
+        workers,
+        progress,
+        desc="is707-idle-frames",
+        extra=[group],
+        keep_foreign=True,
     )
     rows = []
     for (name, _), (runs, _) in zip(sw, res):

@@ -196,7 +196,7 @@ def run_all(out: Path, quick: bool, scheduler, workers, progress):
         axes = {axis: [int(x) for x in settings] if j["protocol"] == "rlc" else settings} if axis else {}
         axes["wireless.channel"] = channels(j["models"])
         sweeps.append((Sweep(j["text"], j["protocol"], [], axes, reps, True), out / "data" / j["name"]))
-    results = execute_sweeps(sweeps, scheduler, workers, progress, desc="shared-link-arq")
+    results = execute_sweeps(sweeps, scheduler, workers, progress, desc="shared-link-arq", keep_foreign=True)
     frames = []
     for j, (runs, _) in zip(js, results):
         axis = SETTINGS[j["protocol"]][0]

@@ -526,7 +526,7 @@ fn overlap(r: &Ranges, s: i64, e: i64) -> u64 {
     let (s, e) = (s as u64, e as u64);
     let mut n = 0;
     let i = r.v.partition_point(|x| x.1 <= s);
-    for &(a, b) in &r.v[i..] {
+    for &(a, b) in r.v.range(i..) {
         if a >= e {
             break;
         }
@@ -555,9 +555,9 @@ fn classify_rexmit(
     // sender an ACK-clocked retransmission follows the ACK at once; at a capture
     // point nearer the receiver it follows about one RTT later. The capture is near
     // this sender when the peer's data sees much smaller RTTs than this data.
-    let near_sender = ds.rtt_samples == 0 || (ps.rtt_samples > 0 && ps.rtt_min_ns * 2 < ds.rtt_min_ns);
+    let near_sender = ds.rtt_samples == 0 || (ps.rtt_samples > 0 && ps.rtt_min_ns.saturating_mul(2) < ds.rtt_min_ns);
     let rtt_floor = if near_sender { 0 } else { ds.rtt_min_ns };
-    let ack_clocked = me.last_ack_t.is_some_and(|a| t - a <= rtt_floor + 10_000_000);
+    let ack_clocked = me.last_ack_t.is_some_and(|a| t - a <= rtt_floor.saturating_add(10_000_000));
     let since = t - me.progress_t.max(if me.last_una_rexmit == Some(una) { me.last_una_rexmit_t } else { i64::MIN });
     let ev = if me.recovery.is_none() {
         me.recovery = Some(me.snd_max);

@@ -41,6 +41,7 @@ pub fn analyze_chunks<C: Chunks>(src: C, keep_columns: bool) -> Result<Analysis,
     let mut unknown: Option<u32> = None;
     let mut short_why: Option<&'static str> = None;
     let mut last_t = 0i64;
+    let mut backwards = 0u64;
     // A pcapng with several interfaces may hold the same packet seen at several
     // points of a path (the emulator's capture.pcapng does): counting them all
     // would make every packet a retransmission. Only the first interface that
@@ -53,7 +54,15 @@ pub fn analyze_chunks<C: Chunks>(src: C, keep_columns: bool) -> Result<Analysis,
             return;
         }
         // Simple packet blocks carry no time: they take the previous packet's.
-        let t = if p.t_ns == 0 { last_t } else { p.t_ns };
+        // Time never goes backwards here (as in tcptrace): a packet stamped before
+        // the one before it (a clock step, an unsorted merge) takes that packet's
+        // time, so no RTT, idle time or duration comes out negative; times before
+        // the epoch count as 0. Counted and reported.
+        let raw = if p.t_ns == 0 { last_t } else { p.t_ns };
+        if raw < last_t {
+            backwards += 1;
+        }
+        let t = raw.max(last_t);
         last_t = t;
         match decode::decode(p.linktype, p.data, p.orig_len) {
             decode::Decoded::Tcp(h) => {
@@ -78,6 +87,11 @@ pub fn analyze_chunks<C: Chunks>(src: C, keep_columns: bool) -> Result<Analysis,
             "packets on several interfaces: analysed interface {} only (the first with packets); {n} packets of interface(s) {} were not (one path seen at several points would count every packet twice)",
             iface.unwrap_or(0),
             ids.join(", ")
+        ));
+    }
+    if backwards > 0 {
+        report.warnings.push(format!(
+            "{backwards} packets were stamped earlier than the packet before them (a clock step or an unsorted capture): each was given the previous packet's time, so no RTT or interval is negative; sort the capture (e.g. reordercap) for exact times"
         ));
     }
     if let Some(l) = unknown {
@@ -111,9 +125,14 @@ impl crate::pcap::Chunks for ReadAhead {
 
 /// Analyses a capture file, reading it ahead on a second thread.
 pub fn analyze_file(path: &std::path::Path, keep_columns: bool) -> Result<Analysis, CaptureError> {
+    let f = std::fs::File::open(path).map_err(|e| CaptureError(format!("cannot read it ({e})")))?;
+    analyze_open_file(f, keep_columns)
+}
+
+/// Analyses a capture from an open file (or pipe), reading it ahead on a second thread.
+pub fn analyze_open_file(mut f: std::fs::File, keep_columns: bool) -> Result<Analysis, CaptureError> {
     use std::io::Read;
     const CHUNK: u64 = 1 << 20;
-    let mut f = std::fs::File::open(path).map_err(|e| CaptureError(format!("cannot read it ({e})")))?;
     let (tx, rx) = std::sync::mpsc::sync_channel(8);
     let (back, spare) = std::sync::mpsc::channel::<Vec<u8>>();
     let reader = std::thread::spawn(move || loop {

@@ -543,8 +543,59 @@ fn validate_tcp(t: &TcpCfg, i: usize) -> Result<(), ConfigError> {
             }
         }
     }
-    if t.initial_window == Some(0) {
-        return Err(cerr(p("initial_window"), "must be at least 1 segment"));
+    if t.initial_window.is_some_and(|w| w == 0 || w > 1000) {
+        return Err(cerr(p("initial_window"), "must be between 1 and 1000 segments"));
+    }
+    // Timers below 1 ms stop simulated time from advancing in practice (a 0 s RTO
+    // fired at the same instant for ever), so RTOs are 1 ms to 1,000,000 s.
+    let ms = Duration::from_millis(1);
+    let longest = Duration::from_secs(crate::units::MAX_DURATION_S);
+    for (k, d) in [("min_rto", t.min_rto), ("max_rto", t.max_rto), ("initial_rto", t.initial_rto)] {
+        dur_within(&p(k), d, ms, longest, "1ms", "1000000s")?;
+    }
+    dur_within(&p("timer_granularity"), t.timer_granularity, Duration::ZERO, Duration::from_secs(10), "0s", "10s")?;
+    if let Some(d) = &t.delayed_ack {
+        if d.count.is_some_and(|c| c == 0 || c > 64) {
+            return Err(cerr(p("delayed_ack.count"), "must be between 1 and 64 segments"));
+        }
+        dur_within(&p("delayed_ack.timeout"), d.timeout, ms, Duration::from_secs(10), "1ms", "10s")?;
+    }
+    // A window below one minimal segment never lets a byte through (a run that
+    // once ended at once with exit 0).
+    for (k, v) in [("rcv_wnd_initial", t.rcv_wnd_initial), ("cwnd_clamp", t.cwnd_clamp)] {
+        if v.is_some_and(|Size(b)| !(64..=1 << 30).contains(&b)) {
+            return Err(cerr(p(k), "must be between 64B (one minimal segment) and 1GiB"));
+        }
+    }
+    // Contradictory pairs, with the profile's values for the one not given.
+    let d = t.profile.as_deref().and_then(crate::tcp::TcpConfig::profile).unwrap_or_default();
+    let min = t.min_rto.map_or(d.min_rto, |x| x.0);
+    let max = t.max_rto.map_or(d.max_rto, |x| x.0);
+    if min > max {
+        let (k, other) = if t.min_rto.is_some() { ("min_rto", "max_rto") } else { ("max_rto", "min_rto") };
+        return Err(cerr(
+            p(k),
+            format!(
+                "min_rto ({}s) must not exceed max_rto ({}s); set {other} too",
+                min.as_secs_f64(),
+                max.as_secs_f64()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A duration field within `[lo, hi]`; the error names the range.
+pub(super) fn dur_within(
+    path: &str,
+    d: Option<Dur>,
+    lo: Duration,
+    hi: Duration,
+    lo_s: &str,
+    hi_s: &str,
+) -> Result<(), ConfigError> {
+    if d.is_some_and(|d| d.0 < lo || d.0 > hi) {
+        return Err(cerr(path, format!("must be between {lo_s} and {hi_s}")));
     }
     Ok(())
 }

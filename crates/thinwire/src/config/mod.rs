@@ -170,9 +170,9 @@ pub struct TraceCfg {
 pub struct Scenario {
     #[serde(default)]
     pub name: Option<String>,
-    #[serde(default = "default_seed")]
+    #[serde(default = "default_seed", deserialize_with = "u64_or_digits")]
     pub seed: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "u64_or_digits")]
     pub run: u64,
     #[serde(default = "default_stop")]
     pub stop: Stop,
@@ -190,6 +190,31 @@ pub struct Scenario {
     #[serde(default)]
     pub proxy: Option<ProxyCfg>,
 }
+/// A u64 from a TOML integer (at most 2^63 − 1) or, beyond that, a string of
+/// decimal digits: seeds and run indices take every u64.
+fn u64_or_digits<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    const ACCEPT: &str = "must be an integer from 0 to 18446744073709551615";
+    match toml::Value::deserialize(d)? {
+        toml::Value::Integer(i) => u64::try_from(i).map_err(|_| serde::de::Error::custom(ACCEPT)),
+        toml::Value::String(s) => s.trim().parse::<u64>().map_err(|_| serde::de::Error::custom(ACCEPT)),
+        _ => Err(serde::de::Error::custom(ACCEPT)),
+    }
+}
+
+/// Upper bound on simulated time when `stop = "end"` and no `max_time` is given.
+pub const MAX_TIME: Duration = Duration::from_secs(100_000);
+
+impl Scenario {
+    /// When the run ends at the latest: the stop time, or `max_time` (default
+    /// [`MAX_TIME`]) with `stop = "end"`.
+    pub fn end_time(&self) -> Duration {
+        match self.stop {
+            Stop::At(d) => d,
+            Stop::End => self.max_time.map(|d| d.0).unwrap_or(MAX_TIME),
+        }
+    }
+}
+
 fn default_seed() -> u64 {
     1
 }
@@ -363,6 +388,12 @@ fn validate(sc: &Scenario, flows_run: bool) -> Result<(), ConfigError> {
     if w.frame.0 == 0 || w.frame.0 > 65535 {
         return Err(cerr("wireless.frame", "must be between 1B and 65535B"));
     }
+    if w.header.0 > 65535 {
+        return Err(cerr("wireless.header", "must be between 0B and 65535B"));
+    }
+    if w.frame_queue.is_some_and(|q| q > 1_000_000) {
+        return Err(cerr("wireless.frame_queue", "must be between 1 and 1000000 frames"));
+    }
     if let Some(c) = &w.channel {
         link::validate_channel(c, "wireless.channel")?;
     }
@@ -377,8 +408,20 @@ fn validate(sc: &Scenario, flows_run: bool) -> Result<(), ConfigError> {
     if w.frame_queue == Some(0) {
         return Err(cerr("wireless.frame_queue", "must be at least 1 frame"));
     }
+    let end = sc.end_time();
     for (i, f) in sc.flow.iter().enumerate() {
         f.validate(i, flows_run && sc.stop == Stop::End)?;
+        // A flow starting at or after the end never runs (once a silent no-op).
+        if flows_run && f.start() >= end {
+            let (k, v) = match sc.stop {
+                Stop::At(_) => ("stop", end),
+                Stop::End => ("max_time", end),
+            };
+            return Err(cerr(
+                format!("flow[{i}].start"),
+                format!("{}s is not before the run's end ({k} = {}s)", f.start().as_secs_f64(), v.as_secs_f64()),
+            ));
+        }
     }
     if flows_run && sc.stop == Stop::End && !sc.flow.iter().any(|f| f.finite()) {
         return Err(cerr(
@@ -406,6 +449,44 @@ mod tests {
     const BASE: &str = "[wireless]\nrate = \"64kbps\"\ndelay = \"50ms\"\n[[flow]]\napp = \"bulk\"\nbytes = \"1MB\"\n";
     fn err(extra: &str, o: &[&str]) -> ConfigError {
         parse_scenario(&format!("{BASE}{extra}"), &o.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap_err()
+    }
+    #[test]
+    fn seeds_take_every_u64() {
+        assert_eq!(parse_scenario(BASE, &["seed=\"18446744073709551615\"".into()]).unwrap().seed, u64::MAX);
+        assert_eq!(parse_scenario(BASE, &["seed=9223372036854775807".into()]).unwrap().seed, i64::MAX as u64);
+        for bad in ["seed=-1", "seed=\"18446744073709551616\"", "run=1.5"] {
+            assert!(err("", &[bad]).message.contains("18446744073709551615"), "{bad}");
+        }
+    }
+    #[test]
+    fn values_out_of_range_are_errors_naming_the_range() {
+        // Each of these once livelocked, wrapped or silently ended a run.
+        let cases: &[(&str, &str, &str)] = &[
+            ("flow.0.tcp.min_rto=\"0s\"", "flow[0].tcp.min_rto", "1ms"),
+            ("flow.0.tcp.initial_rto=\"1e20s\"", "flow[0].tcp.initial_rto", "1000000s"),
+            ("flow.0.tcp.timer_granularity=\"1e10s\"", "flow[0].tcp.timer_granularity", "1000000s"),
+            ("flow.0.tcp.timer_granularity=\"11s\"", "flow[0].tcp.timer_granularity", "10s"),
+            ("flow.0.bytes=\"1e20B\"", "flow[0].bytes", "1TB"),
+            ("wireless.header=\"4294967296B\"", "wireless.header", "65535B"),
+            ("flow.0.tcp.cwnd_clamp=\"0B\"", "flow[0].tcp.cwnd_clamp", "64B"),
+            ("flow.0.tcp.rcv_wnd_initial=\"0B\"", "flow[0].tcp.rcv_wnd_initial", "64B"),
+            ("stop=\"1e20s\"", "stop", "\"end\""),
+            ("wireless.rate=\"2000Gbps\"", "wireless.rate", "1Tbps"),
+            ("flow.0.start=\"200000s\"", "flow[0].start", "max_time = 100000s"),
+        ];
+        for (o, path, range) in cases {
+            let e = err("", &[o]);
+            assert_eq!(e.path, *path, "{o}: {e}");
+            assert!(e.message.contains(range), "{o}: {e}");
+        }
+    }
+    #[test]
+    fn contradictory_rto_bounds_are_errors() {
+        let e = err("", &["flow.0.tcp.min_rto=\"10s\"", "flow.0.tcp.max_rto=\"1s\""]);
+        assert_eq!(e.path, "flow[0].tcp.min_rto", "{e}");
+        // Against the profile's max_rto (64 s) when only min_rto is given.
+        assert!(err("", &["flow.0.tcp.min_rto=\"100s\""]).message.contains("max_rto"));
+        assert!(parse_scenario(BASE, &["flow.0.tcp.min_rto=\"2s\"".into()]).is_ok());
     }
     #[test]
     fn parses_minimal() {

@@ -67,11 +67,17 @@ pub(super) fn validate_proxy(p: &ProxyCfg) -> Result<(), ConfigError> {
     if p.link_rate.is_some_and(|r| r.0 < 8) {
         return Err(cerr("proxy.link_rate", "must be at least 8bps"));
     }
-    for (k, d) in
-        [("link_rtt", p.link_rtt), ("min_rto", p.min_rto), ("initial_rto", p.initial_rto), ("max_rto", p.max_rto)]
-    {
-        if d.is_some_and(|d| d.0 <= Duration::ZERO) {
-            return Err(cerr(format!("proxy.{k}"), "must be a positive duration"));
+    if p.link_rtt.is_some_and(|d| d.0 <= Duration::ZERO) {
+        return Err(cerr("proxy.link_rtt", "must be a positive duration"));
+    }
+    // As TCP's: an RTO below 1 ms makes simulated time crawl or stop.
+    let longest = Duration::from_secs(crate::units::MAX_DURATION_S);
+    for (k, d) in [("min_rto", p.min_rto), ("initial_rto", p.initial_rto), ("max_rto", p.max_rto)] {
+        super::flow::dur_within(&format!("proxy.{k}"), d, Duration::from_millis(1), longest, "1ms", "1000000s")?;
+    }
+    if let (Some(lo), Some(hi)) = (p.min_rto, p.max_rto) {
+        if lo.0 > hi.0 {
+            return Err(cerr("proxy.min_rto", "must not exceed proxy.max_rto"));
         }
     }
     for (k, v) in [("headroom", p.headroom), ("overprovision", p.overprovision)] {

@@ -1,4 +1,4 @@
 //! Discrete-event engine: the simulator and its topology, built from a scenario.
 pub mod sim;
 
-pub use sim::{run_scenario, FlowResult, LinkStats, RunResult, Sim};
+pub use sim::{run_scenario, EndReason, FlowResult, LinkStats, RunResult, Sim, POLL_EVERY, STUCK_EVENTS};

@@ -173,8 +173,49 @@ impl FlowResult {
     }
 }
 
+/// Why a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EndReason {
+    /// `stop = "end"`: every flow that ends by itself finished.
+    Finished,
+    /// `stop` is a duration and that time was reached.
+    StopTime,
+    /// `stop = "end"` but `max_time` came first: some flows did not finish.
+    MaxTime,
+    /// Nothing was left to happen while flows had not finished: they wait for ever
+    /// (a window that never opens, a flow starting after `max_time`).
+    Idle,
+    /// Simulated time stopped advancing: [`STUCK_EVENTS`] events at one instant
+    /// (a timer of zero length firing again and again). A model or range bug.
+    Stuck,
+    /// The caller's poll asked to stop (Ctrl-C).
+    Interrupted,
+}
+
+impl EndReason {
+    pub fn name(self) -> &'static str {
+        match self {
+            EndReason::Finished => "finished",
+            EndReason::StopTime => "stop",
+            EndReason::MaxTime => "max_time",
+            EndReason::Idle => "idle",
+            EndReason::Stuck => "stuck",
+            EndReason::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// Events at one simulated instant after which a run counts as stuck.
+pub const STUCK_EVENTS: u64 = 20_000_000;
+/// How often (in events) a run asks its caller whether to stop.
+pub const POLL_EVERY: u64 = 1 << 16;
+
 #[derive(Clone, Debug)]
 pub struct RunResult {
+    /// Why the run ended.
+    pub end: EndReason,
+    /// Scenario flows that end by themselves but had not finished at the end.
+    pub unfinished: Vec<usize>,
     pub events: u64,
     pub sim_time_s: f64,
     pub flows: Vec<FlowResult>,
@@ -343,7 +384,16 @@ impl Sim {
     }
 
     /// Runs to the stop condition and returns the results.
-    pub fn run(mut self) -> RunResult {
+    pub fn run(self) -> RunResult {
+        self.run_polled(&mut || false)
+    }
+
+    /// As [`Sim::run`], asking `stop` every [`POLL_EVERY`] events whether to stop
+    /// (the Python binding checks for Ctrl-C there); the result says why it ended.
+    pub fn run_polled(mut self, stop: &mut dyn FnMut() -> bool) -> RunResult {
+        let mut why = None;
+        let (mut instant, mut same) = (Instant::ZERO, 0u64);
+        let mut next_poll = POLL_EVERY;
         while let Some(t) = self.q.peek_time() {
             if t > self.max_time {
                 break;
@@ -351,14 +401,38 @@ impl Sim {
             if self.stop == Stop::End && self.pending_finite == 0 {
                 break;
             }
+            if t == instant {
+                same += 1;
+                if same >= STUCK_EVENTS {
+                    why = Some(EndReason::Stuck);
+                    break;
+                }
+            } else {
+                (instant, same) = (t, 0);
+            }
             let (_, ev) = self.q.pop().unwrap();
             self.dispatch(ev);
+            if self.q.popped() >= next_poll {
+                next_poll += POLL_EVERY;
+                if stop() {
+                    why = Some(EndReason::Interrupted);
+                    break;
+                }
+            }
         }
-        let end = match self.stop {
-            Stop::At(_) => self.max_time,
-            Stop::End => self.now(),
+        let why = why.unwrap_or(match self.stop {
+            Stop::At(_) => EndReason::StopTime,
+            Stop::End if self.pending_finite == 0 => EndReason::Finished,
+            Stop::End if self.q.peek_time().is_some() => EndReason::MaxTime,
+            Stop::End => EndReason::Idle,
+        });
+        // A run that reached its stop time or max_time lasted that long, whenever
+        // its last event was.
+        let end = match why {
+            EndReason::StopTime | EndReason::MaxTime => self.max_time,
+            _ => self.now(),
         };
-        self.finish(end)
+        self.finish(end, why)
     }
 
     fn dispatch(&mut self, ev: Event) {
@@ -608,7 +682,17 @@ impl Sim {
         crate::trace::recorder::drain_link(&mut self.link, &mut self.rec, self.mm.as_mut());
     }
 
-    fn finish(mut self, end: Instant) -> RunResult {
+    fn finish(mut self, end: Instant, why: EndReason) -> RunResult {
+        let mut unfinished = vec![];
+        for slot in &self.slots {
+            match *slot {
+                Slot::Tcp(t) if self.flows[t].bytes.is_some() && self.flows[t].completed.is_none() => {
+                    unfinished.push(self.flows[t].id)
+                }
+                Slot::Web(w) if self.webs[w].unfinished() => unfinished.push(self.webs[w].id),
+                _ => {}
+            }
+        }
         let mut flows = Vec::new();
         for slot in &self.slots {
             flows.push(match *slot {
@@ -722,6 +806,8 @@ impl Sim {
         }
         let [p0, p1] = std::mem::take(&mut self.pcap);
         RunResult {
+            end: why,
+            unfinished,
             events: self.q.popped(),
             sim_time_s: end.as_secs_f64(),
             flows,

@@ -249,6 +249,8 @@ struct Radio {
     channel: Channel,
     in_flight: VecDeque<Frame>,
     stats: LinkStats,
+    /// When the last frame sent finishes its airtime.
+    air_end: Instant,
 }
 
 pub struct WirelessLink {
@@ -293,6 +295,7 @@ impl WirelessLink {
                 delay: dc.delay,
                 channel,
                 in_flight: VecDeque::new(),
+                air_end: Instant::ZERO,
                 stats: LinkStats { rate_bps: dc.rate, ..Default::default() },
             }
         };
@@ -518,8 +521,12 @@ impl WirelessLink {
     /// Counters at the end of a run of `run_s` seconds (with the radios' utilisation).
     pub fn stats_at_end(&self, run_s: f64) -> [LinkStats; 2] {
         let mut out = self.stats();
-        for s in out.iter_mut() {
-            s.utilization = if run_s > 0.0 { s.busy_ns as f64 * 1e-9 / run_s } else { 0.0 };
+        let end = Instant::ZERO + Duration::from_secs_f64(run_s);
+        for (s, r) in out.iter_mut().zip(&self.radio) {
+            // Only the airtime before the end counts: a frame still on air at
+            // the end (a long one on a slow link) once made the share exceed 1.
+            let busy = s.busy_ns - (r.air_end - end).nanos().max(0);
+            s.utilization = if run_s > 0.0 { (busy as f64 * 1e-9 / run_s).min(1.0) } else { 0.0 };
         }
         out
     }
@@ -636,6 +643,7 @@ impl WirelessLink {
         r.stats.frames_sent += 1;
         r.stats.bytes_sent += size as u64;
         r.stats.busy_ns += airtime.nanos();
+        r.air_end = now + airtime;
         let kind = match frame.kind {
             FrameKind::Data => {
                 r.stats.data_frames_sent += 1;

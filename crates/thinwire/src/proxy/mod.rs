@@ -138,8 +138,11 @@ impl ProxyConfig {
     pub fn bdp(&self) -> f64 {
         self.link_rate as f64 * self.link_rtt.as_secs_f64()
     }
+    /// The aggregate's window: `clamp`, or (1 + headroom)·BDP; never below one
+    /// segment, since a smaller window lets nothing through (a slow `link_rate`
+    /// once deadlocked every connection).
     pub fn clamp_bytes(&self) -> u64 {
-        self.clamp.unwrap_or(((1.0 + self.headroom) * self.bdp()).round() as u64)
+        self.clamp.unwrap_or(((1.0 + self.headroom) * self.bdp()).round() as u64).max(self.mss as u64)
     }
     pub fn target(&self) -> f64 {
         (1.0 + self.overprovision) * self.bdp()

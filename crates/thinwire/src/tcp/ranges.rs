@@ -1,8 +1,14 @@
 //! Sorted, disjoint half-open byte ranges `[start, end)` over 64-bit sequence
 //! offsets: the receiver's out-of-order queue and the sender's SACK scoreboard.
+//!
+//! A deque, so that ranges arriving in descending order (a capture whose sequence
+//! numbers run backwards) are added at the front in O(1): with a `Vec` each went
+//! to index 0 and 800k packets took 55 s.
+use std::collections::VecDeque;
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Ranges {
-    pub v: Vec<(u64, u64)>,
+    pub v: VecDeque<(u64, u64)>,
 }
 
 impl Ranges {
@@ -12,17 +18,22 @@ impl Ranges {
             return (s, e);
         }
         // Fast path: in-order data extends (or follows) the last range.
-        if let Some(last) = self.v.last_mut() {
+        if let Some(last) = self.v.back_mut() {
             if s >= last.0 && s <= last.1 {
                 last.1 = last.1.max(e);
                 return *last;
             }
             if s > last.1 {
-                self.v.push((s, e));
+                self.v.push_back((s, e));
                 return (s, e);
             }
         } else {
-            self.v.push((s, e));
+            self.v.push_back((s, e));
+            return (s, e);
+        }
+        // Fast path: wholly before the first range.
+        if self.v.front().is_some_and(|f| e < f.0) {
+            self.v.push_front((s, e));
             return (s, e);
         }
         let i = self.v.partition_point(|r| r.1 < s);
@@ -33,14 +44,15 @@ impl Ranges {
             ne = ne.max(self.v[j].1);
             j += 1;
         }
-        self.v.splice(i..j, [(ns, ne)]);
+        self.v.drain(i..j);
+        self.v.insert(i, (ns, ne));
         (ns, ne)
     }
     /// Removes everything below `x`.
     pub fn trim_below(&mut self, x: u64) {
         let i = self.v.partition_point(|r| r.1 <= x);
         self.v.drain(..i);
-        if let Some(f) = self.v.first_mut() {
+        if let Some(f) = self.v.front_mut() {
             if f.0 < x {
                 f.0 = x;
             }
@@ -48,9 +60,9 @@ impl Ranges {
     }
     /// If a range starts at `x`, removes and returns its end.
     pub fn pop_at(&mut self, x: u64) -> Option<u64> {
-        match self.v.first() {
+        match self.v.front() {
             Some(&(s, e)) if s <= x => {
-                self.v.remove(0);
+                self.v.pop_front();
                 Some(e)
             }
             _ => None,
@@ -96,5 +108,17 @@ mod tests {
         assert_eq!(r.v, vec![(25, 60)]);
         assert!(r.contains(25) && !r.contains(60));
         assert_eq!(r.bytes_above(50), 10);
+    }
+    #[test]
+    fn descending_inserts_are_linear_overall() {
+        let mut r = Ranges::default();
+        let n = 400_000u64;
+        for k in (0..n).rev() {
+            r.insert(10 * k, 10 * k + 5);
+        }
+        assert_eq!(r.v.len(), n as usize);
+        assert!(r.v.iter().zip(r.v.iter().skip(1)).all(|(a, b)| a.1 < b.0), "sorted and disjoint");
+        assert_eq!(r.insert(3, 12), (0, 15));
+        assert_eq!(r.v.len(), n as usize - 1);
     }
 }

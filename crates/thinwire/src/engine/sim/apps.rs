@@ -101,6 +101,10 @@ impl Web {
     pub(super) fn finite(&self) -> bool {
         self.limit.is_some()
     }
+    /// A finite session that has not done all its transactions.
+    pub(super) fn unfinished(&self) -> bool {
+        self.limit.is_some_and(|l| self.done < l)
+    }
 }
 
 /// An interactive flow's message source and what the mobile's application saw.

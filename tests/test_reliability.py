@@ -1,0 +1,217 @@
+"""Reliability of runs and outputs (issue 18): values out of range are errors that
+name the range (they once livelocked, wrapped or silently ended a run), a run says
+when flows did not finish, Ctrl-C and SIGTERM stop a run promptly with one line,
+and outputs are never half-written or mixed with an earlier run's."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import thinwire_cli
+
+EXE = str(Path(sys.executable).parent / "thinwire")
+
+
+def _one_line_error(p, *words):
+    assert p.returncode == 2, (p.returncode, p.stderr[-2000:])
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("thinwire: error:"), p.stderr[-2000:]
+    for w in words:
+        assert w in lines[0], lines[0]
+    assert "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize(
+    "override, path, range_",
+    [
+        # Each of these once livelocked (simulated time stopped, Ctrl-C ignored).
+        ("flow.0.tcp.initial_rto=0s", "flow[0].tcp.initial_rto", "1ms"),
+        ("flow.0.tcp.timer_granularity=1e10s", "flow[0].tcp.timer_granularity", "1000000s"),
+        ("flow.0.tcp.max_rto=1e20s", "flow[0].tcp.max_rto", "1000000s"),
+        # Once silently wrong: saturated to u64::MAX (nothing sent), truncated to 0.
+        ("flow.0.bytes=1e20B", "flow[0].bytes", "1TB"),
+        ("wireless.header=4294967296B", "wireless.header", "65535B"),
+        # Once ended the run at once with exit 0: a window that never opens.
+        ("flow.0.tcp.cwnd_clamp=0B", "flow[0].tcp.cwnd_clamp", "64B"),
+        ("flow.0.start=200000s", "flow[0].start", "max_time"),
+        # Memory without bound (a media flow for 1e20 s).
+        ("stop=1e20s", "stop", "positive duration"),
+    ],
+)
+def test_values_out_of_range_exit_2_naming_the_range(small_scenario, override, path, range_):
+    for cmd in ("check", "run"):
+        p = subprocess.run(
+            [EXE, cmd, str(small_scenario), "--set", override], capture_output=True, text=True, timeout=60
+        )
+        _one_line_error(p, path, range_)
+
+
+def test_contradictory_rto_bounds_are_an_error(small_scenario):
+    p = thinwire_cli("check", small_scenario, "--set", "flow.0.tcp.min_rto=10s", "--set", "flow.0.tcp.max_rto=1s")
+    _one_line_error(p, "flow[0].tcp.min_rto", "max_rto")
+
+
+def test_every_u64_seed_is_accepted_and_others_named(small_scenario):
+    p = thinwire_cli("run", small_scenario, "--json", "--seed", str(2**64 - 1), "--set", "flow.0.bytes=5KB")
+    assert p.returncode == 0, p.stderr
+    _one_line_error(thinwire_cli("run", small_scenario, "--seed", str(2**64)), "seed", "18446744073709551615")
+
+
+def test_a_run_whose_flows_did_not_finish_says_so(small_scenario):
+    p = thinwire_cli("run", small_scenario, "--json", "--set", "max_time=5s")
+    assert p.returncode == 0, p.stderr
+    s = json.loads(p.stdout)
+    assert s["end"] == "max_time" and s["unfinished_flows"] == [0]
+    assert s["sim_time_s"] == 5.0
+    assert "flow 0 did not finish at 5.000 s: max_time" in p.stderr
+    p = thinwire_cli("run", small_scenario, "--json", "--set", "flow.0.bytes=5KB")
+    s = json.loads(p.stdout)
+    assert (s["end"], s["unfinished_flows"], p.stderr) == ("finished", [], "")
+
+
+def test_utilisation_stays_within_one_with_a_frame_on_air_at_the_end(small_scenario):
+    p = thinwire_cli("run", small_scenario, "--json", "--set", "wireless.rate=1bps", "--set", "stop=30s")
+    assert p.returncode == 0, p.stderr
+    s = json.loads(p.stdout)
+    for d in ("down", "up"):
+        assert 0 <= s["link"][d]["utilization"] <= 1, s["link"][d]
+
+
+def _long_run(small_scenario):
+    return subprocess.Popen(
+        [EXE, "run", str(small_scenario), "--set", "flow.0.bytes=unlimited", "--set", "stop=1000000s"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.mark.parametrize("sig, code, word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
+def test_a_signal_stops_a_long_run_promptly_with_one_line(small_scenario, sig, code, word):
+    proc = _long_run(small_scenario)
+    try:
+        time.sleep(2.0)  # well inside the run (it would take minutes)
+        assert proc.poll() is None, proc.communicate()
+        t0 = time.monotonic()
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=20)
+        assert time.monotonic() - t0 < 5, "a run must stop promptly"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == code, err
+    assert err.strip() == f"thinwire: {word}", err
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_standard_output_on_a_full_device_is_one_line(small_scenario):
+    with open("/dev/full", "w") as full:
+        p = subprocess.run(
+            [EXE, "run", str(small_scenario), "--set", "flow.0.bytes=5KB"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    _one_line_error(p, "No space left")
+
+
+def test_a_second_run_into_a_directory_replaces_the_first_whole(small_scenario, tmp_path):
+    out = tmp_path / "run"
+    p = thinwire_cli("run", small_scenario, "--out", out, "--pcap", "--set", "flow.0.bytes=5KB")
+    assert p.returncode == 0, p.stderr
+    assert (out / "server.pcap").exists() and (out / "trace.parquet").exists()
+    (out / "notes.txt").write_text("mine")
+    p = thinwire_cli("run", small_scenario, "--out", out, "--trace", "none", "--set", "flow.0.bytes=6KB")
+    assert p.returncode == 0, p.stderr
+    # The first run's trace and pcaps would otherwise be analysed with the second's summary.
+    names = sorted(x.name for x in out.iterdir())
+    assert names == ["flows.parquet", "notes.txt", "summary.json"], names
+    assert json.loads((out / "summary.json").read_text())["flows"][0]["bytes_delivered"] == 6000
+
+
+def _tmpfs(path: Path, size: str) -> bool:
+    path.mkdir()
+    if os.geteuid() != 0:
+        return False
+    return subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)]).returncode == 0
+
+
+def test_a_full_disk_leaves_no_half_written_outputs(small_scenario, tmp_path):
+    disk = tmp_path / "disk"
+    if not _tmpfs(disk, "64k"):
+        pytest.skip("needs root to mount a small tmpfs (a full disk)")
+    try:
+        out = disk / "run"
+        p = thinwire_cli("run", small_scenario, "--out", out, "--pcap")
+        _one_line_error(p, "No space left on device")
+        # Nothing half-written: no output, and no temporary folder left behind.
+        assert sorted(x.name for x in out.iterdir()) == [], list(out.iterdir())
+    finally:
+        subprocess.run(["umount", "-l", str(disk)])
+
+
+def test_errors_stay_one_short_line_whatever_the_input(small_scenario, tmp_path):
+    # A file name with a line break once made a two-line error.
+    odd = tmp_path / "a\nb.toml"
+    odd.write_text(small_scenario.read_text() + "bogus = 1\n")
+    _one_line_error(thinwire_cli("check", odd), "a\\nb.toml", "bogus")
+    # A 100 KB value once made a 100 KB error line: cut, and the cut counted.
+    p = thinwire_cli("check", small_scenario, "--set", "flow.0.app=" + "x" * 100_000)
+    _one_line_error(p, "characters cut")
+    assert len(p.stderr) < 600, len(p.stderr)
+
+
+def _syn_only_pcap() -> bytes:
+    """A raw-IP pcap with one SYN (and nothing else)."""
+    import struct
+
+    ip = bytes.fromhex("450000280001000040060000") + bytes([10, 0, 0, 1, 10, 0, 0, 2])
+    tcp = struct.pack(">HHIIBBHHH", 1000, 80, 1, 0, 5 << 4, 0x02, 65535, 0, 0)
+    pkt = ip + tcp
+    return (
+        struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 101)
+        + struct.pack("<IIII", 1, 0, len(pkt), len(pkt))
+        + pkt
+    )
+
+
+def test_a_fifo_without_a_writer_is_an_error_not_a_hang(tmp_path):
+    fifo = tmp_path / "cap.pcap"
+    os.mkfifo(fifo)
+    t0 = time.monotonic()
+    p = subprocess.run([EXE, "analyze", str(fifo)], capture_output=True, text=True, timeout=60)
+    _one_line_error(p, "FIFO", "nothing was written")
+    assert time.monotonic() - t0 < 30
+
+
+def test_a_fifo_whose_writer_already_finished_is_read_whole(tmp_path):
+    import threading
+
+    fifo = tmp_path / "cap.pcap"
+    os.mkfifo(fifo)
+    data = _syn_only_pcap()
+
+    def write():
+        with open(fifo, "wb") as f:  # blocks until the reader opens
+            f.write(data)
+
+    w = threading.Thread(target=write, daemon=True)
+    w.start()
+    p = subprocess.run([EXE, "analyze", str(fifo), "--json"], capture_output=True, text=True, timeout=60)
+    w.join(5)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["tcp_packets"] == 1
+
+
+def test_a_connection_without_data_is_one_line_not_an_empty_figure(tmp_path):
+    cap = tmp_path / "syn.pcap"
+    cap.write_bytes(_syn_only_pcap())
+    p = thinwire_cli("plot", cap, "--out", tmp_path / "x.png")
+    _one_line_error(p, "no data")
+    assert not (tmp_path / "x.png").exists()
