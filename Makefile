@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.deps-ok
 
-.PHONY: demo test build venv bench clean cargo-test py-test lint
+.PHONY: demo test build venv bench clean cargo-test py-test lint fuzz
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,11 @@ py-test: build
 	$(PY) -m pytest -q tests
 
 test: cargo-test py-test
+
+# Every fuzz target for FUZZ_SECONDS each (cargo-fuzz and atheris; fuzz/run.sh).
+FUZZ_SECONDS ?= 20
+fuzz: build
+	bash fuzz/run.sh $(FUZZ_SECONDS)
 
 # Format and lint checks (run by .ci/run before the tests).
 lint: $(STAMP)

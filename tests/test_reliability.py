@@ -215,3 +215,23 @@ def test_a_connection_without_data_is_one_line_not_an_empty_figure(tmp_path):
     p = thinwire_cli("plot", cap, "--out", tmp_path / "x.png")
     _one_line_error(p, "no data")
     assert not (tmp_path / "x.png").exists()
+
+
+def test_sender_state_files_with_bad_numbers_are_one_line_errors(tmp_path):
+    from thinwire.analysis.sender_state import SenderStateError, read_ss, read_tcp_probe
+
+    # Found by the fuzzer: a port that is not a number was a bare ValueError.
+    ss = tmp_path / "ss.txt"
+    ss.write_text("1795357040.5\nESTAB 0 0 10.0.0.1:500&1 10.0.0.2:5001\n\t cubic rto:204 cwnd:2 mss:1448\n")
+    with pytest.raises(SenderStateError, match=r"ss.txt:2: not a valid 'ss -tin' line"):
+        read_ss(ss)
+    ss.write_text("1795357040.5\nESTAB 0 0 10.0.0.1:70000 10.0.0.2:5001\n\t cubic rto:204 cwnd:2 mss:1448\n")
+    with pytest.raises(SenderStateError, match="0 to 65535"):
+        read_ss(ss)
+    probe = tmp_path / "probe.txt"
+    probe.write_text(
+        " x [001] ..s1. 1.5: tcp_probe: family=AF_INET src=10.0.0.1:99999 dest=10.0.0.2:5001 mark=0x0 "
+        "snd_nxt=0x10 snd_una=0x1 snd_cwnd=2 ssthresh=3 snd_wnd=4 srtt=5\n"
+    )
+    with pytest.raises(SenderStateError, match="probe.txt:1"):
+        read_tcp_probe(probe)

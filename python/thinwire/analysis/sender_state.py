@@ -50,7 +50,10 @@ def _split_addr(s: str) -> tuple[str, int]:
     host = host.strip("[]")
     if host.startswith("::ffff:") and "." in host:
         host = host[7:]
-    return host.split("%")[0], int(port)
+    p = int(port)
+    if not 0 <= p <= 65535:
+        raise ValueError(f"port {port} is not 0 to 65535")
+    return host.split("%")[0], p
 
 
 def sniff(path: str | Path) -> str:
@@ -75,40 +78,46 @@ def read_ss(path: str | Path):
     t = None
     cur = None
     with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            m = _TS.match(line)
-            if m:
-                t = float(m.group(1))
-                continue
-            m = _SS_CONN.match(line)
-            if m:
-                (s, sp), (d, dp) = _split_addr(m.group(1)), _split_addr(m.group(2))
-                cur = (s, sp, d, dp)
-                continue
-            if cur is not None and t is not None and ("cwnd:" in line or "rto:" in line):
-                kv = dict(re.findall(r"\b(rto|rtt|mss|cwnd|ssthresh):([0-9./]+)", line))
-                mss = int(kv.get("mss", 0)) or None
-                rtt = kv.get("rtt", "")
-                srtt, _, var = rtt.partition("/")
-                rows.append(
-                    {
-                        "time_s": t,
-                        "src": cur[0],
-                        "sport": cur[1],
-                        "dst": cur[2],
-                        "dport": cur[3],
-                        "cwnd_bytes": int(kv["cwnd"]) * (mss or 0) if "cwnd" in kv and mss else None,
-                        "ssthresh_bytes": int(kv["ssthresh"]) * mss if "ssthresh" in kv and mss else None,
-                        "srtt_s": float(srtt) / 1e3 if srtt else None,
-                        "rttvar_s": float(var) / 1e3 if var else None,
-                        "rto_s": float(kv["rto"]) / 1e3 if "rto" in kv else None,
-                        "mss": mss,
-                    }
-                )
-                cur = None
+        for n, line in enumerate(f, 1):
+            try:
+                t, cur = _ss_line(line, t, cur, rows)
+            except (ValueError, OverflowError) as e:
+                raise SenderStateError(f"{path}:{n}: not a valid 'ss -tin' line ({e})") from None
     if not rows:
         raise SenderStateError(f"{path}: no 'ss -tin' connection lines with a preceding Unix-time line found")
     return pl.DataFrame(rows, infer_schema_length=None)
+
+
+def _ss_line(line: str, t, cur, rows: list):
+    """One line of 'ss -tin' output: returns the (time, connection) state after it."""
+    m = _TS.match(line)
+    if m:
+        return float(m.group(1)), cur
+    m = _SS_CONN.match(line)
+    if m:
+        (s, sp), (d, dp) = _split_addr(m.group(1)), _split_addr(m.group(2))
+        return t, (s, sp, d, dp)
+    if cur is None or t is None or not ("cwnd:" in line or "rto:" in line):
+        return t, cur
+    kv = dict(re.findall(r"\b(rto|rtt|mss|cwnd|ssthresh):([0-9./]+)", line))
+    mss = int(kv.get("mss", 0)) or None
+    srtt, _, var = kv.get("rtt", "").partition("/")
+    rows.append(
+        {
+            "time_s": t,
+            "src": cur[0],
+            "sport": cur[1],
+            "dst": cur[2],
+            "dport": cur[3],
+            "cwnd_bytes": int(kv["cwnd"]) * (mss or 0) if "cwnd" in kv and mss else None,
+            "ssthresh_bytes": int(kv["ssthresh"]) * mss if "ssthresh" in kv and mss else None,
+            "srtt_s": float(srtt) / 1e3 if srtt else None,
+            "rttvar_s": float(var) / 1e3 if var else None,
+            "rto_s": float(kv["rto"]) / 1e3 if "rto" in kv else None,
+            "mss": mss,
+        }
+    )
+    return t, None
 
 
 def read_tcp_probe(path: str | Path):
@@ -119,32 +128,37 @@ def read_tcp_probe(path: str | Path):
         k: [] for k in ("t_boot_s", "src", "sport", "dst", "dport", "snd_nxt", "snd_una", "cwnd", "ssthresh", "srtt_s")
     }
     with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
+        for n, line in enumerate(f, 1):
             m = _PROBE.search(line)
             if not m:
                 continue
-            (s, sp), (d, dp) = _split_addr(m.group(2)), _split_addr(m.group(3))
-            for k, v in zip(
-                cols,
-                (
-                    float(m.group(1)),
-                    s,
-                    sp,
-                    d,
-                    dp,
-                    int(m.group(4), 16),
-                    int(m.group(5), 16),
-                    int(m.group(6)),
-                    int(m.group(7)),
-                    int(m.group(9)) / 1e6,
-                ),
-            ):
+            try:
+                vals = _probe_values(m)
+            except (ValueError, OverflowError) as e:
+                raise SenderStateError(f"{path}:{n}: not a valid tcp_probe line ({e})") from None
+            for k, v in zip(cols, vals):
                 cols[k].append(v)
     if not cols["t_boot_s"]:
         raise SenderStateError(
             f"{path}: no tcp_probe events found (enable events/tcp/tcp_probe in tracefs and save 'trace')"
         )
     return pl.DataFrame(cols)
+
+
+def _probe_values(m) -> tuple:
+    (s, sp), (d, dp) = _split_addr(m.group(2)), _split_addr(m.group(3))
+    return (
+        float(m.group(1)),
+        s,
+        sp,
+        d,
+        dp,
+        int(m.group(4), 16),
+        int(m.group(5), 16),
+        int(m.group(6)),
+        int(m.group(7)),
+        int(m.group(9)) / 1e6,
+    )
 
 
 @dataclass
