@@ -235,3 +235,31 @@ def test_sender_state_files_with_bad_numbers_are_one_line_errors(tmp_path):
     )
     with pytest.raises(SenderStateError, match="probe.txt:1"):
         read_tcp_probe(probe)
+
+
+def test_ctrl_c_stops_a_sweep_with_one_line_and_keeps_its_runs(tmp_path, small_scenario):
+    sw = tmp_path / "sw.toml"
+    sw.write_text(
+        f'scenario = "{small_scenario}"\nreplications = 400\n[set]\n"flow.0.bytes" = "20MB"\n'
+        '[axes]\n"wireless.channel.p" = [0.0, 0.01]\n'
+    )
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [EXE, "sweep", str(sw), "--out", str(out), "--quiet", "--workers", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(12)  # the cluster starts and some runs finish
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 130, err
+    # Worker processes once printed tracebacks of their own.
+    assert "Traceback" not in err, err[-3000:]
+    assert len(err.strip().splitlines()) == 1 and err.startswith("thinwire: interrupted ("), err
+    assert "runs saved" in err

@@ -666,10 +666,10 @@ def main(argv: list[str] | None = None) -> int:
         # The reader (e.g. `| head`) went away: not an error of ours.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except KeyboardInterrupt:
-        return _stopped(130, "interrupted")
-    except _Terminated:
-        return _stopped(143, "terminated")
+    except KeyboardInterrupt as e:
+        return _stopped(130, "interrupted", e)
+    except _Terminated as e:
+        return _stopped(143, "terminated", e)
     except OSError as e:
         # Writing (an output file, standard output) failed: one line, nothing half-written
         # (outputs are written to temporary names and renamed when complete).
@@ -703,11 +703,12 @@ def _quiet_stdout() -> None:
         pass
 
 
-def _stopped(code: int, what: str) -> int:
+def _stopped(code: int, what: str, e: BaseException) -> int:
     """Ctrl-C or SIGTERM: one line; what is complete was kept (sweeps save finished
-    runs; a single run writes nothing partial)."""
+    runs and say so in a note; a single run writes nothing partial)."""
     _quiet_stdout()
-    print(f"thinwire: {what}", file=sys.stderr)
+    notes = "; ".join(getattr(e, "__notes__", []))
+    print(f"thinwire: {what}" + (f" ({notes})" if notes else ""), file=sys.stderr)
     return code
 
 

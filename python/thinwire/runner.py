@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
+import signal
+import threading
 import sys
 import time
 from dataclasses import dataclass, field
@@ -51,9 +54,18 @@ def client(scheduler: str | None, n_workers: int):
             raise ScenarioError(
                 f"--scheduler {scheduler}: cannot connect ({why}); give an address such as tcp://host:8786"
             ) from None
-    cluster = LocalCluster(
-        n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
-    )
+    # The workers ignore Ctrl-C (a process started while SIGINT is ignored keeps
+    # ignoring it): the parent stops the sweep, saves what is done and closes the
+    # cluster, instead of every worker printing a traceback.
+    main = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        cluster = LocalCluster(
+            n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+        )
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, old)
     return Client(cluster), cluster
 
 
@@ -94,14 +106,16 @@ def execute(
                 for x in groups:
                     x.flush()
                 last_flush = time.monotonic()
-    except KeyboardInterrupt:
+    except BaseException as e:
+        # Ctrl-C, SIGTERM or an error: what is done is saved; the CLI prints one line.
         for g in groups:
             g.flush()
         bar.close()
-        print(
-            f"\ninterrupted: {sum(g.done for g in groups)} runs saved; run the same command again to resume",
-            file=sys.stderr,
-        )
+        if not isinstance(e, Exception):
+            e.add_note(f"{sum(g.done for g in groups):,} runs saved; run the same command again to resume")
+            # Shutting down mid-task makes Dask's own loggers print tracebacks.
+            for name in ("distributed", "tornado", "asyncio"):
+                logging.getLogger(name).setLevel(logging.CRITICAL + 1)
         raise
     finally:
         bar.close()
