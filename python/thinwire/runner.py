@@ -16,8 +16,8 @@ import json
 import logging
 import os
 import signal
-import threading
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
