@@ -60,6 +60,7 @@ def main() -> int:
         "long_rtt.pcap",
         b"\x00" + (ROOT.parent / "shared/testdata/pcaps/tcptrace_long_rtt.pcap").read_bytes(),
     )
+    put("replay", "inputs.pcapng", pcapng_of(pcap, linktype))
     for i, (_, _, data) in enumerate(list(pcap_records(pcap))[:4]):
         put("packet", f"p{i}", data)
     for p in sorted((ROOT / "scenarios").glob("*.toml")):

@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 secs=${1:-30}
 shift || true
-rust_targets=(capture packet scenario daemon_config delivery_trace)
+rust_targets=(capture packet scenario daemon_config delivery_trace replay)
 py_targets=(sender_state sweep_file)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${rust_targets[@]}" "${py_targets[@]}")

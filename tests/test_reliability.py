@@ -263,3 +263,21 @@ def test_ctrl_c_stops_a_sweep_with_one_line_and_keeps_its_runs(tmp_path, small_s
     assert "Traceback" not in err, err[-3000:]
     assert len(err.strip().splitlines()) == 1 and err.startswith("thinwire: interrupted ("), err
     assert "runs saved" in err
+
+
+def test_simulate_log_of_a_damaged_emulation_directory(tmp_path):
+    from conftest import ROOT
+
+    d = tmp_path / "emu"
+    d.mkdir()
+    scen = '[wireless]\nrate = "64kbps"\ndelay = "50ms"\n'
+    meta = {"scenario_text": scen, "overrides": [], "end_ns": 2_000_000_000}
+    (d / "emulation.json").write_text(json.dumps(meta))
+    (d / "inputs.pcapng").write_bytes((ROOT / "fuzz" / "seeds" / "replay" / "inputs.pcapng").read_bytes())
+    # Not UTF-8: once a UnicodeDecodeError traceback; now simply a different log.
+    (d / "schedule.log").write_bytes(bytes(range(256)))
+    p = thinwire_cli("simulate-log", d)
+    assert p.returncode == 1 and "differs" in p.stdout and p.stderr == "", (p.stdout, p.stderr)
+    # An emulation length no emulation has (a replay that would run for ever).
+    (d / "emulation.json").write_text(json.dumps(dict(meta, end_ns=10**30)))
+    _one_line_error(thinwire_cli("simulate-log", d), "damaged")

@@ -414,12 +414,26 @@ pub fn replay(
     gateway: bool,
 ) -> Result<Vec<String>, EmuError> {
     let f = std::fs::File::open(inputs).map_err(|e| EmuError::Usage(format!("{}: {e}", inputs.display())))?;
+    replay_from(scenario, std::io::BufReader::new(f), end, gateway)
+        .map_err(|e| EmuError::Usage(format!("{}: {e}", inputs.display())))
+}
+
+/// As [`replay`], the inputs read from `src` (a pcapng). The inputs' times are
+/// taken as they are, but never backwards (a damaged or edited file): a packet
+/// stamped before the one before it is replayed at that packet's time.
+pub fn replay_from<R: std::io::Read>(
+    scenario: &Scenario,
+    src: R,
+    end: Instant,
+    gateway: bool,
+) -> Result<Vec<String>, thinwire::pcap::CaptureError> {
     let mut ins: Vec<(i64, End, Vec<u8>)> = vec![];
-    thinwire::pcap::read_capture_from(std::io::BufReader::new(f), |p| {
+    let mut last = 0i64;
+    thinwire::pcap::read_capture_from(src, |p| {
         let end = if p.iface == 0 { End::Mobile } else { End::Server };
-        ins.push((p.t_ns, end, p.data.to_vec()));
-    })
-    .map_err(|e| EmuError::Usage(format!("{}: {e}", inputs.display())))?;
+        last = last.max(p.t_ns);
+        ins.push((last, end, p.data.to_vec()));
+    })?;
     let mut path = RealtimePath::new(scenario, false);
     if gateway {
         path.without_wired();

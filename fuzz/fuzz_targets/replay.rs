@@ -1,0 +1,18 @@
+//! The emulator's recorded inputs (`inputs.pcapng`) replayed through a scenario's
+//! path, as `thinwire simulate-log` does: a damaged or edited file gives an error or
+//! a schedule, never a panic or an overflow.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+use std::sync::OnceLock;
+use thinwire::config::Scenario;
+
+const SCENARIO: &str = "[wireless]\nrate = \"64kbps\"\ndelay = \"50ms\"\n[wireless.arq]\nprotocol = \"sr\"\n[wireless.channel]\nmodel = \"uniform\"\np = 0.1\n";
+
+fuzz_target!(|data: &[u8]| {
+    static SC: OnceLock<Scenario> = OnceLock::new();
+    let sc = SC.get_or_init(|| thinwire::config::parse_links(SCENARIO, &[]).expect("valid"));
+    let end = thinwire::time::Instant(60_000_000_000);
+    for gateway in [false, true] {
+        let _ = thinwire_emu::replay_from(sc, data, end, gateway);
+    }
+});
