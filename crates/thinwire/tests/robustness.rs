@@ -204,3 +204,12 @@ fn descending_sequence_numbers_are_analysed_in_linear_time() {
     // Not a timing assertion of speed, a bound on a hang: linear takes well under 1 s.
     assert!(t0.elapsed().as_secs() < 20, "{:?}", t0.elapsed());
 }
+
+#[test]
+fn a_proxy_for_a_very_slow_link_still_carries_data() {
+    // (1 + headroom)·8 bit/s·1.8 s is 2 bytes: once a window smaller than any
+    // segment, so nothing was ever sent and the run ended at once.
+    let sc = scenario(&["proxy.link_rate=\"8bps\"", "flow.0.bytes=\"20KB\""]);
+    let r = thinwire::engine::Sim::new(&sc).run();
+    assert_eq!((r.end, r.unfinished.len()), (thinwire::engine::EndReason::Finished, 0));
+}
