@@ -81,12 +81,43 @@ struct Media {
     src: crate::app::UdpSource,
     sender: usize,
     ident: u16,
-    sent_born: Vec<i64>,
-    recv_born: Vec<i64>,
+    /// Birth times of the packets sent and of those received, for the loss ratio.
+    sent_born: BornCount,
+    recv_born: BornCount,
     delays: Vec<i64>,
     bytes: u64,
     start: Instant,
 }
+
+/// Counts birth times and, at the end, how many are at most `end − 5 s` (the
+/// media loss ratio's cutoff), keeping only those of the last 5 s: a time at least
+/// 5 s before the moment it is counted is certainly before the cutoff, since the
+/// run ends no earlier. (A `Vec` of every birth time once made memory grow with
+/// simulated time.)
+#[derive(Default)]
+struct BornCount {
+    n: u64,
+    before: u64,
+    recent: VecDeque<i64>,
+}
+
+impl BornCount {
+    fn push(&mut self, born: Instant, now: Instant) {
+        self.n += 1;
+        self.recent.push_back(born.nanos());
+        let old = now.nanos() - LOSS_CUTOFF.nanos();
+        while self.recent.front().is_some_and(|&b| b <= old) {
+            self.recent.pop_front();
+            self.before += 1;
+        }
+    }
+    fn at_most(&self, cutoff: i64) -> u64 {
+        self.before + self.recent.iter().filter(|&&t| t <= cutoff).count() as u64
+    }
+}
+
+/// Media packets sent less than this before the end are not counted for loss.
+const LOSS_CUTOFF: Duration = Duration::from_secs(5);
 
 /// Media flow statistics. Loss counts packets sent at least 5 s before the end of
 /// the run that never arrived (later ones may still be in flight).
@@ -295,8 +326,8 @@ impl Sim {
                     src,
                     sender,
                     ident: 1,
-                    sent_born: vec![],
-                    recv_born: vec![],
+                    sent_born: BornCount::default(),
+                    recv_born: BornCount::default(),
                     delays: vec![],
                     bytes: 0,
                     start,
@@ -567,7 +598,7 @@ impl Sim {
             }
             Slot::Media(m) => {
                 let m = &mut self.media[m];
-                m.recv_born.push(p.meta.born.nanos());
+                m.recv_born.push(p.meta.born, now);
                 m.delays.push((now - p.meta.born).nanos());
                 m.bytes += p.payload_len as u64;
                 return;
@@ -616,7 +647,7 @@ impl Sim {
                 now,
             );
             md.ident = md.ident.wrapping_add(1);
-            md.sent_born.push(now.nanos());
+            md.sent_born.push(now, now);
             let sender = md.sender;
             if let Some(w) = &mut self.pcap[sender] {
                 w.record(now.nanos(), &pkt.emit());
@@ -788,7 +819,7 @@ impl Sim {
                         tcp_timeouts: 0,
                         tcp_fast_retransmits: 0,
                         rtt_avg_s: None,
-                        segments_sent: m.sent_born.len() as u64,
+                        segments_sent: m.sent_born.n,
                         transactions: None,
                         durations_s: vec![],
                         packets_sent: None,
@@ -838,11 +869,11 @@ fn endpoint_pair(f: &crate::config::FlowCfg, sport: u16, mport: u16, rng: &mut R
 }
 
 fn media_result(m: &Media, end: Instant) -> MediaResult {
-    let cutoff = end.nanos() - Duration::from_secs(5).nanos();
-    let sent = m.sent_born.iter().filter(|&&t| t <= cutoff).count();
-    let got = m.recv_born.iter().filter(|&&t| t <= cutoff).count();
+    let cutoff = end.nanos() - LOSS_CUTOFF.nanos();
+    let sent = m.sent_born.at_most(cutoff);
+    let got = m.recv_born.at_most(cutoff);
     let loss = if sent > 0 { 1.0 - got as f64 / sent as f64 } else { 0.0 };
-    delay_stats(m.sent_born.len() as u64, m.recv_born.len() as u64, &m.delays, loss)
+    delay_stats(m.sent_born.n, m.recv_born.n, &m.delays, loss)
 }
 
 /// Delay statistics over `delays` (ns, in arrival order).
