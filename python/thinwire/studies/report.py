@@ -7,24 +7,26 @@ import json
 from pathlib import Path
 
 from ..figures import tidy
+from ..outputs import atomic_path, write_text
 
 
 def write_claims(out: Path, claims: list[dict]) -> None:
     """`claims.json` and `claims.md` (one table row per claim, PASS/FAIL)."""
-    (out / "claims.json").write_text(json.dumps(claims, indent=2) + "\n")
+    write_text(out / "claims.json", json.dumps(claims, indent=2) + "\n")
     lines = ["| section | claim | expected | measured | result |", "|---|---|---|---|---|"]
     lines += [
         f"| {c['section']} | {c['claim']} | {c['expected']} | {c['measured']} | {'PASS' if c['pass'] else 'FAIL'} |"
         for c in claims
     ]
-    (out / "claims.md").write_text("\n".join(lines) + "\n")
+    write_text(out / "claims.md", "\n".join(lines) + "\n")
 
 
 def save_figure(fig, out: Path, stem: str, written: list) -> None:
     """Writes `fig` as `stem.png` and `stem.pdf` in `out` and records the paths."""
     for ext in (".png", ".pdf"):
         p = out / f"{stem}{ext}"
-        fig.savefig(p, dpi=150)
+        with atomic_path(p) as tmp:
+            fig.savefig(tmp, dpi=150, format=ext[1:])
         written.append(p)
 
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..figures import tidy
+from ..outputs import atomic_path
 
 FLRS = [0.0, 0.015, 0.025, 0.054, 0.098]
 BAD_MEAN = {0.015: "100ms", 0.025: "200ms", 0.054: "500ms", 0.098: "1000ms"}
@@ -283,7 +284,8 @@ def _figure(out: Path, stem: str, title: str, ylabel: str, lines: list, written:
     tidy(fig)
     for ext in ("png", "pdf"):
         p = out / f"{stem}.{ext}"
-        fig.savefig(p)
+        with atomic_path(p) as tmp:
+            fig.savefig(tmp, format=ext)
         written.append(p)
     plt.close(fig)
 
