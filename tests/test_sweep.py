@@ -120,6 +120,9 @@ def test_bad_sweeps_exit_2(tmp_path):
         )
         + f'"seed" = [{", ".join(str(i) for i in range(1000))}]\n',
         "2,000-deep nesting": "a = " + "[" * 2000 + "]" * 2000,
+        # Found by the fuzzer: a ValueError traceback from pathlib.
+        "a NUL in the scenario path": sw.read_text().replace("base.toml", "base\\u0000.toml"),
+        "a very long scenario path": sw.read_text().replace("base.toml", "x" * 5000),
     }
     for what, text in cases.items():
         p = tmp_path / "bad.toml"

@@ -112,8 +112,12 @@ def load_sweep(path: str | os.PathLike) -> Sweep:
         raise SweepError(f"{p}: unknown key {extra[0]!r}; a sweep has {', '.join(sorted(allowed))}")
     if "scenario" not in d or not isinstance(d["scenario"], str):
         raise SweepError(f"{p}: scenario: give the base scenario's path (relative to the sweep file)")
-    sc = (p.parent / d["scenario"]).resolve()
-    if not sc.is_file():
+    try:
+        sc = (p.parent / d["scenario"]).resolve()
+        found = sc.is_file()
+    except (ValueError, OSError):  # a NUL byte (found by fuzzing), a name too long
+        found = False
+    if not found:
         raise SweepError(f"{p}: scenario: {d['scenario']!r} does not exist (paths are relative to the sweep file)")
     reps = d.get("replications", 1)
     if not isinstance(reps, int) or isinstance(reps, bool) or not 1 <= reps <= MAX_RUNS:
