@@ -240,6 +240,10 @@ def test_sender_state_files_with_bad_numbers_are_one_line_errors(tmp_path):
     ss.write_text("1795357040.5\nESTAB 0 0 10.0.0.1:70000 10.0.0.2:5001\n\t cubic rto:204 cwnd:2 mss:1448\n")
     with pytest.raises(SenderStateError, match="0 to 65535"):
         read_ss(ss)
+    # Found by the fuzzer: a 60-digit cwnd reached polars as an OverflowError.
+    ss.write_text("1795357040.5\nESTAB 0 0 10.0.0.1:1 10.0.0.2:5001\n\t cubic rto:204 cwnd:" + "2" * 60 + " mss:1448\n")
+    with pytest.raises(SenderStateError, match="out of range"):
+        read_ss(ss)
     probe = tmp_path / "probe.txt"
     probe.write_text(
         " x [001] ..s1. 1.5: tcp_probe: family=AF_INET src=10.0.0.1:99999 dest=10.0.0.2:5001 mark=0x0 "

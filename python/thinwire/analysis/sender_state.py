@@ -45,6 +45,15 @@ class SenderStateError(ValueError):
     pass
 
 
+def _int(s: str, base: int = 10, limit: int = 2**32) -> int:
+    """An integer field of the kernel's (32-bit) within its range (found by
+    fuzzing: a 60-digit cwnd reached polars as an OverflowError)."""
+    v = int(s, base)
+    if not 0 <= v < limit:
+        raise ValueError(f"{s[:30]} is out of range")
+    return v
+
+
 def _split_addr(s: str) -> tuple[str, int]:
     host, _, port = s.rpartition(":")
     host = host.strip("[]")
@@ -100,7 +109,7 @@ def _ss_line(line: str, t, cur, rows: list):
     if cur is None or t is None or not ("cwnd:" in line or "rto:" in line):
         return t, cur
     kv = dict(re.findall(r"\b(rto|rtt|mss|cwnd|ssthresh):([0-9./]+)", line))
-    mss = int(kv.get("mss", 0)) or None
+    mss = _int(kv.get("mss", "0"), limit=2**20) or None
     srtt, _, var = kv.get("rtt", "").partition("/")
     rows.append(
         {
@@ -109,8 +118,8 @@ def _ss_line(line: str, t, cur, rows: list):
             "sport": cur[1],
             "dst": cur[2],
             "dport": cur[3],
-            "cwnd_bytes": int(kv["cwnd"]) * (mss or 0) if "cwnd" in kv and mss else None,
-            "ssthresh_bytes": int(kv["ssthresh"]) * mss if "ssthresh" in kv and mss else None,
+            "cwnd_bytes": _int(kv["cwnd"]) * (mss or 0) if "cwnd" in kv and mss else None,
+            "ssthresh_bytes": _int(kv["ssthresh"]) * mss if "ssthresh" in kv and mss else None,
             "srtt_s": float(srtt) / 1e3 if srtt else None,
             "rttvar_s": float(var) / 1e3 if var else None,
             "rto_s": float(kv["rto"]) / 1e3 if "rto" in kv else None,
@@ -153,11 +162,11 @@ def _probe_values(m) -> tuple:
         sp,
         d,
         dp,
-        int(m.group(4), 16),
-        int(m.group(5), 16),
-        int(m.group(6)),
-        int(m.group(7)),
-        int(m.group(9)) / 1e6,
+        _int(m.group(4), 16),
+        _int(m.group(5), 16),
+        _int(m.group(6)),
+        _int(m.group(7)),
+        _int(m.group(9)) / 1e6,
     )
 
 
