@@ -297,3 +297,23 @@ def test_simulate_log_of_a_damaged_emulation_directory(tmp_path):
     # An emulation length no emulation has (a replay that would run for ever).
     (d / "emulation.json").write_text(json.dumps(dict(meta, end_ns=10**30)))
     _one_line_error(thinwire_cli("simulate-log", d), "damaged")
+
+
+def test_an_emulation_into_a_used_directory_replaces_the_earlier_run(tmp_path, small_scenario):
+    import shutil
+
+    from thinwire.emulate import available
+
+    why = available() or (None if shutil.which("ip") else "emulation needs iproute2's ip command")
+    if why:
+        pytest.skip(f"{why} (CI runs this as root)")
+    out = tmp_path / "emu"
+    out.mkdir()
+    # An earlier run's trace (here junk) would be read with this run's summary.
+    (out / "trace.parquet").write_bytes(b"not this run's")
+    (out / "notes.txt").write_text("mine")
+    p = thinwire_cli("emulate", small_scenario, "--out", out, "--mobile", "true", "--duration", "1s")
+    assert p.returncode == 0, p.stderr
+    assert (out / "notes.txt").read_text() == "mine"
+    t = out / "trace.parquet"
+    assert not t.exists() or t.read_bytes()[:4] == b"PAR1", "a stale trace was left beside the new run"

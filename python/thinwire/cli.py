@@ -366,8 +366,10 @@ def _cmd_proxy(a) -> int:
         out = Path(a.out)
         if out.exists() and not out.is_dir():
             _die(f"--out {a.out}: exists and is not a directory")
+        from .outputs import PROXY_OUTPUTS, clear_outputs
+
         try:
-            out.mkdir(parents=True, exist_ok=True)
+            clear_outputs(out, PROXY_OUTPUTS)  # an earlier run's files are replaced, never mixed
         except OSError as e:
             _die(f"--out {a.out}: cannot create it ({e.strerror or e})")
     try:

@@ -77,7 +77,9 @@ def emulate(
     _core.check(text, overrides, links_only=True)
     outp = Path(out) if out else None
     if outp is not None:
-        outp.mkdir(parents=True, exist_ok=True)
+        from .outputs import EMULATE_OUTPUTS, clear_outputs
+
+        clear_outputs(outp, EMULATE_OUTPUTS)
     try:
         rep = _core.emulate(
             text,
@@ -100,7 +102,10 @@ def emulate(
         trace = trace_frame(trace_cols)
         flows = connection_table(trace, rep["duration_s"])
         summary["flows"] = flows.to_dicts()
-        (outp / "emulation.json").write_text(
+        from .outputs import write_parquet, write_text
+
+        write_text(
+            outp / "emulation.json",
             json.dumps(
                 {
                     "scenario_text": text,
@@ -111,12 +116,12 @@ def emulate(
                 },
                 indent=2,
             )
-            + "\n"
+            + "\n",
         )
         if trace.height:
-            trace.write_parquet(outp / "trace.parquet")
-        flows.write_parquet(outp / "flows.parquet")
-        (outp / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+            write_parquet(trace, outp / "trace.parquet")
+        write_parquet(flows, outp / "flows.parquet")
+        write_text(outp / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
     return summary
 
 

@@ -45,3 +45,30 @@ def write_parquet(df, path: str | os.PathLike) -> None:
     buf = io.BytesIO()
     df.write_parquet(buf)
     write_bytes(path, buf.getbuffer())
+
+
+# What `thinwire emulate --out` and `thinwire proxy --out` write: streamed while
+# they run, so not renamed into place; instead what an earlier run left under these
+# names is removed before the new one starts, so a directory never mixes two runs.
+EMULATE_OUTPUTS = (
+    "inputs.pcapng",
+    "schedule.log",
+    "capture.pcapng",
+    "mm-down.log",
+    "mm-up.log",
+    "mobile.pcap",
+    "server.pcap",
+    "emulation.json",
+    "trace.parquet",
+    "flows.parquet",
+    "summary.json",
+)
+PROXY_OUTPUTS = ("capture.pcapng", "trace.rows", "trace.parquet", "flows.parquet", "summary.json", "daemon.log")
+
+
+def clear_outputs(directory: str | os.PathLike, names: tuple[str, ...]) -> None:
+    """Creates `directory` and removes the outputs `names` an earlier run left there."""
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    for n in names:
+        (d / n).unlink(missing_ok=True)

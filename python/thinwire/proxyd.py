@@ -87,11 +87,11 @@ def finish(out: str | os.PathLike) -> dict:
         "link": {"down": {}, "up": {}},
         "flows": flows.to_dicts(),
     }
-    tmp = d / "trace.parquet.part"
-    trace.write_parquet(tmp)
-    tmp.replace(d / "trace.parquet")
-    flows.write_parquet(d / "flows.parquet")
-    (d / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    from .outputs import write_parquet, write_text
+
+    write_parquet(trace, d / "trace.parquet")
+    write_parquet(flows, d / "flows.parquet")
+    write_text(d / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
     rows.unlink()
     return summary
 
@@ -105,6 +105,8 @@ def run(
     """Runs the daemon until SIGTERM/SIGINT (or `duration` seconds); with `out`,
     returns the run directory's summary."""
     if out is not None:
-        Path(out).mkdir(parents=True, exist_ok=True)
+        from .outputs import PROXY_OUTPUTS, clear_outputs
+
+        clear_outputs(out, PROXY_OUTPUTS)
     _core.proxy_daemon(str(config), list(set or []), duration, str(out) if out is not None else None)
     return finish(out) if out is not None else None
