@@ -191,18 +191,20 @@ fn time_going_backwards_gives_no_negative_rtt_and_a_warning() {
 }
 
 #[test]
-fn descending_sequence_numbers_are_analysed_in_linear_time() {
-    // 300k segments sent highest first: once quadratic (55 s for 800k packets).
+fn descending_sequence_numbers_are_analysed_whole() {
+    // 300k segments sent highest first: once quadratic in `Ranges::insert` (55 s
+    // for 800k packets); now each goes to the front of a deque. Speed is measured
+    // in bench/, not asserted here: this checks the analysis of such a capture.
     let n = 300_000u32;
     let mut pkts = vec![(0, true, 0, 0, 0, TcpFlags::SYN)];
     for k in (0..n).rev() {
         pkts.push((1_000 + k as i64, true, 1 + 100 * k, 0, 100, TcpFlags::ACK));
     }
-    let t0 = std::time::Instant::now();
     let a = thinwire::analysis::analyze(&pcap_of(&pkts), false).unwrap();
     assert_eq!(a.tcp_packets, n as u64 + 1);
-    // Not a timing assertion of speed, a bound on a hang: linear takes well under 1 s.
-    assert!(t0.elapsed().as_secs() < 20, "{:?}", t0.elapsed());
+    let d = &a.tracker.conns[0].dirs[0];
+    assert_eq!(d.data_bytes, 100 * n as u64);
+    assert_eq!(d.unique_bytes, 100 * n as u64, "no byte counted twice");
 }
 
 #[test]
