@@ -172,6 +172,8 @@ class RunResult:
         import shutil
         import tempfile
 
+        from .outputs import RUN_OUTPUTS, clear_outputs, write_parquet
+
         d = Path(out)
         d.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".thinwire-", dir=d))
@@ -179,8 +181,6 @@ class RunResult:
             names = []
             (tmp / "summary.json").write_text(json.dumps(self.summary, indent=2, sort_keys=True) + "\n")
             names.append("summary.json")
-            from .outputs import write_parquet
-
             write_parquet(self.flows, tmp / "flows.parquet")
             names.append("flows.parquet")
             if self.raw["trace"]["rows"]:
@@ -195,29 +195,12 @@ class RunResult:
                 if self.raw.get(key) is not None:
                     (tmp / fname).write_bytes(self.raw[key])
                     names.append(fname)
-            for stale in RUN_OUTPUTS:
-                if stale not in names:
-                    (d / stale).unlink(missing_ok=True)
+            clear_outputs(d, tuple(n for n in RUN_OUTPUTS if n not in names))
             for n in names:
                 os.replace(tmp / n, d / n)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return [d / n for n in names]
-
-
-# Every file a run directory can hold (`RunResult.write` and `thinwire run --plot`);
-# a new run into the directory removes those it does not write itself.
-RUN_OUTPUTS = (
-    "summary.json",
-    "flows.parquet",
-    "trace.parquet",
-    "server.pcap",
-    "mobile.pcap",
-    "mm-down.log",
-    "mm-up.log",
-    "tsq.png",
-    "tsq.html",
-)
 
 
 def check(scenario: str | os.PathLike, set=None) -> None:

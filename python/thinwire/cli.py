@@ -666,7 +666,7 @@ def main(argv: list[str] | None = None) -> int:
         return rc
     except BrokenPipeError:
         # The reader (e.g. `| head`) went away: not an error of ours.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _quiet_stdout()
         return 0
     except KeyboardInterrupt as e:
         return _stopped(130, "interrupted", e)

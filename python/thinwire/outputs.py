@@ -47,6 +47,20 @@ def write_parquet(df, path: str | os.PathLike) -> None:
     write_bytes(path, buf.getbuffer())
 
 
+# Every file a run directory can hold (`RunResult.write` and `thinwire run --plot`);
+# a new run into the directory removes those it does not write itself.
+RUN_OUTPUTS = (
+    "summary.json",
+    "flows.parquet",
+    "trace.parquet",
+    "server.pcap",
+    "mobile.pcap",
+    "mm-down.log",
+    "mm-up.log",
+    "tsq.png",
+    "tsq.html",
+)
+
 # What `thinwire emulate --out` and `thinwire proxy --out` write: streamed while
 # they run, so not renamed into place; instead what an earlier run left under these
 # names is removed before the new one starts, so a directory never mixes two runs.

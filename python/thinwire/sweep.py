@@ -36,7 +36,7 @@ import tomllib
 from . import _core
 from .api import ScenarioError, _toml_value, path_overrides
 from .fields import metrics
-from .outputs import write_text
+from .outputs import write_parquet, write_text
 
 # The metrics a sweep aggregates: every field the Rust core marks as a metric.
 FLOW_METRICS = metrics("flow")
@@ -188,12 +188,6 @@ def run_batch(base_text: str, batch: list[dict]) -> list[dict]:
     return out
 
 
-def _write_atomic(df, path: Path):
-    from .outputs import write_parquet
-
-    write_parquet(df, path)
-
-
 def summarize(runs, axes: list[str]):
     """Mean, standard deviation, n and 95 % CI half-width per point and metric."""
     import polars as pl
@@ -321,10 +315,10 @@ def execute_sweeps(
         order = {r["key"]: i for i, r in enumerate(st["all_runs"])}
         rows.sort(key=lambda r: order[r["key"]])
         df = pl.DataFrame(infer_schema_length=None, data=rows)
-        _write_atomic(pl.DataFrame(infer_schema_length=None, data=rows + st["foreign"]), st["runs_path"])
+        write_parquet(pl.DataFrame(infer_schema_length=None, data=rows + st["foreign"]), st["runs_path"])
         sw = st["sw"]
         summary = summarize(df, list(sw.axes))
-        _write_atomic(summary, st["out"] / "summary.parquet")
+        write_parquet(summary, st["out"] / "summary.parquet")
         write_text(
             st["out"] / "sweep.json",
             json.dumps(
@@ -351,5 +345,5 @@ def _save(states, only_dirty: bool):
     for st in states:
         if st["new"] and (st.get("dirty") or not only_dirty):
             rows = st["rows"] + st["new"] + st["foreign"]
-            _write_atomic(pl.DataFrame(infer_schema_length=None, data=rows), st["runs_path"])
+            write_parquet(pl.DataFrame(infer_schema_length=None, data=rows), st["runs_path"])
             st["dirty"] = False

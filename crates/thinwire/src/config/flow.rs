@@ -551,14 +551,14 @@ fn validate_tcp(t: &TcpCfg, i: usize) -> Result<(), ConfigError> {
     let ms = Duration::from_millis(1);
     let longest = Duration::from_secs(crate::units::MAX_DURATION_S);
     for (k, d) in [("min_rto", t.min_rto), ("max_rto", t.max_rto), ("initial_rto", t.initial_rto)] {
-        dur_within(&p(k), d, ms, longest, "1ms", "1000000s")?;
+        dur_within(&p(k), d, ms, longest)?;
     }
-    dur_within(&p("timer_granularity"), t.timer_granularity, Duration::ZERO, Duration::from_secs(10), "0s", "10s")?;
+    dur_within(&p("timer_granularity"), t.timer_granularity, Duration::ZERO, Duration::from_secs(10))?;
     if let Some(d) = &t.delayed_ack {
         if d.count.is_some_and(|c| c == 0 || c > 64) {
             return Err(cerr(p("delayed_ack.count"), "must be between 1 and 64 segments"));
         }
-        dur_within(&p("delayed_ack.timeout"), d.timeout, ms, Duration::from_secs(10), "1ms", "10s")?;
+        dur_within(&p("delayed_ack.timeout"), d.timeout, ms, Duration::from_secs(10))?;
     }
     // A window below one minimal segment never lets a byte through (a run that
     // once ended at once with exit 0).
@@ -586,16 +586,19 @@ fn validate_tcp(t: &TcpCfg, i: usize) -> Result<(), ConfigError> {
 }
 
 /// A duration field within `[lo, hi]`; the error names the range.
-pub(super) fn dur_within(
-    path: &str,
-    d: Option<Dur>,
-    lo: Duration,
-    hi: Duration,
-    lo_s: &str,
-    hi_s: &str,
-) -> Result<(), ConfigError> {
+pub(super) fn dur_within(path: &str, d: Option<Dur>, lo: Duration, hi: Duration) -> Result<(), ConfigError> {
     if d.is_some_and(|d| d.0 < lo || d.0 > hi) {
-        return Err(cerr(path, format!("must be between {lo_s} and {hi_s}")));
+        return Err(cerr(path, format!("must be between {} and {}", as_unit(lo), as_unit(hi))));
     }
     Ok(())
+}
+
+/// A whole number of seconds or milliseconds as written in a scenario ("10s", "1ms").
+fn as_unit(d: Duration) -> String {
+    let ms = d.nanos() / 1_000_000;
+    if ms % 1000 == 0 {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{ms}ms")
+    }
 }

@@ -413,13 +413,10 @@ fn validate(sc: &Scenario, flows_run: bool) -> Result<(), ConfigError> {
         f.validate(i, flows_run && sc.stop == Stop::End)?;
         // A flow starting at or after the end never runs (once a silent no-op).
         if flows_run && f.start() >= end {
-            let (k, v) = match sc.stop {
-                Stop::At(_) => ("stop", end),
-                Stop::End => ("max_time", end),
-            };
+            let k = if sc.stop == Stop::End { "max_time" } else { "stop" };
             return Err(cerr(
                 format!("flow[{i}].start"),
-                format!("{}s is not before the run's end ({k} = {}s)", f.start().as_secs_f64(), v.as_secs_f64()),
+                format!("{}s is not before the run's end ({k} = {}s)", f.start().as_secs_f64(), end.as_secs_f64()),
             ));
         }
     }
