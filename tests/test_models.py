@@ -43,7 +43,10 @@ start = "2s"
     down = fl.filter(pl.col("direction") == "down")
     assert all(t < 40_000 for t in down["throughput_bps"])
     alone = run().flows["throughput_bps"][0]
-    assert down["completion_s"].max() > 1.6 * 100_000 * 8 / alone
+    # Sharing: the later of the two takes at least half as long again as one alone
+    # (not twice: one flow alone leaves the link idle while SR repairs a loss, two
+    # fill it).
+    assert down["completion_s"].max() > 1.5 * 100_000 * 8 / alone
 
 
 def test_raw_link_with_frames_larger_than_packets_sends_one_frame_per_packet():

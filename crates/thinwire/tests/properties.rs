@@ -58,7 +58,8 @@ fn sr_delivers_every_packet_once_in_order_under_random_loss() {
             adaptive,
             timeout: Duration::from_millis(200 + rng.below(1500) as i64),
             ack_delay: Duration::from_millis(rng.below(600) as i64),
-            renack: Some(Duration::from_millis(100 + rng.below(1000) as i64)),
+            // Multireject by detection (the default) or by the older timer.
+            renack: rng.bernoulli(0.5).then(|| Duration::from_millis(100 + rng.below(1000) as i64)),
             ..Default::default()
         };
         let p_loss = [0.0, 0.05, 0.2, 0.4][case as usize % 4];

@@ -66,8 +66,8 @@ impl<'de> Deserialize<'de> for LinkCfg {
     }
 }
 
-/// `protocol = "sr"`: defaults window 127, ack_delay 500 ms, timeout 1.1 s, renack =
-/// the timeout.
+/// `protocol = "sr"`: defaults window 127, ack_delay 500 ms, timeout 1.1 s, renack
+/// unset (multireject by detection; a duration selects the timer rule).
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct SrCfg {
@@ -82,7 +82,7 @@ pub struct SrCfg {
 }
 
 /// `protocol = "asr"`: SR's window and ACK delay, the policy "α+β" (default 3+2),
-/// the initial srtt (1.1 s) and renack (1.1 s).
+/// the initial srtt (1.1 s) and renack (unset: multireject by detection).
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct AsrCfg {

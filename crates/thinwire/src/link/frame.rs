@@ -51,13 +51,17 @@ pub struct Frame {
     /// Payload bytes on the air (0 for control frames).
     pub payload: u16,
     /// Transmission number of this data frame: 1 for the original (metadata for
-    /// traces, not part of the wire format).
+    /// traces; of it the wire carries only SR's retransmission bit, `tx > 1`).
     pub tx: u16,
     /// Flow of the packet this frame's bytes belong to (trace metadata).
     pub flow: u16,
     /// Link-layer session on a shared link (0 = ARQ, 1 = bypass); set by the
     /// multiplexer, demultiplexed by the receiver.
     pub session: u8,
+    /// SR/ASR NACK serial number (seed 002 §IV multireject, see `sr.rs`): on a NACK
+    /// frame its serial, on a data frame the serial of the latest NACK the sender
+    /// had acted on when it sent the frame; 0 = none. Part of the 4-byte header.
+    pub nsn: u32,
     /// Protocol control bits: [`CTL_POLL`] (the RLC AMD poll bit; HDLC's P bit),
     /// [`CTL_FINAL`], [`CTL_BUSY`], [`CTL_DISC`].
     pub ctl: u8,
@@ -110,7 +114,7 @@ pub struct Chunk {
 
 impl Frame {
     pub fn control(kind: FrameKind, seq: u32, ack: Option<u32>) -> Frame {
-        Frame { kind, seq, ack, payload: 0, tx: 1, flow: u16::MAX, session: 0, ctl: 0, body: Body::None }
+        Frame { kind, seq, ack, payload: 0, tx: 1, flow: u16::MAX, session: 0, nsn: 0, ctl: 0, body: Body::None }
     }
     /// The first fragment of a packet.
     pub fn first(&self) -> bool {
@@ -220,6 +224,7 @@ pub fn fragment(pkt: Packet, max_payload: u32, mut push: impl FnMut(Frame)) {
             tx: 1,
             flow,
             session: 0,
+            nsn: 0,
             ctl: 0,
             body,
         });

@@ -4,8 +4,8 @@
 //! Sender: frames are sent within a window of `window` frames and buffered until a
 //! cumulative ACK covers them. Each (re)transmission starts a retransmission timer;
 //! on expiry the frame is retransmitted. NACKed frames are retransmitted. Order of
-//! service when the radio is free: NACKs, standalone ACKs, retransmissions, new
-//! frames.
+//! service when the radio is free: NACKs, standalone ACKs, retransmissions (first
+//! come, first served), new frames.
 //!
 //! Receiver: accepts frames within a window of `window` frames from the next
 //! expected one; delivers in order; delays the cumulative ACK up to `ack_delay`
@@ -14,23 +14,40 @@
 //! cumulative ACK). A duplicate frame re-arms the delayed ACK (the sender timed out,
 //! so the ACK was probably lost).
 //!
-//! Multireject: a missing frame may be NACKed again. The seed does not say how the
-//! receiver "detects that its retransmissions have also been lost"; thinwire NACKs a
-//! frame again when a later data frame arrives at least `renack` after its last NACK
-//! while the frame is still missing (default `renack` = the configured `timeout`,
-//! i.e. one expected link round trip plus margin).
+//! Multireject (seed 002 §IV, after Brady 1987): a missing frame is NACKed again "if
+//! the receiver detects that its retransmissions have also been lost". The seed does
+//! not say how; thinwire detects it from two header fields (both fit in the 4-byte
+//! header the study charges): every NACK carries a serial number, every data frame
+//! echoes the serial of the latest NACK the sender had acted on when sending it,
+//! and a retransmission bit. The sender serves retransmissions first come first
+//! served and before new frames, and the link keeps order, so:
+//! - a first transmission echoing serial `e` was sent after the retransmissions
+//!   asked for by every NACK up to `e` that reached the sender;
+//! - a retransmission of a frame the receiver NACKed with serial `s ≤` its echo was
+//!   sent after those asked for by every NACK before `s`.
+//!
+//! When such a frame arrives, every frame still missing whose latest NACK is covered
+//! was lost again (or its NACK was): it is NACKed again, with a new serial. No timer
+//! is involved. With `renack` set, the older rule is used instead: NACK a frame again
+//! when a later data frame arrives at least `renack` after its last NACK while it is
+//! still missing.
 //!
 //! Timers start when the frame is handed to the radio. With `asr`, the timeout
 //! follows seed 002 §V: per acknowledged frame a sample `now − last transmission
 //! time` is taken, except from NACKs, from all but the last frame of a cumulative
-//! ACK, and from duplicate ACKs. In 10 ms ticks with integer arithmetic (Jacobson's
-//! scaled form, srtt×8 and srttvar×4, variance updated from the old srtt as in
-//! RFC 6298): `srtt ← 7/8·srtt + 1/8·sample`, `srttvar ← 3/4·srttvar +
-//! 1/4·|srtt − sample|`, `rtxto = α·srtt + β·srttvar` (at least one tick). No backoff
-//! after a timeout; a new timer never expires before an earlier one.
+//! ACK, and from duplicate ACKs. "Integer arithmetic … with a 10 ms granularity as
+//! in TCP": a sample is rounded to the nearest tick (at least one), as ns-2's TCP
+//! does (`int(t/tick + 0.5)`); srtt and srttvar are kept in Jacobson's scaled form
+//! (srtt×8, srttvar×4; variance updated from the old srtt as in RFC 6298):
+//! `srtt ← 7/8·srtt + 1/8·sample`, `srttvar ← 3/4·srttvar + 1/4·|srtt − sample|`;
+//! and `rtxto = α·srtt + β·srttvar` is computed from their whole-tick values, as the
+//! formula is written (at least one tick). So a steady RTT gives 1+4 `rtxto = srtt`
+//! with no hidden margin — the paper's "very short timeouts" (§V). No backoff after
+//! a timeout; a new timer never expires before an earlier one.
 //!
 //! Defaults (seed 002 §IV/§V): window 127, ack_delay 500 ms, timeout 1.1 s, initial
-//! srtt 1.1 s, initial srttvar 0, tick 10 ms.
+//! srtt 1.1 s, initial srttvar 0, tick 10 ms, multireject by detection (`renack`
+//! unset).
 use super::frame::{fragment, Frame, FrameKind, Reassembler};
 use crate::time::{Duration, Instant};
 use crate::wire::Packet;
@@ -48,7 +65,7 @@ pub struct SrConfig {
     pub adaptive: Option<(u32, u32)>,
     pub initial_srtt: Duration,
     pub tick: Duration,
-    /// Multireject interval; None: the timeout.
+    /// Multireject by a timer of this interval; None: by detection (module doc).
     pub renack: Option<Duration>,
     pub max_payload: u32,
 }
@@ -81,6 +98,15 @@ pub struct SrStats {
     pub nacks_sent: u64,
     pub acks_sent: u64,
     pub rtt_samples: u64,
+    /// NACKs sent again for a frame already NACKed (multireject).
+    pub renacks: u64,
+}
+
+/// When and with which serial a missing frame was last NACKed.
+#[derive(Clone, Copy)]
+struct Nacked {
+    at: Instant,
+    sn: u32,
 }
 
 pub struct Sr {
@@ -93,6 +119,8 @@ pub struct Sr {
     retx: VecDeque<u32>,
     timers: VecDeque<(Instant, u32, u16)>,
     last_deadline: Instant,
+    /// Serial of the latest NACK acted on, echoed in data frames.
+    echo: u32,
     rto: Duration,
     srtt8: i64,
     var4: i64,
@@ -100,8 +128,10 @@ pub struct Sr {
     expected: u32,
     highest: u32,
     rxbuf: VecDeque<Option<Frame>>,
-    nack_at: VecDeque<Option<Instant>>,
-    nacks: VecDeque<u32>,
+    nack_at: VecDeque<Option<Nacked>>,
+    /// NACKs to send: (missing frame, serial).
+    nacks: VecDeque<(u32, u32)>,
+    last_nsn: u32,
     ack_due: Option<Instant>,
     ack_now: bool,
     reasm: Reassembler,
@@ -121,6 +151,7 @@ impl Sr {
             retx: VecDeque::new(),
             timers: VecDeque::new(),
             last_deadline: Instant::ZERO,
+            echo: 0,
             rto: cfg.timeout,
             srtt8,
             var4: 0,
@@ -129,6 +160,7 @@ impl Sr {
             rxbuf: VecDeque::new(),
             nack_at: VecDeque::new(),
             nacks: VecDeque::new(),
+            last_nsn: 0,
             ack_due: None,
             ack_now: false,
             reasm: Reassembler::default(),
@@ -144,8 +176,9 @@ impl Sr {
     pub fn rto(&self) -> Duration {
         self.rto
     }
+    /// ASR's smoothed RTT in whole ticks, as `rtxto` uses it.
     pub fn srtt(&self) -> Duration {
-        self.cfg.tick * self.srtt8 / 8
+        self.cfg.tick * (self.srtt8 >> 3)
     }
     pub fn wants_packet(&self) -> bool {
         self.pending.is_empty()
@@ -163,7 +196,7 @@ impl Sr {
 
     fn adaptive_rto(&self) -> Duration {
         let (a, b) = self.cfg.adaptive.unwrap();
-        let ticks = ((a as i64 * self.srtt8 + 2 * b as i64 * self.var4) / 8).max(1);
+        let ticks = (a as i64 * (self.srtt8 >> 3) + b as i64 * (self.var4 >> 2)).max(1);
         self.cfg.tick * ticks
     }
 
@@ -173,7 +206,7 @@ impl Sr {
         }
         self.stats.rtt_samples += 1;
         let t = self.cfg.tick.nanos().max(1);
-        let m = (sample.nanos().max(0) + t - 1) / t;
+        let m = ((sample.nanos().max(0) + t / 2) / t).max(1);
         let delta = m - self.srtt8 / 8;
         self.srtt8 += delta;
         self.var4 += delta.abs() - self.var4 / 4;
@@ -192,7 +225,8 @@ impl Sr {
         self.rtt_sample(sample);
     }
 
-    fn on_nack(&mut self, n: u32) {
+    fn on_nack(&mut self, n: u32, sn: u32) {
+        self.echo = self.echo.max(sn);
         if n < self.base || n >= self.next_seq {
             return;
         }
@@ -220,6 +254,41 @@ impl Sr {
         }
     }
 
+    /// Queues a NACK for the missing frame at receive-buffer offset `i`.
+    fn nack(&mut self, now: Instant, i: usize) {
+        if self.nack_at[i].is_some() {
+            self.stats.renacks += 1;
+        }
+        self.last_nsn += 1;
+        self.nacks.push_back((self.expected + i as u32, self.last_nsn));
+        self.nack_at[i] = Some(Nacked { at: now, sn: self.last_nsn });
+    }
+
+    /// NACKs again the missing frames whose retransmission (or NACK) the arrival of
+    /// data frame `f` (at offset `off`) shows lost; with `renack`, those NACKed at
+    /// least that long ago. See the module doc.
+    fn multireject(&mut self, now: Instant, off: usize, f: &Frame) {
+        // Detection: every NACK up to `covered` was acted on before `f` was sent.
+        let covered = if f.tx <= 1 {
+            f.nsn
+        } else {
+            match self.nack_at[off] {
+                Some(own) if own.sn <= f.nsn => own.sn - 1,
+                _ => 0,
+            }
+        };
+        let lost = |n: &Nacked| match self.cfg.renack {
+            Some(r) => now - n.at >= r,
+            None => n.sn <= covered,
+        };
+        let again: Vec<usize> = (0..self.rxbuf.len())
+            .filter(|&i| i != off && self.rxbuf[i].is_none() && self.nack_at[i].as_ref().is_some_and(&lost))
+            .collect();
+        for i in again {
+            self.nack(now, i);
+        }
+    }
+
     fn on_data(&mut self, now: Instant, f: Frame) {
         let s = f.seq;
         if s < self.expected || s - self.expected >= self.cfg.window {
@@ -240,23 +309,11 @@ impl Sr {
             for m in self.highest.max(self.expected)..s {
                 let i = (m - self.expected) as usize;
                 if self.rxbuf[i].is_none() && self.nack_at[i].is_none() {
-                    self.nacks.push_back(m);
-                    self.nack_at[i] = Some(now);
+                    self.nack(now, i);
                 }
             }
         }
-        // Multireject: NACK again frames whose NACK is older than `renack`.
-        for i in 0..self.rxbuf.len() {
-            if i == off || self.rxbuf[i].is_some() {
-                continue;
-            }
-            if let Some(t) = self.nack_at[i] {
-                if now - t >= self.cfg.renack.unwrap_or(self.cfg.timeout) {
-                    self.nacks.push_back(self.expected + i as u32);
-                    self.nack_at[i] = Some(now);
-                }
-            }
-        }
+        self.multireject(now, off, &f);
         self.highest = self.highest.max(s + 1);
         self.rxbuf[off] = Some(f);
         if off == 0 {
@@ -273,7 +330,7 @@ impl Sr {
         match f.kind {
             FrameKind::Data => self.on_data(now, f),
             FrameKind::Ack | FrameKind::Status | FrameKind::Idle | FrameKind::Reset => {}
-            FrameKind::Nack => self.on_nack(f.seq),
+            FrameKind::Nack => self.on_nack(f.seq, f.nsn),
         }
     }
 
@@ -288,6 +345,7 @@ impl Sr {
         self.timers.push_back((deadline, seq, slot.frame.tx));
         let mut f = slot.frame.clone();
         f.ack = Some(self.expected);
+        f.nsn = self.echo;
         self.ack_due = None;
         self.ack_now = false;
         f
@@ -295,9 +353,9 @@ impl Sr {
 
     /// The next frame to put on the air, if any.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Frame> {
-        if let Some(n) = self.nacks.pop_front() {
+        if let Some((n, sn)) = self.nacks.pop_front() {
             self.stats.nacks_sent += 1;
-            return Some(Frame::control(FrameKind::Nack, n, None));
+            return Some(Frame { nsn: sn, ..Frame::control(FrameKind::Nack, n, None) });
         }
         if self.ack_now {
             self.ack_now = false;
