@@ -320,3 +320,33 @@ fn delivers_every_packet_once_in_order_under_random_loss() {
     }
     assert!(retx > 1000 && discards > 20, "the loss patterns must exercise recovery and discard: {retx} {discards}");
 }
+
+#[test]
+fn a_nack_schedules_a_pdu_once_until_it_is_submitted_then_again() {
+    // TS 25.322 (and 36.322 §5.2.1 / 38.322 §5.3.2, which spell it out): a PDU
+    // already pending retransmission is not scheduled again; one that has been
+    // submitted to the lower layer and is reported missing again is. (Under the
+    // study's shared interface queue, "submitted" may still mean waiting in the
+    // FIFO — docs/studies/shared-link-arq.md.)
+    let mut r = Rlc::new(RlcConfig { poll_timer: None, poll_window: None, poll_last_tx: false, ..uniform() });
+    for i in 0..3 {
+        r.send(pkt(i, 250));
+    }
+    let sent: Vec<u32> = (0..3).filter_map(|_| r.poll_transmit(ms(0))).map(|f| f.seq).collect();
+    assert_eq!(sent, vec![0, 1, 2]);
+    let missing_1 = || {
+        status(thinwire::link::frame::Status {
+            report: Some(thinwire::link::frame::Report { ack: 0, end: 3, missing: vec![1] }),
+            ..Default::default()
+        })
+    };
+    r.on_frame(ms(200), missing_1());
+    r.on_frame(ms(210), missing_1());
+    let f = r.poll_transmit(ms(220)).expect("the retransmission");
+    assert_eq!((f.seq, f.tx), (1, 2));
+    assert!(r.poll_transmit(ms(221)).is_none(), "the second report found it pending: scheduled once");
+    r.on_frame(ms(230), missing_1());
+    let f = r.poll_transmit(ms(240)).expect("reported missing after it was submitted: again");
+    assert_eq!((f.seq, f.tx), (1, 3));
+    assert_eq!(r.stats.retransmissions, 2);
+}

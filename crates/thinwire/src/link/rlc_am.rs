@@ -37,10 +37,16 @@
 //! window. The receiver moves VR(R) to the MRW point, delivers the complete SDUs it
 //! held below it, drops the incomplete ones and answers MRW_ACK at once (not subject
 //! to status prohibit). A NACK for a PDU whose retransmission is already scheduled
-//! is ignored; a NACK for one already retransmitted retransmits it again (TS 25.322
-//! has no guard against that apart from the optional EPC, which Table I does not
-//! use). Sequence numbers are not wrapped (the 12-bit space of the standard never
-//! limits a 128-PDU window).
+//! is ignored; a NACK for one already submitted to the lower layer retransmits it
+//! again. TS 25.322 schedules every negatively acknowledged PDU and counts each
+//! scheduling in VT(DAT); its only guard against asking again too early is the
+//! receiver's optional EPC, which Table I does not use; TS 36.322 §5.2.1 and 38.322
+//! §5.3.2 spell the rule out ("not pending for retransmission already"). Under the
+//! study's shared interface queue a submitted PDU may still wait in the FIFO when a
+//! Status PDU reports it missing again, so it is sent twice: the standard allows it,
+//! and the ns-2 structure, not UMTS (whose MAC takes PDUs at each TTI), creates it
+//! (docs/studies/shared-link-arq.md). Sequence numbers are not wrapped (the 12-bit
+//! space of the standard never limits a 128-PDU window).
 //!
 //! Defaults are Table I's "uniform" column: window 128, polls by timer (200 ms) and
 //! window (70 %), poll prohibit 100 ms, status on missing PDU and every 400 ms, no
