@@ -9,29 +9,62 @@ def test_reproduce_shared_link_arq_quick(tmp_path):
     assert p.returncode == 0, p.stderr[-2000:]
     claims = json.loads(p.stdout)
     assert_golden_claims("shared-link-arq", claims)
-    sections = [c["section"] for c in claims]
-    assert {s: sections.count(s) for s in set(sections)} == {"IV": 8, "V": 8, "VI": 8, "VII": 21}
+    # Every claim under both link-sharing structures, the paper's (shared-queue) first.
+    assert [c["structure"] for c in claims] == ["shared-queue"] * 45 + ["pull"] * 45
+    for mux in ("shared-queue", "pull"):
+        cs = [c for c in claims if c["structure"] == mux]
+        sections = [c["section"] for c in cs]
+        assert {s: sections.count(s) for s in set(sections)} == {"IV": 8, "V": 8, "VI": 8, "VII": 21}
+        assert [c["id"] for c in cs] == [c["id"] for c in claims[:45]] and len({c["id"] for c in cs}) == 45
     for c in claims:
-        assert set(c) == {"claim", "section", "expected", "measured", "pass"}
+        assert set(c) == {"id", "claim", "section", "expected", "measured", "pass", "why", "structure"}
         assert isinstance(c["pass"], bool)
         assert "kbit/s" in c["measured"] or " ms" in c["measured"], c
-    for fig in range(2, 28):
-        pngs = list(out.glob(f"fig{fig:02d}_*.png"))
-        pdfs = list(out.glob(f"fig{fig:02d}_*.pdf"))
-        assert len(pngs) == 1 and len(pdfs) == 1 and pngs[0].stat().st_size > 10_000, fig
-    assert len(list(out.glob("extra_web_asr_*.png"))) == 4 and len(list(out.glob("extra_web_rlc_*.png"))) == 4
-    assert len(list(out.glob("extra_web_media_delay_*.png"))) == 2
-    assert (out / "claims.md").read_text().count("| IV |") == 8
-    # Every protocol and setting has data at every FLR of both error models.
+        # A failure says why (with what was measured); a pass says nothing.
+        assert (c["why"] == "") == c["pass"], c
+    ranked = [c for c in claims if c["section"] in ("IV", "V", "VI") and not c["pass"]]
+    assert ranked and all(
+        ("retransmissions" if c["id"].startswith("VI") else "link timeouts") in c["why"] for c in ranked
+    )
+    for d in (out, out / "pull"):
+        for fig in range(2, 28):
+            pngs = list(d.glob(f"fig{fig:02d}_*.png"))
+            pdfs = list(d.glob(f"fig{fig:02d}_*.pdf"))
+            assert len(pngs) == 1 and len(pdfs) == 1 and pngs[0].stat().st_size > 10_000, (d, fig)
+        assert len(list(d.glob("extra_web_asr_*.png"))) == 4 and len(list(d.glob("extra_web_rlc_*.png"))) == 4
+        assert len(list(d.glob("extra_web_media_delay_*.png"))) == 2
+    # claims.md: one row per claim with a result column per structure.
+    md = (out / "claims.md").read_text()
+    assert md.count("| IV |") == 8 and md.count("| VII |") == 21
+    rows = [line for line in md.splitlines() if line.startswith("| IV |")]
+    assert all(r.count("PASS") + r.count("FAIL") >= 2 for r in rows)
+    n_sq = sum(c["pass"] for c in claims[:45])
+    assert f"shared-queue: {n_sq} of 45" in md
+    assert json.loads((out / "claims.json").read_text()) == claims
+    # Every protocol and setting has data at every FLR of both error models, per structure.
     import polars as pl
 
     s = pl.read_parquet(out / "summary.parquet")
-    assert s.filter(pl.col("protocol") == "rlc").height == 2 * 2 * 2 * 5 * 5
-    assert s.filter(pl.col("protocol") == "raw").height == 2 * 2 * 2 * 5
+    assert s.filter(pl.col("protocol") == "rlc").height == 2 * 2 * 2 * 2 * 5 * 5
+    assert s.filter(pl.col("protocol") == "raw").height == 2 * 2 * 2 * 2 * 5
     assert s["n"].min() == 3
     # Rerunning resumes: nothing is simulated again and the claims are identical.
     p2 = thinwire_cli("reproduce", "shared-link-arq", "--quick", "--json", "--out", out, "--workers", "1")
     assert p2.returncode == 0 and json.loads(p2.stdout) == claims
+    # One structure alone: the same claims as that structure's half of the full run.
+    p3 = thinwire_cli("reproduce", "shared-link-arq", "--quick", "--json", "--out", out, "--mux", "pull")
+    assert p3.returncode == 0 and json.loads(p3.stdout) == claims[45:]
+
+
+def test_reproduce_mux_is_checked():
+    p = thinwire_cli("reproduce", "shared-link-arq", "--quick", "--mux", "fifo")
+    assert (
+        p.returncode == 2
+        and "accepted: both, shared-queue, pull" in p.stderr
+        and len(p.stderr.strip().splitlines()) == 1
+    )
+    p = thinwire_cli("reproduce", "gprs-tcp", "--quick", "--mux", "pull")
+    assert p.returncode == 2 and "--mux applies only to shared-link-arq" in p.stderr
 
 
 def test_reproduce_unknown_study():

@@ -183,9 +183,22 @@ def _cmd_reproduce(a) -> int:
     if a.workers is not None and a.workers < 1:
         _die(f"--workers: {a.workers} is not a positive number of workers")
     mod = importlib.import_module(STUDIES[a.study])
+    extra = {}
+    if a.mux is not None:
+        if not hasattr(mod, "structures"):
+            _die(
+                f"--mux applies only to shared-link-arq (the study that compares link-sharing structures), not {a.study}"
+            )
+        try:
+            mod.structures(a.mux)
+        except ValueError as e:
+            _die(str(e))
+        extra["mux"] = a.mux
     out = Path(a.out or Path("studies") / a.study)
     try:
-        claims = mod.reproduce(out, quick=a.quick, scheduler=a.scheduler, workers=a.workers, progress=not a.json)
+        claims = mod.reproduce(
+            out, quick=a.quick, scheduler=a.scheduler, workers=a.workers, progress=not a.json, **extra
+        )
     except ScenarioError as e:
         _die(str(e))
     if a.json:
@@ -194,11 +207,19 @@ def _cmd_reproduce(a) -> int:
     else:
         print(f"study {a.study}{' (quick)' if a.quick else ''}: figures, tables and claims in {out}/\n")
         for c in claims:
+            where = f" ({c['structure']})" if "structure" in c else ""
             print(
-                f"[{'PASS' if c['pass'] else 'FAIL'}] §{c['section']} {c['claim']}\n       expected {c['expected']}; measured {c['measured']}"
+                f"[{'PASS' if c['pass'] else 'FAIL'}]{where} §{c['section']} {c['claim']}\n       expected {c['expected']}; measured {c['measured']}"
             )
-        n = sum(c["pass"] for c in claims)
-        print(f"\n{n} of {len(claims)} claims reproduced")
+            if c.get("why"):
+                print(f"       why: {c['why']}")
+        groups = list(dict.fromkeys(c.get("structure") for c in claims))
+        for g in groups:
+            cs = [c for c in claims if c.get("structure") == g]
+            print(
+                f"\n{sum(c['pass'] for c in cs)} of {len(cs)} claims reproduced" + (f" with {g}" if g else ""), end=""
+            )
+        print()
     return 0
 
 
@@ -558,6 +579,10 @@ def main(argv: list[str] | None = None) -> int:
     rp.add_argument("--json", action="store_true", help="print the claims as JSON")
     rp.add_argument("--scheduler", help="address of a running Dask scheduler")
     rp.add_argument("--workers", type=int, help="local cluster size (default: number of cores)")
+    rp.add_argument(
+        "--mux",
+        help="shared-link-arq only: link-sharing structure(s) to run, shared-queue, pull or both (default both)",
+    )
     rp.set_defaults(fn=_cmd_reproduce)
     an = sub.add_parser("analyze", help="per-connection TCP statistics of a capture or a run directory")
     an.add_argument("path", help="a .pcap/.pcapng capture, or a run directory written by 'thinwire run --out'")

@@ -20,9 +20,12 @@ model's bad-state means 100/200/500/1000 ms are the ones the paper lists for FLR
 Distribution UDP source bypassing ARQ. Link-layer frames of both sessions go through
 one 50-frame drop-tail interface queue below the link layer (`mux =
 "shared-queue"`), the structure of the ns-2 simulator the paper used: ARQ timers run
-while a frame waits there behind media frames. (thinwire's default `pull`
-multiplexer gives the link layer the radio only when it is free; with it the
-reversal of §IV does not appear — see docs/studies/shared-link-arq.md.) The TCP
+while a frame waits there behind media frames. The study also runs every point with
+thinwire's default `pull` multiplexer, which gives the link layer the radio only
+when it is free (`--mux shared-queue|pull|both`, default both; the paper does not
+say where its timers start, and the two structures reproduce different sections —
+see docs/studies/shared-link-arq.md). Every claim is checked under each structure
+run; a claim that fails says why (`why`). The TCP
 window is ns-2's default of 20 segments (the paper used ns-2 and does not say
 otherwise). §VII uses SR 1.1 s, ASR 3+2 (uniform) / 4+0 (two-state) and RLC 2 / 1
 retransmissions, as the paper does. Claims are checked at FLR 5.4 %, as the paper's
@@ -39,6 +42,8 @@ from ..outputs import atomic_path
 FLRS = [0.0, 0.015, 0.025, 0.054, 0.098]
 BAD_MEAN = {0.015: "100ms", 0.025: "200ms", 0.054: "500ms", 0.098: "1000ms"}
 MODELS = ("uniform", "two-state")
+# Link-sharing structures, the paper's (ns-2's interface queue) first.
+MUXES = ("shared-queue", "pull")
 SR_TIMEOUTS = ["0.9s", "1.0s", "1.1s", "1.2s", "1.3s"]
 ASR_POLICIES = ["1+4", "2+4", "3+2", "4+0", "4+2"]
 RLC_RETX = [1, 2, 3, 4, 5]
@@ -113,7 +118,7 @@ delay = "50ms"
 frame = "250B"
 header = "4B"
 queue = {{ limit = "50pkt" }}
-mux = "shared-queue"
+mux = "{mux}"
 frame_queue = 50
 [wireless.arq]
 {arq}
@@ -152,9 +157,10 @@ def _model_flr(ch: dict) -> list[tuple[str, float]]:
     return [("two-state", {v: k for k, v in BAD_MEAN.items()}[ch["bad"]["mean"]])]
 
 
-def jobs(quick: bool) -> list[dict]:
-    """Every sweep of the study: per application, contention and protocol (RLC once
-    per error model, since its Table I preset follows the model)."""
+def jobs(quick: bool, muxes=MUXES) -> list[dict]:
+    """Every sweep of the study: per link-sharing structure, application, contention
+    and protocol (RLC once per error model, since its Table I preset follows the
+    model)."""
     setup = {
         "ft": (
             'stop = "end"\n',
@@ -163,34 +169,36 @@ def jobs(quick: bool) -> list[dict]:
         "web": (f'stop = "{"300s" if quick else "2000s"}"\n', '[[flow]]\napp = "web"'),
     }
     out = []
-    for app in ("ft", "web"):
-        for contention in (False, True):
-            stop, flow = setup[app]
-            for protocol in ("raw", "sr", "asr", "rlc"):
-                for models in (MODELS,) if protocol != "rlc" else (("uniform",), ("two-state",)):
-                    arq = ARQ[protocol].format(preset=models[0])
-                    text = stop + BASE.format(arq=arq, flow=flow) + (MEDIA if contention else "")
-                    name = f"{app}-{protocol}{'-' + models[0] if protocol == 'rlc' else ''}-{'contention' if contention else 'alone'}"
-                    out.append(
-                        {
-                            "app": app,
-                            "protocol": protocol,
-                            "contention": contention,
-                            "models": models,
-                            "text": text,
-                            "name": name,
-                        }
-                    )
+    for mux in muxes:
+        for app in ("ft", "web"):
+            for contention in (False, True):
+                stop, flow = setup[app]
+                for protocol in ("raw", "sr", "asr", "rlc"):
+                    for models in (MODELS,) if protocol != "rlc" else (("uniform",), ("two-state",)):
+                        arq = ARQ[protocol].format(preset=models[0])
+                        text = stop + BASE.format(arq=arq, flow=flow, mux=mux) + (MEDIA if contention else "")
+                        name = f"{app}-{protocol}{'-' + models[0] if protocol == 'rlc' else ''}-{'contention' if contention else 'alone'}"
+                        out.append(
+                            {
+                                "mux": mux,
+                                "app": app,
+                                "protocol": protocol,
+                                "contention": contention,
+                                "models": models,
+                                "text": text,
+                                "name": name if mux == MUXES[0] else f"{mux}/{name}",
+                            }
+                        )
     return out
 
 
-def run_all(out: Path, quick: bool, scheduler, workers, progress):
+def run_all(out: Path, quick: bool, scheduler, workers, progress, muxes=MUXES):
     import polars as pl
 
     from ..sweep import Sweep, execute_sweeps
 
     reps = 3 if quick else 30
-    js = jobs(quick)
+    js = jobs(quick, muxes)
     sweeps = []
     for j in js:
         axis, settings = SETTINGS[j["protocol"]]
@@ -212,6 +220,7 @@ def run_all(out: Path, quick: bool, scheduler, workers, progress):
                     continue
                 rows.append(
                     {
+                        "mux": j["mux"],
                         "app": j["app"],
                         "protocol": j["protocol"],
                         "setting": setting,
@@ -223,6 +232,9 @@ def run_all(out: Path, quick: bool, scheduler, workers, progress):
                         "media_delay_s": r.get("flow1.delay_mean_s"),
                         "tcp_timeouts": r["flow0.tcp_timeouts"],
                         "arq_timeouts": r["down.arq_timeouts"],
+                        "retransmissions": r["down.frames_retransmitted"],
+                        "frames_lost": r["down.frames_lost"],
+                        "sdu_discards": r["down.sdu_discards"],
                         "down_flr": r["down.flr"],
                     }
                 )
@@ -243,14 +255,19 @@ def summarize(df):
 
     from ..stats import ci95_expr
 
-    keys = ["app", "protocol", "setting", "model", "flr", "contention"]
+    keys = ["mux", "app", "protocol", "setting", "model", "flr", "contention"]
     aggs = []
     for m, p in (("throughput_bps", ""), ("media_delay_s", "delay_")):
         aggs += [pl.col(m).mean().alias(f"{p}mean"), pl.col(m).std().alias(f"{p}sd"), pl.col(m).count().alias(f"{p}n")]
+    # What the "why" of a failed claim cites: timeouts per run at each point.
+    aggs += [
+        pl.col(m).mean().alias(m)
+        for m in ("arq_timeouts", "tcp_timeouts", "retransmissions", "frames_lost", "sdu_discards")
+    ]
     s = df.group_by(keys, maintain_order=True).agg(aggs)
     return s.with_columns(
         ci95_expr("sd", "n", single=0.0).alias("ci95"), ci95_expr("delay_sd", "delay_n", single=0.0).alias("delay_ci95")
-    ).sort(["app", "protocol", "model", "contention", "setting", "flr"])
+    ).sort(["mux", "app", "protocol", "model", "contention", "setting", "flr"])
 
 
 def _sel(summary, **kw):
@@ -302,7 +319,21 @@ def _line(sub, label: str, delay: bool = False):
 
 
 def plot(summary, out: Path) -> list[Path]:
+    """Every figure per structure run: the paper's (`shared-queue`) in `out`, the
+    others in `out/STRUCTURE/`."""
     written: list[Path] = []
+    for mux in MUXES:
+        sub = _sel(summary, mux=mux)
+        if sub.height:
+            d = out if mux == MUXES[0] else out / mux
+            d.mkdir(parents=True, exist_ok=True)
+            written += _plot_structure(sub, d, mux)
+    return written
+
+
+def _plot_structure(summary, out: Path, mux: str) -> list[Path]:
+    written: list[Path] = []
+    tag = f" [{mux}]"
     for (app, protocol, model, contention), fig_no in FIGS.items():
         sub = _sel(summary, app=app, protocol=protocol, model=model, contention=contention)
         lines = [
@@ -316,7 +347,8 @@ def plot(summary, out: Path) -> list[Path]:
         _figure(
             out,
             stem,
-            f"{label}: {APPS[app]}, {NAMES[protocol]}, {_errors(model)} errors, {'Contention' if contention else 'no Contention'}",
+            f"{label}: {APPS[app]}, {NAMES[protocol]}, {_errors(model)} errors, {'Contention' if contention else 'no Contention'}"
+            + tag,
             f"{APPS[app]} throughput (kbit/s)",
             lines,
             written,
@@ -333,7 +365,8 @@ def plot(summary, out: Path) -> list[Path]:
         _figure(
             out,
             stem,
-            f"Fig. {fig_no}: {APPS[app]}, tuned protocols, {_errors(model)} errors, {'Contention' if contention else 'no Contention'}",
+            f"Fig. {fig_no}: {APPS[app]}, tuned protocols, {_errors(model)} errors, {'Contention' if contention else 'no Contention'}"
+            + tag,
             f"{APPS[app]} throughput (kbit/s)",
             lines,
             written,
@@ -352,7 +385,7 @@ def plot(summary, out: Path) -> list[Path]:
         _figure(
             out,
             stem,
-            f"{label}: Media Distribution delay against {APPS[app]}, {_errors(model)} errors",
+            f"{label}: Media Distribution delay against {APPS[app]}, {_errors(model)} errors" + tag,
             "Media packet delay (ms)",
             lines,
             written,
@@ -360,205 +393,31 @@ def plot(summary, out: Path) -> list[Path]:
     return written
 
 
-def _at(summary, app, protocol, model, contention, flr=0.054, delay=False):
-    m, c = ("delay_mean", "delay_ci95") if delay else ("mean", "ci95")
-    return {
-        r["setting"]: (r[m], r[c])
-        for r in _sel(summary, app=app, protocol=protocol, model=model, contention=contention, flr=flr).to_dicts()
-    }
+def structures(mux: str) -> tuple[str, ...]:
+    """The structures `--mux` names: one of MUXES, or "both"."""
+    if mux == "both":
+        return MUXES
+    if mux not in MUXES:
+        raise ValueError(f"--mux: {mux!r} is not a link-sharing structure; accepted: both, {', '.join(MUXES)}")
+    return (mux,)
 
 
-def _tuned(summary, app, model, contention, flr=0.054, delay=False) -> dict:
-    """§VII: protocol -> (mean, ci) of its tuned setting."""
-    return {
-        p: _at(summary, app, p, model, contention, flr, delay)[TUNED[p][model]] for p in ("raw", "sr", "asr", "rlc")
-    }
+def reproduce(
+    out: Path, quick: bool = False, scheduler=None, workers=None, progress=True, mux: str = "both"
+) -> list[dict]:
+    import json
 
+    from ..outputs import write_parquet, write_text
+    from .shared_link_arq_claims import claims, claims_markdown
 
-def _fmt(vals: dict, delay=False) -> str:
-    if delay:
-        return ", ".join(f"{k}: {m * 1e3:.0f}±{c * 1e3:.0f}" for k, (m, c) in vals.items()) + " ms"
-    return ", ".join(f"{k}: {m / 1e3:.2f}±{c / 1e3:.2f}" for k, (m, c) in vals.items()) + " kbit/s"
-
-
-def _named(vals: dict) -> dict:
-    return {NAMES[p]: v for p, v in vals.items()}
-
-
-def _ctx(contention: bool) -> str:
-    return "contention" if contention else "no contention"
-
-
-def _setting_points(summary, protocol: str, section: str):
-    """Per application, error model and contention (the order of the claims): the
-    per-setting results at FLR 5.4 % and where the paper shows them."""
-    for app in ("ft", "web"):
-        for model in MODELS:
-            for contention in (False, True):
-                fig = FIGS[(app, protocol, model, contention)]
-                where = f"Fig. {fig}" if fig else f"stated in §{section} without a figure"
-                yield app, model, contention, _at(summary, app, protocol, model, contention), where
-
-
-def claims(summary) -> list[dict]:
-    out = []
-    best = lambda v: max(v, key=lambda k: v[k][0])
-    worst = lambda v: min(v, key=lambda k: v[k][0])
-    for app, model, contention, v, where in _setting_points(summary, "sr", "IV"):
-        want = SR_TIMEOUTS[-1] if contention else SR_TIMEOUTS[0]
-        out.append(
-            {
-                "claim": f"SR, {model} errors, {_ctx(contention)}: the {'highest' if contention else 'lowest'} timeout "
-                f"({want}) gives the best {APPS[app]} throughput at FLR 5.4% ({where})",
-                "section": "IV",
-                "expected": f"best = {want}",
-                "measured": f"best = {best(v)} ({_fmt(v)})",
-                "pass": best(v) == want,
-            }
-        )
-    for app, model, contention, v, where in _setting_points(summary, "asr", "V"):
-        want = TUNED["asr"][model]
-        out.append(
-            {
-                "claim": f"ASR, {APPS[app]}, {model} errors, {_ctx(contention)}: ASR {want} is the best policy "
-                f"and ASR 1+4 the worst at FLR 5.4% ({where})",
-                "section": "V",
-                "expected": f"best = {want}, worst = 1+4",
-                "measured": f"best = {best(v)}, worst = {worst(v)} ({_fmt(v)})",
-                "pass": best(v) == want and worst(v) == "1+4",
-            }
-        )
-    for app, model, contention, v, where in _setting_points(summary, "rlc", "VI"):
-        want = TUNED["rlc"][model]
-        out.append(
-            {
-                "claim": f"RLC, {APPS[app]}, {model} errors, {_ctx(contention)}: {want} retransmission{'s give' if want != '1' else ' gives'} "
-                f"the best throughput at FLR 5.4% ({where})",
-                "section": "VI",
-                "expected": f"best = {want}",
-                "measured": f"best = {best(v)} ({_fmt(v)})",
-                "pass": best(v) == want,
-            }
-        )
-    out += _comparison_claims(summary)
-    return out
-
-
-def _comparison_claims(summary) -> list[dict]:
-    out = []
-
-    def add(fig, claim, expected, vals, ok, delay=False):
-        out.append(
-            {
-                "claim": f"{claim} (Fig. {fig})" if fig else claim,
-                "section": "VII",
-                "expected": expected,
-                "measured": _fmt(_named(vals), delay),
-                "pass": bool(ok),
-            }
-        )
-
-    m = lambda v, p: v[p][0]
-    for app in ("ft", "web"):
-        for model in MODELS:
-            for contention in (False, True):
-                fig = COMPARE_FIGS[(app, model, contention)]
-                v = _tuned(summary, app, model, contention)
-                hi = _tuned(summary, app, model, contention, flr=0.098)
-                head = f"{APPS[app]}, {model} errors, {_ctx(contention)}, FLR 5.4%"
-                if app == "ft" and model == "uniform":
-                    if not contention:
-                        add(
-                            fig,
-                            f"{head}: SR, ASR and RLC all beat the Raw Link",
-                            "SR, ASR, RLC > Raw Link",
-                            v,
-                            all(m(v, p) > m(v, "raw") for p in ("sr", "asr", "rlc")),
-                        )
-                    add(fig, f"{head}: ASR beats SR", "ASR > SR", v, m(v, "asr") > m(v, "sr"))
-                    add(
-                        fig,
-                        f"{APPS[app]}, {model} errors, {_ctx(contention)}, FLR 9.8%: RLC beats ASR at the highest FLR",
-                        "RLC > ASR",
-                        hi,
-                        m(hi, "rlc") > m(hi, "asr"),
-                    )
-                elif app == "ft":
-                    add(fig, f"{head}: ASR beats RLC", "ASR > RLC", v, m(v, "asr") > m(v, "rlc"))
-                    if contention:
-                        add(fig, f"{head}: SR falls below the Raw Link", "SR < Raw Link", v, m(v, "sr") < m(v, "raw"))
-                    else:
-                        add(
-                            fig,
-                            f"{head}: SR performs slightly better than ASR",
-                            "SR > ASR",
-                            v,
-                            m(v, "sr") > m(v, "asr"),
-                        )
-                elif model == "uniform":
-                    add(
-                        fig,
-                        f"{head}: ASR beats SR, and SR beats RLC",
-                        "ASR > SR > RLC",
-                        v,
-                        m(v, "asr") > m(v, "sr") > m(v, "rlc"),
-                    )
-                else:
-                    closer = abs(m(v, "rlc") - m(v, "raw")) < abs(m(v, "asr") - m(v, "rlc"))
-                    add(
-                        fig,
-                        f"{head}: RLC is closer to the Raw Link than to ASR",
-                        "|RLC − Raw| < |ASR − RLC|",
-                        v,
-                        closer,
-                    )
-    for app in ("ft", "web"):
-        for model in MODELS:
-            fig = DELAY_FIGS[(app, model)]
-            v = _tuned(summary, app, model, True, delay=True)
-            order = "RLC > ASR" if model == "uniform" else "ASR > RLC"
-            ok = min(v, key=lambda p: v[p][0]) == "raw" and max(v, key=lambda p: v[p][0]) == "sr"
-            ok = ok and ((m(v, "rlc") > m(v, "asr")) if model == "uniform" else (m(v, "asr") > m(v, "rlc")))
-            claim = f"Media Distribution delay against {APPS[app]}, {model} errors, FLR 5.4%: the Raw Link lowest, SR highest, {order}"
-            add(
-                fig,
-                claim if fig else claim + " (stated in §VII without a figure)",
-                f"lowest = Raw Link, highest = SR, {order}",
-                v,
-                ok,
-                delay=True,
-            )
-        for p in ("asr", "rlc"):
-            worst = []
-            ok = True
-            for model in MODELS:
-                base = _tuned(summary, app, model, True, flr=0.0, delay=True)[p]
-                for flr in FLRS[1:]:
-                    d = _tuned(summary, app, model, True, flr=flr, delay=True)[p]
-                    ok = ok and d[0] - d[1] <= base[0] + base[1]
-                    worst.append((d[0] - base[0], f"{model} {flr * 100:.1f}%"))
-            inc, where = max(worst)
-            out.append(
-                {
-                    "claim": f"{NAMES[p]} never increases Media Distribution delay (against {APPS[app]}) above the no-loss case, at any FLR",
-                    "section": "VII",
-                    "expected": "delay(FLR) ≤ delay(0) within 95% CIs",
-                    "measured": f"largest increase {inc * 1e3:+.0f} ms ({where})",
-                    "pass": ok,
-                }
-            )
-    return out
-
-
-def reproduce(out: Path, quick: bool = False, scheduler=None, workers=None, progress=True) -> list[dict]:
+    muxes = structures(mux)
     out.mkdir(parents=True, exist_ok=True)
-    df = run_all(out, quick, scheduler, workers, progress)
+    df = run_all(out, quick, scheduler, workers, progress, muxes)
     summary = summarize(df)
-    summary.write_parquet(out / "summary.parquet")
-    summary.write_csv(out / "summary.csv")
+    write_parquet(summary, out / "summary.parquet")
+    write_text(out / "summary.csv", summary.write_csv())
     plot(summary, out)
     cl = claims(summary)
-    from .report import write_claims
-
-    write_claims(out, cl)
+    write_text(out / "claims.json", json.dumps(cl, indent=2) + "\n")
+    write_text(out / "claims.md", claims_markdown(cl))
     return cl
