@@ -139,6 +139,17 @@ def test_bad_sweeps_exit_2(tmp_path):
         assert r.returncode == 2 and "cannot connect" in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
+def test_sweep_errors_are_one_line_even_for_keys_with_line_breaks(tmp_path):
+    # Found by the fuzzer: a TOML key with an escaped newline made a two-line SweepError.
+    from thinwire.sweep import SweepError, load_sweep
+
+    sw = write_sweep(tmp_path)
+    sw.write_text(sw.read_text().replace('"wireless.channel.p"', '"wireless\\nchannel.p"'))
+    with pytest.raises(SweepError) as e:
+        load_sweep(sw)
+    assert "\n" not in str(e.value) and "wireless\\nchannel" in str(e.value), str(e.value)
+
+
 def test_a_different_sweep_into_the_same_folder_never_deletes_the_earlier_runs(tmp_path):
     sw = write_sweep(tmp_path, reps=1)
     out = tmp_path / "out"

@@ -44,7 +44,11 @@ LINK_METRICS = metrics("link")
 
 
 class SweepError(ScenarioError):
-    pass
+    """A sweep file that cannot be run, in one line (line breaks in names it quotes,
+    e.g. a TOML key with an escaped newline, are shown escaped)."""
+
+    def __init__(self, msg: str):
+        super().__init__(msg.replace("\r", "\\r").replace("\n", "\\n"))
 
 
 # The most runs one sweep may have (points x replications).
@@ -156,7 +160,7 @@ def load_sweep(path: str | os.PathLike) -> Sweep:
         try:
             _core.check(sw.base_text, ov)
         except ScenarioError as e:
-            where = ", ".join(f"{k}={v!r}" for k, v in point.items())
+            where = ", ".join(f"{k if k.isprintable() else repr(k)}={v!r}" for k, v in point.items())
             raise SweepError(f"{p}: at point ({where}): {e}") from None
     return sw
 
