@@ -132,6 +132,8 @@ pub struct Sr {
     /// NACKs to send: (missing frame, serial).
     nacks: VecDeque<(u32, u32)>,
     last_nsn: u32,
+    /// The highest NACK serial already searched for lost retransmissions.
+    scanned: u32,
     ack_due: Option<Instant>,
     ack_now: bool,
     reasm: Reassembler,
@@ -161,6 +163,7 @@ impl Sr {
             nack_at: VecDeque::new(),
             nacks: VecDeque::new(),
             last_nsn: 0,
+            scanned: 0,
             ack_due: None,
             ack_now: false,
             reasm: Reassembler::default(),
@@ -277,6 +280,14 @@ impl Sr {
                 _ => 0,
             }
         };
+        if self.cfg.renack.is_none() {
+            // Every frame NACKed at or below `scanned` was NACKed again (with a
+            // newer serial) when that was learnt; nothing new to find.
+            if covered <= self.scanned {
+                return;
+            }
+            self.scanned = covered;
+        }
         let lost = |n: &Nacked| match self.cfg.renack {
             Some(r) => now - n.at >= r,
             None => n.sn <= covered,

@@ -1,0 +1,114 @@
+//! `cargo run --release --example core_bench -- SCENARIO [MIX_DIR] [REPEATS]`: the
+//! event core against a bare event loop, in one process and one run, so the ratio
+//! survives a noisy machine (bench/RESULTS.md, issue "Performance at scale").
+//!
+//! The bare loop is what any discrete-event simulator must at least do per event: pop
+//! the earliest (time, seq) from a `BinaryHeap` and push one successor a random
+//! (xorshift) increment later, with as many entries pending as thinwire's queue
+//! typically holds. It does no model work, so it is an upper bound, not a target.
+//! Each round runs the bare loop, SCENARIO, and every `*.toml` in MIX_DIR (e.g. the
+//! study mix written by `bench/core.py`); the best of REPEATS (default 5) rounds is
+//! reported as events per second and as a fraction of the bare loop's rate. A
+//! scenario file's leading `#set KEY=VALUE` lines are applied as overrides.
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::Instant;
+
+/// Pending entries in the bare loop's heap (thinwire's holds up to ~50, RESULTS.md).
+const PENDING: u64 = 64;
+
+fn bare_loop(events: u64) -> (f64, u64) {
+    let mut heap = BinaryHeap::with_capacity(PENDING as usize + 1);
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let next = |x: &mut u64| {
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        *x
+    };
+    for seq in 0..PENDING {
+        heap.push(Reverse((next(&mut x) % 1_000_000, seq)));
+    }
+    let t = Instant::now();
+    let mut seq = PENDING;
+    let mut check = 0u64;
+    for _ in 0..events {
+        let Reverse((at, s)) = heap.pop().unwrap();
+        check = check.wrapping_add(at ^ s);
+        heap.push(Reverse((at + 1 + next(&mut x) % 1_000_000, seq)));
+        seq += 1;
+    }
+    (t.elapsed().as_secs_f64(), check)
+}
+
+fn load(path: &std::path::Path) -> thinwire::config::Scenario {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
+        eprintln!("error: {}: {e}", path.display());
+        std::process::exit(2)
+    });
+    let sets: Vec<String> = text.lines().map_while(|l| l.strip_prefix("#set ")).map(|l| l.trim().to_string()).collect();
+    thinwire::config::parse_scenario(&text, &sets).unwrap_or_else(|e| {
+        eprintln!("error: {}: {e}", path.display());
+        std::process::exit(2)
+    })
+}
+
+/// Runs the scenarios once; (wall seconds, events).
+fn run_all(scs: &[thinwire::config::Scenario]) -> (f64, u64) {
+    let t = Instant::now();
+    let events = scs.iter().map(|sc| thinwire::engine::run_scenario(sc).events).sum();
+    (t.elapsed().as_secs_f64(), events)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(a) = args.first() else {
+        eprintln!("usage: core_bench SCENARIO [MIX_DIR] [REPEATS]");
+        std::process::exit(2)
+    };
+    let single = vec![load(std::path::Path::new(a))];
+    let mix: Vec<_> = match args.get(1) {
+        Some(dir) => {
+            let mut paths: Vec<_> = std::fs::read_dir(dir)
+                .unwrap_or_else(|e| {
+                    eprintln!("error: {dir}: {e}");
+                    std::process::exit(2)
+                })
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+                .collect();
+            paths.sort();
+            paths.iter().map(|p| load(p)).collect()
+        }
+        None => vec![],
+    };
+    let repeats: usize = args.get(2).and_then(|x| x.parse().ok()).unwrap_or(5);
+    let (mut best_bare, mut best_a, mut best_mix) = (f64::INFINITY, f64::INFINITY, f64::INFINITY);
+    let (mut ev_a, mut ev_mix, mut check) = (0, 0, 0);
+    for _ in 0..repeats {
+        let (t, e) = run_all(&single);
+        (best_a, ev_a) = (best_a.min(t), e);
+        // As many bare events as scenario (a) has, so both run equally long.
+        let (t, c) = bare_loop(ev_a);
+        (best_bare, check) = (best_bare.min(t), c);
+        if !mix.is_empty() {
+            let (t, e) = run_all(&mix);
+            (best_mix, ev_mix) = (best_mix.min(t), e);
+        }
+    }
+    let bare = ev_a as f64 / best_bare;
+    println!("bare heap loop: {:.2} M events/s (checksum {check:x})", bare / 1e6);
+    let a_rate = ev_a as f64 / best_a;
+    println!("{a}: {ev_a} events, {:.2} M events/s = {:.0} % of the bare loop", a_rate / 1e6, 100.0 * a_rate / bare);
+    if !mix.is_empty() {
+        let m = ev_mix as f64 / best_mix;
+        println!(
+            "mix ({} scenarios): {ev_mix} events, {:.2} M events/s = {:.0} % of the bare loop ({:.1} ms/run)",
+            mix.len(),
+            m / 1e6,
+            100.0 * m / bare,
+            best_mix * 1e3 / mix.len() as f64
+        );
+    }
+    println!("best of {repeats} rounds");
+}
