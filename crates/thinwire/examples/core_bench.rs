@@ -8,11 +8,13 @@
 //! typically holds. It does no model work, so it is an upper bound, not a target.
 //! Each round runs the bare loop, SCENARIO, and every `*.toml` in MIX_DIR (e.g. the
 //! study mix written by `bench/core.py`); the best of REPEATS (default 5) rounds is
-//! reported as events per second and as a fraction of the bare loop's rate. A
-//! scenario file's leading `#set KEY=VALUE` lines are applied as overrides.
+//! reported as events per second and as a fraction of the bare loop's rate.
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Instant;
+
+#[path = "common/mod.rs"]
+mod common;
 
 /// Pending entries in the bare loop's heap (thinwire's holds up to ~50, RESULTS.md).
 const PENDING: u64 = 64;
@@ -39,18 +41,6 @@ fn bare_loop(events: u64) -> (f64, u64) {
     (t.elapsed().as_secs_f64(), check)
 }
 
-fn load(path: &std::path::Path) -> thinwire::config::Scenario {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
-        eprintln!("error: {}: {e}", path.display());
-        std::process::exit(2)
-    });
-    let sets: Vec<String> = text.lines().map_while(|l| l.strip_prefix("#set ")).map(|l| l.trim().to_string()).collect();
-    thinwire::config::parse_scenario(&text, &sets).unwrap_or_else(|e| {
-        eprintln!("error: {}: {e}", path.display());
-        std::process::exit(2)
-    })
-}
-
 /// Runs the scenarios once; (wall seconds, events).
 fn run_all(scs: &[thinwire::config::Scenario]) -> (f64, u64) {
     let t = Instant::now();
@@ -64,22 +54,8 @@ fn main() {
         eprintln!("usage: core_bench SCENARIO [MIX_DIR] [REPEATS]");
         std::process::exit(2)
     };
-    let single = vec![load(std::path::Path::new(a))];
-    let mix: Vec<_> = match args.get(1) {
-        Some(dir) => {
-            let mut paths: Vec<_> = std::fs::read_dir(dir)
-                .unwrap_or_else(|e| {
-                    eprintln!("error: {dir}: {e}");
-                    std::process::exit(2)
-                })
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-                .collect();
-            paths.sort();
-            paths.iter().map(|p| load(p)).collect()
-        }
-        None => vec![],
-    };
+    let single = vec![common::load(std::path::Path::new(a))];
+    let mix = args.get(1).map(|d| common::load_dir(d)).unwrap_or_default();
     let repeats: usize = args.get(2).and_then(|x| x.parse().ok()).unwrap_or(5);
     let (mut best_bare, mut best_a, mut best_mix) = (f64::INFINITY, f64::INFINITY, f64::INFINITY);
     let (mut ev_a, mut ev_mix, mut check) = (0, 0, 0);

@@ -1,6 +1,9 @@
 //! `cargo run --release --example runmany -- DIR [REPEATS]`: runs every `*.toml`
 //! scenario in DIR, REPEATS times (default 3), and prints the fastest total wall
 //! time and event rate: a steadier speed measure than single runs on a noisy machine.
+#[path = "common/mod.rs"]
+mod common;
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(dir) = args.first() else {
@@ -8,25 +11,7 @@ fn main() {
         std::process::exit(2)
     };
     let repeats: usize = args.get(1).and_then(|x| x.parse().ok()).unwrap_or(3);
-    let mut paths: Vec<_> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| {
-            eprintln!("error: {dir}: {e}");
-            std::process::exit(2)
-        })
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    paths.sort();
-    let scenarios: Vec<_> = paths
-        .iter()
-        .map(|p| {
-            let text = std::fs::read_to_string(p).unwrap();
-            thinwire::config::parse_scenario(&text, &[]).unwrap_or_else(|e| {
-                eprintln!("error: {}: {e}", p.display());
-                std::process::exit(2)
-            })
-        })
-        .collect();
+    let scenarios = common::load_dir(dir);
     let mut best = f64::INFINITY;
     let mut events = 0;
     for _ in 0..repeats {
