@@ -123,6 +123,11 @@ def test_bad_sweeps_exit_2(tmp_path):
         # Found by the fuzzer: a ValueError traceback from pathlib.
         "a NUL in the scenario path": sw.read_text().replace("base.toml", "base\\u0000.toml"),
         "a very long scenario path": sw.read_text().replace("base.toml", "x" * 5000),
+        # Found by the fuzzer: a dotted key hundreds of tables deep (RecursionError).
+        "a [set] key 1,500 tables deep": sw.read_text().replace(
+            '"flow.0.bytes" = "30KB"', '"s" ' + ".a" * 1500 + ' = "30KB"'
+        ),
+        "an axis value 1,500 tables deep": sw.read_text().replace('["raw", "sr"]', "[{ b" + ".a" * 1500 + " = 1 }]"),
     }
     for what, text in cases.items():
         p = tmp_path / "bad.toml"

@@ -146,6 +146,15 @@ def load_sweep(path: str | os.PathLike) -> Sweep:
         base_text = sc.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise SweepError(f"{p}: scenario: {d['scenario']!r} is not UTF-8 text (a scenario is a TOML file)") from None
+    try:
+        return _checked(p, sc, base_text, fixed, axes, reps, crn)
+    except RecursionError:  # a dotted key hundreds of tables deep (found by fuzzing)
+        raise SweepError(f"{p}: [set]/[axes]: a value is nested too deeply (no scenario field is)") from None
+
+
+def _checked(p: Path, sc: Path, base_text: str, fixed: dict, axes: dict, reps: int, crn: bool) -> Sweep:
+    """The sweep, with every point validated before anything runs: errors name the
+    axis value."""
     sw = Sweep(
         base_text,
         sc.stem,
@@ -154,7 +163,6 @@ def load_sweep(path: str | os.PathLike) -> Sweep:
         reps,
         crn,
     )
-    # Validate every point before running anything: errors name the axis value.
     for point in sw.points():
         ov = sw.fixed + [f"{k}={_toml_value(v)}" for k, v in point.items()]
         try:
