@@ -168,7 +168,7 @@ def _checked(p: Path, sc: Path, base_text: str, fixed: dict, axes: dict, reps: i
         try:
             _core.check(sw.base_text, ov)
         except ScenarioError as e:
-            where = ", ".join(f"{k if k.isprintable() else repr(k)}={v!r}" for k, v in point.items())
+            where = ", ".join(f"{k}={v!r}" for k, v in point.items())
             raise SweepError(f"{p}: at point ({where}): {e}") from None
     return sw
 

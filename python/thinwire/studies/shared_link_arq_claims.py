@@ -77,7 +77,7 @@ def _claims_one(summary, mux: str) -> list[dict]:
         ok = best(v) == want
         out.append(
             {
-                "id": f"IV-{app}-{model}-{_ctx_id(contention)}",
+                "id": f"IV-{_tag(app, model, contention)}",
                 "claim": f"SR, {model} errors, {_ctx(contention)}: the {'highest' if contention else 'lowest'} timeout "
                 f"({want}) gives the best {APPS[app]} throughput at FLR 5.4% ({where})",
                 "section": "IV",
@@ -92,7 +92,7 @@ def _claims_one(summary, mux: str) -> list[dict]:
         ok = best(v) == want and worst(v) == "1+4"
         out.append(
             {
-                "id": f"V-{app}-{model}-{_ctx_id(contention)}",
+                "id": f"V-{_tag(app, model, contention)}",
                 "claim": f"ASR, {APPS[app]}, {model} errors, {_ctx(contention)}: ASR {want} is the best policy "
                 f"and ASR 1+4 the worst at FLR 5.4% ({where})",
                 "section": "V",
@@ -109,7 +109,7 @@ def _claims_one(summary, mux: str) -> list[dict]:
         ok = best(v) == want
         out.append(
             {
-                "id": f"VI-{app}-{model}-{_ctx_id(contention)}",
+                "id": f"VI-{_tag(app, model, contention)}",
                 "claim": f"RLC, {APPS[app]}, {model} errors, {_ctx(contention)}: {want} retransmission{'s give' if want != '1' else ' gives'} "
                 f"the best throughput at FLR 5.4% ({where})",
                 "section": "VI",
@@ -147,10 +147,11 @@ def _comparison_claims(summary, mux: str) -> list[dict]:
                 v = _tuned(summary, app, model, contention)
                 hi = _tuned(summary, app, model, contention, flr=0.098)
                 head = f"{APPS[app]}, {model} errors, {_ctx(contention)}, FLR 5.4%"
+                tag = _tag(app, model, contention)
                 if app == "ft" and model == "uniform":
                     if not contention:
                         add(
-                            f"all-beat-raw-{app}-{model}-{_ctx_id(contention)}",
+                            f"all-beat-raw-{tag}",
                             fig,
                             f"{head}: SR, ASR and RLC all beat the Raw Link",
                             "SR, ASR, RLC > Raw Link",
@@ -158,7 +159,7 @@ def _comparison_claims(summary, mux: str) -> list[dict]:
                             all(m(v, p) > m(v, "raw") for p in ("sr", "asr", "rlc")),
                         )
                     add(
-                        f"asr-beats-sr-{app}-{model}-{_ctx_id(contention)}",
+                        f"asr-beats-sr-{tag}",
                         fig,
                         f"{head}: ASR beats SR",
                         "ASR > SR",
@@ -166,7 +167,7 @@ def _comparison_claims(summary, mux: str) -> list[dict]:
                         m(v, "asr") > m(v, "sr"),
                     )
                     add(
-                        f"rlc-beats-asr-9.8-{app}-{model}-{_ctx_id(contention)}",
+                        f"rlc-beats-asr-9.8-{tag}",
                         fig,
                         f"{APPS[app]}, {model} errors, {_ctx(contention)}, FLR 9.8%: RLC beats ASR at the highest FLR",
                         "RLC > ASR",
@@ -175,7 +176,7 @@ def _comparison_claims(summary, mux: str) -> list[dict]:
                     )
                 elif app == "ft":
                     add(
-                        f"asr-beats-rlc-{app}-{model}-{_ctx_id(contention)}",
+                        f"asr-beats-rlc-{tag}",
                         fig,
                         f"{head}: ASR beats RLC",
                         "ASR > RLC",
@@ -184,7 +185,7 @@ def _comparison_claims(summary, mux: str) -> list[dict]:
                     )
                     if contention:
                         add(
-                            f"sr-below-raw-{app}-{model}-{_ctx_id(contention)}",
+                            f"sr-below-raw-{tag}",
                             fig,
                             f"{head}: SR falls below the Raw Link",
                             "SR < Raw Link",
@@ -193,7 +194,7 @@ def _comparison_claims(summary, mux: str) -> list[dict]:
                         )
                     else:
                         add(
-                            f"sr-beats-asr-{app}-{model}-{_ctx_id(contention)}",
+                            f"sr-beats-asr-{tag}",
                             fig,
                             f"{head}: SR performs slightly better than ASR",
                             "SR > ASR",
@@ -202,7 +203,7 @@ def _comparison_claims(summary, mux: str) -> list[dict]:
                         )
                 elif model == "uniform":
                     add(
-                        f"asr-sr-rlc-{app}-{model}-{_ctx_id(contention)}",
+                        f"asr-sr-rlc-{tag}",
                         fig,
                         f"{head}: ASR beats SR, and SR beats RLC",
                         "ASR > SR > RLC",
@@ -212,7 +213,7 @@ def _comparison_claims(summary, mux: str) -> list[dict]:
                 else:
                     closer = abs(m(v, "rlc") - m(v, "raw")) < abs(m(v, "asr") - m(v, "rlc"))
                     add(
-                        f"rlc-near-raw-{app}-{model}-{_ctx_id(contention)}",
+                        f"rlc-near-raw-{tag}",
                         fig,
                         f"{head}: RLC is closer to the Raw Link than to ASR",
                         "|RLC − Raw| < |ASR − RLC|",
@@ -261,8 +262,9 @@ def _comparison_claims(summary, mux: str) -> list[dict]:
     return out
 
 
-def _ctx_id(contention: bool) -> str:
-    return "contention" if contention else "alone"
+def _tag(app: str, model: str, contention: bool) -> str:
+    """The case part of a claim id, e.g. `ft-uniform-alone`."""
+    return f"{app}-{model}-{'contention' if contention else 'alone'}"
 
 
 def _why(key: str, mux: str, measured: str) -> str:
@@ -294,7 +296,7 @@ def _why_rank(summary, mux, section, protocol, app, model, contention, want, bes
         r["setting"]: r
         for r in _sel(summary, app=app, protocol=protocol, model=model, contention=contention, flr=0.054).to_dicts()
     }
-    shown = [s for s in dict.fromkeys([want, best, "1+4" if worst else want, worst or want]) if s in pts]
+    shown = [s for s in dict.fromkeys([want, best] + (["1+4", worst] if worst else [])) if s in pts]
     notes = []
     (mw, cw), (mb, cb) = v[want], v[best]
     if best != want and mw + cw >= mb - cb:
@@ -307,7 +309,7 @@ def _why_rank(summary, mux, section, protocol, app, model, contention, want, bes
     else:
         counts = f"link timeouts {per('arq_timeouts', '.0f')}"
     notes.append(f"Per run at FLR 5.4%: {counts}; TCP timeouts {per('tcp_timeouts', '.1f')}.")
-    key = f"{section}-{app}-{model}-{_ctx_id(contention)}"
+    key = f"{section}-{_tag(app, model, contention)}"
     return _why(key, mux, " ".join(notes))
 
 
