@@ -26,14 +26,16 @@ class ScenarioError(ValueError):
 class CaptureError(ValueError):
     """A capture file cannot be read; the message says why."""
 
-def run(toml_text: str, overrides: list[str] = ...) -> dict[str, Any]:
+def run(toml_text: str, overrides: list[str] = ..., out_dir: str | os.PathLike[str] | None = ...) -> dict[str, Any]:
     """Runs a scenario given as TOML text with `KEY=VALUE` overrides.
 
     Keys: events, sim_time_s, flows (list of dicts, see RESULT_FIELDS["flow"]),
     link ({"down", "up"}: dicts, see RESULT_FIELDS["link"]), proxy (dict or None),
     wired_queue_drops, media_delays ({flow id: little-endian i64 ns bytes}), trace
-    (column bytes), pcap_server / pcap_mobile (bytes, if recorded), wall_s,
-    events_per_s."""
+    (column bytes and "rows"), pcap_server / pcap_mobile (bytes, if recorded), files
+    (names streamed into `out_dir`: trace.parquet, server.pcap, mobile.pcap,
+    mm-down.log, mm-up.log; their columns/bytes are then absent or empty), wall_s,
+    events_per_s. With `out_dir`, a write error raises OSError."""
 
 def check(toml_text: str, overrides: list[str] = ..., links_only: bool = ...) -> None:
     """Checks a scenario without running it; raises ScenarioError. `links_only`: as

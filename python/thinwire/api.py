@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from . import _core
-from .traces import trace_frame
+from .traces import read_trace, scan_trace, trace_frame
 
 ScenarioError = _core.ScenarioError
 
@@ -101,6 +101,11 @@ class RunResult:
     raw: dict
     name: str = "scenario"
     _trace: object = field(default=None, repr=False)
+    # The folder holding the files the core streamed (raw["files"]): a temporary
+    # folder during `run(out=...)`, then the output folder.
+    _files_dir: Path | None = field(default=None, repr=False)
+    # Paths `run(out=...)` wrote.
+    written: list = field(default_factory=list, repr=False)
 
     @property
     def summary(self) -> dict:
@@ -132,8 +137,25 @@ class RunResult:
     def trace(self):
         """All recorded trace events as a polars DataFrame (empty if none were asked for)."""
         if self._trace is None:
-            self._trace = trace_frame(self.raw["trace"])
+            if self._streamed("trace.parquet"):
+                self._trace = read_trace(self._files_dir / "trace.parquet")
+            else:
+                self._trace = trace_frame(self.raw["trace"])
         return self._trace
+
+    def scan_trace(self):
+        """The trace as a polars LazyFrame (read from trace.parquet when the run streamed it)."""
+        if self._streamed("trace.parquet"):
+            return scan_trace(self._files_dir / "trace.parquet")
+        return self.trace.lazy()
+
+    def _streamed(self, name: str) -> bool:
+        return self._files_dir is not None and name in self.raw.get("files", ())
+
+    def _bytes(self, key: str, name: str) -> bytes | None:
+        if self._streamed(name):
+            return (self._files_dir / name).read_bytes()
+        return self.raw.get(key)
 
     def media_delays(self, flow: int | None = None):
         """One-way delays of received media packets: DataFrame (flow, delay_s), in arrival order."""
@@ -154,11 +176,11 @@ class RunResult:
 
     @property
     def pcap_server(self) -> bytes | None:
-        return self.raw.get("pcap_server")
+        return self._bytes("pcap_server", "server.pcap")
 
     @property
     def pcap_mobile(self) -> bytes | None:
-        return self.raw.get("pcap_mobile")
+        return self._bytes("pcap_mobile", "mobile.pcap")
 
     def write(self, out: str | os.PathLike) -> list[Path]:
         """Writes summary.json, flows.parquet, trace.parquet (if any events) and the
@@ -172,34 +194,50 @@ class RunResult:
         import shutil
         import tempfile
 
-        from .outputs import RUN_OUTPUTS, clear_outputs, write_parquet
-
         d = Path(out)
         d.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".thinwire-", dir=d))
         try:
-            names = []
-            (tmp / "summary.json").write_text(json.dumps(self.summary, indent=2, sort_keys=True) + "\n")
-            names.append("summary.json")
-            write_parquet(self.flows, tmp / "flows.parquet")
-            names.append("flows.parquet")
-            if self.raw["trace"]["rows"]:
-                write_parquet(self.trace, tmp / "trace.parquet")
-                names.append("trace.parquet")
-            for key, fname in (
-                ("pcap_server", "server.pcap"),
-                ("pcap_mobile", "mobile.pcap"),
-                ("mm_down", "mm-down.log"),
-                ("mm_up", "mm-up.log"),
-            ):
-                if self.raw.get(key) is not None:
-                    (tmp / fname).write_bytes(self.raw[key])
-                    names.append(fname)
-            clear_outputs(d, tuple(n for n in RUN_OUTPUTS if n not in names))
-            for n in names:
-                os.replace(tmp / n, d / n)
+            return self._write_from(d, tmp)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+    def _write_from(self, d: Path, tmp: Path) -> list[Path]:
+        """Completes the set of outputs in `tmp` (the streamed files may already be
+        there) and moves it into `d`."""
+        import shutil
+
+        from .outputs import RUN_OUTPUTS, clear_outputs, write_parquet
+
+        names = []
+        (tmp / "summary.json").write_text(json.dumps(self.summary, indent=2, sort_keys=True) + "\n")
+        names.append("summary.json")
+        write_parquet(self.flows, tmp / "flows.parquet")
+        names.append("flows.parquet")
+        for key, fname in (
+            ("trace", "trace.parquet"),
+            ("pcap_server", "server.pcap"),
+            ("pcap_mobile", "mobile.pcap"),
+            ("mm_down", "mm-down.log"),
+            ("mm_up", "mm-up.log"),
+        ):
+            if self._streamed(fname):
+                if self._files_dir != tmp:
+                    shutil.copyfile(self._files_dir / fname, tmp / fname)
+            elif key == "trace":
+                if not self.raw["trace"]["rows"]:
+                    continue
+                write_parquet(self.trace, tmp / fname)
+            elif self.raw.get(key) is not None:
+                (tmp / fname).write_bytes(self.raw[key])
+            else:
+                continue
+            names.append(fname)
+        clear_outputs(d, tuple(n for n in RUN_OUTPUTS if n not in names))
+        for n in names:
+            os.replace(tmp / n, d / n)
+        if self._files_dir == tmp:
+            self._files_dir = d
         return [d / n for n in names]
 
 
@@ -218,6 +256,7 @@ def run(
     trace: Sequence[str] | None = None,
     pcap: bool = False,
     mm_log: bool = False,
+    out: str | os.PathLike | None = None,
 ) -> RunResult:
     """Runs a scenario (a path to a TOML file, or TOML text).
 
@@ -226,7 +265,29 @@ def run(
     trace: layers to record ("tcp", "link", "queue", "channel", "proxy"); default: the scenario's [trace].
     pcap: record pcap taps at the server and the mobile host.
     mm_log: record mm-link-format logs of the wireless link (RunResult.raw["mm_down"], ["mm_up"]).
+    out: write the run's outputs into this folder (as RunResult.write does); the
+      trace, pcaps and mm-link logs are streamed there by the core while the run goes,
+      never held in memory, and RunResult.trace reads them back (scan_trace lazily).
+      Atomic as a set: a failed or interrupted run leaves the folder as it was.
     """
     text, name = load_scenario_text(scenario)
-    raw = _core.run(text, path_overrides(scenario, text) + _overrides(set, seed, run_index, trace, pcap, mm_log))
-    return RunResult(raw=raw, name=name)
+    overrides = path_overrides(scenario, text) + _overrides(set, seed, run_index, trace, pcap, mm_log)
+    if out is None:
+        return RunResult(raw=_core.run(text, overrides), name=name)
+    import shutil
+    import tempfile
+
+    d = Path(out)
+    d.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".thinwire-", dir=d))
+    try:
+        try:
+            raw = _core.run(text, overrides, str(tmp))
+        except OSError as e:
+            # Name the output folder, not its temporary one.
+            raise OSError(e.errno, str(e).replace(str(tmp), str(d))) from None
+        res = RunResult(raw=raw, name=name, _files_dir=tmp)
+        res.written = res._write_from(d, tmp)
+        return res
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -101,15 +101,16 @@ def _cmd_run(a) -> int:
     try:
         from .api import run
 
-        res = run(a.scenario, seed=a.seed, run_index=a.run, set=a.set, trace=layers, pcap=a.pcap, mm_log=a.mm_log)
+        # With --out the core streams traces and captures into the folder as the run
+        # goes (bounded memory whatever the run's length).
+        res = run(
+            a.scenario, seed=a.seed, run_index=a.run, set=a.set, trace=layers, pcap=a.pcap, mm_log=a.mm_log, out=out
+        )
     except ScenarioError as e:
         _die(_with_path(a.scenario, e))
-    written = []
-    if out is not None:
-        try:
-            written = res.write(out)
-        except OSError as e:
-            _die(f"--out {out}: cannot write there ({e.strerror or e})")
+    except OSError as e:
+        _die(f"--out {out}: cannot write there ({e.strerror or e})")
+    written = list(res.written)
     if a.plot:
         from .analysis import SimRun
         from .analysis.plots import plot

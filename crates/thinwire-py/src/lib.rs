@@ -1,6 +1,6 @@
 //! pyo3 bindings only: error mapping and result conversion. The core crate never
 //! imports pyo3.
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use thinwire::engine::{EndReason, RunResult, Sim};
@@ -63,7 +63,10 @@ fn result_to_py<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDi
     }
     d.set_item("link", link)?;
     d.set_item("wired_queue_drops", r.wired_drops.to_vec())?;
-    d.set_item("trace", trace_to_py(py, &r.trace)?)?;
+    let tr = trace_to_py(py, &r.trace)?;
+    tr.set_item("rows", r.trace_rows)?;
+    d.set_item("trace", tr)?;
+    d.set_item("files", r.files.clone())?;
     if let Some(p) = &r.pcap_server {
         d.set_item("pcap_server", PyBytes::new(py, p))?;
     }
@@ -77,24 +80,38 @@ fn result_to_py<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDi
     Ok(d)
 }
 
-/// Runs a scenario given as TOML text with `KEY=VALUE` overrides.
+/// Runs a scenario given as TOML text with `KEY=VALUE` overrides. With `out_dir`,
+/// its trace, pcap taps and mm-link logs are streamed into files there (named in
+/// the result's `files`) instead of returned; a write error raises OSError.
 #[pyfunction]
-#[pyo3(signature = (toml_text, overrides=Vec::new()))]
-fn run<'py>(py: Python<'py>, toml_text: String, overrides: Vec<String>) -> PyResult<Bound<'py, PyDict>> {
+#[pyo3(signature = (toml_text, overrides=Vec::new(), out_dir=None))]
+fn run<'py>(
+    py: Python<'py>,
+    toml_text: String,
+    overrides: Vec<String>,
+    out_dir: Option<std::path::PathBuf>,
+) -> PyResult<Bound<'py, PyDict>> {
     let sc =
         thinwire::config::parse_scenario(&toml_text, &overrides).map_err(|e| ScenarioError::new_err(e.to_string()))?;
+    let sim = match &out_dir {
+        None => Sim::new(&sc),
+        Some(d) => Sim::with_output_dir(&sc, d).map_err(|e| PyOSError::new_err(e.to_string()))?,
+    };
     let t0 = std::time::Instant::now();
     // Ctrl-C (and any other Python signal handler) is checked every POLL_EVERY
     // events; the handler's exception ends the run and is raised here.
     let mut raised: Option<PyErr> = None;
     let r = py.allow_threads(|| {
-        Sim::new(&sc).run_polled(&mut || {
+        sim.run_polled(&mut || {
             raised = Python::with_gil(|py| py.check_signals().err());
             raised.is_some()
         })
     });
     if let Some(e) = raised {
         return Err(e);
+    }
+    if let Some(e) = &r.output_error {
+        return Err(PyOSError::new_err(e.clone()));
     }
     if r.end == EndReason::Stuck {
         return Err(ScenarioError::new_err(format!(

@@ -104,7 +104,8 @@ def build_series(
         for var, name in (("srtt", "SRTT"), ("rto", "RTO")):
             v = src.sender_vars(flow, var)
             out.append(Series(name, v["time_s"].to_numpy() - t0 / 1e9, v["value"].to_numpy() / 1e9, "step", "s"))
-        if src.trace is not None and src.trace.filter(pl.col("event") == "packet_deliver").height:
+        link = src.layer("link")
+        if link.height and link.filter(pl.col("event") == "packet_deliver").height:
             from .simtrace import _flow_dir
 
             d = _flow_dir(src._need_trace("tcp").filter(pl.col("flow") == flow), flow)

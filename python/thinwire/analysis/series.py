@@ -113,8 +113,8 @@ def sim_tsq(run, flow: int, offset: int = 10_000) -> list[Series]:
     rack = tcp.filter((pl.col("node") == rcv) & pl.col("event").is_in(DATA_EVENTS) & (pl.col("ack") >= 0))
     out.append(Series("TcpRcv_ack", ts(rack), _np(rack["ack"]).astype(float), "step"))
     rlp_at = 2 * offset
-    if run.trace is not None:
-        px = run.trace.filter((pl.col("layer") == "proxy") & (pl.col("flow") == flow))
+    if run.has_trace():
+        px = run.layer("proxy").filter(pl.col("flow") == flow)
         if px.height and d == 0:
             rlp_at = 3 * offset
             picks = px.filter((pl.col("event") == "pick") & (pl.col("len") > 0))
@@ -124,17 +124,18 @@ def sim_tsq(run, flow: int, offset: int = 10_000) -> list[Series]:
             wnd = px.filter(pl.col("event") == "adv_window")
             out.append(Series("PxySnd_wnd", ts(wnd), _np(wnd["value"]).astype(float), "step"))
             # Stalls belong to the aggregate, not to a flow: those within the flow's life.
-            st = run.trace.filter(
-                (pl.col("layer") == "proxy")
-                & (pl.col("event") == "stall")
+            st = run.layer("proxy").filter(
+                (pl.col("event") == "stall")
                 & (pl.col("value") == 1)
                 & pl.col("time_ns").is_between(t0, tcp["time_ns"].max())
             )
             if st.height:
                 out.append(Series("Pxy_stall", ts(st), np.zeros(st.height), "events"))
-        link = run.trace.filter(
-            (pl.col("layer") == "link") & (pl.col("flow") == flow) & (pl.col("dir") == ("down", "up")[d])
-        )
+        all_link = run.layer("link")
+        if all_link.height == 0:
+            return out
+        all_link = all_link.filter(pl.col("dir") == ("down", "up")[d])
+        link = all_link.filter(pl.col("flow") == flow)
         first = link.filter(pl.col("event") == "frame_send")
         if first.height:
             y = np.concatenate([[0], np.cumsum(_np(first["len"]))[:-1]]) + rlp_at
@@ -145,7 +146,6 @@ def sim_tsq(run, flow: int, offset: int = 10_000) -> list[Series]:
             out.append(Series("RlpSnd_rexmt", ts(rx), ry, "points"))
         # A reset belongs to the link, not to a flow: every reset frame sent in the
         # flow's data direction (SABM, UA, DISC).
-        all_link = run.trace.filter((pl.col("layer") == "link") & (pl.col("dir") == ("down", "up")[d]))
         rst = (
             all_link.filter(pl.col("event") == "reset")
             if "reset" in set(all_link["event"].cast(pl.Utf8).unique().to_list())

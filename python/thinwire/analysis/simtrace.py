@@ -47,13 +47,47 @@ def _flow_dir(tcp, flow: int) -> int:
 
 @dataclass
 class SimRun:
-    """A simulated run: its summary, per-flow table and multi-layer trace."""
+    """A simulated run: its summary, per-flow table and multi-layer trace.
+
+    A run directory's trace.parquet is scanned lazily: analyses ask for one layer
+    at a time (`layer`), and only that layer's rows are read; `trace` (every row)
+    is read only when something asks for it."""
 
     summary: dict
     flows: object
-    trace: object = field(repr=False)
+    trace_frame: object = field(default=None, repr=False)
     path: Path | None = None
     pcaps: dict = field(default_factory=dict)
+    # The trace.parquet read lazily (instead of trace_frame).
+    trace_file: Path | None = None
+    _layers: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def trace(self):
+        """Every trace row (a DataFrame), or None for a run without a trace."""
+        if self.trace_frame is None and self.trace_file is not None:
+            from ..traces import read_trace
+
+            self.trace_frame = read_trace(self.trace_file)
+        return self.trace_frame
+
+    def has_trace(self) -> bool:
+        return self.trace_frame is not None or self.trace_file is not None
+
+    def layer(self, name: str):
+        """The rows of one layer (an empty DataFrame for a run without a trace)."""
+        import polars as pl
+
+        if name not in self._layers:
+            if self.trace_frame is not None:
+                self._layers[name] = self.trace_frame.filter(pl.col("layer") == name)
+            elif self.trace_file is not None:
+                from ..traces import scan_trace
+
+                self._layers[name] = scan_trace(self.trace_file, name).collect()
+            else:
+                self._layers[name] = pl.DataFrame()
+        return self._layers[name]
 
     @classmethod
     def from_dir(cls, d: str | os.PathLike) -> "SimRun":
@@ -74,22 +108,24 @@ class SimRun:
             pl.read_parquet(d / "flows.parquet") if (d / "flows.parquet").is_file() else pl.DataFrame(summary["flows"])
         )
         tp = d / "trace.parquet"
-        trace = pl.read_parquet(tp) if tp.is_file() else None
         pcaps = {k: d / f"{k}.pcap" for k in ("server", "mobile") if (d / f"{k}.pcap").is_file()}
-        return cls(summary=summary, flows=flows, trace=trace, path=d, pcaps=pcaps)
+        return cls(summary=summary, flows=flows, path=d, pcaps=pcaps, trace_file=tp if tp.is_file() else None)
 
     @classmethod
     def from_result(cls, res) -> "SimRun":
-        return cls(summary=res.summary, flows=res.flows, trace=res.trace if res.raw["trace"]["rows"] else None)
+        if not res.raw["trace"]["rows"]:
+            return cls(summary=res.summary, flows=res.flows)
+        if res._streamed("trace.parquet"):
+            return cls(summary=res.summary, flows=res.flows, trace_file=res._files_dir / "trace.parquet")
+        return cls(summary=res.summary, flows=res.flows, trace_frame=res.trace)
 
     def _need_trace(self, layer: str):
-        import polars as pl
-
-        if self.trace is None or self.trace.filter(pl.col("layer") == layer).height == 0:
+        rows = self.layer(layer)
+        if rows.height == 0:
             raise ValueError(
                 f"the run has no '{layer}' trace events (run it with --trace including {layer}, or --out to trace all layers)"
             )
-        return self.trace.filter(pl.col("layer") == layer)
+        return rows
 
     def tcp_flows(self) -> list[int]:
         import polars as pl
@@ -103,7 +139,7 @@ class SimRun:
         import polars as pl
 
         tcp = self._need_trace("tcp")
-        link = self.trace.filter(pl.col("layer") == "link")
+        link = self.layer("link")
         rows = []
         for f in self.tcp_flows():
             ft = tcp.filter(pl.col("flow") == f)

@@ -36,6 +36,11 @@ impl TwoState {
             log: None,
         }
     }
+    /// When the current state ends: the time of the next transition to be logged.
+    pub fn next_transition(&self) -> Instant {
+        self.until
+    }
+
     fn flip(&mut self) {
         self.bad = !self.bad;
         if let Some(l) = &mut self.log {

@@ -1,4 +1,5 @@
 //! Discrete-event engine: the simulator and its topology, built from a scenario.
+pub mod outputs;
 pub mod sim;
 
 pub use sim::{run_scenario, EndReason, FlowResult, LinkStats, RunResult, Sim, POLL_EVERY, STUCK_EVENTS};

@@ -10,13 +10,14 @@
 //!
 //! Each machine exposes `poll_timeout`; the simulator keeps the earliest wake-up it
 //! has scheduled per machine and ignores stale timer events.
+use super::outputs::{FileOut, Out, ParquetSink, TraceOut};
 use crate::app::media::MediaSource;
 use crate::app::web::{Transaction, WebModel};
 use crate::app::{probe::ProbeSource, UdpSource};
 use crate::build;
 use crate::config::{Direction, FlowCfg, LinkSession, Scenario, Stop};
 use crate::link::wireless::{LinkTimer, LinkTrace, Offer, Session, WirelessLink};
-use crate::pcap::PcapWriter;
+use crate::pcap::PcapStream;
 use crate::queue::wired::WiredLink;
 use crate::rng::Rng;
 use crate::sched::EventQueue;
@@ -252,11 +253,20 @@ pub struct RunResult {
     pub flows: Vec<FlowResult>,
     pub link: [LinkStats; 2],
     pub wired_drops: [u64; 2],
+    /// Trace rows, when kept in memory (empty when streamed to `trace.parquet`).
     pub trace: TraceTable,
+    /// Trace rows recorded, in memory or streamed.
+    pub trace_rows: usize,
+    /// pcap taps, when kept in memory.
     pub pcap_server: Option<Vec<u8>>,
     pub pcap_mobile: Option<Vec<u8>>,
-    /// mm-link-format logs of the wireless link (down, up), when asked for.
+    /// mm-link-format logs of the wireless link (down, up), when kept in memory.
     pub mm_logs: Option<[Vec<u8>; 2]>,
+    /// Files streamed into the output folder ([`Sim::with_output_dir`]), complete.
+    pub files: Vec<&'static str>,
+    /// The first error writing a streamed file (file and reason); the run stopped
+    /// at its next poll and the files are incomplete.
+    pub output_error: Option<String>,
     /// The split-TCP proxy's counters, if the scenario has one.
     pub proxy: Option<crate::proxy::ProxyStats>,
 }
@@ -275,11 +285,11 @@ pub struct Sim {
     max_time: Instant,
     pending_finite: usize,
     /// Trace rows of the layers asked for.
-    rec: Recorder,
+    rec: Recorder<TraceOut>,
     /// Whether the link produces trace events (link, queue or channel layer).
     link_traced: bool,
-    pcap: [Option<PcapWriter>; 2],
-    mm: Option<crate::trace::mahimahi::MmLogs<Vec<u8>>>,
+    pcap: [Option<PcapStream<Out>>; 2],
+    mm: Option<crate::trace::mahimahi::MmLogs<Out>>,
     proxy: Option<crate::proxy::Proxy>,
     proxy_sched: Option<Instant>,
     /// The mobile host's next ephemeral port for session applications.
@@ -381,7 +391,8 @@ impl Sim {
         let pending_finite =
             flows.iter().filter(|f| f.bytes.is_some()).count() + webs.iter().filter(|w| w.finite()).count();
         let max_time = build::max_time(sc);
-        let pcap = if sc.trace.pcap { [Some(PcapWriter::new()), Some(PcapWriter::new())] } else { [None, None] };
+        let mem_pcap = || Some(PcapStream::new(Out::Mem(Vec::new())).expect("writes to memory"));
+        let pcap = if sc.trace.pcap { [mem_pcap(), mem_pcap()] } else { [None, None] };
         Sim {
             q,
             wired: [mk_wired(0), mk_wired(1)],
@@ -395,9 +406,12 @@ impl Sim {
             stop: sc.stop,
             max_time,
             pending_finite,
-            rec: Recorder::new(mask, TraceTable::default()),
+            rec: Recorder::new(mask, TraceOut::default()),
             pcap,
-            mm: mm.then(|| build::mm_logs(sc, [Vec::new(), Vec::new()], "thinwire run").expect("writes to memory")),
+            mm: mm.then(|| {
+                build::mm_logs(sc, [Out::Mem(Vec::new()), Out::Mem(Vec::new())], "thinwire run")
+                    .expect("writes to memory")
+            }),
             proxy: build::proxy_config(sc).map(|c| {
                 let mut p = crate::proxy::Proxy::new(c);
                 if mask.has(Layer::Proxy) {
@@ -408,6 +422,35 @@ impl Sim {
             proxy_sched: None,
             next_client_port: 0,
         }
+    }
+
+    /// Like [`Sim::new`], but the trace (`trace.parquet`), the pcap taps
+    /// (`server.pcap`, `mobile.pcap`) and the mm-link logs (`mm-down.log`,
+    /// `mm-up.log`) the scenario asks for are streamed into files of `dir` while the
+    /// run goes (src/engine/outputs.rs), not kept in memory.
+    pub fn with_output_dir(sc: &Scenario, dir: &std::path::Path) -> std::io::Result<Sim> {
+        let mut sim = Sim::new(sc);
+        if sim.rec.mask.0 != 0 {
+            sim.rec.sink = TraceOut::File(Box::new(ParquetSink::create(dir)?));
+        }
+        for (i, name) in ["server.pcap", "mobile.pcap"].into_iter().enumerate() {
+            if sim.pcap[i].is_some() {
+                sim.pcap[i] = Some(PcapStream::new(Out::File(FileOut::create(dir, name)?))?);
+            }
+        }
+        if sim.mm.is_some() {
+            let files = [FileOut::create(dir, "mm-down.log")?, FileOut::create(dir, "mm-up.log")?];
+            sim.mm = Some(build::mm_logs(sc, files.map(Out::File), "thinwire run")?);
+        }
+        Ok(sim)
+    }
+
+    /// Whether writing a streamed output failed (the run then stops).
+    fn output_failed(&self) -> bool {
+        let trace = matches!(&self.rec.sink, TraceOut::File(f) if f.failed());
+        trace
+            || self.pcap.iter().flatten().any(|p| p.get_ref().failed())
+            || self.mm.as_ref().is_some_and(|m| m.dirs.iter().any(|d| d.get_ref().failed()))
     }
 
     fn now(&self) -> Instant {
@@ -445,7 +488,7 @@ impl Sim {
             self.dispatch(ev);
             if self.q.popped() >= next_poll {
                 next_poll += POLL_EVERY;
-                if stop() {
+                if stop() || self.output_failed() {
                     why = Some(EndReason::Interrupted);
                     break;
                 }
@@ -528,9 +571,7 @@ impl Sim {
                 let (mobile, dir, flow, len, flags) = (end == 1, end as u8, id as i32, seg.len, seg.repr.flags.0);
                 self.rec.segment(&SegEvent { at: now, kind, mobile, dir, flow, seq, ack, len, flags });
             }
-            if let Some(w) = &mut self.pcap[end] {
-                w.record(now.nanos(), &pkt.emit());
-            }
+            tap(&mut self.pcap[end], now, &pkt);
             if end == 0 {
                 self.enqueue_wired(0, pkt);
             } else {
@@ -583,9 +624,7 @@ impl Sim {
 
     fn to_endpoint(&mut self, end: usize, p: Packet) {
         let now = self.now();
-        if let Some(w) = &mut self.pcap[end] {
-            w.record(now.nanos(), &p.emit());
-        }
+        tap(&mut self.pcap[end], now, &p);
         let f = match self.slots[p.meta.flow as usize] {
             Slot::Tcp(f) => f,
             Slot::Web(w) => {
@@ -649,9 +688,7 @@ impl Sim {
             md.ident = md.ident.wrapping_add(1);
             md.sent_born.push(now, now);
             let sender = md.sender;
-            if let Some(w) = &mut self.pcap[sender] {
-                w.record(now.nanos(), &pkt.emit());
-            }
+            tap(&mut self.pcap[sender], now, &pkt);
             if sender == 0 {
                 self.enqueue_wired(0, pkt);
             } else {
@@ -711,6 +748,9 @@ impl Sim {
             return;
         }
         crate::trace::recorder::drain_link(&mut self.link, &mut self.rec, self.mm.as_mut());
+        if let TraceOut::File(f) = &mut self.rec.sink {
+            f.set_horizon(self.link.channel_horizon().nanos());
+        }
     }
 
     fn finish(mut self, end: Instant, why: EndReason) -> RunResult {
@@ -836,6 +876,45 @@ impl Sim {
             });
         }
         let [p0, p1] = std::mem::take(&mut self.pcap);
+        let mut files = Vec::new();
+        let mut errors = Vec::new();
+        let mut mem = |o: Out, name: &'static str| match o {
+            Out::Mem(v) => Some(v),
+            Out::File(f) => {
+                match f.close() {
+                    Ok(()) => files.push(name),
+                    Err(e) => errors.push(e),
+                }
+                None
+            }
+        };
+        let pcap_server = p0.and_then(|w| mem(w.into_inner(), "server.pcap"));
+        let pcap_mobile = p1.and_then(|w| mem(w.into_inner(), "mobile.pcap"));
+        let mm_logs = match self.mm.take().map(|m| m.finish(end)) {
+            None => None,
+            Some(Ok([d, u])) => match (mem(d, "mm-down.log"), mem(u, "mm-up.log")) {
+                (Some(d), Some(u)) => Some([d, u]),
+                _ => None,
+            },
+            Some(Err(e)) => {
+                errors.push(e.to_string());
+                None
+            }
+        };
+        let trace_rows = match &self.rec.sink {
+            TraceOut::Table(t) => t.len(),
+            TraceOut::File(f) => f.rows(),
+        };
+        let trace = match std::mem::take(&mut self.rec.sink) {
+            TraceOut::Table(t) => t,
+            TraceOut::File(f) => {
+                match f.close() {
+                    Ok(()) => files.push("trace.parquet"),
+                    Err(e) => errors.push(e),
+                }
+                TraceTable::default()
+            }
+        };
         RunResult {
             end: why,
             unfinished,
@@ -844,12 +923,23 @@ impl Sim {
             flows,
             link: self.link.stats_at_end(end.as_secs_f64()),
             wired_drops: [self.wired[0].link.drops, self.wired[1].link.drops],
-            trace: std::mem::take(&mut self.rec.sink),
-            pcap_server: p0.map(|w| w.buf),
-            pcap_mobile: p1.map(|w| w.buf),
-            mm_logs: self.mm.take().map(|m| m.finish(end).expect("writes to memory")),
+            trace,
+            trace_rows,
+            pcap_server,
+            pcap_mobile,
+            mm_logs,
+            files,
+            output_error: errors.into_iter().next(),
             proxy: self.proxy.as_ref().map(|p| p.stats()),
         }
+    }
+}
+
+/// Records `pkt` at a pcap tap, if there is one (an [`Out`] keeps a write error
+/// itself; the run stops at its next poll).
+fn tap(w: &mut Option<PcapStream<Out>>, now: Instant, pkt: &Packet) {
+    if let Some(w) = w {
+        let _ = w.record_with(now.nanos(), |buf| pkt.emit_into(buf));
     }
 }
 

@@ -319,6 +319,21 @@ impl WirelessLink {
         }
     }
 
+    /// The earliest time a channel transition not yet reported as an event can be
+    /// stamped with (when no channel logs transitions, `i64::MAX` ns): the
+    /// two-state channel reveals its transitions only as frames are sent.
+    pub fn channel_horizon(&self) -> Instant {
+        let mut h = Instant(i64::MAX);
+        for r in &self.radio {
+            if let Channel::TwoState(c) = &r.channel {
+                if c.log.is_some() {
+                    h = h.min(c.next_transition());
+                }
+            }
+        }
+        h
+    }
+
     /// Chooses the trace events to produce (none by default).
     pub fn set_trace(&mut self, t: LinkTrace) {
         self.trace = t;

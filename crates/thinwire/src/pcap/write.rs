@@ -39,12 +39,13 @@ impl PcapWriter {
 pub struct PcapStream<W: std::io::Write> {
     out: W,
     pub packets: u64,
+    scratch: Vec<u8>,
 }
 
 impl<W: std::io::Write> PcapStream<W> {
     pub fn new(mut out: W) -> std::io::Result<Self> {
         out.write_all(&PcapWriter::new().buf)?;
-        Ok(PcapStream { out, packets: 0 })
+        Ok(PcapStream { out, packets: 0, scratch: Vec::new() })
     }
     pub fn record(&mut self, t_ns: i64, data: &[u8]) -> std::io::Result<()> {
         let t = t_ns.max(0);
@@ -59,6 +60,20 @@ impl<W: std::io::Write> PcapStream<W> {
     }
     pub fn flush(&mut self) -> std::io::Result<()> {
         self.out.flush()
+    }
+    /// Records the packet `emit` writes into the (cleared) buffer it is given.
+    pub fn record_with(&mut self, t_ns: i64, emit: impl FnOnce(&mut Vec<u8>)) -> std::io::Result<()> {
+        let mut buf = std::mem::take(&mut self.scratch);
+        emit(&mut buf);
+        let r = self.record(t_ns, &buf);
+        self.scratch = buf;
+        r
+    }
+    pub fn get_ref(&self) -> &W {
+        &self.out
+    }
+    pub fn into_inner(self) -> W {
+        self.out
     }
 }
 

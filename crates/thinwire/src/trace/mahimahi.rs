@@ -80,6 +80,10 @@ impl<W: Write> MmLog<W> {
         Ok(MmLog { w, cap, err: None })
     }
 
+    pub fn get_ref(&self) -> &W {
+        &self.w
+    }
+
     fn line(&mut self, args: std::fmt::Arguments) {
         if self.err.is_none() {
             if let Err(e) = self.w.write_fmt(args) {

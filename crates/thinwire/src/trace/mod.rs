@@ -17,6 +17,7 @@
 //! `proxy::Event`, segments a driver saw); [`Recorder`] (recorder.rs) is the one
 //! place that turns them into rows, for the layers asked for, into a [`Sink`].
 pub mod mahimahi;
+pub mod parquet;
 pub mod recorder;
 
 pub use recorder::{Recorder, SegEvent, Sink};
@@ -162,6 +163,34 @@ impl TraceTable {
     }
     pub fn len(&self) -> usize {
         self.time_ns.len()
+    }
+    /// Inserts `r` before row `at`.
+    pub fn insert(&mut self, at: usize, r: Row) {
+        self.time_ns.insert(at, r.t);
+        self.layer.insert(at, r.layer as u8);
+        self.event.insert(at, r.ev as u8);
+        self.node.insert(at, r.node);
+        self.dir.insert(at, r.dir);
+        self.flow.insert(at, r.flow);
+        self.seq.insert(at, r.seq);
+        self.ack.insert(at, r.ack);
+        self.len.insert(at, r.len);
+        self.value.insert(at, r.value);
+    }
+    /// Splits off the rows from `at` on.
+    pub fn split_off(&mut self, at: usize) -> TraceTable {
+        TraceTable {
+            time_ns: self.time_ns.split_off(at),
+            layer: self.layer.split_off(at),
+            event: self.event.split_off(at),
+            node: self.node.split_off(at),
+            dir: self.dir.split_off(at),
+            flow: self.flow.split_off(at),
+            seq: self.seq.split_off(at),
+            ack: self.ack.split_off(at),
+            len: self.len.split_off(at),
+            value: self.value.split_off(at),
+        }
     }
     pub fn is_empty(&self) -> bool {
         self.time_ns.is_empty()

@@ -1,18 +1,32 @@
 //! The Internet checksum (RFC 1071).
 
-/// One's-complement sum of 16-bit big-endian words, not yet folded or inverted.
-pub fn sum(data: &[u8], mut acc: u32) -> u32 {
-    let mut chunks = data.chunks_exact(2);
+/// One's-complement sum of 16-bit big-endian words, not yet folded or inverted
+/// (any value whose [`fold`] is the sum; `acc` is such a value to add to).
+///
+/// Eight bytes at a time into a 64-bit accumulator with end-around carry (RFC 1071
+/// §2(B): the sum may be computed in any word size and folded; 2^16 ≡ 1 modulo
+/// 0xffff), then folded to 32 bits.
+pub fn sum(data: &[u8], acc: u32) -> u32 {
+    let add = |w: u64, v: u64| {
+        let (s, c) = w.overflowing_add(v);
+        s + c as u64
+    };
+    let mut wide = acc as u64;
+    let mut chunks = data.chunks_exact(8);
     for c in &mut chunks {
-        acc += u16::from_be_bytes([c[0], c[1]]) as u32;
-        if acc > 0xffff_0000 {
-            acc = fold(acc) as u32;
-        }
+        wide = add(wide, u64::from_be_bytes(c.try_into().expect("8 bytes")));
     }
-    if let [b] = chunks.remainder() {
-        acc += (*b as u32) << 8;
+    let mut pairs = chunks.remainder().chunks_exact(2);
+    for p in &mut pairs {
+        wide = add(wide, u16::from_be_bytes([p[0], p[1]]) as u64);
     }
-    acc
+    if let [b] = pairs.remainder() {
+        wide = add(wide, (*b as u64) << 8);
+    }
+    while wide >> 32 != 0 {
+        wide = (wide & 0xffff_ffff) + (wide >> 32);
+    }
+    wide as u32
 }
 
 pub fn fold(mut acc: u32) -> u16 {
@@ -42,5 +56,36 @@ mod tests {
         // Example from RFC 1071 section 3: sum of 0001 f203 f4f5 f6f7 = ddf2 (folded).
         let d = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];
         assert_eq!(super::fold(super::sum(&d, 0)), 0xddf2);
+    }
+
+    /// The wide sum folds to what word-by-word summing gives, for every length and
+    /// starting accumulator.
+    #[test]
+    fn wide_sum_matches_word_by_word() {
+        let mut x = 0x1234_5678_9abc_def0u64;
+        for len in 0..300usize {
+            let d: Vec<u8> = (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    if x.is_multiple_of(5) {
+                        0xff
+                    } else {
+                        x as u8
+                    }
+                })
+                .collect();
+            for acc in [0u32, 1, 0xffff, 0x1_fffe, 0xffff_0000, u32::MAX] {
+                let mut slow = acc as u64;
+                for (i, b) in d.iter().enumerate() {
+                    slow += if i % 2 == 0 { (*b as u64) << 8 } else { *b as u64 };
+                }
+                while slow >> 16 != 0 {
+                    slow = (slow & 0xffff) + (slow >> 16);
+                }
+                assert_eq!(super::fold(super::sum(&d, acc)) as u64, slow, "len {len} acc {acc:#x}");
+            }
+        }
     }
 }

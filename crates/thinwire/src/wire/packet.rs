@@ -148,24 +148,44 @@ impl Packet {
     /// The packet's bytes: real ones as they are; otherwise real headers and
     /// checksums over the virtual payload.
     pub fn emit(&self) -> Vec<u8> {
-        if let Some(b) = &self.bytes {
-            return b.to_vec();
-        }
-        let total = self.ip.total_len();
-        let mut buf = vec![0u8; total];
-        self.ip.emit(&mut buf);
-        let payload: Vec<u8> = match &self.l4 {
-            L4::Tcp(t) => (0..self.payload_len).map(|i| super::virtual_byte(t.seq.wrapping_add(i))).collect(),
-            _ => (0..self.payload_len).map(|i| super::virtual_byte(self.ip.ident() << 16 | i)).collect(),
-        };
-        let body = &mut buf[self.ip.header_len()..];
-        let (s, d) = (self.ip.src(), self.ip.dst());
-        match &self.l4 {
-            L4::Tcp(t) => t.emit(body, &payload, s, d),
-            L4::Udp(u) => u.emit(body, &payload, s, d),
-            L4::Other(_) => body.copy_from_slice(&payload),
-        }
+        let mut buf = Vec::new();
+        self.emit_into(&mut buf);
         buf
+    }
+
+    /// [`Packet::emit`] into `buf` (cleared first), so a caller that emits many
+    /// packets reuses one allocation.
+    pub fn emit_into(&self, buf: &mut Vec<u8>) {
+        buf.clear();
+        if let Some(b) = &self.bytes {
+            buf.extend_from_slice(b);
+            return;
+        }
+        buf.resize(self.ip.total_len(), 0);
+        self.ip.emit(buf);
+        let body = &mut buf[self.ip.header_len()..];
+        let hl = match &self.l4 {
+            L4::Tcp(t) => t.header_len(),
+            L4::Udp(_) => super::udp::HEADER_LEN,
+            L4::Other(_) => 0,
+        };
+        let payload = &mut body[hl..hl + self.payload_len as usize];
+        match &self.l4 {
+            L4::Tcp(t) => {
+                payload.iter_mut().zip(0u32..).for_each(|(b, i)| *b = super::virtual_byte(t.seq.wrapping_add(i)))
+            }
+            _ => {
+                let base = self.ip.ident() << 16;
+                payload.iter_mut().zip(0u32..).for_each(|(b, i)| *b = super::virtual_byte(base | i))
+            }
+        }
+        let (s, d) = (self.ip.src(), self.ip.dst());
+        let body = &mut body[..hl + self.payload_len as usize];
+        match &self.l4 {
+            L4::Tcp(t) => t.emit_around(body, s, d),
+            L4::Udp(u) => u.emit_around(body, s, d),
+            L4::Other(_) => {}
+        }
     }
 
     /// Parses bytes emitted by [`Packet::emit`] (or any IPv4/IPv6 TCP or UDP

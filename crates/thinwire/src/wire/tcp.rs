@@ -75,8 +75,15 @@ impl TcpRepr {
     /// Writes header and payload into `buf` and fills in the checksum.
     pub fn emit(&self, buf: &mut [u8], payload: &[u8], src: IpAddress, dst: IpAddress) {
         let hl = self.header_len();
+        buf[hl..hl + payload.len()].copy_from_slice(payload);
+        self.emit_around(&mut buf[..hl + payload.len()], src, dst);
+    }
+
+    /// Writes the header into the start of `b`, whose rest already holds the
+    /// payload, and fills in the checksum.
+    pub fn emit_around(&self, b: &mut [u8], src: IpAddress, dst: IpAddress) {
+        let hl = self.header_len();
         assert!(hl <= 60, "TCP options exceed 40 bytes");
-        let b = &mut buf[..hl + payload.len()];
         b[0..2].copy_from_slice(&self.src_port.to_be_bytes());
         b[2..4].copy_from_slice(&self.dst_port.to_be_bytes());
         b[4..8].copy_from_slice(&self.seq.to_be_bytes());
@@ -113,8 +120,7 @@ impl TcpRepr {
             }
         }
         debug_assert_eq!(o, hl);
-        b[hl..].copy_from_slice(payload);
-        let len = (hl + payload.len()) as u32;
+        let len = b.len() as u32;
         let acc = checksum::sum(b, checksum::pseudo_header(src, dst, super::ip::PROTO_TCP, len));
         b[16..18].copy_from_slice(&(!checksum::fold(acc)).to_be_bytes());
     }

@@ -12,12 +12,18 @@ pub struct UdpRepr {
 impl UdpRepr {
     /// Writes header + payload into `buf` (which must hold both).
     pub fn emit(&self, buf: &mut [u8], payload: &[u8], src: IpAddress, dst: IpAddress) {
-        let len = (HEADER_LEN + payload.len()) as u16;
+        buf[HEADER_LEN..HEADER_LEN + payload.len()].copy_from_slice(payload);
+        self.emit_around(&mut buf[..HEADER_LEN + payload.len()], src, dst);
+    }
+
+    /// Writes the header into the start of `buf`, whose rest already holds the
+    /// payload, and fills in the checksum.
+    pub fn emit_around(&self, buf: &mut [u8], src: IpAddress, dst: IpAddress) {
+        let len = buf.len() as u16;
         buf[0..2].copy_from_slice(&self.src_port.to_be_bytes());
         buf[2..4].copy_from_slice(&self.dst_port.to_be_bytes());
         buf[4..6].copy_from_slice(&len.to_be_bytes());
         buf[6..8].copy_from_slice(&[0, 0]);
-        buf[HEADER_LEN..len as usize].copy_from_slice(payload);
         let acc =
             checksum::sum(&buf[..len as usize], checksum::pseudo_header(src, dst, super::ip::PROTO_UDP, len as u32));
         let mut c = !checksum::fold(acc);
