@@ -253,32 +253,36 @@ class SimRun:
 
 
 def _spurious_and_competing(data, arr, timeouts: list[int]) -> tuple[int, int]:
-    """Counts spurious timeouts and competing retransmissions (see the module doc)."""
-    import bisect
-    from collections import defaultdict
+    """Counts spurious timeouts and competing retransmissions (see the module doc).
 
-    sends: dict[int, list[int]] = defaultdict(list)
-    for t, s in zip(data["time_ns"].to_list(), data["seq"].to_list()):
-        sends[s].append(t)
-    arrivals: dict[int, list[int]] = defaultdict(list)
-    for t, s in zip(arr["time_ns"].to_list(), arr["seq"].to_list()):
-        arrivals[s].append(t)
-    rex = data.filter(data["event"] == "retransmit")
-    rex_t = rex["time_ns"].to_list()
-    rex_s = rex["seq"].to_list()
+    For a retransmission of `s` at `t`: n = sends of `s` at or after `t` (this one
+    included); an earlier copy arrived if more than n copies of `s` arrived after
+    `t` (competing) or at all (spurious). Vectorised: sends and arrivals sorted by
+    (sequence, time) as one integer key each, counts by binary search."""
+    import numpy as np
 
-    def earlier_copy_arrived(s: int, t: int, after_only: bool) -> bool:
-        ts = sends[s]
-        a = arrivals.get(s, [])
-        n_from_t = len(ts) - bisect.bisect_left(ts, t)
-        if after_only:
-            return (len(a) - bisect.bisect_right(a, t)) > n_from_t
-        return len(a) > n_from_t
-
-    competing = sum(earlier_copy_arrived(s, t, True) for t, s in zip(rex_t, rex_s))
-    spurious = 0
-    for to in timeouts:
-        i = bisect.bisect_left(rex_t, to)
-        if i < len(rex_t) and earlier_copy_arrived(rex_s[i], rex_t[i], False):
-            spurious += 1
+    st, ss = data["time_ns"].to_numpy(), data["seq"].to_numpy()
+    at, aseq = arr["time_ns"].to_numpy(), arr["seq"].to_numpy()
+    rex = (data["event"] == "retransmit").to_numpy()
+    rt, rs = st[rex], ss[rex]
+    if len(rt) == 0:
+        return 0, 0
+    # Dense ranks of sequence numbers and times, so (sequence, time) fits one int64.
+    seqs, seq_idx = np.unique(np.concatenate([ss, aseq]), return_inverse=True)
+    times, time_idx = np.unique(np.concatenate([st, at]), return_inverse=True)
+    width = len(times) + 1
+    skey = np.sort(seq_idx[: len(ss)] * width + time_idx[: len(st)])
+    akey = np.sort(seq_idx[len(ss) :] * width + time_idx[len(st) :])
+    r_seq = np.searchsorted(seqs, rs)  # every retransmitted sequence is a sent one
+    r_time = np.searchsorted(times, rt)  # and its time a send time
+    key = r_seq * width + r_time
+    group_end = (r_seq + 1) * width
+    n_from_t = np.searchsorted(skey, group_end) - np.searchsorted(skey, key, "left")
+    arrived_after = np.searchsorted(akey, group_end) - np.searchsorted(akey, key, "right")
+    arrived = np.searchsorted(akey, group_end) - np.searchsorted(akey, r_seq * width)
+    competing = int(np.count_nonzero(arrived_after > n_from_t))
+    # Each timeout's retransmission: the first at or after it.
+    i = np.searchsorted(rt, np.asarray(timeouts, dtype=np.int64), "left")
+    i = i[i < len(rt)]
+    spurious = int(np.count_nonzero(arrived[i] > n_from_t[i]))
     return spurious, competing
