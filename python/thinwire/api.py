@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -278,16 +279,34 @@ def run(
     import tempfile
 
     d = Path(out)
+    created = not d.exists()
     d.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".thinwire-", dir=d))
+    ok = False
     try:
         try:
             raw = _core.run(text, overrides, str(tmp))
         except OSError as e:
-            # Name the output folder, not its temporary one.
-            raise OSError(e.errno, str(e).replace(str(tmp), str(d))) from None
+            raise _os_error(str(e), tmp, d) from None
         res = RunResult(raw=raw, name=name, _files_dir=tmp)
         res.written = res._write_from(d, tmp)
+        ok = True
         return res
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        if created and not ok:
+            # A bad scenario or a failed run leaves no empty folder behind.
+            with contextlib.suppress(OSError):
+                d.rmdir()
+
+
+def _os_error(msg: str, tmp: Path, d: Path) -> OSError:
+    """The core's write error ("PATH: reason (os error N)") as an OSError with its
+    errno, naming the output folder rather than its temporary one."""
+    import re
+
+    msg = msg.replace(str(tmp), str(d))
+    m = re.search(r" \(os error (\d+)\)$", msg)
+    if m is None:
+        return OSError(msg)
+    return OSError(int(m.group(1)), msg[: m.start()])

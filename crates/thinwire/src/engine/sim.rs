@@ -431,7 +431,9 @@ impl Sim {
     pub fn with_output_dir(sc: &Scenario, dir: &std::path::Path) -> std::io::Result<Sim> {
         let mut sim = Sim::new(sc);
         if sim.rec.mask.0 != 0 {
-            sim.rec.sink = TraceOut::File(Box::new(ParquetSink::create(dir)?));
+            let mut sink = ParquetSink::create(dir)?;
+            sink.set_horizon(sim.link.channel_horizon().nanos());
+            sim.rec.sink = TraceOut::File(Box::new(sink));
         }
         for (i, name) in ["server.pcap", "mobile.pcap"].into_iter().enumerate() {
             if sim.pcap[i].is_some() {
