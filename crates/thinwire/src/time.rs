@@ -41,8 +41,12 @@ impl Duration {
     }
     /// Time to serialise `bytes` at `bps` bits per second, rounded up to 1 ns.
     pub fn transmission(bytes: u64, bps: u64) -> Self {
-        let bits = bytes as u128 * 8 * 1_000_000_000;
-        Duration(bits.div_ceil(bps as u128) as i64)
+        // In 64 bits whenever the product fits (any frame or packet): a 128-bit
+        // division is a library call, once per frame sent.
+        match bytes.checked_mul(8_000_000_000) {
+            Some(bits) => Duration(bits.div_ceil(bps) as i64),
+            None => Duration((bytes as u128 * 8_000_000_000).div_ceil(bps as u128) as i64),
+        }
     }
     /// Round up to a multiple of `g` (clock granularity); `g == 0` leaves it.
     pub fn ceil_to(self, g: Duration) -> Self {
@@ -153,6 +157,13 @@ mod tests {
     #[test]
     fn transmission_time_rounds_up() {
         assert_eq!(Duration::transmission(254, 64_000), Duration(31_750_000));
+        // Both paths round up alike, at the 64-bit boundary and beyond it.
+        for (b, r) in
+            [(1, 3), (2_305_843_009, 7), (2_305_843_010, 7), (u64::MAX / 4, 1_000_003), (1500, 10_000_000_001)]
+        {
+            let wide = (b as u128 * 8_000_000_000).div_ceil(r as u128) as i64;
+            assert_eq!(Duration::transmission(b, r), Duration(wide), "{b} B at {r} bit/s");
+        }
         assert_eq!(Duration::transmission(1, 3), Duration(2_666_666_667));
     }
     #[test]
