@@ -5,10 +5,11 @@
 //! `server.pcap`, `mobile.pcap`, `mm-down.log`, `mm-up.log`.
 //!
 //! Memory stays bounded whatever the run length: the trace keeps at most a few row
-//! groups pending, the captures and logs go out in 1 MiB chunks. Files are written
-//! (and the trace encoded) by threads of their own, a few chunks in flight, so a
-//! run on two cores waits little for its outputs; each file is written by one
-//! thread in order, so outputs are byte-identical run to run.
+//! groups pending, the pcap taps hand over batches of 4,096 packets, files go out
+//! in 1 MiB chunks. Files are written (the trace encoded, the packets' bytes made)
+//! by threads of their own, a few batches in flight, so a run on two cores waits
+//! little for its outputs; each file is made by one thread in order, so outputs are
+//! byte-identical run to run and to the in-memory path's.
 //!
 //! Order. Every trace row is recorded at its event's time except channel
 //! transitions, which the two-state channel reveals when a frame is next sent in
@@ -27,8 +28,10 @@
 //! [`super::RunResult::output_error`] names the file and the error.
 //!
 //! [`WirelessLink::channel_horizon`]: crate::link::wireless::WirelessLink::channel_horizon
+use crate::pcap::PcapStream;
 use crate::trace::parquet::{ParquetWriter, ROW_GROUP};
 use crate::trace::{Row, Sink, TraceTable};
+use crate::wire::Packet;
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -127,6 +130,37 @@ impl Out {
     pub fn failed(&self) -> bool {
         matches!(self, Out::File(f) if f.failed())
     }
+    /// The bytes (in memory), or `None` once the file is complete; its error if any.
+    pub fn finish(self) -> Result<Option<Vec<u8>>, String> {
+        match self {
+            Out::Mem(v) => Ok(Some(v)),
+            Out::File(f) => f.close().map(|()| None),
+        }
+    }
+}
+
+/// What a run's outputs came to when closed: the files completed and the errors.
+#[derive(Default)]
+pub struct Closed {
+    pub files: Vec<&'static str>,
+    pub errors: Vec<String>,
+}
+
+impl Closed {
+    /// Output `name` closed with `r`: its bytes if kept in memory.
+    pub fn take(&mut self, name: &'static str, r: Result<Option<Vec<u8>>, String>) -> Option<Vec<u8>> {
+        match r {
+            Ok(Some(bytes)) => Some(bytes),
+            Ok(None) => {
+                self.files.push(name);
+                None
+            }
+            Err(e) => {
+                self.errors.push(e);
+                None
+            }
+        }
+    }
 }
 
 impl Write for Out {
@@ -138,6 +172,98 @@ impl Write for Out {
     }
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+/// Packets a [`Tap`] hands its thread at a time.
+const TAP_BATCH: usize = 4096;
+
+/// A pcap tap: records in memory, or packets handed to a thread of their own that
+/// makes their bytes (headers, virtual payload, checksums) and writes the file, so
+/// the run does not spend its time on payload bytes.
+pub enum Tap {
+    Mem(PcapStream<Vec<u8>>),
+    File(Box<TapThread>),
+}
+
+pub struct TapThread {
+    batch: Vec<(i64, Packet)>,
+    tx: Option<SyncSender<Vec<(i64, Packet)>>>,
+    worker: Option<JoinHandle<Result<(), String>>>,
+    failed: Arc<AtomicBool>,
+}
+
+impl Tap {
+    pub fn memory() -> Tap {
+        Tap::Mem(PcapStream::new(Vec::new()).expect("writes to memory"))
+    }
+
+    pub fn file(dir: &Path, name: &str) -> io::Result<Tap> {
+        let file = FileOut::create(dir, name)?;
+        let failed = file.failed_flag();
+        let (tx, rx) = sync_channel::<Vec<(i64, Packet)>>(IN_FLIGHT);
+        let worker = std::thread::Builder::new().name(format!("thinwire {name} packets")).spawn(move || {
+            let mut s = PcapStream::new(file).map_err(|e| e.to_string())?;
+            for batch in rx {
+                for (t, p) in batch {
+                    // Errors are kept by the FileOut (and its flag).
+                    let _ = s.record_with(t, |b| p.emit_into(b));
+                }
+            }
+            s.into_inner().close()
+        })?;
+        Ok(Tap::File(Box::new(TapThread {
+            batch: Vec::with_capacity(TAP_BATCH),
+            tx: Some(tx),
+            worker: Some(worker),
+            failed,
+        })))
+    }
+
+    /// Records `pkt` as seen at `t_ns`.
+    #[inline]
+    pub fn record(&mut self, t_ns: i64, pkt: &Packet) {
+        match self {
+            Tap::Mem(s) => {
+                let _ = s.record_with(t_ns, |b| pkt.emit_into(b));
+            }
+            Tap::File(f) => {
+                f.batch.push((t_ns, pkt.clone()));
+                if f.batch.len() >= TAP_BATCH {
+                    f.send();
+                }
+            }
+        }
+    }
+
+    pub fn failed(&self) -> bool {
+        matches!(self, Tap::File(f) if f.failed.load(Ordering::Relaxed))
+    }
+
+    /// The capture's bytes (in memory), or `None` once the file is complete; the
+    /// file's error if any.
+    pub fn finish(self) -> Result<Option<Vec<u8>>, String> {
+        match self {
+            Tap::Mem(s) => Ok(Some(s.into_inner())),
+            Tap::File(mut f) => {
+                f.send();
+                f.tx = None;
+                match f.worker.take().map(|w| w.join()) {
+                    Some(Ok(r)) => r.map(|()| None),
+                    _ => Err("a pcap writer thread panicked".into()),
+                }
+            }
+        }
+    }
+}
+
+impl TapThread {
+    fn send(&mut self) {
+        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(TAP_BATCH));
+        if let Some(tx) = &self.tx {
+            // A closed channel means the writer stopped; finish() reports why.
+            let _ = tx.send(batch);
+        }
     }
 }
 

@@ -10,14 +10,13 @@
 //!
 //! Each machine exposes `poll_timeout`; the simulator keeps the earliest wake-up it
 //! has scheduled per machine and ignores stale timer events.
-use super::outputs::{FileOut, Out, ParquetSink, TraceOut};
+use super::outputs::{Closed, FileOut, Out, ParquetSink, Tap, TraceOut};
 use crate::app::media::MediaSource;
 use crate::app::web::{Transaction, WebModel};
 use crate::app::{probe::ProbeSource, UdpSource};
 use crate::build;
 use crate::config::{Direction, FlowCfg, LinkSession, Scenario, Stop};
 use crate::link::wireless::{LinkTimer, LinkTrace, Offer, Session, WirelessLink};
-use crate::pcap::PcapStream;
 use crate::queue::wired::WiredLink;
 use crate::rng::Rng;
 use crate::sched::EventQueue;
@@ -288,7 +287,7 @@ pub struct Sim {
     rec: Recorder<TraceOut>,
     /// Whether the link produces trace events (link, queue or channel layer).
     link_traced: bool,
-    pcap: [Option<PcapStream<Out>>; 2],
+    pcap: [Option<Tap>; 2],
     mm: Option<crate::trace::mahimahi::MmLogs<Out>>,
     proxy: Option<crate::proxy::Proxy>,
     proxy_sched: Option<Instant>,
@@ -391,8 +390,7 @@ impl Sim {
         let pending_finite =
             flows.iter().filter(|f| f.bytes.is_some()).count() + webs.iter().filter(|w| w.finite()).count();
         let max_time = build::max_time(sc);
-        let mem_pcap = || Some(PcapStream::new(Out::Mem(Vec::new())).expect("writes to memory"));
-        let pcap = if sc.trace.pcap { [mem_pcap(), mem_pcap()] } else { [None, None] };
+        let pcap = if sc.trace.pcap { [Some(Tap::memory()), Some(Tap::memory())] } else { [None, None] };
         Sim {
             q,
             wired: [mk_wired(0), mk_wired(1)],
@@ -437,7 +435,7 @@ impl Sim {
         }
         for (i, name) in ["server.pcap", "mobile.pcap"].into_iter().enumerate() {
             if sim.pcap[i].is_some() {
-                sim.pcap[i] = Some(PcapStream::new(Out::File(FileOut::create(dir, name)?))?);
+                sim.pcap[i] = Some(Tap::file(dir, name)?);
             }
         }
         if sim.mm.is_some() {
@@ -451,7 +449,7 @@ impl Sim {
     fn output_failed(&self) -> bool {
         let trace = matches!(&self.rec.sink, TraceOut::File(f) if f.failed());
         trace
-            || self.pcap.iter().flatten().any(|p| p.get_ref().failed())
+            || self.pcap.iter().flatten().any(|p| p.failed())
             || self.mm.as_ref().is_some_and(|m| m.dirs.iter().any(|d| d.get_ref().failed()))
     }
 
@@ -878,28 +876,17 @@ impl Sim {
             });
         }
         let [p0, p1] = std::mem::take(&mut self.pcap);
-        let mut files = Vec::new();
-        let mut errors = Vec::new();
-        let mut mem = |o: Out, name: &'static str| match o {
-            Out::Mem(v) => Some(v),
-            Out::File(f) => {
-                match f.close() {
-                    Ok(()) => files.push(name),
-                    Err(e) => errors.push(e),
-                }
-                None
-            }
-        };
-        let pcap_server = p0.and_then(|w| mem(w.into_inner(), "server.pcap"));
-        let pcap_mobile = p1.and_then(|w| mem(w.into_inner(), "mobile.pcap"));
+        let mut out = Closed::default();
+        let pcap_server = p0.and_then(|t| out.take("server.pcap", t.finish()));
+        let pcap_mobile = p1.and_then(|t| out.take("mobile.pcap", t.finish()));
         let mm_logs = match self.mm.take().map(|m| m.finish(end)) {
             None => None,
-            Some(Ok([d, u])) => match (mem(d, "mm-down.log"), mem(u, "mm-up.log")) {
+            Some(Ok([d, u])) => match (out.take("mm-down.log", d.finish()), out.take("mm-up.log", u.finish())) {
                 (Some(d), Some(u)) => Some([d, u]),
                 _ => None,
             },
             Some(Err(e)) => {
-                errors.push(e.to_string());
+                out.take("mm-link logs", Err(e.to_string()));
                 None
             }
         };
@@ -910,10 +897,7 @@ impl Sim {
         let trace = match std::mem::take(&mut self.rec.sink) {
             TraceOut::Table(t) => t,
             TraceOut::File(f) => {
-                match f.close() {
-                    Ok(()) => files.push("trace.parquet"),
-                    Err(e) => errors.push(e),
-                }
+                out.take("trace.parquet", f.close().map(|()| None));
                 TraceTable::default()
             }
         };
@@ -930,18 +914,19 @@ impl Sim {
             pcap_server,
             pcap_mobile,
             mm_logs,
-            files,
-            output_error: errors.into_iter().next(),
+            files: out.files,
+            output_error: out.errors.into_iter().next(),
             proxy: self.proxy.as_ref().map(|p| p.stats()),
         }
     }
 }
 
-/// Records `pkt` at a pcap tap, if there is one (an [`Out`] keeps a write error
-/// itself; the run stops at its next poll).
-fn tap(w: &mut Option<PcapStream<Out>>, now: Instant, pkt: &Packet) {
+/// Records `pkt` at a pcap tap, if there is one (a tap keeps a write error itself;
+/// the run stops at its next poll).
+#[inline]
+fn tap(w: &mut Option<Tap>, now: Instant, pkt: &Packet) {
     if let Some(w) = w {
-        let _ = w.record_with(now.nanos(), |buf| pkt.emit_into(buf));
+        w.record(now.nanos(), pkt);
     }
 }
 
