@@ -45,6 +45,9 @@ def test_streamed_outputs_equal_the_in_memory_ones(tmp_path, scenario, overrides
     assert (out / "mm-down.log").read_bytes() == mem.raw["mm_down"]
     assert (out / "mm-up.log").read_bytes() == mem.raw["mm_up"]
     assert pl.read_parquet_metadata(out / "trace.parquet")["thinwire.sorted"] == "true"
+    # A run held in memory is written by the same writer: the same file, byte for byte.
+    mem.write(tmp_path / "mem")
+    assert (tmp_path / "mem" / "trace.parquet").read_bytes() == (out / "trace.parquet").read_bytes()
     # A second copy through write() (from the streamed files) is the same set.
     again = st.write(tmp_path / "copy")
     assert sorted(p.name for p in again) == sorted(want)

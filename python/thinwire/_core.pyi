@@ -5,6 +5,7 @@ from typing import Any
 
 __all__ = [
     "run",
+    "write_trace",
     "check",
     "analyze_capture",
     "CaptureError",
@@ -36,6 +37,10 @@ def run(toml_text: str, overrides: list[str] = ..., out_dir: str | os.PathLike[s
     (names streamed into `out_dir`: trace.parquet, server.pcap, mobile.pcap,
     mm-down.log, mm-up.log; their columns/bytes are then absent or empty), wall_s,
     events_per_s. With `out_dir`, a write error raises OSError."""
+
+def write_trace(cols: dict[str, Any], path: str | os.PathLike[str]) -> int:
+    """Writes trace columns (as `run` returns them under "trace") to a trace.parquet
+    with the core's writer, rows sorted by time; returns the rows written."""
 
 def check(toml_text: str, overrides: list[str] = ..., links_only: bool = ...) -> None:
     """Checks a scenario without running it; raises ScenarioError. `links_only`: as

@@ -228,7 +228,8 @@ class RunResult:
             elif key == "trace":
                 if not self.raw["trace"]["rows"]:
                     continue
-                write_parquet(self.trace, tmp / fname)
+                # The core's writer, as for a streamed run: one trace.parquet format.
+                _core.write_trace(self.raw["trace"], tmp / fname)
             elif self.raw.get(key) is not None:
                 (tmp / fname).write_bytes(self.raw[key])
             else:

@@ -119,7 +119,10 @@ def emulate(
             + "\n",
         )
         if trace.height:
-            write_parquet(trace, outp / "trace.parquet")
+            from .outputs import atomic_path
+
+            with atomic_path(outp / "trace.parquet") as tmp:
+                _core.write_trace(trace_cols, tmp)
         write_parquet(flows, outp / "flows.parquet")
         write_text(outp / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
     return summary

@@ -127,6 +127,68 @@ fn run<'py>(
     Ok(d)
 }
 
+/// Writes trace columns (as `run` returns them) to a trace.parquet at `path` with
+/// the core's writer (rows sorted by time, stably); returns the rows written. The
+/// one writer of every trace.parquet thinwire makes from a run it holds in memory.
+#[pyfunction]
+fn write_trace(py: Python<'_>, cols: &Bound<'_, PyDict>, path: std::path::PathBuf) -> PyResult<usize> {
+    let t = trace_from_py(cols)?;
+    py.allow_threads(|| -> std::io::Result<usize> {
+        let f = std::io::BufWriter::new(std::fs::File::create(&path)?);
+        let mut w = thinwire::trace::parquet::ParquetWriter::new(f)?;
+        let n = t.len();
+        let mut at = 0;
+        while at < n {
+            let end = (at + thinwire::trace::parquet::ROW_GROUP).min(n);
+            w.write_group(&t, at..end)?;
+            at = end;
+        }
+        let mut f = w.finish(&[("thinwire.sorted", "true")])?;
+        std::io::Write::flush(&mut f)?;
+        Ok(n)
+    })
+    .map_err(|e| PyOSError::new_err(format!("{}: {e}", path.display())))
+}
+
+/// The columns `trace_to_py` made, back into a table sorted by time (stably).
+fn trace_from_py(cols: &Bound<'_, PyDict>) -> PyResult<thinwire::trace::TraceTable> {
+    let get = |k: &str| -> PyResult<Vec<u8>> {
+        cols.get_item(k)?.ok_or_else(|| PyValueError::new_err(format!("trace column {k} is missing")))?.extract()
+    };
+    let i64s = |k: &str| -> PyResult<Vec<i64>> {
+        Ok(get(k)?.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes"))).collect())
+    };
+    let time_ns = i64s("time_ns")?;
+    let n = time_ns.len();
+    let cols8 = [get("layer")?, get("event")?, get("node")?, get("dir")?];
+    let cols64 = [i64s("flow")?, i64s("seq")?, i64s("ack")?, i64s("len")?, i64s("value")?];
+    if cols8.iter().any(|c| c.len() != n) || cols64.iter().any(|c| c.len() != n) {
+        return Err(PyValueError::new_err("trace columns differ in length"));
+    }
+    use thinwire::trace::{DIRS, EVENTS, LAYERS, NODES};
+    for (c, vocab) in cols8.iter().zip([LAYERS, EVENTS, NODES, DIRS]) {
+        if c.iter().any(|&x| x as usize >= vocab.len()) {
+            return Err(PyValueError::new_err("a trace code is outside its vocabulary"));
+        }
+    }
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&i| time_ns[i]);
+    let pick8 = |c: &[u8]| order.iter().map(|&i| c[i]).collect::<Vec<u8>>();
+    let pick64 = |c: &[i64]| order.iter().map(|&i| c[i]).collect::<Vec<i64>>();
+    Ok(thinwire::trace::TraceTable {
+        time_ns: pick64(&time_ns),
+        layer: pick8(&cols8[0]),
+        event: pick8(&cols8[1]),
+        node: pick8(&cols8[2]),
+        dir: pick8(&cols8[3]),
+        flow: order.iter().map(|&i| cols64[0][i] as i32).collect(),
+        seq: pick64(&cols64[1]),
+        ack: pick64(&cols64[2]),
+        len: pick64(&cols64[3]),
+        value: pick64(&cols64[4]),
+    })
+}
+
 /// Checks a scenario without running it; raises ScenarioError. `links_only`: as
 /// the emulator reads it (its flows are not run, so none is needed).
 #[pyfunction]
@@ -140,6 +202,7 @@ fn check(toml_text: String, overrides: Vec<String>, links_only: bool) -> PyResul
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
+    m.add_function(wrap_pyfunction!(write_trace, m)?)?;
     m.add_function(wrap_pyfunction!(analysis::analyze_capture, m)?)?;
     m.add("CaptureError", m.py().get_type::<analysis::CaptureError>())?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
