@@ -269,7 +269,8 @@ def run(
     mm_log: record mm-link-format logs of the wireless link (RunResult.raw["mm_down"], ["mm_up"]).
     out: write the run's outputs into this folder (as RunResult.write does); the
       trace, pcaps and mm-link logs are streamed there by the core while the run goes,
-      never held in memory, and RunResult.trace reads them back (scan_trace lazily).
+      never held in memory, and RunResult.trace reads them back (scan_trace lazily)
+      from `out`: another run into the same folder replaces what it reads.
       Atomic as a set: a failed or interrupted run leaves the folder as it was.
     """
     text, name = load_scenario_text(scenario)
