@@ -135,17 +135,11 @@ fn write_trace(py: Python<'_>, cols: &Bound<'_, PyDict>, path: std::path::PathBu
     let t = trace_from_py(cols)?;
     py.allow_threads(|| -> std::io::Result<usize> {
         let f = std::io::BufWriter::new(std::fs::File::create(&path)?);
-        let mut w = thinwire::trace::parquet::ParquetWriter::new(f)?;
-        let n = t.len();
-        let mut at = 0;
-        while at < n {
-            let end = (at + thinwire::trace::parquet::ROW_GROUP).min(n);
-            w.write_group(&t, at..end)?;
-            at = end;
-        }
-        let mut f = w.finish(&[("thinwire.sorted", "true")])?;
-        std::io::Write::flush(&mut f)?;
-        Ok(n)
+        use thinwire::trace::parquet::{ParquetWriter, SORTED_KEY};
+        let mut w = ParquetWriter::new(f)?;
+        w.write_table(&t)?;
+        w.finish(&[(SORTED_KEY, "true")])?; // flushes
+        Ok(t.len())
     })
     .map_err(|e| PyOSError::new_err(format!("{}: {e}", path.display())))
 }

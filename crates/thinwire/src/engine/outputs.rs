@@ -29,7 +29,7 @@
 //!
 //! [`WirelessLink::channel_horizon`]: crate::link::wireless::WirelessLink::channel_horizon
 use crate::pcap::PcapStream;
-use crate::trace::parquet::{ParquetWriter, ROW_GROUP};
+use crate::trace::parquet::{ParquetWriter, ROW_GROUP, SORTED_KEY};
 use crate::trace::{Row, Sink, TraceTable};
 use crate::wire::Packet;
 use std::fs::File;
@@ -328,16 +328,11 @@ impl ParquetSink {
             for b in rx {
                 match b {
                     Batch::Rows(t) => {
-                        let mut at = 0;
-                        while at < t.len() {
-                            let end = (at + ROW_GROUP).min(t.len());
-                            // Write errors are kept by the FileOut (and its flag).
-                            let _ = w.write_group(&t, at..end);
-                            at = end;
-                        }
+                        // Write errors are kept by the FileOut (and its flag).
+                        let _ = w.write_table(&t);
                     }
                     Batch::Finish { sorted } => {
-                        let kv = [("thinwire.sorted", if sorted { "true" } else { "false" })];
+                        let kv = [(SORTED_KEY, if sorted { "true" } else { "false" })];
                         return w.finish(&kv).map_err(|e| e.to_string())?.close();
                     }
                 }
@@ -446,7 +441,7 @@ mod tests {
         let b = std::fs::read(path).unwrap();
         assert_eq!(&b[..4], b"PAR1");
         assert_eq!(&b[b.len() - 4..], b"PAR1");
-        let k = b"thinwire.sorted";
+        let k = SORTED_KEY.as_bytes();
         let at = b.windows(k.len()).rposition(|w| w == k).expect("metadata key");
         // Compact-protocol string field: a one-byte header and a one-byte length.
         let v = &b[at + k.len() + 2..];

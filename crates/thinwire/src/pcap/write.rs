@@ -69,9 +69,6 @@ impl<W: std::io::Write> PcapStream<W> {
         self.scratch = buf;
         r
     }
-    pub fn get_ref(&self) -> &W {
-        &self.out
-    }
     pub fn into_inner(self) -> W {
         self.out
     }

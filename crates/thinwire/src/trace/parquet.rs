@@ -20,6 +20,9 @@ use std::io::{self, Write};
 
 /// Rows per row group the streaming sink aims for.
 pub const ROW_GROUP: usize = 1 << 16;
+/// The key-value metadata key saying whether the rows are in time order
+/// (`"true"`/`"false"`; python/thinwire/traces.py sorts a file marked `"false"`).
+pub const SORTED_KEY: &str = "thinwire.sorted";
 
 /// Parquet physical types and encodings used here.
 const INT64: i32 = 2;
@@ -110,12 +113,19 @@ impl<W: Write> ParquetWriter<W> {
         })
     }
 
-    pub fn get_ref(&self) -> &W {
-        &self.out
-    }
-
     pub fn rows(&self) -> i64 {
         self.rows
+    }
+
+    /// Writes every row of `t`, in row groups of [`ROW_GROUP`] rows.
+    pub fn write_table(&mut self, t: &TraceTable) -> io::Result<()> {
+        let mut at = 0;
+        while at < t.len() {
+            let end = (at + ROW_GROUP).min(t.len());
+            self.write_group(t, at..end)?;
+            at = end;
+        }
+        Ok(())
     }
 
     /// Writes rows `range` of `t` as one row group.
