@@ -159,7 +159,9 @@ impl<E> EventQueue<E> {
                 self.occupied[i / 64] &= !(1 << (i % 64));
                 let bucket = &mut self.wheel[i];
                 self.in_wheel -= bucket.len();
-                self.near.extend(bucket.drain(..));
+                for e in bucket.drain(..) {
+                    self.near.push(e);
+                }
                 if bucket.capacity() > KEEP {
                     // A burst's bucket gives its memory back (4096 buckets each
                     // keeping its largest size cost 10 MB at 10 Gbit/s).
