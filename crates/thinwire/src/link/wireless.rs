@@ -52,6 +52,10 @@ use crate::time::{Duration, Instant};
 use crate::wire::Packet;
 use std::collections::VecDeque;
 
+/// How many frames ahead of the one arriving the next arrival's packet is fetched
+/// into the cache.
+const PREFETCH_AHEAD: usize = 4;
+
 /// A link-layer session on the shared radio.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Session {
@@ -725,7 +729,11 @@ impl WirelessLink {
 
     fn frame_arrive(&mut self, now: Instant, d: usize) {
         let end = 1 - d;
-        let frame = self.radio[d].in_flight.pop_front().expect("frame in flight");
+        let in_flight = &mut self.radio[d].in_flight;
+        let frame = in_flight.pop_front().expect("frame in flight");
+        if let Some(later) = in_flight.get(PREFETCH_AHEAD) {
+            super::frame::prefetch(later);
+        }
         if self.trace.link {
             let flow = (frame.flow != u16::MAX).then_some(frame.flow);
             let len = frame.size(self.header);
