@@ -16,12 +16,19 @@ pub fn load(path: &Path) -> Scenario {
 }
 
 /// Every `*.toml` in `dir`, in name order.
+#[allow(dead_code)] // each example uses one of the two
 pub fn load_dir(dir: &str) -> Vec<Scenario> {
+    load_dir_named(dir).into_iter().map(|(_, sc)| sc).collect()
+}
+
+/// Every `*.toml` in `dir`, in name order, with its file name (no extension).
+#[allow(dead_code)]
+pub fn load_dir_named(dir: &str) -> Vec<(String, Scenario)> {
     let mut paths: Vec<_> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| die(&dir, &e))
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
         .collect();
     paths.sort();
-    paths.iter().map(|p| load(p)).collect()
+    paths.iter().map(|p| (p.file_stem().unwrap_or_default().to_string_lossy().into_owned(), load(p))).collect()
 }
