@@ -149,13 +149,16 @@ impl<E> EventQueue<E> {
         while self.near.is_empty() {
             if self.in_wheel == 0 {
                 // Nothing on the wheel: jump to the first far entry's slot.
-                let Some(first) = self.far.peek() else { return };
+                // (It moves even when its time is the last there is and the
+                // frontier cannot pass it.)
+                let Some(first) = self.far.pop() else { return };
                 self.frontier = slot_start(first.at.0).saturating_add(1 << SLOT_SHIFT);
+                self.near.push(first);
             } else {
                 let i = self.next_occupied(slot_index(self.frontier));
                 let ahead = (i + SLOTS - slot_index(self.frontier)) % SLOTS;
                 let start = self.frontier + ((ahead as i64) << SLOT_SHIFT);
-                self.frontier = start + (1 << SLOT_SHIFT);
+                self.frontier = start.saturating_add(1 << SLOT_SHIFT);
                 self.occupied[i / 64] &= !(1 << (i % 64));
                 let bucket = &mut self.wheel[i];
                 self.in_wheel -= bucket.len();
@@ -276,6 +279,42 @@ mod tests {
             assert!(reference.is_empty());
             assert_eq!(got, want, "seed {seed}");
         }
+    }
+    /// Times at the end of the range ("never" timers) neither overflow nor reorder.
+    #[test]
+    fn times_near_the_end_of_the_range() {
+        let mut q = EventQueue::new();
+        let end = i64::MAX;
+        for (i, at) in [end, end - 1, 5, end - (1 << 17), end, end - 3 * SPAN / 2, 7].into_iter().enumerate() {
+            q.schedule(Instant(at), i);
+        }
+        let mut order = vec![];
+        while let Some((t, i)) = q.pop() {
+            order.push((t.0, i));
+            if i == 1 {
+                q.schedule(Instant(end - 1), 7);
+                q.schedule(Instant(end), 8);
+            }
+        }
+        let want = vec![
+            (5, 2),
+            (7, 6),
+            (end - 3 * SPAN / 2, 5),
+            (end - (1 << 17), 3),
+            (end - 1, 1),
+            (end - 1, 7),
+            (end, 0),
+            (end, 4),
+            (end, 8),
+        ];
+        assert_eq!(order, want);
+        // The last time there is, reached through the far heap.
+        let mut q = EventQueue::new();
+        q.schedule(Instant(5), 0);
+        q.schedule(Instant(end), 1);
+        q.schedule(Instant(end), 2);
+        let order: Vec<usize> = std::iter::from_fn(|| q.pop().map(|x| x.1)).collect();
+        assert_eq!(order, vec![0, 1, 2]);
     }
     #[test]
     #[should_panic(expected = "past")]
