@@ -149,11 +149,8 @@ impl<E> EventQueue<E> {
         while self.near.is_empty() {
             if self.in_wheel == 0 {
                 // Nothing on the wheel: jump to the first far entry's slot.
-                // (It moves even when its time is the last there is and the
-                // frontier cannot pass it.)
-                let Some(first) = self.far.pop() else { return };
+                let Some(first) = self.far.peek() else { return };
                 self.frontier = slot_start(first.at.0).saturating_add(1 << SLOT_SHIFT);
-                self.near.push(first);
             } else {
                 let i = self.next_occupied(slot_index(self.frontier));
                 let ahead = (i + SLOTS - slot_index(self.frontier)) % SLOTS;
@@ -171,7 +168,9 @@ impl<E> EventQueue<E> {
                     *bucket = Vec::new();
                 }
             }
-            while self.far.peek().is_some_and(|e| e.at.0 < self.frontier) {
+            // A frontier stuck at the last instant there is takes everything.
+            let last = self.frontier == i64::MAX;
+            while self.far.peek().is_some_and(|e| e.at.0 < self.frontier || last) {
                 self.near.push(self.far.pop().expect("peeked"));
             }
         }
