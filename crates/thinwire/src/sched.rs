@@ -69,7 +69,7 @@ pub struct EventQueue<E> {
     occupied: [u64; SLOTS / 64],
     in_wheel: usize,
     far: BinaryHeap<Entry<E>>,
-    /// A multiple of the slot width.
+    /// A multiple of the slot width (or `i64::MAX`, the last instant, once reached).
     frontier: i64,
     seq: u64,
     now: Instant,
