@@ -4,10 +4,12 @@ Writes the study mix — one run per sweep of `shared-link-arq` (both structures
 and web, every protocol, alone and with contention) at FLR 5.4 % with the paper's
 tuned setting — then runs `examples/core_bench` on scenario (a) and the mix. Both
 rates are printed as a fraction of a bare `BinaryHeap` loop measured in the same
-process and round.
-    .venv/bin/python bench/core.py [--repeat N]"""
+process and round; `--per-run` adds a table of events, link frames, events per frame
+and nanoseconds per event for each scenario of the mix.
+    .venv/bin/python bench/core.py [--repeat N] [--per-run]"""
 
 import argparse
+import os
 import subprocess
 import tempfile
 from pathlib import Path
@@ -41,13 +43,15 @@ def _inline(v) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--per-run", action="store_true", help="also print each mix scenario's cost")
     a = ap.parse_args()
     subprocess.run(["cargo", "build", "-q", "--release", "--example", "core_bench"], cwd=ROOT, check=True)
     with tempfile.TemporaryDirectory() as d:
         n = write_mix(Path(d))
         print(f"study mix: {n} scenarios")
         exe = ROOT / "target/release/examples/core_bench"
-        subprocess.run([exe, ROOT / "scenarios/shared-link-sr.toml", d, str(a.repeat)], check=True)
+        env = dict(os.environ, PER_RUN="1") if a.per_run else None
+        subprocess.run([exe, ROOT / "scenarios/shared-link-sr.toml", d, str(a.repeat)], check=True, env=env)
 
 
 if __name__ == "__main__":
