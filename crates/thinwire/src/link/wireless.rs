@@ -52,8 +52,8 @@ use crate::time::{Duration, Instant};
 use crate::wire::Packet;
 use std::collections::VecDeque;
 
-/// How many frames ahead of the one arriving the next arrival's packet is fetched
-/// into the cache.
+/// When a frame arrives, the packet of the frame at this index among those still
+/// in flight (the fifth next to arrive) is fetched into the cache.
 const PREFETCH_AHEAD: usize = 4;
 
 /// A link-layer session on the shared radio.
