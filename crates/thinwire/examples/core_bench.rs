@@ -90,7 +90,7 @@ fn main() {
     };
     let single = vec![common::load(std::path::Path::new(a))];
     let (names, mix): (Vec<String>, Vec<_>) =
-        args.get(1).map(|d| common::load_dir_named(d)).unwrap_or_default().into_iter().unzip();
+        args.get(1).map(|d| common::load_dir(d)).unwrap_or_default().into_iter().unzip();
     let repeats: usize = args.get(2).and_then(|x| x.parse().ok()).unwrap_or(5);
     let mut best_each: Vec<Option<One>> = vec![None; mix.len()];
     let (mut best_bare, mut best_a, mut best_mix) = (f64::INFINITY, f64::INFINITY, f64::INFINITY);

@@ -11,7 +11,7 @@ fn main() {
         std::process::exit(2)
     };
     let repeats: usize = args.get(1).and_then(|x| x.parse().ok()).unwrap_or(3);
-    let scenarios = common::load_dir(dir);
+    let scenarios: Vec<_> = common::load_dir(dir).into_iter().map(|(_, sc)| sc).collect();
     let mut best = f64::INFINITY;
     let mut events = 0;
     for _ in 0..repeats {

@@ -152,8 +152,9 @@ impl<E> EventQueue<E> {
                 let Some(first) = self.far.peek() else { return };
                 self.frontier = slot_start(first.at.0).saturating_add(1 << SLOT_SHIFT);
             } else {
-                let i = self.next_occupied(slot_index(self.frontier));
-                let ahead = (i + SLOTS - slot_index(self.frontier)) % SLOTS;
+                let from = slot_index(self.frontier);
+                let i = self.next_occupied(from);
+                let ahead = (i + SLOTS - from) % SLOTS;
                 let start = self.frontier + ((ahead as i64) << SLOT_SHIFT);
                 self.frontier = start.saturating_add(1 << SLOT_SHIFT);
                 self.occupied[i / 64] &= !(1 << (i % 64));

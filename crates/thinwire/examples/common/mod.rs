@@ -15,15 +15,8 @@ pub fn load(path: &Path) -> Scenario {
     thinwire::config::parse_scenario(&text, &sets).unwrap_or_else(|e| die(&path.display(), &e))
 }
 
-/// Every `*.toml` in `dir`, in name order.
-#[allow(dead_code)] // each example uses one of the two
-pub fn load_dir(dir: &str) -> Vec<Scenario> {
-    load_dir_named(dir).into_iter().map(|(_, sc)| sc).collect()
-}
-
 /// Every `*.toml` in `dir`, in name order, with its file name (no extension).
-#[allow(dead_code)]
-pub fn load_dir_named(dir: &str) -> Vec<(String, Scenario)> {
+pub fn load_dir(dir: &str) -> Vec<(String, Scenario)> {
     let mut paths: Vec<_> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| die(&dir, &e))
         .filter_map(|e| e.ok().map(|e| e.path()))
