@@ -137,3 +137,72 @@ fn a_lost_nak_is_repeated_in_the_next_round() {
     assert_eq!(idents(&p), vec![0, 1, 2, 3, 4]);
     assert_eq!(st(p.side(1)).naks_sent, 1 + 2);
 }
+
+/// An idle frame whose arrival would change nothing (the receiver already knows of
+/// every frame it announces) is not an event unless the link trace records
+/// arrivals. Results must be those of a run where every arrival is an event (the
+/// link-traced run): same flows, link counters and run length, fewer events.
+#[test]
+fn skipping_idle_frames_that_change_nothing_changes_no_result() {
+    use thinwire::config::parse_scenario;
+    use thinwire::engine::run_scenario;
+    let mut skipped_any = false;
+    for (case, (idle, mux, chan, extra)) in [
+        ("\"unlimited\"", "pull", "model = \"fading\"\npe = 0.3\nfdt = 0.1", ""),
+        ("\"unlimited\"", "shared-queue", "model = \"uniform\"\np = 0.1", "[[flow]]\napp = \"media\"\n"),
+        ("3", "pull", "model = \"fading\"\npe = 0.1\nfdt = 1.0", "[[flow]]\napp = \"web\"\n"),
+        ("0", "pull", "model = \"uniform\"\np = 0.05", ""),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let text = format!(
+            "seed = {case}\nstop = \"400s\"\n[wireless]\nrate = \"9600bps\"\ndelay = \"10ms\"\nframe = \"19B\"\n\
+             header = \"5B\"\nmux = \"{mux}\"\n[wireless.channel]\n{chan}\n[wireless.arq]\nprotocol = \"is707\"\n\
+             idle_frames = {idle}\n[[flow]]\napp = \"bulk\"\nbytes = \"60KB\"\n\
+             tcp = {{ variant = \"reno\", mss = 536 }}\n{extra}"
+        );
+        let plain = parse_scenario(&text, &[]).unwrap();
+        let mut traced = plain.clone();
+        traced.trace.layers = vec!["link".into()];
+        let (a, b) = (run_scenario(&plain), run_scenario(&traced));
+        assert_eq!(format!("{:?}", a.flows), format!("{:?}", b.flows), "case {case}");
+        assert_eq!(format!("{:?}", a.link), format!("{:?}", b.link), "case {case}");
+        assert_eq!((a.end, a.sim_time_s), (b.end, b.sim_time_s), "case {case}");
+        assert!(a.events <= b.events, "case {case}");
+        skipped_any |= a.events < b.events;
+        assert!(b.link[0].idle_frames > 0 || idle == "0", "case {case}: idle frames were sent");
+    }
+    assert!(skipped_any, "some idle arrivals were skipped");
+}
+
+/// A link left to run down (a few idle frames after the last data, nothing more to
+/// do): the time of the last arrival, which a run ending for want of events lasts
+/// until, is the same whether the arrivals that changed nothing were events or not.
+#[test]
+fn a_link_that_runs_down_reports_its_last_silent_arrival() {
+    use thinwire::channel::Channel;
+    use thinwire::link::wireless::{DirConfig, LinkTrace, Mux, Session, WirelessConfig, WirelessLink};
+    use thinwire::queue::Limit;
+    let last = |trace: bool| {
+        let dir = DirConfig { rate: 9600, delay: Duration::from_millis(10), queue: Limit::Packets(50) };
+        let cfg = WirelessConfig { dirs: [dir, dir], frame: 19, header: 5, mux: Mux::default() };
+        let mut l = WirelessLink::new(cfg, [is707(Some(4)), is707(Some(4))], [Channel::None, Channel::None]);
+        l.set_trace(LinkTrace { link: trace, queue: false, channel: false });
+        for i in 0..3 {
+            l.offer(Instant::ZERO, 0, Session::Arq, pkt(i));
+        }
+        let mut t_last = Instant::ZERO;
+        while let Some(t) = l.poll_timeout() {
+            l.handle_timeout(t);
+            while l.poll_deliver().is_some() {}
+            while l.poll_event().is_some() {}
+            t_last = t;
+        }
+        (t_last, l.silent_until())
+    };
+    let (every, _) = last(true);
+    let (events_only, silent) = last(false);
+    assert!(silent > events_only, "the last idle frames' arrivals were skipped");
+    assert_eq!(every, events_only.max(silent));
+}

@@ -504,6 +504,8 @@ impl Sim {
         // its last event was.
         let end = match why {
             EndReason::StopTime | EndReason::MaxTime => self.max_time,
+            // The last frame arrivals that changed nothing were not events.
+            EndReason::Idle => self.now().max(self.link.silent_until()),
             _ => self.now(),
         };
         self.finish(end, why)

@@ -121,12 +121,30 @@ impl Is707 {
         (self.v_s, self.v_r, self.v_n)
     }
 
+    /// Whether an idle frame carrying V(S) = `v_s` would change nothing on arrival,
+    /// now or later: this receiver already expects frame `v_s` or a later one
+    /// (V(R) ≥ `v_s`), and V(R) never decreases.
+    pub fn idle_is_stale(&self, v_s: u32) -> bool {
+        v_s <= self.v_r
+    }
+
     fn slot(&self, mut f: Frame) -> Frame {
         f.payload = self.cfg.max_payload as u16;
         f
     }
 
-    pub fn poll_transmit(&mut self, _now: Instant) -> Option<Frame> {
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Frame> {
+        self.poll_frame(now, true)
+    }
+
+    /// As [`poll_transmit`](Self::poll_transmit) but never an idle frame: what the
+    /// sender puts into a frame queue (idle frames only fill a slot the queue
+    /// leaves empty, or the sender would queue idle frames forever).
+    pub fn poll_transmit_without_idle(&mut self, now: Instant) -> Option<Frame> {
+        self.poll_frame(now, false)
+    }
+
+    fn poll_frame(&mut self, _now: Instant, idle: bool) -> Option<Frame> {
         if let Some((first, last)) = self.naks.pop_front() {
             self.stats.naks_sent += 1;
             return Some(self.slot(Frame::control(FrameKind::Nack, first, Some(last))));
@@ -153,7 +171,7 @@ impl Is707 {
             self.idle_left = self.cfg.idle_frames.unwrap_or(u32::MAX);
             return Some(self.slot(f));
         }
-        if self.idle_left > 0 && self.v_s > 0 {
+        if idle && self.idle_left > 0 && self.v_s > 0 {
             if self.cfg.idle_frames.is_some() {
                 self.idle_left -= 1;
             }

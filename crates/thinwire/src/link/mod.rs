@@ -62,6 +62,18 @@ impl Arq {
             Arq::Gprs(g) => g.poll_transmit(now),
         }
     }
+    /// What this end puts into a shared frame queue: as `poll_transmit`, but no
+    /// IS-707 idle frame (those only fill a slot the queue leaves empty).
+    pub fn poll_transmit_queued(&mut self, now: Instant) -> Option<Frame> {
+        match self {
+            Arq::Is707(i) => i.poll_transmit_without_idle(now),
+            _ => self.poll_transmit(now),
+        }
+    }
+    /// Whether this end sends idle frames when it has nothing else (IS-707).
+    pub fn sends_idle_frames(&self) -> bool {
+        matches!(self, Arq::Is707(_))
+    }
     pub fn on_frame(&mut self, now: Instant, f: Frame) {
         match self {
             Arq::Raw(r) => r.on_frame(now, f),
@@ -100,6 +112,16 @@ impl Arq {
             Arq::Is707(i) => i.handle_timeout(now),
             Arq::Gsm(g) => g.handle_timeout(now),
             Arq::Gprs(g) => g.handle_timeout(now),
+        }
+    }
+    /// Whether frame `f` of the peer's ARQ session, arriving here at any later time,
+    /// would change nothing: so far only an IS-707 idle frame announcing frames this
+    /// end has already noticed. The link then skips its arrival (an event with no
+    /// effect; long IS-707 runs are mostly idle frames).
+    pub fn ignores(&self, f: &Frame) -> bool {
+        match self {
+            Arq::Is707(i) => f.kind == FrameKind::Idle && i.idle_is_stale(f.seq),
+            _ => false,
         }
     }
     /// Retransmission timer expiries (SR/ASR) or poll timer expiries (RLC).

@@ -21,6 +21,8 @@
 //!   first come, first served: ns-2's structure, with the link layer above the
 //!   interface queue, so ARQ timers also run while frames wait there. A frame that
 //!   finds the queue full is lost (the ARQ recovers it like a channel loss).
+//!   IS-707 idle frames are not queued: they fill a slot the queue leaves empty
+//!   (queued, unlimited idle frames would never let the sender stop filling it).
 //!
 //! A direction's radio sends at a constant rate, or at the opportunities of a
 //! Mahimahi delivery trace ([`WirelessLink::set_capacity`], `link::capacity`).
@@ -273,6 +275,8 @@ pub struct WirelessLink {
     /// once they have been taken.
     delivering: Option<(usize, usize, Instant)>,
     resume: Option<(usize, Instant)>,
+    /// The latest arrival of a frame skipped because it would change nothing.
+    silent_until: Instant,
     trace: LinkTrace,
     events: VecDeque<LinkEvent>,
     /// The link's own timer queue, for drivers without one.
@@ -317,6 +321,7 @@ impl WirelessLink {
             header: cfg.header,
             delivering: None,
             resume: None,
+            silent_until: Instant::ZERO,
             trace: LinkTrace::default(),
             events: VecDeque::new(),
             own: EventQueue::new(),
@@ -336,6 +341,13 @@ impl WirelessLink {
             }
         }
         h
+    }
+
+    /// The latest time a frame that changed nothing reached the far end (such
+    /// arrivals are not events): a run that ends when nothing is left to happen
+    /// lasted at least this long.
+    pub fn silent_until(&self) -> Instant {
+        self.silent_until
     }
 
     /// Chooses the trace events to produce (none by default).
@@ -552,8 +564,9 @@ impl WirelessLink {
 
     // ----- the machine -----
 
-    /// Takes the next frame from the sessions of direction `d` in scheduler order.
-    fn next_frame(&mut self, d: usize, now: Instant) -> Option<Frame> {
+    /// Takes the next frame from the sessions of direction `d` in scheduler order;
+    /// for the shared frame queue (`queued`), no idle frame.
+    fn next_frame(&mut self, d: usize, now: Instant, queued: bool) -> Option<Frame> {
         let r = &mut self.radio[d];
         let order = match self.scheduler {
             Scheduler::RoundRobin => [r.rr, 1 - r.rr],
@@ -570,7 +583,11 @@ impl WirelessLink {
                         None => break,
                     }
                 }
-                arq.poll_transmit(now)
+                if queued {
+                    arq.poll_transmit_queued(now)
+                } else {
+                    arq.poll_transmit(now)
+                }
             } else {
                 let raw = &mut self.bypass[d];
                 if raw.wants_packet() {
@@ -592,7 +609,7 @@ impl WirelessLink {
     /// Shared-queue mode: moves every frame the sessions can produce now into the
     /// frame queue, dropping those that find it full.
     fn fill_shared(&mut self, d: usize, now: Instant) {
-        while let Some(f) = self.next_frame(d, now) {
+        while let Some(f) = self.next_frame(d, now, true) {
             let r = &mut self.radio[d];
             let (q, limit) = r.shared.as_mut().expect("shared-queue mode");
             if q.len() < *limit {
@@ -633,8 +650,12 @@ impl WirelessLink {
             self.fill_shared(d, now);
         }
         let next = match &mut self.radio[d].shared {
-            Some((q, _)) => q.pop_front(),
-            None => self.next_frame(d, now),
+            Some((q, _)) => match q.pop_front() {
+                // An idle frame fills a slot the frame queue leaves empty.
+                None if self.arq[d].sends_idle_frames() => self.next_frame(d, now, false),
+                f => f,
+            },
+            None => self.next_frame(d, now, false),
         };
         if let Some(frame) = next {
             self.transmit(now, d, frame, timers);
@@ -721,10 +742,19 @@ impl WirelessLink {
         }
         r.busy = true;
         timers.schedule(now + airtime, LinkTimer::RadioDone(d as u8));
-        if !lost {
-            r.in_flight.push_back(frame);
-            timers.schedule(now + airtime + r.delay, LinkTimer::FrameArrive(d as u8));
+        if lost {
+            return;
         }
+        let arrive = now + airtime + r.delay;
+        // An arrival that would change nothing at the far end is not an event
+        // (unless the link trace records it). Its only trace is the run's end time
+        // when the run ends for want of events (`silent_until`).
+        if !self.trace.link && frame.session == 0 && self.arq[1 - d].ignores(&frame) {
+            self.silent_until = self.silent_until.max(arrive);
+            return;
+        }
+        r.in_flight.push_back(frame);
+        timers.schedule(arrive, LinkTimer::FrameArrive(d as u8));
     }
 
     fn frame_arrive(&mut self, now: Instant, d: usize) {
