@@ -126,3 +126,54 @@ fn random_scenarios_run_repeatably_and_account_correctly() {
     }
     assert!(web_tx > 50, "web flows must complete transactions: {web_tx}");
 }
+
+/// The shared frame queue skips polling sessions that cannot have a frame (nothing
+/// offered, received or timed out since they last had none): every protocol's
+/// results must be those of polling at every chance. The settings are those of the
+/// `shared-link-arq` study (round numbers that make timers end at the very instant
+/// of other events), where a first version changed 67 of 17,880 RLC runs.
+#[test]
+fn skipped_polls_change_no_result() {
+    use thinwire::engine::Sim;
+    let protocols = [
+        "protocol = \"raw\"",
+        "protocol = \"sr\"\nwindow = 127\nack_delay = \"500ms\"\ntimeout = \"1.1s\"",
+        "protocol = \"asr\"\nwindow = 127\nack_delay = \"500ms\"\ninitial_srtt = \"1.1s\"",
+        "protocol = \"rlc\"\npreset = \"uniform\"",
+        "protocol = \"rlc\"\npreset = \"two-state\"",
+        "protocol = \"is707\"\nidle_frames = 3",
+        "protocol = \"gprs\"",
+        "protocol = \"rlp-gsm\"",
+    ];
+    let channels = [
+        "model = \"uniform\"\np = 0.05",
+        "model = \"two-state\"\ngood = { ber = 1e-6, mean = \"10s\" }\nbad = { ber = 1e-2, mean = \"500ms\" }",
+    ];
+    let mut differ = vec![];
+    for (i, arq) in protocols.iter().enumerate() {
+        for (j, chan) in channels.iter().enumerate() {
+            for seed in 0..SEEDS {
+                let text = format!(
+                    "seed = {seed}\nstop = \"end\"\nmax_time = \"6000s\"\n[wired]\nrate = \"10Mbps\"\ndelay = \"1ms\"\n\
+                     [wireless]\nrate = \"64kbps\"\ndelay = \"50ms\"\nframe = \"250B\"\nheader = \"4B\"\n\
+                     queue = {{ limit = \"50pkt\" }}\nmux = \"shared-queue\"\nframe_queue = 50\n\
+                     [wireless.channel]\n{chan}\n[wireless.arq]\n{arq}\n[[flow]]\napp = \"bulk\"\nbytes = \"10MB\"\n\
+                     tcp = {{ variant = \"reno\", mss = 210, timer_granularity = \"10ms\", rcv_buf = \"4200B\" }}\n\
+                     [[flow]]\napp = \"media\"\ndirection = \"down\"\n"
+                );
+                let sc = parse_scenario(&text, &[]).unwrap_or_else(|e| panic!("{e}\n{text}"));
+                let a = Sim::new(&sc).run();
+                let mut b = Sim::new(&sc);
+                b.link_mut().poll_always();
+                let b = b.run();
+                let same = format!("{:?}{:?}", a.flows, a.link) == format!("{:?}{:?}", b.flows, b.link);
+                if !same || a.events != b.events {
+                    differ.push((i, j, seed));
+                }
+            }
+        }
+    }
+    assert!(differ.is_empty(), "(protocol, channel, seed) with other results: {differ:?}");
+}
+
+const SEEDS: u64 = 8;

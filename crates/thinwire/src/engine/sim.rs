@@ -457,6 +457,12 @@ impl Sim {
         self.q.now()
     }
 
+    /// The wireless link, for tests that set it up differently.
+    #[doc(hidden)]
+    pub fn link_mut(&mut self) -> &mut WirelessLink {
+        &mut self.link
+    }
+
     /// Runs to the stop condition and returns the results.
     pub fn run(self) -> RunResult {
         self.run_polled(&mut || false)

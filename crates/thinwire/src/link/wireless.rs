@@ -247,6 +247,10 @@ struct Radio {
     qs: [DropTail; 2],
     rr: usize,
     shared: Option<(VecDeque<Frame>, usize)>,
+    /// Shared-queue mode: the sessions had no frame at the last fill, and nothing
+    /// that could give them one (a packet offered, a frame received, an ARQ timer)
+    /// has happened since, so the next fill would find nothing either.
+    drained: bool,
     busy: bool,
     rate: u64,
     /// A delivery trace instead of the constant rate.
@@ -281,6 +285,9 @@ pub struct WirelessLink {
     events: VecDeque<LinkEvent>,
     /// The link's own timer queue, for drivers without one.
     own: EventQueue<LinkTimer>,
+    /// Skip polls that cannot give a frame (`Radio::drained`); off only in tests
+    /// that check the skipping changes nothing.
+    skip_polls: bool,
 }
 
 impl WirelessLink {
@@ -297,6 +304,7 @@ impl WirelessLink {
                     Mux::SharedQueue { limit } => Some((VecDeque::new(), limit)),
                     Mux::Pull(_) => None,
                 },
+                drained: false,
                 busy: false,
                 rate: dc.rate,
                 capacity: None,
@@ -325,7 +333,15 @@ impl WirelessLink {
             trace: LinkTrace::default(),
             events: VecDeque::new(),
             own: EventQueue::new(),
+            skip_polls: true,
         }
+    }
+
+    /// Polls every session at every chance instead of skipping the polls that
+    /// cannot give a frame: for tests that check the skipping changes nothing.
+    #[doc(hidden)]
+    pub fn poll_always(&mut self) {
+        self.skip_polls = false;
     }
 
     /// The earliest time a channel transition not yet reported as an event can be
@@ -443,6 +459,7 @@ impl WirelessLink {
         p.meta.queued = now;
         let (flow, len) = (p.meta.flow, p.size());
         let r = &mut self.radio[dir];
+        r.drained = false;
         let dropped = !r.qs[sess].push(p);
         if dropped {
             r.stats.queue_drops += 1;
@@ -482,6 +499,7 @@ impl WirelessLink {
                 self.arq_sched[e] = None;
                 self.arq[e].handle_timeout(now);
                 self.arq_dirty[e] = true;
+                self.radio[e].drained = false;
                 self.delivering = Some((e, 0, now));
                 self.resume = Some((e, now));
             }
@@ -609,6 +627,9 @@ impl WirelessLink {
     /// Shared-queue mode: moves every frame the sessions can produce now into the
     /// frame queue, dropping those that find it full.
     fn fill_shared(&mut self, d: usize, now: Instant) {
+        if self.radio[d].drained && self.skip_polls {
+            return;
+        }
         while let Some(f) = self.next_frame(d, now, true) {
             let r = &mut self.radio[d];
             let (q, limit) = r.shared.as_mut().expect("shared-queue mode");
@@ -631,6 +652,7 @@ impl WirelessLink {
                 });
             }
         }
+        self.radio[d].drained = !self.arq[d].transmits_by_clock();
     }
 
     /// Starts the next frame of direction `d` if the radio is free; reschedules the
@@ -771,6 +793,7 @@ impl WirelessLink {
             self.events.push_back(LinkEvent::FrameRecv { at: now, dir: d as u8, flow, seq, ack, len, tx });
         }
         let sess = frame.session as usize;
+        self.radio[end].drained = false;
         if sess == 0 {
             self.arq[end].on_frame(now, frame);
             self.arq_dirty[end] = true;
