@@ -4,7 +4,7 @@ saved as they arrive, resumed from what was saved (a cut last line included)."""
 import json
 import math
 
-from thinwire.runner import run_tasks, task_key
+from thinwire.runner import Group, execute, run_tasks, task_key
 
 
 def test_run_tasks_computes_in_order_and_resumes(tmp_path):
@@ -23,3 +23,17 @@ def test_run_tasks_computes_in_order_and_resumes(tmp_path):
     before = store.read_text()
     assert run_tasks(math.sqrt, tasks, store, workers=1, progress=False) == [2.0, 3.0, 4.0]
     assert store.read_text() == before
+
+
+def _sizes(batch):
+    return [len(batch)] * len(batch)
+
+
+def test_long_tasks_run_first_one_per_dask_task():
+    saved = []
+    short = Group([(f"s{i}", i) for i in range(40)], _sizes, lambda k, r: saved.append(("short", r)))
+    long = Group([(f"l{i}", i) for i in range(3)], _sizes, lambda k, r: saved.append(("long", r)), long=True)
+    execute([short, long], workers=1, progress=False, batch=5)
+    assert [w for w, _ in saved[:3]] == ["long"] * 3, saved
+    assert all(r == [1] for w, r in saved if w == "long")
+    assert all(r == [5] * 5 for w, r in saved if w == "short")

@@ -36,6 +36,11 @@ class Group:
     save: Callable[[list[str], list], None]
     flush: Callable[[], None] = lambda: None
     done: int = field(default=0)
+    # Tasks that each take seconds (a study's long runs): submitted one per Dask
+    # task and ahead of every other group, so they spread over the workers and
+    # the short tasks fill in behind them. In batches with the others, one worker
+    # could get a batch of twenty long runs while the rest idle at the end.
+    long: bool = False
 
 
 def client(scheduler: str | None, n_workers: int):
@@ -91,9 +96,10 @@ def execute(
     bar = tqdm(total=total, unit="run", disable=not progress, file=sys.stderr, desc=desc)
     try:
         futures = {}
-        for g in groups:
-            for i in range(0, len(g.todo), size):
-                part = g.todo[i : i + size]
+        for g in sorted(groups, key=lambda g: not g.long):
+            step = 1 if g.long else size
+            for i in range(0, len(g.todo), step):
+                part = g.todo[i : i + step]
                 fut = cl.submit(g.run_batch, [t for _, t in part], pure=False)
                 futures[fut] = (g, [k for k, _ in part])
         for fut in as_completed(list(futures)):
@@ -174,9 +180,9 @@ class _Store:
             self.pending = []
 
 
-def tasks_group(fn: Callable, tasks: list, store: Path) -> tuple[Group, _Store, list[str]]:
+def tasks_group(fn: Callable, tasks: list, store: Path, long: bool = False) -> tuple[Group, _Store, list[str]]:
     """The group for `fn` over `tasks` keeping results in `store`, the store, and
-    the tasks' keys in order."""
+    the tasks' keys in order; `long`: each task takes seconds (see `Group.long`)."""
     import functools
 
     st = _Store(store)
@@ -185,7 +191,7 @@ def tasks_group(fn: Callable, tasks: list, store: Path) -> tuple[Group, _Store, 
     # Duplicate tasks run once.
     seen: set[str] = set()
     todo = [(k, t) for k, t in todo if not (k in seen or seen.add(k))]
-    return Group(todo, functools.partial(_apply, fn), st.save, st.flush), st, keys
+    return Group(todo, functools.partial(_apply, fn), st.save, st.flush, long=long), st, keys
 
 
 def run_tasks(

@@ -112,7 +112,7 @@ def run_all(out: Path, quick: bool, scheduler, workers, progress):
     n_hist = 1 if quick else 10
     stop = 20_000 if quick else 1_000_000
     hist_jobs = [[f, 1000 + k, stop] for f in FDTS for k in range(n_hist)]
-    group, store, keys = tasks_group(_hist_job, hist_jobs, out / "data" / "histogram-runs.jsonl")
+    group, store, keys = tasks_group(_hist_job, hist_jobs, out / "data" / "histogram-runs.jsonl", long=True)
     res = execute_sweeps(
         [(s, out / "data" / n) for n, s in sw],
         scheduler,
