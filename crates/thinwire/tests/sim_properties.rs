@@ -135,6 +135,7 @@ fn random_scenarios_run_repeatably_and_account_correctly() {
 #[test]
 fn skipped_polls_change_no_result() {
     use thinwire::engine::Sim;
+    const SEEDS: u64 = 8;
     let protocols = [
         "protocol = \"raw\"",
         "protocol = \"sr\"\nwindow = 127\nack_delay = \"500ms\"\ntimeout = \"1.1s\"",
@@ -175,5 +176,3 @@ fn skipped_polls_change_no_result() {
     }
     assert!(differ.is_empty(), "(protocol, channel, seed) with other results: {differ:?}");
 }
-
-const SEEDS: u64 = 8;

@@ -121,13 +121,6 @@ impl Is707 {
         (self.v_s, self.v_r, self.v_n)
     }
 
-    /// Whether an idle frame carrying V(S) = `v_s` would change nothing on arrival,
-    /// now or later: this receiver already expects frame `v_s` or a later one
-    /// (V(R) ≥ `v_s`), and V(R) never decreases.
-    pub fn idle_is_stale(&self, v_s: u32) -> bool {
-        v_s <= self.v_r
-    }
-
     fn slot(&self, mut f: Frame) -> Frame {
         f.payload = self.cfg.max_payload as u16;
         f

@@ -126,11 +126,12 @@ impl Arq {
     }
     /// Whether frame `f` of the peer's ARQ session, arriving here at any later time,
     /// would change nothing: so far only an IS-707 idle frame announcing frames this
-    /// end has already noticed. The link then skips its arrival (an event with no
+    /// end has already noticed (its V(R) has reached the V(S) the frame carries, and
+    /// V(R) never decreases). The link then skips its arrival (an event with no
     /// effect; long IS-707 runs are mostly idle frames).
     pub fn ignores(&self, f: &Frame) -> bool {
         match self {
-            Arq::Is707(i) => f.kind == FrameKind::Idle && i.idle_is_stale(f.seq),
+            Arq::Is707(i) => f.kind == FrameKind::Idle && f.seq <= i.counters().1,
             _ => false,
         }
     }
