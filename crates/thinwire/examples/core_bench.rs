@@ -21,6 +21,7 @@ mod common;
 /// Pending entries in the bare loop's heap (thinwire's holds up to ~50, RESULTS.md).
 const PENDING: u64 = 64;
 
+#[inline(never)] // its own function, so `bench/instructions.py` can count it
 fn bare_loop(events: u64) -> (f64, u64) {
     let mut heap = BinaryHeap::with_capacity(PENDING as usize + 1);
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
