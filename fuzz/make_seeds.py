@@ -73,6 +73,8 @@ def main() -> int:
         'mobile_prefixes = ["10.0.1.0/24"]\nmax_connections = 4096\nidle_timeout = "10min"\n',
     )
     put("daemon_config", "with-overrides.toml", '[daemon]\nmobile_interface = "eth1"\n--\ndaemon.max_buffer=1MB\n')
+    # Found by this target: an unknown quoted key holding an escaped line break.
+    put("daemon_config", "key-with-line-break.toml", '"3n =3.2\\\\.\\nfetir"=30')
     put("delivery_trace", "constant", "".join(f"{t}\n" for t in range(1, 41)))
     put("delivery_trace", "bursty", "5\n5\n5\n12\n30\n30\n31\n")
     ss = (

@@ -203,6 +203,16 @@ pub fn parse_daemon(text: &str, overrides: &[String]) -> Result<DaemonFile, Conf
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A quoted key with an escaped line break, unknown to the daemon file, is
+    /// named on one line (found by the `daemon_config` fuzz target).
+    #[test]
+    fn unknown_key_with_a_line_break_is_named_on_one_line() {
+        let e = parse_daemon("\"3n =3.2\\\\.\\nfetir\"=30", &[]).unwrap_err().to_string();
+        assert!(!e.contains('\n') && e.contains("\\n"), "{e}");
+        let e = parse_daemon("[proxy]\n\"a\\r\\nb\" = 1", &[]).unwrap_err().to_string();
+        assert!(!e.contains('\n') && !e.contains('\r'), "{e}");
+    }
     #[test]
     fn a_minimal_file_takes_the_defaults() {
         let f = parse_daemon("[daemon]\nmobile_interface = \"eth1\"\n", &[]).unwrap();

@@ -229,11 +229,14 @@ pub struct ConfigError {
     pub message: String,
 }
 impl std::fmt::Display for ConfigError {
+    /// One line: line breaks in names the error quotes (a TOML key may hold an
+    /// escaped one) are shown escaped.
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        let esc = |s: &str| s.replace('\r', "\\r").replace('\n', "\\n");
         if self.path.is_empty() || self.path == "." {
-            write!(f, "{}", self.message)
+            write!(f, "{}", esc(&self.message))
         } else {
-            write!(f, "{}: {}", self.path, self.message)
+            write!(f, "{}: {}", esc(&self.path), esc(&self.message))
         }
     }
 }
