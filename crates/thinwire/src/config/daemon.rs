@@ -210,6 +210,7 @@ mod tests {
     fn unknown_key_with_a_line_break_is_named_on_one_line() {
         let e = parse_daemon("\"3n =3.2\\\\.\\nfetir\"=30", &[]).unwrap_err().to_string();
         assert!(!e.contains('\n') && e.contains("\\n"), "{e}");
+        assert!(e.contains("unknown field `3n =3.2\\.\\nfetir`, expected"), "the whole message: {e}");
         let e = parse_daemon("[proxy]\n\"a\\r\\nb\" = 1", &[]).unwrap_err().to_string();
         assert!(!e.contains('\n') && !e.contains('\r'), "{e}");
     }

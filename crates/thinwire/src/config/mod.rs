@@ -295,10 +295,10 @@ pub(crate) fn deserialize<T: serde::de::DeserializeOwned>(value: toml::Value) ->
                     (p, i) if i.starts_with('[') => format!("{p}{i}"),
                     (p, i) => format!("{p}.{i}"),
                 };
-                return cerr(full, units::first_line(m));
+                return cerr(full, units::bare_message(m));
             }
         }
-        cerr(path, units::first_line(&msg))
+        cerr(path, units::bare_message(&msg))
     })
 }
 
@@ -446,6 +446,23 @@ fn validate(sc: &Scenario, flows_run: bool) -> Result<(), ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A quoted key holding a line break is named on one line, and the message
+    /// after it is not lost (it was cut at the line break).
+    #[test]
+    fn keys_with_line_breaks_are_named_whole_on_one_line() {
+        let base = "[wireless]\nrate = \"64kbps\"\n[wireless.arq]\nprotocol = \"sr\"\n";
+        for (text, want) in [
+            (format!("\"a\\nb\" = 1\n{base}"), "a\\nb: unknown field `a\\nb`, expected one of `name`"),
+            (
+                format!("{base}\"x\\ny\" = 2\n"),
+                "wireless.arq.x\\ny: does not apply to protocol \"sr\", which takes window, ack_delay, timeout, renack",
+            ),
+        ] {
+            let e = parse_scenario(&text, &[]).unwrap_err().to_string();
+            assert!(!e.contains('\n') && e.starts_with(want) && !e.contains("in `"), "{e}");
+        }
+    }
     const BASE: &str = "[wireless]\nrate = \"64kbps\"\ndelay = \"50ms\"\n[[flow]]\napp = \"bulk\"\nbytes = \"1MB\"\n";
     fn err(extra: &str, o: &[&str]) -> ConfigError {
         parse_scenario(&format!("{BASE}{extra}"), &o.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap_err()

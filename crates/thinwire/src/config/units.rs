@@ -120,7 +120,7 @@ pub(crate) const INNER: char = '\u{1}';
 pub(crate) fn tagged<T: DeserializeOwned, E: de::Error>(v: toml::Value, what: &str) -> Result<T, E> {
     serde_path_to_error::deserialize(v).map_err(|e| {
         let path = e.path().to_string();
-        let msg = first_line(&e.inner().to_string());
+        let msg = bare_message(&e.inner().to_string());
         let (path, msg) = match unknown_field(&msg) {
             Some((field, accepted)) => {
                 let p = if path.is_empty() || path == "." {
@@ -158,8 +158,13 @@ pub(crate) fn bad_tag<E: de::Error>(tag: &str, value: &str, what: &str, accepted
     E::custom(format!("{INNER}{tag}{INNER}{value:?} is not {what}; use one of {}", list.join(", ")))
 }
 
-pub(crate) fn first_line(m: &str) -> String {
-    m.lines().next().unwrap_or("").split(" in `").next().unwrap_or("").trim().to_string()
+/// A serde message without the " in `path`" (toml: "\nin `path`") it may end
+/// with. Other line breaks are kept: they come from a name the user wrote (a
+/// quoted TOML key may hold one), which `ConfigError`'s display escapes; cutting
+/// at them lost the rest of the message.
+pub(crate) fn bare_message(m: &str) -> String {
+    let end = [" in `", "\nin `"].iter().filter_map(|s| m.rfind(s)).max().unwrap_or(m.len());
+    m[..end].trim().to_string()
 }
 
 /// serde's "unknown field `x`, expected one of `a`, `b`" (or "expected `a`", or
