@@ -10,7 +10,7 @@ component (self cost grouped by the source file it was written in; standard-libr
 code inlined into a function counts for that function's module).
 Instructions are not time (the bare loop's unpredictable branches make it slower per
 instruction than the simulator), so the time ratio stays `bench/core.py`'s figure.
-    .venv/bin/python bench/instructions.py [--top N]      (needs valgrind; ~2 minutes)"""
+    .venv/bin/python bench/instructions.py [--top N] [--keep FILE]      (needs valgrind; ~2 minutes)"""
 
 import argparse
 import os
@@ -72,6 +72,7 @@ def component(path: str, func: str) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--top", type=int, default=12, help="also list the N costliest functions (self)")
+    ap.add_argument("--keep", type=Path, help="also copy callgrind's output here (for callgrind_annotate --auto=yes)")
     a = ap.parse_args()
     for tool in ("valgrind", "callgrind_annotate"):
         if not shutil.which(tool):
@@ -108,6 +109,8 @@ def main() -> None:
             capture_output=True,
             text=True,
         ).stdout
+        if a.keep:
+            shutil.copyfile(out, a.keep)
     bare = 0
     sim = 0
     parts: dict[str, int] = defaultdict(int)

@@ -584,44 +584,68 @@ impl WirelessLink {
 
     /// Takes the next frame from the sessions of direction `d` in scheduler order;
     /// for the shared frame queue (`queued`), no idle frame.
+    ///
+    /// Called several times per event and mostly finding nothing, so it is kept
+    /// small: handing queued packets to a session (fragmenting, allocating) is
+    /// outlined (it made every call set up a frame for all of it: 2026-11-24 notes
+    /// in bench/RESULTS.md).
     fn next_frame(&mut self, d: usize, now: Instant, queued: bool) -> Option<Frame> {
-        let r = &mut self.radio[d];
+        let rr = self.radio[d].rr;
         let order = match self.scheduler {
-            Scheduler::RoundRobin => [r.rr, 1 - r.rr],
+            Scheduler::RoundRobin => [rr, 1 - rr],
             Scheduler::ArqFirst => [0, 1],
             Scheduler::BypassFirst => [1, 0],
         };
         for s in order {
             let next = if s == 0 {
-                let arq = &mut self.arq[d];
                 self.arq_dirty[d] = true;
-                while arq.wants_packet() {
-                    match r.qs[0].pop() {
-                        Some(p) => arq.send(now, p),
-                        None => break,
-                    }
+                if !self.radio[d].qs[0].is_empty() && self.arq[d].wants_packet() {
+                    self.feed_arq(d, now);
                 }
+                let arq = &mut self.arq[d];
                 if queued {
                     arq.poll_transmit_queued(now)
                 } else {
                     arq.poll_transmit(now)
                 }
             } else {
-                let raw = &mut self.bypass[d];
-                if raw.wants_packet() {
-                    if let Some(p) = r.qs[1].pop() {
-                        raw.send(p);
+                // An idle bypass session (no media on the link: most runs) has
+                // nothing to give; `poll_transmit` would return `None` unchanged.
+                if self.bypass[d].wants_packet() {
+                    if self.radio[d].qs[1].is_empty() {
+                        continue;
                     }
+                    self.feed_bypass(d);
                 }
-                raw.poll_transmit(now)
+                self.bypass[d].poll_transmit(now)
             };
             if let Some(mut f) = next {
                 f.session = s as u8;
-                r.rr = 1 - s;
+                self.radio[d].rr = 1 - s;
                 return Some(f);
             }
         }
         None
+    }
+
+    /// Hands direction `d`'s queued packets to its ARQ session while it wants them.
+    #[inline(never)]
+    fn feed_arq(&mut self, d: usize, now: Instant) {
+        let (q, arq) = (&mut self.radio[d].qs[0], &mut self.arq[d]);
+        while arq.wants_packet() {
+            match q.pop() {
+                Some(p) => arq.send(now, p),
+                None => break,
+            }
+        }
+    }
+
+    /// Hands the bypass session of direction `d` its next queued packet.
+    #[inline(never)]
+    fn feed_bypass(&mut self, d: usize) {
+        if let Some(p) = self.radio[d].qs[1].pop() {
+            self.bypass[d].send(p);
+        }
     }
 
     /// Shared-queue mode: moves every frame the sessions can produce now into the
