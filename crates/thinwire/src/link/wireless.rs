@@ -587,8 +587,8 @@ impl WirelessLink {
     ///
     /// Called several times per event and mostly finding nothing, so it is kept
     /// small: handing queued packets to a session (fragmenting, allocating) is
-    /// outlined (it made every call set up a frame for all of it: 2026-11-24 notes
-    /// in bench/RESULTS.md).
+    /// outlined (inlined, it gave every call a 776-byte stack frame to set up:
+    /// bench/RESULTS.md, 2026-11-24 (late)).
     fn next_frame(&mut self, d: usize, now: Instant, queued: bool) -> Option<Frame> {
         let rr = self.radio[d].rr;
         let order = match self.scheduler {
