@@ -1006,16 +1006,9 @@ mod tests {
     /// The selected order statistics are those of the sorted delays.
     #[test]
     fn delay_percentiles_match_a_sort() {
-        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut rng = crate::rng::Rng::stream(1, 0, "delays");
         for n in [0usize, 1, 2, 3, 10, 101, 1000] {
-            let delays: Vec<i64> = (0..n)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    (x % 5000) as i64
-                })
-                .collect();
+            let delays: Vec<i64> = (0..n).map(|_| rng.below(5000) as i64).collect();
             let r = delay_stats(n as u64, n as u64, &delays, 0.0);
             let mut s = delays.clone();
             s.sort_unstable();
