@@ -1,0 +1,243 @@
+"""Per-run time of two builds side by side, alternating (issue "Speed", part 1).
+
+    .venv/bin/python bench/regress.py                      # this working tree against BASE
+    .venv/bin/python bench/regress.py --base 3e21701 --head a4ea6fc --rounds 5
+    .venv/bin/python bench/regress.py --scenario scenarios/web-browsing.toml --runs 20
+
+Each build is a wheel of one commit (or, for `--head worktree`, of the working tree
+as it is now, uncommitted changes included) installed into a venv of its own under
+`target/regress/`; the venv finds polars and the other dependencies in this
+checkout's `.venv` (one path line), never this checkout's editable `thinwire`. Builds
+are cached by commit, so a second comparison against the same base costs nothing.
+
+Every example scenario (`scenarios/*.toml` of this checkout; `--scenario` to choose)
+is run through `thinwire.run(path)` — what a script or a sweep pays per run: parsing,
+building, simulating, converting the results to Python — in one worker process per
+build. A round runs each scenario `--runs` times on one build, then on the other,
+the order swapped every round (A B, B A, …), so slow minutes of the machine fall on
+both. Printed per scenario: the best round's mean per-run time of each build (the
+issue's "best of 3 rounds of 10 runs"), the median round's, and the ratio head/base
+of each; the core's own `wall_s` (simulation only, no conversion) the same way; the
+geometric mean of the ratios over the scenarios. Event counts are compared: a
+scenario whose events differ between the builds is marked `*` (the builds do not
+simulate the same thing, so its ratio is not a like-for-like comparison).
+
+Run it before landing anything that touches the core; record the output in
+bench/RESULTS.md. Never a test: timings are not asserted anywhere.
+"""
+
+import argparse
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = ROOT / "target" / "regress"
+# The build of 2026-11-23 morning that the issue measured against (d10c636).
+DEFAULT_BASE = "d10c636"
+
+
+def sh(cmd, **kw) -> str:
+    return subprocess.run(cmd, check=True, text=True, capture_output=True, **kw).stdout.strip()
+
+
+def resolve(rev: str) -> str:
+    if rev == "worktree":
+        return rev
+    return sh(["git", "rev-parse", "--verify", f"{rev}^{{commit}}"], cwd=ROOT)
+
+
+def build(rev: str, quiet: bool) -> Path:
+    """A venv holding `rev`'s wheel; returns its python."""
+    name = "worktree" if rev == "worktree" else rev[:12]
+    venv = CACHE / f"venv-{name}"
+    py = venv / "bin" / "python"
+    if rev != "worktree" and (venv / ".ok").exists():
+        return py
+    if rev == "worktree":
+        src = ROOT
+    else:
+        src = CACHE / f"src-{name}"
+        if src.exists():
+            shutil.rmtree(src)
+        src.mkdir(parents=True)
+        archive = subprocess.run(["git", "archive", rev], cwd=ROOT, check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", src], input=archive, check=True)
+    wheels = CACHE / f"wheels-{name}"
+    shutil.rmtree(wheels, ignore_errors=True)
+    maturin = Path(sys.executable).parent / "maturin"
+    if not quiet:
+        print(f"building {name} ...", file=sys.stderr, flush=True)
+    t = time.perf_counter()
+    # One cargo target folder for every exported commit: crates.io dependencies are
+    # compiled once.
+    env = dict(os.environ, CARGO_TARGET_DIR=str(CACHE / "cargo-target")) if rev != "worktree" else None
+    subprocess.run(
+        [str(maturin), "build", "--release", "-q", "-o", str(wheels), "-i", sys.executable],
+        cwd=src,
+        check=True,
+        env=env,
+        stdout=subprocess.DEVNULL if quiet else sys.stderr,
+    )
+    wheel = next(wheels.glob("thinwire-*.whl"))
+    shutil.rmtree(venv, ignore_errors=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True)
+    # Dependencies from this checkout's venv: a path line (a .pth inside that folder,
+    # such as the editable thinwire.pth, is not processed through it).
+    site = sh([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
+    Path(site, "_regress_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    (venv / ".ok").write_text(rev + "\n")
+    if not quiet:
+        print(f"built {name} in {time.perf_counter() - t:.0f} s", file=sys.stderr, flush=True)
+    return py
+
+
+class Worker:
+    """`python regress.py --worker` in a build's venv, answering one batch per line."""
+
+    def __init__(self, py: Path, label: str):
+        self.label = label
+        self.p = subprocess.Popen(
+            [str(py), "-I", str(Path(__file__).resolve()), "--worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=CACHE,
+        )
+        self.where = self.ask({"hello": True})["thinwire"]
+
+    def ask(self, msg: dict) -> dict:
+        assert self.p.stdin and self.p.stdout
+        self.p.stdin.write(json.dumps(msg) + "\n")
+        self.p.stdin.flush()
+        line = self.p.stdout.readline()
+        if not line:
+            raise SystemExit(f"regress: the {self.label} worker died")
+        return json.loads(line)
+
+    def close(self) -> None:
+        if self.p.stdin:
+            self.p.stdin.close()
+        self.p.wait()
+
+
+def worker() -> None:
+    import thinwire
+
+    for line in sys.stdin:
+        msg = json.loads(line)
+        if "hello" in msg:
+            out = {"thinwire": str(Path(thinwire.__file__).parent)}
+        else:
+            try:
+                thinwire.run(msg["path"])  # warm: page cache, allocator, lazy imports
+                per, core = [], []
+                for _ in range(msg["runs"]):
+                    t = time.perf_counter()
+                    r = thinwire.run(msg["path"])
+                    per.append(time.perf_counter() - t)
+                    core.append(r.summary["wall_s"])
+                out = {"per": per, "core": core, "events": r.summary["events"]}
+            except Exception as e:  # a scenario this build cannot run
+                out = {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
+        print(json.dumps(out), flush=True)
+
+
+def cpu() -> str:
+    try:
+        for line in sh(["lscpu"]).splitlines():
+            if line.startswith("Model name"):
+                return line.split(":", 1)[1].strip()
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return platform.processor() or "unknown"
+
+
+def gmean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--base", default=DEFAULT_BASE, help=f"commit to compare against (default {DEFAULT_BASE})")
+    ap.add_argument("--head", default="worktree", help="commit, or 'worktree' for this checkout as it is (default)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=10, help="runs per scenario per round and build")
+    ap.add_argument("--scenario", action="append", help="scenario file (repeatable; default scenarios/*.toml)")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.worker:
+        worker()
+        return
+    if a.rounds < 1 or a.runs < 1:
+        ap.error("--rounds and --runs must be at least 1")
+    try:
+        base, head = resolve(a.base), resolve(a.head)
+    except subprocess.CalledProcessError:
+        ap.error(f"not a commit: {a.base!r} or {a.head!r}")
+    paths = [Path(p).resolve() for p in a.scenario] if a.scenario else sorted((ROOT / "scenarios").glob("*.toml"))
+    for p in paths:
+        if not p.is_file():
+            ap.error(f"no such scenario file: {p}")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    builds = {"base": build(base, False), "head": build(head, False)}
+    workers = {k: Worker(py, k) for k, py in builds.items()}
+    print(f"machine: {cpu()}, {os.cpu_count()} cores, {platform.system()} {platform.release()}")
+    print(f"base {a.base} ({base[:12]})  head {a.head} ({head[:12]})")
+    print(f"{a.rounds} rounds x {a.runs} runs per scenario and build, alternating; load {os.getloadavg()[0]:.2f}")
+    # rounds[name][build] = list of (mean per-run, mean core) per round
+    res: dict = {p.stem: {"base": [], "head": []} for p in paths}
+    events: dict = {p.stem: {} for p in paths}
+    errors: dict = {}
+    for rnd in range(a.rounds):
+        order = ["base", "head"] if rnd % 2 == 0 else ["head", "base"]
+        for p in paths:
+            for k in order:
+                if (p.stem, k) in errors:
+                    continue
+                out = workers[k].ask({"path": str(p), "runs": a.runs})
+                if "error" in out:
+                    errors[(p.stem, k)] = out["error"]
+                    continue
+                res[p.stem][k].append((statistics.fmean(out["per"]), statistics.fmean(out["core"])))
+                events[p.stem][k] = out["events"]
+        print(f"  round {rnd + 1}/{a.rounds} done", file=sys.stderr, flush=True)
+    for w in workers.values():
+        w.close()
+    hdr = f"{'scenario':<24} {'events':>9}  {'base ms':>8} {'head ms':>8} {'ratio':>6} {'median':>6}   {'core base':>9} {'core head':>9} {'ratio':>6}"
+    print(hdr)
+    best, med, core = [], [], []
+    for name, r in res.items():
+        if not r["base"] or not r["head"]:
+            why = errors.get((name, "base")) or errors.get((name, "head"))
+            print(f"{name:<24} not compared: {why}")
+            continue
+        bb, hb = min(x[0] for x in r["base"]), min(x[0] for x in r["head"])
+        bm, hm = statistics.median(x[0] for x in r["base"]), statistics.median(x[0] for x in r["head"])
+        cb, ch = min(x[1] for x in r["base"]), min(x[1] for x in r["head"])
+        same = events[name]["base"] == events[name]["head"]
+        mark = " " if same else "*"
+        ev = f"{events[name]['head']:,}{mark}"
+        print(
+            f"{name:<24} {ev:>10} {bb * 1e3:8.2f} {hb * 1e3:8.2f} {hb / bb:6.3f} {hm / bm:6.3f}   "
+            f"{cb * 1e3:9.2f} {ch * 1e3:9.2f} {ch / cb:6.3f}"
+        )
+        best.append(hb / bb)
+        med.append(hm / bm)
+        core.append(ch / cb)
+    print(f"{'geometric mean':<35} {'':>17} {gmean(best):6.3f} {gmean(med):6.3f}   {'':>19} {gmean(core):6.3f}")
+    if any(events[n].get("base") != events[n].get("head") for n in events if len(events[n]) == 2):
+        print("* events differ between the builds: not the same simulation")
+
+
+if __name__ == "__main__":
+    main()
