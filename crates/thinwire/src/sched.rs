@@ -45,8 +45,6 @@ impl<E> Ord for Entry<E> {
 const SLOT_SHIFT: u32 = 17;
 /// Slots on the wheel (a power of two): it spans 4096 × 131 µs ≈ 537 ms.
 const SLOTS: usize = 4096;
-/// Entries a drained slot keeps room for.
-const KEEP: usize = 16;
 const SPAN: i64 = (SLOTS as i64) << SLOT_SHIFT;
 
 /// The event queue: a binary heap for what is due before `frontier` and a timer
@@ -62,9 +60,17 @@ const SPAN: i64 = (SLOTS as i64) << SLOT_SHIFT;
 /// bench/RESULTS.md.) `near` is empty only when the whole queue is.
 pub struct EventQueue<E> {
     near: BinaryHeap<Entry<E>>,
-    /// `SLOTS` buckets once the first entry goes to the wheel (a queue created and
-    /// dropped at once costs no more than a heap).
-    wheel: Vec<Vec<Entry<E>>>,
+    /// The wheel's slots: each the head of a singly linked list of `nodes` (`NIL`
+    /// when empty). Allocated when the first entry goes to the wheel (a queue
+    /// created and dropped at once costs no more than a heap).
+    heads: Vec<u32>,
+    /// Every wheel entry in one arena (a slot's list in any order: `near` sorts
+    /// them), with a free list through `next`: a run allocates the arena once and
+    /// grows it to the most entries ever on the wheel at once, where a vector per
+    /// slot cost an allocation for every slot first touched and a free for each at
+    /// the end (bench/RESULTS.md, 2026-11-25).
+    nodes: Vec<Node<E>>,
+    free: u32,
     /// One bit per non-empty wheel slot.
     occupied: [u64; SLOTS / 64],
     in_wheel: usize,
@@ -76,6 +82,15 @@ pub struct EventQueue<E> {
     popped: u64,
 }
 
+/// A wheel entry in the arena (`e` is `None` while the node is free).
+struct Node<E> {
+    e: Option<Entry<E>>,
+    next: u32,
+}
+
+/// The end of a slot's list and of the free list.
+const NIL: u32 = u32::MAX;
+
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
         Self::new()
@@ -86,7 +101,9 @@ impl<E> EventQueue<E> {
     pub fn new() -> Self {
         EventQueue {
             near: BinaryHeap::new(),
-            wheel: Vec::new(),
+            heads: Vec::new(),
+            nodes: Vec::new(),
+            free: NIL,
             occupied: [0; SLOTS / 64],
             in_wheel: 0,
             far: BinaryHeap::new(),
@@ -119,12 +136,24 @@ impl<E> EventQueue<E> {
         } else if at.0 < self.frontier {
             self.near.push(e);
         } else if at.0 - self.frontier < SPAN {
-            if self.wheel.is_empty() {
-                self.wheel.resize_with(SLOTS, Vec::new);
+            if self.heads.is_empty() {
+                self.heads = vec![NIL; SLOTS];
             }
             let i = slot_index(at.0);
             self.occupied[i / 64] |= 1 << (i % 64);
-            self.wheel[i].push(e);
+            let next = self.heads[i];
+            let n = if self.free != NIL {
+                let n = self.free;
+                let node = &mut self.nodes[n as usize];
+                self.free = node.next;
+                *node = Node { e: Some(e), next };
+                n
+            } else {
+                let n = u32::try_from(self.nodes.len()).expect("fewer than 2^32 timers on the wheel");
+                self.nodes.push(Node { e: Some(e), next });
+                n
+            };
+            self.heads[i] = n;
             self.in_wheel += 1;
         } else {
             self.far.push(e);
@@ -158,15 +187,14 @@ impl<E> EventQueue<E> {
                 let start = self.frontier + ((ahead as i64) << SLOT_SHIFT);
                 self.frontier = start.saturating_add(1 << SLOT_SHIFT);
                 self.occupied[i / 64] &= !(1 << (i % 64));
-                let bucket = &mut self.wheel[i];
-                self.in_wheel -= bucket.len();
-                for e in bucket.drain(..) {
-                    self.near.push(e);
-                }
-                if bucket.capacity() > KEEP {
-                    // A burst's bucket gives its memory back (4096 buckets each
-                    // keeping its largest size cost 10 MB at 10 Gbit/s).
-                    *bucket = Vec::new();
+                let mut n = std::mem::replace(&mut self.heads[i], NIL);
+                while n != NIL {
+                    let node = &mut self.nodes[n as usize];
+                    self.near.push(node.e.take().expect("a listed node holds an entry"));
+                    let next = std::mem::replace(&mut node.next, self.free);
+                    self.free = n;
+                    n = next;
+                    self.in_wheel -= 1;
                 }
             }
             // A frontier stuck at the last instant there is takes everything.
