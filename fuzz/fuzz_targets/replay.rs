@@ -10,7 +10,7 @@ const SCENARIO: &str = "[wireless]\nrate = \"64kbps\"\ndelay = \"50ms\"\n[wirele
 
 fuzz_target!(|data: &[u8]| {
     static SC: OnceLock<Scenario> = OnceLock::new();
-    let sc = SC.get_or_init(|| thinwire::config::parse_links(SCENARIO, &[]).expect("valid"));
+    let sc = SC.get_or_init(|| thinwire::config::parse_links(SCENARIO, &[], None).expect("valid"));
     let end = thinwire::time::Instant(60_000_000_000);
     for gateway in [false, true] {
         let _ = thinwire_emu::replay_from(sc, data, end, gateway);

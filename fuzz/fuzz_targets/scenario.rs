@@ -22,7 +22,7 @@ fuzz_target!(|data: &[u8]| {
         }
         Err(e) => assert!(!e.to_string().contains('\n'), "two-line error: {e}"),
     }
-    if let Err(e) = thinwire::config::parse_links(toml, &overrides) {
+    if let Err(e) = thinwire::config::parse_links(toml, &overrides, None) {
         assert!(!e.to_string().contains('\n'), "two-line error: {e}");
     }
 });

@@ -7,6 +7,7 @@ __all__ = [
     "run",
     "write_trace",
     "check",
+    "path_overrides",
     "analyze_capture",
     "CaptureError",
     "ScenarioError",
@@ -27,7 +28,12 @@ class ScenarioError(ValueError):
 class CaptureError(ValueError):
     """A capture file cannot be read; the message says why."""
 
-def run(toml_text: str, overrides: list[str] = ..., out_dir: str | os.PathLike[str] | None = ...) -> dict[str, Any]:
+def run(
+    toml_text: str,
+    overrides: list[str] = ...,
+    out_dir: str | os.PathLike[str] | None = ...,
+    scenario_file: str | os.PathLike[str] | None = ...,
+) -> dict[str, Any]:
     """Runs a scenario given as TOML text with `KEY=VALUE` overrides.
 
     Keys: events, sim_time_s, flows (list of dicts, see RESULT_FIELDS["flow"]),
@@ -36,15 +42,27 @@ def run(toml_text: str, overrides: list[str] = ..., out_dir: str | os.PathLike[s
     (column bytes and "rows"), pcap_server / pcap_mobile (bytes, if recorded), files
     (names streamed into `out_dir`: trace.parquet, server.pcap, mobile.pcap,
     mm-down.log, mm-up.log; their columns/bytes are then absent or empty), wall_s,
-    events_per_s. With `out_dir`, a write error raises OSError."""
+    events_per_s. With `out_dir`, a write error raises OSError. `scenario_file`: the
+    file the text was read from (relative paths in the text are relative to its
+    directory)."""
 
 def write_trace(cols: dict[str, Any], path: str | os.PathLike[str]) -> int:
     """Writes trace columns (as `run` returns them under "trace") to a trace.parquet
     with the core's writer, rows sorted by time; returns the rows written."""
 
-def check(toml_text: str, overrides: list[str] = ..., links_only: bool = ...) -> None:
+def check(
+    toml_text: str,
+    overrides: list[str] = ...,
+    links_only: bool = ...,
+    scenario_file: str | os.PathLike[str] | None = ...,
+) -> None:
     """Checks a scenario without running it; raises ScenarioError. `links_only`: as
-    the emulator reads it (flows are not run, so none is needed)."""
+    the emulator reads it (flows are not run, so none is needed). `scenario_file`:
+    as for `run`."""
+
+def path_overrides(toml_text: str, scenario_file: str | os.PathLike[str]) -> list[str]:
+    """The overrides that make the relative file paths of a scenario file's text
+    absolute (relative to the file's directory), as `run` with `scenario_file` does."""
 
 # Linux only: the real-time emulator (crates/thinwire-emu).
 class EmulateError(ValueError):

@@ -15,9 +15,14 @@ from .traces import read_trace, scan_trace, trace_frame
 ScenarioError = _core.ScenarioError
 
 
+def _is_file(scenario: str | os.PathLike) -> bool:
+    """A scenario is a path to a file unless it is TOML text (a line break or an `=`)."""
+    return isinstance(scenario, os.PathLike) or ("\n" not in str(scenario) and "=" not in str(scenario))
+
+
 def load_scenario_text(scenario: str | os.PathLike) -> tuple[str, str]:
     """Returns (text, name) for a path or for TOML text given directly."""
-    if isinstance(scenario, os.PathLike) or ("\n" not in str(scenario) and "=" not in str(scenario)):
+    if _is_file(scenario):
         p = Path(scenario)
         if not p.is_file():
             raise ScenarioError(f"{p}: no such scenario file (give a path to a .toml file)")
@@ -28,31 +33,23 @@ def load_scenario_text(scenario: str | os.PathLike) -> tuple[str, str]:
     return str(scenario), "scenario"
 
 
-# Scenario keys holding file paths: in a scenario file they are relative to the
-# file's directory (in --set overrides and TOML text, to the working directory).
-_PATH_KEYS = ("wireless.down.delivery_trace", "wireless.up.delivery_trace")
+def scenario_file(scenario: str | os.PathLike) -> str | None:
+    """The absolute path of a scenario given as a file (None for TOML text): the
+    core makes relative file paths in the file (delivery traces) relative to its
+    directory; in --set overrides and in TOML text they are relative to the working
+    directory."""
+    if _is_file(scenario):
+        return os.path.abspath(scenario)
+    return None
 
 
 def path_overrides(scenario: str | os.PathLike, text: str) -> list[str]:
     """Overrides that make the relative file paths of a scenario file absolute
-    (relative to the file's directory); [] for TOML text given directly."""
-    import tomllib
-
-    if not (isinstance(scenario, os.PathLike) or ("\n" not in str(scenario) and "=" not in str(scenario))):
-        return []
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
-        return []  # the core reports it
-    base = Path(scenario).resolve().parent
-    out = []
-    for key in _PATH_KEYS:
-        v: object = doc
-        for part in key.split("."):
-            v = v.get(part) if isinstance(v, dict) else None
-        if isinstance(v, str) and v and not os.path.isabs(v):
-            out.append(f"{key}={json.dumps(str(base / v))}")
-    return out
+    (relative to the file's directory; the core's rule); [] for TOML text given
+    directly. For what keeps a scenario's text and overrides to run them elsewhere
+    (a sweep's runs, an emulation's replay)."""
+    file = scenario_file(scenario)
+    return [] if file is None else _core.path_overrides(text, file)
 
 
 def _toml_value(v) -> str:
@@ -246,7 +243,7 @@ class RunResult:
 def check(scenario: str | os.PathLike, set=None) -> None:
     """Validates a scenario; raises ScenarioError naming the field that is wrong."""
     text, _ = load_scenario_text(scenario)
-    _core.check(text, path_overrides(scenario, text) + _overrides(set, None, None, None, False))
+    _core.check(text, _overrides(set, None, None, None, False), scenario_file=scenario_file(scenario))
 
 
 def run(
@@ -274,9 +271,10 @@ def run(
       Atomic as a set: a failed or interrupted run leaves the folder as it was.
     """
     text, name = load_scenario_text(scenario)
-    overrides = path_overrides(scenario, text) + _overrides(set, seed, run_index, trace, pcap, mm_log)
+    overrides = _overrides(set, seed, run_index, trace, pcap, mm_log)
+    file = scenario_file(scenario)
     if out is None:
-        return RunResult(raw=_core.run(text, overrides), name=name)
+        return RunResult(raw=_core.run(text, overrides, scenario_file=file), name=name)
     import shutil
     import tempfile
 
@@ -287,7 +285,7 @@ def run(
     ok = False
     try:
         try:
-            raw = _core.run(text, overrides, str(tmp))
+            raw = _core.run(text, overrides, str(tmp), file)
         except OSError as e:
             raise _os_error(str(e), tmp, d) from None
         res = RunResult(raw=raw, name=name, _files_dir=tmp)

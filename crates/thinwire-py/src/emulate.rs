@@ -10,10 +10,6 @@ pyo3::create_exception!(
     "The emulator cannot run; the message says why (a usage problem: exit 2)."
 );
 
-fn scenario(toml_text: &str, overrides: &[String]) -> PyResult<thinwire::config::Scenario> {
-    thinwire::config::parse_links(toml_text, overrides).map_err(|e| crate::ScenarioError::new_err(e.to_string()))
-}
-
 /// Runs an emulation; returns its report. Raises EmulateError for what the user
 /// must fix (no root, no iproute2, an unwritable --out), RuntimeError otherwise.
 #[pyfunction]
@@ -32,7 +28,7 @@ pub fn emulate<'py>(
     gateway: Option<String>,
 ) -> PyResult<Bound<'py, PyDict>> {
     use thinwire::time::Duration;
-    let sc = scenario(&toml_text, &overrides)?;
+    let sc = crate::scenario(&toml_text, &overrides, None, true)?;
     let opts = thinwire_emu::Options {
         scenario: sc,
         mobile,
@@ -90,7 +86,7 @@ pub fn replay(
     end_ns: i64,
     gateway: bool,
 ) -> PyResult<Vec<String>> {
-    let sc = scenario(&toml_text, &overrides)?;
+    let sc = crate::scenario(&toml_text, &overrides, None, true)?;
     thinwire_emu::replay(&sc, &inputs, thinwire::time::Instant(end_ns), gateway)
         .map_err(|e| EmulateError::new_err(e.to_string()))
 }

@@ -80,19 +80,37 @@ fn result_to_py<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDi
     Ok(d)
 }
 
+/// The scenario of TOML text with overrides; with `file` (the path the text was
+/// read from) relative file paths in the text are relative to its directory.
+pub(crate) fn scenario(
+    toml_text: &str,
+    overrides: &[String],
+    file: Option<&std::path::Path>,
+    links_only: bool,
+) -> PyResult<thinwire::config::Scenario> {
+    let r = match (links_only, file) {
+        (true, f) => thinwire::config::parse_links(toml_text, overrides, f),
+        (false, Some(f)) => thinwire::config::parse_scenario_file(toml_text, overrides, f),
+        (false, None) => thinwire::config::parse_scenario(toml_text, overrides),
+    };
+    r.map_err(|e| ScenarioError::new_err(e.to_string()))
+}
+
 /// Runs a scenario given as TOML text with `KEY=VALUE` overrides. With `out_dir`,
 /// its trace, pcap taps and mm-link logs are streamed into files there (named in
 /// the result's `files`) instead of returned; a write error raises OSError.
+/// `scenario_file`: the file the text was read from (relative paths in the text
+/// are relative to its directory).
 #[pyfunction]
-#[pyo3(signature = (toml_text, overrides=Vec::new(), out_dir=None))]
+#[pyo3(signature = (toml_text, overrides=Vec::new(), out_dir=None, scenario_file=None))]
 fn run<'py>(
     py: Python<'py>,
     toml_text: String,
     overrides: Vec<String>,
     out_dir: Option<std::path::PathBuf>,
+    scenario_file: Option<std::path::PathBuf>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let sc =
-        thinwire::config::parse_scenario(&toml_text, &overrides).map_err(|e| ScenarioError::new_err(e.to_string()))?;
+    let sc = scenario(&toml_text, &overrides, scenario_file.as_deref(), false)?;
     let sim = match &out_dir {
         None => Sim::new(&sc),
         Some(d) => Sim::with_output_dir(&sc, d).map_err(|e| PyOSError::new_err(e.to_string()))?,
@@ -186,16 +204,28 @@ fn trace_from_py(cols: &Bound<'_, PyDict>) -> PyResult<thinwire::trace::TraceTab
 /// Checks a scenario without running it; raises ScenarioError. `links_only`: as
 /// the emulator reads it (its flows are not run, so none is needed).
 #[pyfunction]
-#[pyo3(signature = (toml_text, overrides=Vec::new(), links_only=false))]
-fn check(toml_text: String, overrides: Vec<String>, links_only: bool) -> PyResult<()> {
-    let parse = if links_only { thinwire::config::parse_links } else { thinwire::config::parse_scenario };
-    parse(&toml_text, &overrides).map(|_| ()).map_err(|e| ScenarioError::new_err(e.to_string()))
+#[pyo3(signature = (toml_text, overrides=Vec::new(), links_only=false, scenario_file=None))]
+fn check(
+    toml_text: String,
+    overrides: Vec<String>,
+    links_only: bool,
+    scenario_file: Option<std::path::PathBuf>,
+) -> PyResult<()> {
+    scenario(&toml_text, &overrides, scenario_file.as_deref(), links_only).map(|_| ())
+}
+
+/// The overrides that make the relative file paths of a scenario file's text
+/// absolute (relative to the file's directory), as `run` with `scenario_file` does.
+#[pyfunction]
+fn path_overrides(toml_text: &str, scenario_file: std::path::PathBuf) -> Vec<String> {
+    thinwire::config::path_overrides(toml_text, &scenario_file)
 }
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
+    m.add_function(wrap_pyfunction!(path_overrides, m)?)?;
     m.add_function(wrap_pyfunction!(write_trace, m)?)?;
     m.add_function(wrap_pyfunction!(analysis::analyze_capture, m)?)?;
     m.add("CaptureError", m.py().get_type::<analysis::CaptureError>())?;

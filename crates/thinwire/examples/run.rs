@@ -10,7 +10,7 @@ fn main() {
         eprintln!("error: {path}: {e}");
         std::process::exit(2)
     });
-    let sc = thinwire::config::parse_scenario(&text, &args[1..]).unwrap_or_else(|e| {
+    let sc = thinwire::config::parse_scenario_file(&text, &args[1..], path.as_ref()).unwrap_or_else(|e| {
         eprintln!("error: {e}");
         std::process::exit(2)
     });

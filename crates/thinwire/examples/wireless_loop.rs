@@ -34,7 +34,8 @@ fn main() {
     };
     let (n, interval) = (num(1, 200), Duration::from_millis(num(2, 100) as i64));
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| die(format!("{path}: {e}")));
-    let sc = thinwire::config::parse_scenario(&text, &[]).unwrap_or_else(|e| die(format!("{path}: {e}")));
+    let sc = thinwire::config::parse_scenario_file(&text, &[], path.as_ref())
+        .unwrap_or_else(|e| die(format!("{path}: {e}")));
     let mut link = thinwire::build::wireless(&sc);
     let mut out = vec![];
     for i in 0..n {

@@ -12,7 +12,7 @@ fn die(what: &dyn std::fmt::Display, e: &dyn std::fmt::Display) -> ! {
 pub fn load(path: &Path) -> Scenario {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| die(&path.display(), &e));
     let sets: Vec<String> = text.lines().map_while(|l| l.strip_prefix("#set ")).map(|l| l.trim().to_string()).collect();
-    thinwire::config::parse_scenario(&text, &sets).unwrap_or_else(|e| die(&path.display(), &e))
+    thinwire::config::parse_scenario_file(&text, &sets, path).unwrap_or_else(|e| die(&path.display(), &e))
 }
 
 /// Every `*.toml` in `dir`, in name order, with its file name (no extension).

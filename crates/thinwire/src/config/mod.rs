@@ -23,6 +23,7 @@ pub use units::{Bytes, Dur, DurRange, Limit, QueueCfg, Rate, Size, Stop, Timer};
 
 use crate::time::Duration;
 use serde::Deserialize;
+use std::path::Path;
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -248,21 +249,35 @@ pub(crate) fn cerr(path: impl Into<String>, message: impl Into<String>) -> Confi
     ConfigError { path: path.into(), message: message.into() }
 }
 
-/// Parses TOML text, applies `KEY=VALUE` overrides, and types the result.
+/// Parses TOML text, applies `KEY=VALUE` overrides, and types the result. File
+/// paths in the text and in the overrides are relative to the working directory.
 pub fn parse_scenario(text: &str, overrides: &[String]) -> Result<Scenario, ConfigError> {
-    parse(text, overrides, true)
+    parse(text, overrides, None, true)
 }
 
-/// As [`parse_scenario`] for a driver that runs the scenario's links but not its
-/// flows (the emulator: real applications are the traffic), so a scenario without
-/// flows, or with `stop = "end"` and only media flows, is accepted. Flows present
-/// are still checked.
-pub fn parse_links(text: &str, overrides: &[String]) -> Result<Scenario, ConfigError> {
-    parse(text, overrides, false)
+/// As [`parse_scenario`] for the text of a scenario file: relative file paths in
+/// the text ([`PATH_KEYS`]) are relative to `file`'s directory (in the overrides,
+/// still to the working directory).
+pub fn parse_scenario_file(text: &str, overrides: &[String], file: &Path) -> Result<Scenario, ConfigError> {
+    parse(text, overrides, Some(file), true)
 }
 
-fn parse(text: &str, overrides: &[String], flows_run: bool) -> Result<Scenario, ConfigError> {
+/// As [`parse_scenario`] (or, with `file`, [`parse_scenario_file`]) for a driver
+/// that runs the scenario's links but not its flows (the emulator: real
+/// applications are the traffic), so a scenario without flows, or with
+/// `stop = "end"` and only media flows, is accepted. Flows present are still checked.
+pub fn parse_links(text: &str, overrides: &[String], file: Option<&Path>) -> Result<Scenario, ConfigError> {
+    parse(text, overrides, file, false)
+}
+
+/// Scenario keys holding file paths.
+pub const PATH_KEYS: [[&str; 3]; 2] = [["wireless", "down", "delivery_trace"], ["wireless", "up", "delivery_trace"]];
+
+fn parse(text: &str, overrides: &[String], file: Option<&Path>, flows_run: bool) -> Result<Scenario, ConfigError> {
     let mut value = toml_value(text)?;
+    if let Some(file) = file {
+        rebase_paths(&mut value, file);
+    }
     for o in overrides {
         apply_override(&mut value, o)?;
     }
@@ -302,9 +317,50 @@ pub(crate) fn deserialize<T: serde::de::DeserializeOwned>(value: toml::Value) ->
     })
 }
 
+/// Makes the relative file paths of a scenario file's document absolute: relative
+/// to the file's directory (resolved, symbolic links followed, as `realpath`
+/// does; the directory as given if that fails). Values that are not non-empty
+/// strings are left for the schema to reject. Returns the keys changed, dotted.
+fn rebase_paths(doc: &mut toml::Value, file: &Path) -> Vec<String> {
+    let mut dir: Option<std::path::PathBuf> = None;
+    let mut changed = vec![];
+    for key in PATH_KEYS {
+        let mut v = Some(&mut *doc);
+        for part in key {
+            v = v.and_then(|t| t.as_table_mut()).and_then(|t| t.get_mut(part));
+        }
+        let Some(toml::Value::String(s)) = v else { continue };
+        if s.is_empty() || Path::new(s.as_str()).is_absolute() {
+            continue;
+        }
+        let d = dir.get_or_insert_with(|| {
+            let parent = |p: &Path| p.parent().map(Path::to_path_buf).unwrap_or_default();
+            std::fs::canonicalize(file).map(|f| parent(&f)).unwrap_or_else(|_| parent(file))
+        });
+        *s = d.join(s.as_str()).to_string_lossy().into_owned();
+        changed.push(key.join("."));
+    }
+    changed
+}
+
+/// The overrides that make the relative file paths of a scenario file's text
+/// absolute, as [`parse_scenario_file`] does (`KEY="/abs/path"`): for a driver that
+/// keeps the text and its overrides to run them again elsewhere (a sweep's runs,
+/// an emulation's replay). Malformed TOML gives none (parsing reports it).
+pub fn path_overrides(text: &str, file: &Path) -> Vec<String> {
+    let Ok(mut doc) = toml_value(text) else { return vec![] };
+    let keys = rebase_paths(&mut doc, file);
+    keys.into_iter()
+        .map(|k| {
+            let v = k.split('.').try_fold(&doc, |t, p| t.get(p)).expect("a key just changed");
+            format!("{k}={v}")
+        })
+        .collect()
+}
+
 /// Reads the delivery traces `[wireless.down]`/`[wireless.up]` name (a relative
-/// path is relative to the working directory; the Python layer makes paths in a
-/// scenario file relative to that file's directory).
+/// path is relative to the working directory: [`parse_scenario_file`] has made
+/// those of a scenario file relative to its directory).
 fn load_delivery_traces(sc: &mut Scenario) -> Result<(), ConfigError> {
     for (n, d) in [("down", &mut sc.wireless.down), ("up", &mut sc.wireless.up)] {
         let Some(d) = d.as_mut() else { continue };
@@ -464,6 +520,36 @@ mod tests {
         }
     }
     const BASE: &str = "[wireless]\nrate = \"64kbps\"\ndelay = \"50ms\"\n[[flow]]\napp = \"bulk\"\nbytes = \"1MB\"\n";
+    /// A scenario file's relative paths are relative to its directory; absolute
+    /// ones, those of overrides and those of text given directly are left alone.
+    #[test]
+    fn scenario_file_paths_are_relative_to_its_directory() {
+        let dir = std::env::temp_dir().join(format!("thinwire-rebase-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::write(dir.join("sub/d.trace"), "1\n2\n").unwrap();
+        let file = dir.join("sub/s.toml");
+        let text = "[wireless]\nrate = \"1Mbps\"\ndelay = \"50ms\"\n[wireless.down]\ndelivery_trace = \"d.trace\"\n\
+                    [wireless.up]\ndelivery_trace = \"../sub/d.trace\"\n[[flow]]\napp = \"bulk\"\nbytes = \"1kB\"\n";
+        let real = std::fs::canonicalize(dir.join("sub")).unwrap();
+        let want = |p: &str| real.join(p).to_string_lossy().into_owned();
+        let sc = parse_scenario_file(text, &[], &file).unwrap();
+        assert_eq!(sc.wireless.down.as_ref().unwrap().delivery_trace.as_deref(), Some(want("d.trace").as_str()));
+        assert_eq!(sc.wireless.up.as_ref().unwrap().delivery_trace.as_deref(), Some(want("../sub/d.trace").as_str()));
+        // The same as overrides (TOML-quoted), for a driver that keeps text and overrides.
+        let o = path_overrides(text, &file);
+        assert_eq!(o.len(), 2);
+        let again = parse_scenario(text, &o).unwrap();
+        let traces = |sc: &Scenario| {
+            [&sc.wireless.down, &sc.wireless.up].map(|d| d.as_ref().and_then(|d| d.delivery_trace.clone()))
+        };
+        assert_eq!(traces(&again), traces(&sc));
+        // Overrides stay relative to the working directory; text given directly too.
+        let e = parse_scenario_file(text, &["wireless.up.delivery_trace=\"d.trace\"".into()], &file).unwrap_err();
+        assert!(e.to_string().starts_with("wireless.up.delivery_trace: d.trace: no such file"), "{e}");
+        assert!(parse_scenario(text, &[]).is_err());
+        assert!(path_overrides("x = [", &file).is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
     fn err(extra: &str, o: &[&str]) -> ConfigError {
         parse_scenario(&format!("{BASE}{extra}"), &o.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap_err()
     }
