@@ -70,7 +70,11 @@ def build(rev: str, quiet: bool) -> Path:
             shutil.rmtree(src)
         src.mkdir(parents=True)
         archive = subprocess.run(["git", "archive", rev], cwd=ROOT, check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", src], input=archive, check=True)
+        # -m: the files get the time of extraction, not the commit's. Cargo judges a
+        # path crate fresh by modification times, and with one target folder for
+        # every commit an older commit's sources would otherwise look older than the
+        # library built from another commit, which would then be linked unchanged.
+        subprocess.run(["tar", "-x", "-m", "-C", src], input=archive, check=True)
     wheels = CACHE / f"wheels-{name}"
     shutil.rmtree(wheels, ignore_errors=True)
     maturin = Path(sys.executable).parent / "maturin"
