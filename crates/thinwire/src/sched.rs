@@ -73,6 +73,10 @@ pub struct EventQueue<E> {
     free: u32,
     /// One bit per non-empty wheel slot.
     occupied: [u64; SLOTS / 64],
+    /// One bit per non-zero word of `occupied`: the next occupied slot is found
+    /// with two bit scans however far it is (a sparse run's next event is often
+    /// hundreds of slots ahead).
+    summary: u64,
     in_wheel: usize,
     far: BinaryHeap<Entry<E>>,
     /// A multiple of the slot width (or `i64::MAX`, the last instant, once reached).
@@ -105,6 +109,7 @@ impl<E> EventQueue<E> {
             nodes: Vec::new(),
             free: NIL,
             occupied: [0; SLOTS / 64],
+            summary: 0,
             in_wheel: 0,
             far: BinaryHeap::new(),
             frontier: 0,
@@ -141,6 +146,7 @@ impl<E> EventQueue<E> {
             }
             let i = slot_index(at.0);
             self.occupied[i / 64] |= 1 << (i % 64);
+            self.summary |= 1 << (i / 64);
             let next = self.heads[i];
             let n = if self.free != NIL {
                 let n = self.free;
@@ -187,6 +193,9 @@ impl<E> EventQueue<E> {
                 let start = self.frontier + ((ahead as i64) << SLOT_SHIFT);
                 self.frontier = start.saturating_add(1 << SLOT_SHIFT);
                 self.occupied[i / 64] &= !(1 << (i % 64));
+                if self.occupied[i / 64] == 0 {
+                    self.summary &= !(1 << (i / 64));
+                }
                 let mut n = std::mem::replace(&mut self.heads[i], NIL);
                 while n != NIL {
                     let node = &mut self.nodes[n as usize];
@@ -207,19 +216,19 @@ impl<E> EventQueue<E> {
 
     /// The first occupied slot at or after `from`, cyclically (one exists).
     fn next_occupied(&self, from: usize) -> usize {
-        let words = SLOTS / 64;
+        const WORDS: usize = SLOTS / 64;
+        const _: () = assert!(WORDS == 64, "one summary bit per word of a u64");
         let (w0, b0) = (from / 64, from % 64);
         let first = self.occupied[w0] & (!0u64 << b0);
         if first != 0 {
             return w0 * 64 + first.trailing_zeros() as usize;
         }
-        for k in 1..=words {
-            let w = (w0 + k) % words;
-            if self.occupied[w] != 0 {
-                return w * 64 + self.occupied[w].trailing_zeros() as usize;
-            }
-        }
-        unreachable!("an occupied slot")
+        // The next non-empty word after w0, cyclically (w0 itself last: its
+        // slots before `from` are a whole turn ahead).
+        let after = if w0 + 1 < WORDS { self.summary & (!0u64 << (w0 + 1)) } else { 0 };
+        let w = if after != 0 { after.trailing_zeros() } else { self.summary.trailing_zeros() } as usize;
+        assert!(w < WORDS, "an occupied slot");
+        w * 64 + self.occupied[w].trailing_zeros() as usize
     }
 }
 
