@@ -17,10 +17,11 @@ build. A round runs each scenario `--runs` times on one build, then on the other
 the order swapped every round (A B, B A, …), so slow minutes of the machine fall on
 both. Printed per scenario: the best round's mean per-run time of each build (the
 issue's "best of 3 rounds of 10 runs"), the median round's, and the ratio head/base
-of each; the core's own `wall_s` (simulation only, no conversion) the same way; the
-geometric mean of the ratios over the scenarios. Event counts are compared: a
-scenario whose events differ between the builds is marked `*` (the builds do not
-simulate the same thing, so its ratio is not a like-for-like comparison).
+of each; the core's own `wall_s` (simulation only, no conversion) the same way, and
+its ratio per event; the geometric mean of the ratios over the scenarios. Event
+counts are compared: a scenario whose events differ between the builds is marked
+`*` with both counts (the builds do not simulate the same thing, so its per-run
+ratio is not a like-for-like comparison; the per-event one is closer).
 
 Run it before landing anything that touches the core; record the output in
 bench/RESULTS.md. Never a test: timings are not asserted anywhere.
@@ -217,9 +218,12 @@ def main() -> None:
         print(f"  round {rnd + 1}/{a.rounds} done", file=sys.stderr, flush=True)
     for w in workers.values():
         w.close()
-    hdr = f"{'scenario':<24} {'events':>9}  {'base ms':>8} {'head ms':>8} {'ratio':>6} {'median':>6}   {'core base':>9} {'core head':>9} {'ratio':>6}"
+    hdr = (
+        f"{'scenario':<24} {'events':>17}  {'base ms':>8} {'head ms':>8} {'ratio':>6} {'median':>6}   "
+        f"{'core base':>9} {'core head':>9} {'ratio':>6} {'/event':>6}"
+    )
     print(hdr)
-    best, med, core = [], [], []
+    best, med, core, per_event = [], [], [], []
     for name, r in res.items():
         if not r["base"] or not r["head"]:
             why = errors.get((name, "base")) or errors.get((name, "head"))
@@ -228,19 +232,21 @@ def main() -> None:
         bb, hb = min(x[0] for x in r["base"]), min(x[0] for x in r["head"])
         bm, hm = statistics.median(x[0] for x in r["base"]), statistics.median(x[0] for x in r["head"])
         cb, ch = min(x[1] for x in r["base"]), min(x[1] for x in r["head"])
-        same = events[name]["base"] == events[name]["head"]
-        mark = " " if same else "*"
-        ev = f"{events[name]['head']:,}{mark}"
+        eb, eh = events[name]["base"], events[name]["head"]
+        ev = f"{eh:,} " if eb == eh else f"{eb:,}/{eh:,}*"
         print(
-            f"{name:<24} {ev:>10} {bb * 1e3:8.2f} {hb * 1e3:8.2f} {hb / bb:6.3f} {hm / bm:6.3f}   "
-            f"{cb * 1e3:9.2f} {ch * 1e3:9.2f} {ch / cb:6.3f}"
+            f"{name:<24} {ev:>18} {bb * 1e3:8.2f} {hb * 1e3:8.2f} {hb / bb:6.3f} {hm / bm:6.3f}   "
+            f"{cb * 1e3:9.2f} {ch * 1e3:9.2f} {ch / cb:6.3f} {(ch / eh) / (cb / eb):6.3f}"
         )
         best.append(hb / bb)
         med.append(hm / bm)
         core.append(ch / cb)
-    print(f"{'geometric mean':<35} {'':>17} {gmean(best):6.3f} {gmean(med):6.3f}   {'':>19} {gmean(core):6.3f}")
+        per_event.append((ch / eh) / (cb / eb))
+    print(
+        f"{'geometric mean':<43} {'':>17} {gmean(best):6.3f} {gmean(med):6.3f}   {'':>19} {gmean(core):6.3f} {gmean(per_event):6.3f}"
+    )
     if any(events[n].get("base") != events[n].get("head") for n in events if len(events[n]) == 2):
-        print("* events differ between the builds: not the same simulation")
+        print("* events (base/head) differ between the builds: not the same simulation")
 
 
 if __name__ == "__main__":
