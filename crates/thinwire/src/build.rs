@@ -26,7 +26,7 @@ use crate::link::{
 };
 use crate::queue::wired::WiredLink;
 use crate::rng::Rng;
-use crate::tcp::{TcpConfig, Variant};
+use crate::tcp::{RecoveryKind, TcpConfig, Variant};
 use crate::time::{Duration, Instant};
 
 pub const DIR_NAMES: [&str; 2] = ["down", "up"];
@@ -273,12 +273,17 @@ pub fn tcp_config(f: &FlowCfg) -> TcpConfig {
         return TcpConfig::default();
     };
     let d = t.profile.as_deref().and_then(TcpConfig::profile).unwrap_or_default();
-    let variant = t.variant.as_deref().and_then(Variant::parse).unwrap_or(d.variant);
+    // The profile's algorithms, or the variant's (a shorthand), or those named.
+    let (mut cc, mut recovery) =
+        t.variant.as_deref().and_then(Variant::parse).map_or((d.cc, d.recovery), Variant::parts);
+    cc = t.cc.unwrap_or(cc);
+    recovery = t.recovery.unwrap_or(recovery);
     TcpConfig {
-        variant,
+        cc,
+        recovery,
         mss: t.mss.unwrap_or(d.mss),
-        // Without a profile, SACK follows the variant.
-        sack: t.sack.unwrap_or(if t.profile.is_some() { d.sack } else { variant == Variant::Sack }),
+        // Without a profile, SACK is offered when the recovery uses it.
+        sack: t.sack.unwrap_or(if t.profile.is_some() { d.sack } else { recovery == RecoveryKind::Sack }),
         timestamps: t.timestamps.unwrap_or(d.timestamps),
         window_scaling: t.window_scaling.unwrap_or(d.window_scaling),
         initial_window: t.initial_window.unwrap_or(d.initial_window),
@@ -440,5 +445,28 @@ mod tests {
         let c = super::rlc_config(&r, 250);
         assert_eq!((c.status_prohibit, c.max_retransmissions, c.poll_window, c.poll_last_retx), (None, 4, None, true));
         assert_eq!(c.mrw_timer, Duration::from_millis(110), "the rest comes from the two-state column");
+    }
+    /// `tcp.cc` and `tcp.recovery` name the algorithms; `variant` is a shorthand
+    /// for the same pairs; giving both is refused, and so is an unknown name (the
+    /// error lists the names).
+    #[test]
+    fn tcp_cc_and_recovery_keys() {
+        use crate::tcp::{CcKind, RecoveryKind, Variant};
+        let tcp = |t: &str| {
+            let sc = parse_scenario(&format!("{BASE}tcp = {{ {t} }}\n"), &[])?;
+            Ok::<_, crate::config::ConfigError>(super::tcp_config(&sc.flow[0]))
+        };
+        for v in [Variant::Tahoe, Variant::Reno, Variant::NewReno, Variant::Sack] {
+            let (cc, r) = v.parts();
+            let named = tcp(&format!("cc = {:?}, recovery = {:?}", cc.name(), r.name())).unwrap();
+            assert_eq!(named, tcp(&format!("variant = {:?}", v.name())).unwrap());
+            assert_eq!(named, crate::tcp::TcpConfig::default().with_variant(v));
+        }
+        let linux = tcp("profile = \"linux\", recovery = \"newreno\"").unwrap();
+        assert_eq!((linux.cc, linux.recovery, linux.sack), (CcKind::Reno, RecoveryKind::NewReno, true));
+        let e = tcp("cc = \"vegas\"").unwrap_err().to_string();
+        assert_eq!(e, "flow[0].tcp.cc: \"vegas\" is not one of \"reno\"");
+        let e = tcp("variant = \"sack\", recovery = \"sack\"").unwrap_err().to_string();
+        assert!(e.starts_with("flow[0].tcp.recovery: give either variant"), "{e}");
     }
 }

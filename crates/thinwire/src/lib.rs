@@ -16,6 +16,7 @@ pub mod pcap;
 pub mod proxy;
 pub mod queue;
 pub mod realtime;
+pub mod registry;
 pub mod rng;
 pub mod sched;
 pub mod tcp;

@@ -16,12 +16,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("fx", &[]),
     ("pcap", &[]),
     ("describe", &[]),
+    ("registry", &[]),
     // Wire formats.
     ("wire", &["time"]),
     // Models: sans-IO machines.
     ("channel", &["rng", "time"]),
     ("queue", &["time", "wire"]),
-    ("tcp", &["time", "wire"]),
+    ("tcp", &["registry", "time", "wire"]),
     ("app", &["rng", "time"]),
     ("link", &["channel", "queue", "rng", "sched", "time", "wire"]),
     ("proxy", &["fx", "tcp", "time", "wire"]),

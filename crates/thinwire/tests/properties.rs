@@ -19,13 +19,7 @@ fn tcp_delivers_every_byte_once_under_random_loss() {
         let p_loss = [0.0, 0.01, 0.05, 0.15][(case / 4) as usize % 4];
         let bytes = 1 + rng.below(120_000);
         let mss = 200 + rng.below(1300) as u32;
-        let c = TcpConfig {
-            variant: v,
-            mss,
-            sack: v == Variant::Sack,
-            timestamps: rng.bernoulli(0.5),
-            ..Default::default()
-        };
+        let c = TcpConfig { mss, timestamps: rng.bernoulli(0.5), ..Default::default() }.with_variant(v);
         let mut lr = Rng::stream(case, 1, "prop.tcp.loss");
         let mut p = TcpPair::new(
             c,
@@ -39,7 +33,7 @@ fn tcp_delivers_every_byte_once_under_random_loss() {
         assert_eq!(p.ep[0].delivered(), bytes, "case {case}: {v:?} p={p_loss} mss={mss}");
         assert!(p.ep[1].is_closed(), "case {case}: sender should finish the FIN exchange");
         dropped += p.dropped[0] + p.dropped[1];
-        retx += p.ep[1].stats.retransmits;
+        retx += p.ep[1].stats().retransmits;
     }
     assert!(
         dropped > 500 && retx > 500,

@@ -6,7 +6,7 @@ use thinwire::time::Duration;
 const BYTES: u64 = 200_000;
 
 fn cfg(v: Variant) -> TcpConfig {
-    TcpConfig { variant: v, mss: 1000, sack: v == Variant::Sack, initial_window: 2, ..Default::default() }
+    TcpConfig { mss: 1000, initial_window: 2, ..Default::default() }.with_variant(v)
 }
 fn pair(v: Variant, bytes: u64, drop: DropFn) -> TcpPair {
     TcpPair::new(cfg(v), cfg(v), Some(bytes), 2_000_000, Duration::from_millis(50), drop)
@@ -24,7 +24,7 @@ fn handshake_transfer_and_close_without_loss() {
         finish(&mut p);
         assert_eq!(p.ep[0].delivered(), BYTES, "{v:?}");
         assert!(p.ep[0].is_closed() && p.ep[1].is_closed(), "{v:?}: both ends should complete the FIN exchange");
-        let s = &p.ep[1].stats;
+        let s = &p.ep[1].stats();
         assert_eq!((s.retransmits, s.timeouts, s.fast_retransmits), (0, 0, 0), "{v:?}");
         assert_eq!(p.ep[1].smss(), 1000);
         // Slow start with no loss: cwnd only grows.
@@ -37,7 +37,7 @@ fn single_loss_is_repaired_by_fast_retransmit() {
     for v in [Variant::Reno, Variant::NewReno, Variant::Sack] {
         let mut p = pair(v, BYTES, TcpPair::drop_data(&[30]));
         finish(&mut p);
-        let s = &p.ep[1].stats;
+        let s = &p.ep[1].stats();
         assert_eq!(p.ep[0].delivered(), BYTES);
         assert_eq!((s.fast_retransmits, s.timeouts, s.retransmits), (1, 0, 1), "{v:?}");
         // Window halved: ssthresh is about half the flight at the loss.
@@ -48,13 +48,12 @@ fn single_loss_is_repaired_by_fast_retransmit() {
 #[test]
 fn tahoe_restarts_from_one_segment_after_fast_retransmit() {
     let mut p = pair(Variant::Tahoe, BYTES, TcpPair::drop_data(&[30]));
-    p.ep[1].trace = Some(Vec::new());
+    p.ep[1].enable_trace();
     finish(&mut p);
-    let s = &p.ep[1].stats;
+    let s = &p.ep[1].stats();
     assert_eq!((s.fast_retransmits, s.timeouts), (1, 0));
     let cw: Vec<i64> = p.ep[1]
-        .trace
-        .as_ref()
+        .trace_vars()
         .unwrap()
         .iter()
         .filter(|e| e.var == thinwire::tcp::TcpVar::Cwnd)
@@ -69,7 +68,7 @@ fn several_losses_in_one_window() {
     let run = |v| {
         let mut p = pair(v, BYTES, TcpPair::drop_data(&drops));
         let t = finish(&mut p);
-        (p.ep[1].stats.clone(), t)
+        (p.ep[1].stats().clone(), t)
     };
     let (nr, t_nr) = run(Variant::NewReno);
     assert_eq!(nr.timeouts, 0, "NewReno recovers from partial ACKs without a timeout");
@@ -103,7 +102,7 @@ fn lost_retransmission_needs_a_timeout_and_backs_off() {
     let mut p = pair(Variant::NewReno, BYTES, drop);
     finish(&mut p);
     assert_eq!(p.ep[0].delivered(), BYTES);
-    assert!(p.ep[1].stats.timeouts >= 1);
+    assert!(p.ep[1].stats().timeouts >= 1);
     // The same sequence number was sent 4 times; the gaps between the timeout-driven
     // retransmissions double (RFC 6298 §5.5).
     let seq = p.log[1].iter().filter(|x| x.3).map(|x| x.1).next().unwrap();
@@ -118,15 +117,15 @@ fn lost_retransmission_needs_a_timeout_and_backs_off() {
 fn delayed_acks_halve_the_ack_count() {
     let mut p = pair(Variant::NewReno, BYTES, TcpPair::drop_none());
     finish(&mut p);
-    let data = p.ep[1].stats.data_segments_sent as f64;
-    let acks = p.ep[0].stats.acks_sent as f64;
+    let data = p.ep[1].stats().data_segments_sent as f64;
+    let acks = p.ep[0].stats().acks_sent as f64;
     assert!(acks > 0.45 * data && acks < 0.65 * data, "acks {acks} for {data} segments");
     let mut c = cfg(Variant::NewReno);
     c.delack_count = 1;
     let mut p =
         TcpPair::new(c, cfg(Variant::NewReno), Some(BYTES), 2_000_000, Duration::from_millis(50), TcpPair::drop_none());
     finish(&mut p);
-    assert!(p.ep[0].stats.acks_sent as f64 >= 0.95 * p.ep[1].stats.data_segments_sent as f64);
+    assert!(p.ep[0].stats().acks_sent as f64 >= 0.95 * p.ep[1].stats().data_segments_sent as f64);
 }
 
 #[test]
@@ -136,10 +135,10 @@ fn timestamps_sample_every_ack_and_shrink_payload() {
     let mut p = TcpPair::new(c, c, Some(BYTES), 2_000_000, Duration::from_millis(50), TcpPair::drop_none());
     finish(&mut p);
     assert_eq!(p.ep[1].smss(), 988, "12 bytes of timestamp option come out of the MSS");
-    let with_ts = p.ep[1].stats.rtt_samples;
+    let with_ts = p.ep[1].stats().rtt_samples;
     let mut p2 = pair(Variant::NewReno, BYTES, TcpPair::drop_none());
     finish(&mut p2);
-    let without = p2.ep[1].stats.rtt_samples;
+    let without = p2.ep[1].stats().rtt_samples;
     assert!(with_ts > 5 * without, "RTTM samples most ACKs: {with_ts} vs {without}");
     let srtt = p.ep[1].rtt.srtt.unwrap().as_secs_f64();
     // Between the base RTT (100 ms) and the base RTT plus a full 64 KiB window
@@ -150,14 +149,8 @@ fn timestamps_sample_every_ack_and_shrink_payload() {
 #[test]
 fn window_scaling_lifts_the_64k_limit() {
     let big = |ws: bool| {
-        let mut c = TcpConfig {
-            variant: Variant::NewReno,
-            mss: 1460,
-            rcv_buf: 1 << 20,
-            snd_buf: 1 << 20,
-            window_scaling: ws,
-            ..Default::default()
-        };
+        let mut c =
+            TcpConfig { mss: 1460, rcv_buf: 1 << 20, snd_buf: 1 << 20, window_scaling: ws, ..Default::default() };
         c.initial_window = 4;
         let mut p = TcpPair::new(c, c, Some(5_000_000), 20_000_000, Duration::from_millis(50), TcpPair::drop_none());
         p.run(Duration::from_secs(100)).as_secs_f64()
@@ -185,7 +178,7 @@ fn lost_syn_and_syn_ack_are_retransmitted_after_the_initial_rto() {
         // The first data segment leaves only after the 1 s initial RTO fired.
         let first_data = p.log[1].iter().find(|x| x.2 > 0).unwrap().0.as_secs_f64();
         assert!(first_data > 1.0 && first_data < 1.4, "from {from}: {first_data}");
-        assert_eq!(p.ep[from].stats.timeouts, 1);
+        assert_eq!(p.ep[from].stats().timeouts, 1);
     }
 }
 
@@ -200,7 +193,7 @@ fn fin_arriving_beyond_a_hole_is_kept_until_the_hole_fills() {
         finish(&mut p);
         assert_eq!(p.ep[0].delivered(), bytes);
         assert!(p.ep[0].is_closed() && p.ep[1].is_closed());
-        assert_eq!((p.ep[1].stats.fast_retransmits, p.ep[1].stats.timeouts), (1, 0), "{v:?}");
+        assert_eq!((p.ep[1].stats().fast_retransmits, p.ep[1].stats().timeouts), (1, 0), "{v:?}");
         let fins = p.log[1].iter().filter(|x| x.1 == bytes as u32 + 1 && x.2 == 0).count();
         assert_eq!(fins, 1, "{v:?}: {:?}", p.log[1]);
     }
@@ -216,7 +209,7 @@ fn sack_sender_retransmits_at_once_on_entering_recovery_without_sack_blocks() {
     let mut p =
         TcpPair::new(client, server, Some(BYTES), 2_000_000, Duration::from_millis(50), TcpPair::drop_data(&[30]));
     finish(&mut p);
-    let s = &p.ep[1].stats;
+    let s = &p.ep[1].stats();
     assert_eq!(p.ep[0].delivered(), BYTES);
     assert_eq!((s.fast_retransmits, s.timeouts, s.retransmits), (1, 0, 1));
 }
@@ -285,7 +278,7 @@ fn a_clamped_window_is_used_from_the_start_and_kept_through_losses() {
     finish(&mut p);
     assert_eq!(burst_at(&p, 0), 10);
     assert_eq!(p.ep[1].cwnd(), 10_000);
-    assert!(p.ep[1].stats.retransmits >= 11);
+    assert!(p.ep[1].stats().retransmits >= 11);
     assert_eq!(p.ep[0].delivered(), BYTES);
 }
 

@@ -57,8 +57,15 @@ pub struct DelAckCfg {
 pub struct TcpCfg {
     #[serde(default)]
     pub profile: Option<String>,
+    /// A shorthand for `cc` and `recovery`: "tahoe", "reno", "newreno", "sack".
     #[serde(default)]
     pub variant: Option<String>,
+    /// Congestion control (`tcp/cc/`).
+    #[serde(default)]
+    pub cc: Option<crate::tcp::CcKind>,
+    /// Loss recovery (`tcp/recovery/`).
+    #[serde(default)]
+    pub recovery: Option<crate::tcp::RecoveryKind>,
     #[serde(default)]
     pub mss: Option<u32>,
     #[serde(default)]
@@ -528,6 +535,12 @@ fn validate_tcp(t: &TcpCfg, i: usize) -> Result<(), ConfigError> {
             return Err(cerr(
                 p("variant"),
                 format!("{v:?} is not a TCP variant; use one of \"tahoe\", \"reno\", \"newreno\", \"sack\""),
+            ));
+        }
+        if let Some(k) = [("cc", t.cc.is_some()), ("recovery", t.recovery.is_some())].iter().find(|x| x.1) {
+            return Err(cerr(
+                p(k.0),
+                format!("give either variant (a shorthand) or cc and recovery, not both (variant = {v:?})"),
             ));
         }
     }

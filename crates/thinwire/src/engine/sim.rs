@@ -601,7 +601,7 @@ impl Sim {
 
     fn drain_vars(&mut self, f: usize, end: usize) {
         let fl = &mut self.flows[f];
-        let Some(vars) = fl.ep[end].trace.as_mut() else { return };
+        let Some(vars) = fl.ep[end].trace_vars() else { return };
         let id = fl.id as i32;
         for v in vars.drain(..) {
             self.rec.tcp_var(end == 1, end as u8, id, &v);
@@ -787,12 +787,12 @@ impl Sim {
                     let snd = &f.ep[f.sender];
                     let delivered = recv.delivered();
                     let span = (f.completed.unwrap_or(end) - f.start).as_secs_f64();
-                    let st = &snd.stats;
+                    let st = snd.stats();
                     FlowResult {
                         id: f.id,
                         app: f.cfg.app().into(),
                         direction: f.cfg.direction().name().into(),
-                        variant: snd.cfg.variant.name().into(),
+                        variant: snd.cfg.variant_name(),
                         start_s: f.start.as_secs_f64(),
                         bytes_delivered: delivered,
                         throughput_bps: if span > 0.0 { delivered as f64 * 8.0 / span } else { 0.0 },
@@ -819,18 +819,18 @@ impl Sim {
                     let wb = &self.webs[w];
                     let span = wb.last_done.map(|t| (t - wb.start).as_secs_f64()).unwrap_or(0.0);
                     let sum = |g: &dyn Fn(&crate::tcp::TcpStats) -> u64| {
-                        wb.conns.iter().map(|&c| g(&self.flows[c].ep[0].stats)).sum::<u64>()
+                        wb.conns.iter().map(|&c| g(self.flows[c].ep[0].stats())).sum::<u64>()
                     };
                     let (n, rtt): (u64, f64) = wb
                         .conns
                         .iter()
-                        .map(|&c| &self.flows[c].ep[0].stats)
+                        .map(|&c| self.flows[c].ep[0].stats())
                         .fold((0, 0.0), |a, s| (a.0 + s.rtt_samples, a.1 + s.rtt_sum.as_secs_f64()));
                     FlowResult {
                         id: wb.id,
                         app: wb.cfg.app().into(),
                         direction: "down".into(),
-                        variant: build::tcp_config(&wb.cfg).variant.name().into(),
+                        variant: build::tcp_config(&wb.cfg).variant_name(),
                         start_s: wb.start.as_secs_f64(),
                         bytes_delivered: wb.bytes_done,
                         throughput_bps: if span > 0.0 { wb.bytes_done as f64 * 8.0 / span } else { 0.0 },
@@ -957,8 +957,8 @@ fn endpoint_pair(f: &crate::config::FlowCfg, sport: u16, mport: u16, rng: &mut R
     let mut server = Tcp::new(tcfg, sport, mport, iss_s);
     let mut mobile = Tcp::new(tcfg, mport, sport, iss_m);
     if mask.has(Layer::Tcp) {
-        server.trace = Some(Vec::new());
-        mobile.trace = Some(Vec::new());
+        server.enable_trace();
+        mobile.enable_trace();
     }
     server.listen();
     [server, mobile]

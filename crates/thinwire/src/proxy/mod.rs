@@ -55,7 +55,7 @@ pub mod wired;
 use crate::fx::FxMap;
 use crate::tcp::buffer::{RecvBuf, SendBuf};
 use crate::tcp::rtt::RttEstimator;
-use crate::tcp::{TcpConfig, Variant};
+use crate::tcp::{RecoveryKind, TcpConfig};
 use crate::time::{Duration, Instant};
 use crate::wire::IpAddress;
 use crate::wire::{Packet, TcpFlags, TcpRepr, L4};
@@ -107,7 +107,7 @@ pub struct ProxyConfig {
 impl Default for ProxyConfig {
     fn default() -> Self {
         let mut wired = TcpConfig::profile("linux").expect("linux profile");
-        wired.variant = Variant::Sack;
+        wired.recovery = RecoveryKind::Sack;
         wired.timestamps = false;
         wired.rcv_wnd_initial = None;
         wired.slow_start_after_idle = false;

@@ -1,6 +1,11 @@
 //! TCP endpoint configuration and its defaults.
+use super::cc::CcKind;
+use super::recovery::RecoveryKind;
 use crate::time::Duration;
 
+/// The seeds' TCP variants, a shorthand (`tcp.variant`) for a congestion
+/// controller with a loss-recovery algorithm: each is Reno's window growth with
+/// the recovery of the same name ([`Variant::parts`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Variant {
     Tahoe,
@@ -27,14 +32,28 @@ impl Variant {
             Variant::Sack => "sack",
         }
     }
+    /// The congestion controller and loss recovery this variant stands for.
+    pub fn parts(self) -> (CcKind, RecoveryKind) {
+        let r = match self {
+            Variant::Tahoe => RecoveryKind::Tahoe,
+            Variant::Reno => RecoveryKind::Reno,
+            Variant::NewReno => RecoveryKind::NewReno,
+            Variant::Sack => RecoveryKind::Sack,
+        };
+        (CcKind::Reno, r)
+    }
 }
 
 /// Every parameter of the TCP model. Defaults follow the RFCs named beside each
 /// field; `timer_granularity` follows seed 002 §III (10 ms).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TcpConfig {
-    /// Congestion control: Tahoe, Reno (RFC 5681), NewReno (RFC 6582), SACK (RFC 6675). Default NewReno.
-    pub variant: Variant,
+    /// Congestion control (`cc/`): how the window grows and what ssthresh becomes
+    /// after a loss. Default `reno` (RFC 5681).
+    pub cc: CcKind,
+    /// Loss recovery (`recovery/`): Tahoe, Reno (RFC 5681), NewReno (RFC 6582),
+    /// SACK (RFC 6675). Default NewReno.
+    pub recovery: RecoveryKind,
     /// MSS advertised and used: data + TCP options per segment (RFC 6691). Default 1460.
     pub mss: u32,
     /// Offer SACK (RFC 2018). Default: true for variant `sack`, false otherwise.
@@ -79,6 +98,20 @@ pub struct TcpConfig {
 }
 
 impl TcpConfig {
+    /// The name results give the sender's algorithms: the seeds' variant name for
+    /// Reno's window with one of their recoveries (`newreno`), otherwise
+    /// `CC+RECOVERY`.
+    pub fn variant_name(&self) -> String {
+        match self.cc {
+            CcKind::Reno => self.recovery.name().to_string(),
+        }
+    }
+    /// This configuration with the controller and recovery of a seeds' variant
+    /// (and SACK offered for `sack`, as without a profile).
+    pub fn with_variant(self, v: Variant) -> TcpConfig {
+        let (cc, recovery) = v.parts();
+        TcpConfig { cc, recovery, sack: v == Variant::Sack, ..self }
+    }
     /// Named presets; the scenario's own fields override them.
     /// - `"default"`: the defaults above.
     /// - `"bsd"`: a 4.4BSD-derived stack as in seed 000 (BSD/OS 3.0): Reno, 500 ms
@@ -95,7 +128,7 @@ impl TcpConfig {
         match name {
             "default" => Some(d),
             "bsd" => Some(TcpConfig {
-                variant: Variant::Reno,
+                recovery: RecoveryKind::Reno,
                 sack: false,
                 timestamps: true,
                 window_scaling: false,
@@ -110,7 +143,7 @@ impl TcpConfig {
                 ..d
             }),
             "linux" => Some(TcpConfig {
-                variant: Variant::Sack,
+                recovery: RecoveryKind::Sack,
                 sack: true,
                 timestamps: true,
                 window_scaling: false,
@@ -133,7 +166,8 @@ impl TcpConfig {
 impl Default for TcpConfig {
     fn default() -> Self {
         TcpConfig {
-            variant: Variant::NewReno,
+            cc: CcKind::Reno,
+            recovery: RecoveryKind::NewReno,
             mss: 1460,
             sack: false,
             timestamps: false,

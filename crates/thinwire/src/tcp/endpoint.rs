@@ -25,9 +25,12 @@
 //! (a window update when it grew by min(SMSS, half the buffer)), and the
 //! application closes when it chooses (half-close is carried on).
 use super::buffer::{RecvBuf, SendBuf};
-use super::config::{TcpConfig, Variant};
+use super::cc::{Cc, CongestionControl};
+use super::config::TcpConfig;
 use super::ranges::Ranges;
+use super::recovery::{LossRecovery, NextSeg, Recovery};
 use super::rtt::RttEstimator;
+use super::tcb::Tcb;
 use crate::time::{Duration, Instant};
 use crate::wire::{TcpFlags, TcpRepr};
 
@@ -102,27 +105,13 @@ pub struct Tcp {
     remote_port: u16,
     // --- sender ---
     iss: u32,
-    snd_una: u64,
-    snd_nxt: u64,
-    snd_max: u64,
     /// Application bytes to send: None = unlimited.
     app_limit: Option<u64>,
     close_when_done: bool,
     fin_sent: bool,
-    cwnd: u64,
-    ssthresh: u64,
-    snd_wnd: u64,
     snd_wscale: u8,
     rcv_wscale: u8,
-    smss: u64,
-    dupacks: u32,
-    in_recovery: bool,
-    recover: u64,
-    high_rxt: u64,
-    rexmit: Option<u64>,
-    scoreboard: Ranges,
     pub rtt: RttEstimator,
-    timing: Option<(u64, Instant)>,
     rto_deadline: Option<Instant>,
     syn_retx: bool,
     ts_ok: bool,
@@ -142,8 +131,10 @@ pub struct Tcp {
     unacked_segs: u32,
     ack_deadline: Option<Instant>,
     ack_now: bool,
-    pub trace: Option<Vec<VarEvent>>,
-    pub stats: TcpStats,
+    /// The sender's state that congestion control and loss recovery see.
+    tcb: Tcb,
+    cc: Cc,
+    recovery: Recovery,
     /// Byte buffers when driven by real data (None: the simulator's counters).
     sbuf: Option<SendBuf>,
     rbuf: Option<RecvBuf>,
@@ -170,26 +161,19 @@ impl Tcp {
             local_port,
             remote_port,
             iss,
-            snd_una: 0,
-            snd_nxt: 0,
-            snd_max: 0,
             app_limit: Some(0),
             close_when_done: false,
             fin_sent: false,
-            cwnd: cfg.cwnd_clamp.map_or(smss * cfg.initial_window as u64, |c| c as u64),
-            ssthresh: u64::MAX / 4,
-            snd_wnd: 65535,
             snd_wscale: 0,
             rcv_wscale: 0,
-            smss,
-            dupacks: 0,
-            in_recovery: false,
-            recover: 0,
-            high_rxt: 0,
-            rexmit: None,
-            scoreboard: Ranges::default(),
             rtt,
-            timing: None,
+            tcb: Tcb::new(
+                smss,
+                cfg.cwnd_clamp.map_or(smss * cfg.initial_window as u64, |c| c as u64),
+                cfg.cwnd_clamp.map(u64::from),
+            ),
+            cc: cfg.cc.make(&cfg),
+            recovery: cfg.recovery.make(&cfg),
             rto_deadline: None,
             syn_retx: false,
             ts_ok: false,
@@ -208,8 +192,6 @@ impl Tcp {
             unacked_segs: 0,
             ack_deadline: None,
             ack_now: false,
-            trace: None,
-            stats: TcpStats::default(),
         }
     }
 
@@ -307,19 +289,39 @@ impl Tcp {
     }
     /// Application bytes acknowledged by the peer.
     pub fn acked_bytes(&self) -> u64 {
-        self.snd_una.saturating_sub(1).min(self.app_limit.unwrap_or(u64::MAX))
+        self.tcb.snd_una.saturating_sub(1).min(self.app_limit.unwrap_or(u64::MAX))
+    }
+    /// Counters.
+    pub fn stats(&self) -> &TcpStats {
+        &self.tcb.stats
+    }
+    /// Starts recording the sender's variables ([`trace_vars`](Self::trace_vars)).
+    pub fn enable_trace(&mut self) {
+        self.tcb.trace.get_or_insert_with(Vec::new);
+    }
+    /// The variables recorded since the last drain (None when not tracing).
+    pub fn trace_vars(&mut self) -> Option<&mut Vec<VarEvent>> {
+        self.tcb.trace.as_mut()
+    }
+    /// The congestion controller's kind.
+    pub fn cc_kind(&self) -> super::CcKind {
+        self.cc.kind()
+    }
+    /// The loss-recovery algorithm's kind.
+    pub fn recovery_kind(&self) -> super::RecoveryKind {
+        self.recovery.kind()
     }
     pub fn cwnd(&self) -> u64 {
-        self.cwnd
+        self.tcb.cwnd
     }
     pub fn config(&self) -> &TcpConfig {
         &self.cfg
     }
     pub fn ssthresh(&self) -> u64 {
-        self.ssthresh
+        self.tcb.ssthresh
     }
     pub fn smss(&self) -> u64 {
-        self.smss
+        self.tcb.smss
     }
     pub fn is_closed(&self) -> bool {
         self.state == State::Done
@@ -330,11 +332,6 @@ impl Tcp {
     }
 
     // ----- tracing helpers -----
-    fn push_var(&mut self, now: Instant, var: TcpVar, value: i64) {
-        if let Some(t) = &mut self.trace {
-            t.push(VarEvent { at: now, var, value });
-        }
-    }
     /// ICMP source quench, or BSD's `tcp_quench` on a local interface-queue drop
     /// (seed 000 §5.2, Fig. 7): the congestion window drops to one segment; ssthresh
     /// and recovery state are left alone, so the lost packet is still repaired by
@@ -343,40 +340,26 @@ impl Tcp {
         if self.state == State::Done {
             return;
         }
-        let one = self.smss;
-        self.set_cwnd(now, one);
+        let one = self.tcb.smss;
+        self.tcb.set_cwnd(now, one);
     }
 
-    fn set_cwnd(&mut self, now: Instant, v: u64) {
-        // A clamped sender (seed 003 §V) keeps its fixed window whatever happens.
-        let v = self.cfg.cwnd_clamp.map_or(v, |c| c as u64);
-        if v != self.cwnd {
-            self.cwnd = v;
-            self.push_var(now, TcpVar::Cwnd, v as i64);
-        }
-    }
-    fn set_ssthresh(&mut self, now: Instant, v: u64) {
-        if v != self.ssthresh {
-            self.ssthresh = v;
-            self.push_var(now, TcpVar::Ssthresh, v as i64);
-        }
-    }
     fn trace_all(&mut self, now: Instant) {
-        if self.trace.is_none() {
+        if self.tcb.trace.is_none() {
             return;
         }
-        self.push_var(now, TcpVar::Cwnd, self.cwnd as i64);
-        self.push_var(now, TcpVar::Rto, self.rtt.rto().nanos());
+        self.tcb.push_var(now, TcpVar::Cwnd, self.tcb.cwnd as i64);
+        self.tcb.push_var(now, TcpVar::Rto, self.rtt.rto().nanos());
     }
     fn trace_rtt(&mut self, now: Instant) {
-        if self.trace.is_none() {
+        if self.tcb.trace.is_none() {
             return;
         }
         if let Some(s) = self.rtt.srtt {
-            self.push_var(now, TcpVar::Srtt, s.nanos());
+            self.tcb.push_var(now, TcpVar::Srtt, s.nanos());
         }
-        self.push_var(now, TcpVar::Rttvar, self.rtt.rttvar.nanos());
-        self.push_var(now, TcpVar::Rto, self.rtt.rto().nanos());
+        self.tcb.push_var(now, TcpVar::Rttvar, self.rtt.rttvar.nanos());
+        self.tcb.push_var(now, TcpVar::Rto, self.rtt.rto().nanos());
     }
 
     // ----- timers -----
@@ -410,33 +393,33 @@ impl Tcp {
             State::SynSent | State::SynRcvd => {
                 self.syn_retx = true;
                 self.rtt.on_timeout();
-                self.stats.timeouts += 1;
-                self.push_var(now, TcpVar::Timeout, self.stats.timeouts as i64);
+                self.tcb.stats.timeouts += 1;
+                self.tcb.push_var(now, TcpVar::Timeout, self.tcb.stats.timeouts as i64);
                 self.arm_rto(now);
                 return;
             }
             State::Established => {}
             _ => return,
         }
-        if self.snd_max <= self.snd_una {
+        if self.tcb.snd_max <= self.tcb.snd_una {
             return;
         }
-        self.stats.timeouts += 1;
-        self.push_var(now, TcpVar::Timeout, self.stats.timeouts as i64);
-        let flight = self.snd_max - self.snd_una;
-        self.set_ssthresh(now, (flight / 2).max(2 * self.smss));
-        self.set_cwnd(now, self.smss);
+        self.tcb.stats.timeouts += 1;
+        self.tcb.push_var(now, TcpVar::Timeout, self.tcb.stats.timeouts as i64);
+        let ssthresh = self.cc.ssthresh(&self.tcb);
+        self.tcb.set_ssthresh(now, ssthresh);
+        self.tcb.set_cwnd(now, self.tcb.smss);
         self.rtt.on_timeout();
-        self.push_var(now, TcpVar::Rto, self.rtt.rto().nanos());
-        self.snd_nxt = self.snd_una;
-        self.in_recovery = false;
-        self.dupacks = 0;
-        self.recover = self.snd_max;
-        self.high_rxt = self.snd_una;
-        self.rexmit = None;
-        self.timing = None;
-        self.scoreboard.clear();
-        if self.fin_sent && self.snd_una <= self.fin_off() {
+        self.tcb.push_var(now, TcpVar::Rto, self.rtt.rto().nanos());
+        self.tcb.snd_nxt = self.tcb.snd_una;
+        self.tcb.in_recovery = false;
+        self.tcb.dupacks = 0;
+        self.tcb.recover = self.tcb.snd_max;
+        self.tcb.high_rxt = self.tcb.snd_una;
+        self.tcb.rexmit = None;
+        self.tcb.timing = None;
+        self.tcb.scoreboard.clear();
+        if self.fin_sent && self.tcb.snd_una <= self.fin_off() {
             self.fin_sent = false;
         }
         self.arm_rto(now);
@@ -477,14 +460,14 @@ impl Tcp {
     }
     fn maybe_window_update(&mut self) {
         let now_adv = (self.adv_window() as u64) << self.rcv_wscale;
-        let step = self.smss.min(self.cfg.rcv_buf as u64 / 2).max(1);
+        let step = self.tcb.smss.min(self.cfg.rcv_buf as u64 / 2).max(1);
         if now_adv >= self.last_adv + step && self.state == State::Established {
             self.ack_now = true;
         }
     }
     /// Our FIN has been sent and acknowledged.
     pub fn fin_acked(&self) -> bool {
-        self.fin_sent && self.app_limit.is_some() && self.snd_una > self.fin_off()
+        self.fin_sent && self.app_limit.is_some() && self.tcb.snd_una > self.fin_off()
     }
 
     fn header(&self, now: Instant, seq_off: u64, flags: u8) -> TcpRepr {
@@ -557,13 +540,13 @@ impl Tcp {
     /// The next segment to send, if any.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Segment> {
         match self.state {
-            State::SynSent | State::SynRcvd if self.snd_max == 0 || self.syn_retx => {
+            State::SynSent | State::SynRcvd if self.tcb.snd_max == 0 || self.syn_retx => {
                 // SYN (active side) or SYN-ACK (passive side), first or again.
                 self.syn_retx = false;
-                let retx = self.snd_max > 0;
-                self.snd_nxt = 1;
-                self.snd_max = 1;
-                self.timing = if retx { None } else { Some((1, now)) };
+                let retx = self.tcb.snd_max > 0;
+                self.tcb.snd_nxt = 1;
+                self.tcb.snd_max = 1;
+                self.tcb.timing = if retx { None } else { Some((1, now)) };
                 if self.rto_deadline.is_none() {
                     self.arm_rto(now);
                 }
@@ -578,29 +561,29 @@ impl Tcp {
             _ => {}
         }
         if self.ack_now && matches!(self.state, State::Established | State::Done) {
-            return Some(self.emit(now, self.snd_nxt.max(1).min(self.snd_max.max(1)), 0, TcpFlags::ACK, false));
+            return Some(self.emit(now, self.tcb.snd_nxt.max(1).min(self.tcb.snd_max.max(1)), 0, TcpFlags::ACK, false));
         }
         None
     }
 
     fn emit(&mut self, now: Instant, seq: u64, len: u32, flags: u8, retransmission: bool) -> Segment {
         let repr = self.header(now, seq, flags);
-        self.stats.segments_sent += 1;
+        self.tcb.stats.segments_sent += 1;
         if flags & TcpFlags::ACK != 0 {
             self.last_adv = (repr.window as u64) << if flags & TcpFlags::SYN != 0 { 0 } else { self.rcv_wscale };
             self.ack_now = false;
             self.ack_deadline = None;
             self.unacked_segs = 0;
             if len == 0 && flags & (TcpFlags::SYN | TcpFlags::FIN) == 0 {
-                self.stats.acks_sent += 1;
+                self.tcb.stats.acks_sent += 1;
             }
         }
         if len > 0 {
-            self.stats.data_segments_sent += 1;
-            self.stats.data_bytes_sent += len as u64;
+            self.tcb.stats.data_segments_sent += 1;
+            self.tcb.stats.data_bytes_sent += len as u64;
             if retransmission {
-                self.stats.retransmits += 1;
-                self.stats.retransmitted_bytes += len as u64;
+                self.tcb.stats.retransmits += 1;
+                self.tcb.stats.retransmitted_bytes += len as u64;
             }
         }
         Segment { repr, len, retransmission, offset: seq.saturating_sub(1) }
@@ -609,139 +592,83 @@ impl Tcp {
     /// Sends the segment starting at `seq` (data or FIN), updating send state.
     fn send_at(&mut self, now: Instant, seq: u64, max_len: u64) -> Segment {
         let end = self.data_end();
-        let retx = seq < self.snd_max;
+        let retx = seq < self.tcb.snd_max;
         if seq >= end {
             // FIN
             self.fin_sent = true;
-            self.snd_nxt = self.snd_nxt.max(end + 1);
-            self.snd_max = self.snd_max.max(end + 1);
+            self.tcb.snd_nxt = self.tcb.snd_nxt.max(end + 1);
+            self.tcb.snd_max = self.tcb.snd_max.max(end + 1);
             if self.rto_deadline.is_none() {
                 self.arm_rto(now);
             }
             return self.emit(now, end, 0, TcpFlags::FIN | TcpFlags::ACK, retx);
         }
-        let len = max_len.min(self.smss).min(end - seq);
+        let len = max_len.min(self.tcb.smss).min(end - seq);
         if !retx
             && self.cfg.slow_start_after_idle
-            && self.snd_una == self.snd_max
+            && self.tcb.snd_una == self.tcb.snd_max
             && self.last_data_sent.is_some_and(|t| now - t > self.rtt.rto())
         {
             // RFC 5681 §4.1: restart window = min(IW, cwnd) after an idle RTO.
-            let rw = self.cwnd.min(self.smss * self.cfg.initial_window as u64);
-            self.set_cwnd(now, rw);
+            let rw = self.tcb.cwnd.min(self.tcb.smss * self.cfg.initial_window as u64);
+            self.tcb.set_cwnd(now, rw);
         }
         self.last_data_sent = Some(now);
         if retx {
-            self.timing = None;
-        } else if self.timing.is_none() && !self.ts_ok {
-            self.timing = Some((seq + len, now));
+            self.tcb.timing = None;
+        } else if self.tcb.timing.is_none() && !self.ts_ok {
+            self.tcb.timing = Some((seq + len, now));
         }
-        self.snd_nxt = self.snd_nxt.max(seq + len);
-        self.snd_max = self.snd_max.max(seq + len);
+        self.tcb.snd_nxt = self.tcb.snd_nxt.max(seq + len);
+        self.tcb.snd_max = self.tcb.snd_max.max(seq + len);
         if self.rto_deadline.is_none() {
             self.arm_rto(now);
         }
         let mut flags = TcpFlags::ACK;
-        if seq + len == end || self.snd_max == seq + len {
+        if seq + len == end || self.tcb.snd_max == seq + len {
             flags |= TcpFlags::PSH;
         }
         self.emit(now, seq, len as u32, flags, retx)
     }
 
     fn window(&self) -> u64 {
-        self.cwnd.min(self.snd_wnd).min(self.cfg.snd_buf as u64)
+        self.tcb.cwnd.min(self.tcb.snd_wnd).min(self.cfg.snd_buf as u64)
     }
 
     fn next_data(&mut self, now: Instant) -> Option<Segment> {
-        if let Some(s) = self.rexmit.take() {
-            if s >= self.snd_una && s < self.snd_max {
-                let hole_end = self.scoreboard.v.iter().find(|b| b.0 > s).map(|b| b.0).unwrap_or(u64::MAX);
+        if let Some(s) = self.tcb.rexmit.take() {
+            if s >= self.tcb.snd_una && s < self.tcb.snd_max {
+                let hole_end = self.tcb.hole_end(s, u64::MAX);
                 return Some(self.send_at(now, s, hole_end - s));
             }
         }
-        if self.cfg.variant == Variant::Sack && self.in_recovery {
-            return self.next_seg_sack(now);
+        if self.tcb.in_recovery {
+            let data_end = self.data_end();
+            match self.recovery.next_segment(&mut self.tcb, data_end) {
+                NextSeg::Default => {}
+                NextSeg::Send(seq, len) => return Some(self.send_at(now, seq, len)),
+                NextSeg::Wait => return None,
+            }
         }
         let end = self.data_end();
         let fin_pending = self.close_when_done && self.app_limit.is_some() && !self.fin_sent;
         // Skip over SACKed data when resending after a timeout.
-        while let Some(e) = self.scoreboard.end_of(self.snd_nxt) {
-            self.snd_nxt = e;
+        while let Some(e) = self.tcb.scoreboard.end_of(self.tcb.snd_nxt) {
+            self.tcb.snd_nxt = e;
         }
-        let limit = self.snd_una + self.window();
-        if self.snd_nxt < end {
-            let avail = end - self.snd_nxt;
-            let want = avail.min(self.smss);
-            if self.snd_nxt + want <= limit || (self.snd_nxt == self.snd_una && limit > self.snd_nxt) {
-                let room = (limit - self.snd_nxt).min(want).max(1);
-                let hole_end = self.scoreboard.v.iter().find(|b| b.0 > self.snd_nxt).map(|b| b.0).unwrap_or(u64::MAX);
-                return Some(self.send_at(now, self.snd_nxt, room.min(hole_end - self.snd_nxt)));
+        let limit = self.tcb.snd_una + self.window();
+        if self.tcb.snd_nxt < end {
+            let avail = end - self.tcb.snd_nxt;
+            let want = avail.min(self.tcb.smss);
+            if self.tcb.snd_nxt + want <= limit || (self.tcb.snd_nxt == self.tcb.snd_una && limit > self.tcb.snd_nxt) {
+                let room = (limit - self.tcb.snd_nxt).min(want).max(1);
+                let hole_end = self.tcb.hole_end(self.tcb.snd_nxt, u64::MAX);
+                return Some(self.send_at(now, self.tcb.snd_nxt, room.min(hole_end - self.tcb.snd_nxt)));
             }
             return None;
         }
-        if fin_pending && self.snd_nxt == end {
+        if fin_pending && self.tcb.snd_nxt == end {
             return Some(self.send_at(now, end, 0));
-        }
-        None
-    }
-
-    /// RFC 6675 pipe estimate and the lost-data boundary.
-    fn lost_bound(&self) -> u64 {
-        let thresh = 2 * self.smss; // (DupThresh − 1)·SMSS
-        let mut acc = 0u64;
-        for &(s, e) in self.scoreboard.v.iter().rev() {
-            if acc + (e - s) > thresh {
-                return e - (thresh - acc);
-            }
-            acc += e - s;
-        }
-        0
-    }
-    fn pipe(&self) -> u64 {
-        let lost = self.lost_bound();
-        let mut pipe = 0;
-        let mut a = self.snd_una;
-        let mut holes: Vec<(u64, u64)> = Vec::new();
-        for &(s, e) in &self.scoreboard.v {
-            if s > a {
-                holes.push((a, s.min(self.snd_max)));
-            }
-            a = a.max(e);
-        }
-        if a < self.snd_max {
-            holes.push((a, self.snd_max));
-        }
-        for (s, e) in holes {
-            let not_lost_from = s.max(lost).min(e);
-            pipe += e - not_lost_from;
-            let rx_to = self.high_rxt.min(e);
-            if rx_to > s {
-                pipe += rx_to - s;
-            }
-        }
-        pipe
-    }
-    fn next_seg_sack(&mut self, now: Instant) -> Option<Segment> {
-        if self.cwnd < self.pipe() + self.smss {
-            return None;
-        }
-        let lost = self.lost_bound();
-        // Rule 1: lowest unSACKed, lost sequence number above HighRxt.
-        let mut s = self.high_rxt.max(self.snd_una);
-        while let Some(e) = self.scoreboard.end_of(s) {
-            s = e;
-        }
-        if s < lost && s < self.snd_max {
-            let hole_end = self.scoreboard.v.iter().find(|b| b.0 > s).map(|b| b.0).unwrap_or(self.snd_max);
-            let len = (hole_end - s).min(self.smss);
-            self.high_rxt = s + len;
-            return Some(self.send_at(now, s, len));
-        }
-        // Rule 2: new data within the receiver's window.
-        let end = self.data_end();
-        if self.snd_max < end && self.snd_max + self.smss.min(end - self.snd_max) <= self.snd_una + self.snd_wnd {
-            self.snd_nxt = self.snd_max;
-            return Some(self.send_at(now, self.snd_max, self.smss));
         }
         None
     }
@@ -782,9 +709,9 @@ impl Tcp {
                 if let Some((v, _)) = seg.timestamps {
                     self.ts_recent = v;
                 }
-                self.snd_una = 1;
-                self.snd_nxt = 1;
-                self.snd_wnd = (seg.window as u64) << self.snd_wscale;
+                self.tcb.snd_una = 1;
+                self.tcb.snd_nxt = 1;
+                self.tcb.snd_wnd = (seg.window as u64) << self.snd_wscale;
                 self.sample_rtt(now, seg, 1);
                 self.rto_deadline = None;
                 self.state = State::Established;
@@ -799,11 +726,11 @@ impl Tcp {
                 if !f.has(TcpFlags::ACK) {
                     return;
                 }
-                if unwrap_seq(self.snd_una, self.iss, seg.ack) < 1 {
+                if unwrap_seq(self.tcb.snd_una, self.iss, seg.ack) < 1 {
                     return;
                 }
-                self.snd_una = 1;
-                self.snd_nxt = self.snd_nxt.max(1);
+                self.tcb.snd_una = 1;
+                self.tcb.snd_nxt = self.tcb.snd_nxt.max(1);
                 self.sample_rtt(now, seg, 1);
                 self.rto_deadline = None;
                 self.state = State::Established;
@@ -839,8 +766,8 @@ impl Tcp {
             self.snd_wscale = ws.min(14);
             self.rcv_wscale = self.rcv_wscale_for_buf();
         }
-        self.smss = self.cfg.mss.min(peer_mss as u32) as u64 - if self.ts_ok { 12 } else { 0 };
-        self.cwnd = self.cfg.cwnd_clamp.map_or(self.smss * self.cfg.initial_window as u64, |c| c as u64);
+        self.tcb.smss = self.cfg.mss.min(peer_mss as u32) as u64 - if self.ts_ok { 12 } else { 0 };
+        self.tcb.cwnd = self.cfg.cwnd_clamp.map_or(self.tcb.smss * self.cfg.initial_window as u64, |c| c as u64);
         self.trace_all(now);
     }
 
@@ -851,9 +778,9 @@ impl Tcp {
                 _ => None,
             }
         } else {
-            match self.timing {
+            match self.tcb.timing {
                 Some((s, t)) if acked_to >= s => {
-                    self.timing = None;
+                    self.tcb.timing = None;
                     Some(now - t)
                 }
                 _ => None,
@@ -861,144 +788,72 @@ impl Tcp {
         };
         if let Some(r) = sample {
             self.rtt.sample(r);
-            self.stats.rtt_samples += 1;
-            self.stats.rtt_sum += r;
+            self.tcb.stats.rtt_samples += 1;
+            self.tcb.stats.rtt_sum += r;
             self.trace_rtt(now);
         }
     }
 
-    fn flight(&self) -> u64 {
-        self.snd_max - self.snd_una
-    }
-
     fn on_ack(&mut self, now: Instant, seg: &TcpRepr, len: u32) {
-        let ack = unwrap_seq(self.snd_una, self.iss, seg.ack);
-        if ack > self.snd_max {
+        let ack = unwrap_seq(self.tcb.snd_una, self.iss, seg.ack);
+        if ack > self.tcb.snd_max {
             self.ack_now = true;
             return;
         }
-        let old_wnd = self.snd_wnd;
-        self.snd_wnd = (seg.window as u64) << self.snd_wscale;
+        let old_wnd = self.tcb.snd_wnd;
+        self.tcb.snd_wnd = (seg.window as u64) << self.snd_wscale;
         let mut new_sack = false;
         if self.sack_ok {
             for &(l, r) in seg.sack_blocks() {
-                let (l, r) = (unwrap_seq(self.snd_una, self.iss, l), unwrap_seq(self.snd_una, self.iss, r));
-                if r > self.snd_una && r <= self.snd_max && l < r {
-                    let before = self.scoreboard.bytes();
-                    self.scoreboard.insert(l.max(self.snd_una), r);
-                    new_sack |= self.scoreboard.bytes() != before;
+                let (l, r) = (unwrap_seq(self.tcb.snd_una, self.iss, l), unwrap_seq(self.tcb.snd_una, self.iss, r));
+                if r > self.tcb.snd_una && r <= self.tcb.snd_max && l < r {
+                    let before = self.tcb.scoreboard.bytes();
+                    self.tcb.scoreboard.insert(l.max(self.tcb.snd_una), r);
+                    new_sack |= self.tcb.scoreboard.bytes() != before;
                 }
             }
         }
-        if ack > self.snd_una {
-            let acked = ack - self.snd_una;
-            self.snd_una = ack;
+        if ack > self.tcb.snd_una {
+            let acked = ack - self.tcb.snd_una;
+            self.tcb.snd_una = ack;
             if let Some(b) = &mut self.sbuf {
                 b.release(ack - 1);
             }
-            if self.snd_nxt < ack {
-                self.snd_nxt = ack;
+            if self.tcb.snd_nxt < ack {
+                self.tcb.snd_nxt = ack;
             }
-            if self.high_rxt < ack {
-                self.high_rxt = ack;
+            if self.tcb.high_rxt < ack {
+                self.tcb.high_rxt = ack;
             }
-            self.scoreboard.trim_below(ack);
+            self.tcb.scoreboard.trim_below(ack);
             self.sample_rtt(now, seg, ack);
-            self.dupacks = 0;
+            self.tcb.dupacks = 0;
             self.on_new_ack(now, acked);
-            if self.snd_una >= self.snd_max {
+            if self.tcb.snd_una >= self.tcb.snd_max {
                 self.rto_deadline = None;
             } else {
                 self.arm_rto(now);
             }
             return;
         }
-        let is_dup = ack == self.snd_una
-            && self.snd_max > self.snd_una
+        let is_dup = ack == self.tcb.snd_una
+            && self.tcb.snd_max > self.tcb.snd_una
             && len == 0
             && !seg.flags.has(TcpFlags::FIN | TcpFlags::SYN)
-            && (self.snd_wnd == old_wnd || new_sack);
+            && (self.tcb.snd_wnd == old_wnd || new_sack);
         if !is_dup {
             return;
         }
-        self.dupacks += 1;
-        match self.cfg.variant {
-            Variant::Tahoe => {
-                if self.dupacks == 3 && self.snd_una >= self.recover {
-                    self.stats.fast_retransmits += 1;
-                    self.push_var(now, TcpVar::FastRetransmit, self.stats.fast_retransmits as i64);
-                    self.set_ssthresh(now, (self.flight() / 2).max(2 * self.smss));
-                    self.set_cwnd(now, self.smss);
-                    self.recover = self.snd_max;
-                    self.snd_nxt = self.snd_una;
-                    self.timing = None;
-                }
-            }
-            Variant::Reno | Variant::NewReno => {
-                if self.in_recovery {
-                    if self.dupacks > 3 {
-                        self.set_cwnd(now, self.cwnd + self.smss);
-                    }
-                } else if self.dupacks == 3 && (self.cfg.variant == Variant::Reno || self.snd_una >= self.recover) {
-                    self.enter_recovery(now);
-                    self.set_cwnd(now, self.ssthresh + 3 * self.smss);
-                    self.rexmit = Some(self.snd_una);
-                }
-            }
-            Variant::Sack => {
-                if !self.in_recovery
-                    && (self.dupacks >= 3 || self.lost_bound() > self.snd_una)
-                    && self.snd_una >= self.recover
-                {
-                    self.enter_recovery(now);
-                    self.set_cwnd(now, self.ssthresh);
-                    // RFC 6675 §5 (4.3): retransmit the first segment presumed lost at once,
-                    // whatever the pipe, and set HighRxt to its end.
-                    let hole_end =
-                        self.scoreboard.v.iter().find(|b| b.0 > self.snd_una).map(|b| b.0).unwrap_or(self.snd_max);
-                    self.high_rxt = self.snd_una + self.smss.min(hole_end - self.snd_una);
-                    self.rexmit = Some(self.snd_una);
-                }
-            }
-        }
-    }
-
-    fn enter_recovery(&mut self, now: Instant) {
-        self.stats.fast_retransmits += 1;
-        self.push_var(now, TcpVar::FastRetransmit, self.stats.fast_retransmits as i64);
-        self.in_recovery = true;
-        self.recover = self.snd_max;
-        self.set_ssthresh(now, (self.flight() / 2).max(2 * self.smss));
-        self.timing = None;
+        self.tcb.dupacks += 1;
+        self.recovery.on_dupack(&mut self.tcb, &mut self.cc, now);
     }
 
     fn on_new_ack(&mut self, now: Instant, acked: u64) {
-        if self.in_recovery {
-            match self.cfg.variant {
-                Variant::NewReno if self.snd_una < self.recover => {
-                    // Partial ACK (RFC 6582 §3.2 step 5): retransmit, deflate, stay.
-                    self.rexmit = Some(self.snd_una);
-                    let c = self.cwnd.saturating_sub(acked) + if acked >= self.smss { self.smss } else { 0 };
-                    self.set_cwnd(now, c.max(self.smss));
-                    return;
-                }
-                Variant::Sack if self.snd_una < self.recover => return,
-                Variant::NewReno => {
-                    self.in_recovery = false;
-                    let c = self.ssthresh.min(self.flight().max(self.smss) + self.smss);
-                    self.set_cwnd(now, c);
-                    return;
-                }
-                _ => {
-                    self.in_recovery = false;
-                    self.set_cwnd(now, self.ssthresh);
-                    return;
-                }
-            }
+        if self.tcb.in_recovery {
+            self.recovery.on_recovery_ack(&mut self.tcb, now, acked);
+        } else {
+            self.cc.on_ack(&mut self.tcb, now, acked);
         }
-        let inc =
-            if self.cwnd < self.ssthresh { acked.min(self.smss) } else { (self.smss * self.smss / self.cwnd).max(1) };
-        self.set_cwnd(now, self.cwnd + inc);
     }
 
     fn on_data(&mut self, now: Instant, seg: &TcpRepr, len: u32) {
@@ -1056,7 +911,7 @@ impl Tcp {
 
     fn check_done(&mut self) {
         // ACKs beyond snd_max are rejected, so an ACK past the FIN means it was sent.
-        let our_fin_acked = self.app_limit.is_some() && self.snd_una > self.fin_off();
+        let our_fin_acked = self.app_limit.is_some() && self.tcb.snd_una > self.fin_off();
         if our_fin_acked && self.fin_rcvd && self.state == State::Established {
             self.state = State::Done;
             self.rto_deadline = None;

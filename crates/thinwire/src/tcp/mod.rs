@@ -1,9 +1,17 @@
-//! TCP: endpoint state machine, RTO estimator, congestion control variants.
+//! TCP: the endpoint state machine, the RTO estimator, and the two algorithm
+//! families it is assembled from — congestion control (`cc/`) and loss recovery
+//! (`recovery/`) — each a trait with one file per algorithm.
 pub mod buffer;
+pub mod cc;
 pub mod config;
 pub mod endpoint;
 pub mod ranges;
+pub mod recovery;
 pub mod rtt;
+pub mod tcb;
 
+pub use cc::CcKind;
 pub use config::{TcpConfig, Variant};
 pub use endpoint::{Segment, State, Tcp, TcpStats, TcpVar, VarEvent};
+pub use recovery::RecoveryKind;
+pub use tcb::Tcb;

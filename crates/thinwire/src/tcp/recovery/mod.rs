@@ -1,0 +1,79 @@
+//! Loss recovery: when a loss is inferred from duplicate ACKs or SACKs, what is
+//! resent and how the window behaves until the recovery point is acknowledged. One
+//! trait, one file per algorithm, one registry line each (`tcp.recovery`); the
+//! window's reduction comes from the congestion controller (`cc/`), as in ns-3's
+//! `TcpRecoveryOps` and Linux, where `tcp_input.c` recovers and
+//! `tcp_congestion_ops.ssthresh` says by how much.
+//!
+//! Algorithms: `tahoe` (fast retransmit, then slow start from one segment: Jacobson
+//! 1988), `reno` (RFC 5681 §3.2 fast recovery), `newreno` (RFC 6582), `sack` (RFC
+//! 6675 with RFC 2018). What they share — retransmission timeouts, the duplicate-ACK
+//! test, the scoreboard — is in the endpoint.
+use super::cc::Cc;
+use super::tcb::Tcb;
+use super::TcpConfig;
+use crate::time::Instant;
+
+pub mod newreno;
+pub mod reno;
+pub mod sack;
+pub mod tahoe;
+
+/// What to send next during recovery.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NextSeg {
+    /// The endpoint's usual choice (a pending retransmission, else new data within
+    /// the window).
+    Default,
+    /// `len` bytes (at most) from this offset.
+    Send(u64, u64),
+    /// Nothing now.
+    Wait,
+}
+
+/// The duplicate-ACK threshold (RFC 5681 §3.2, RFC 6675 `DupThresh`).
+pub const DUP_THRESH: u32 = 3;
+
+crate::registry! {
+    /// A loss-recovery algorithm, chosen by [`RecoveryKind`] (`tcp.recovery`).
+    trait LossRecovery(TcpConfig) for Recovery, RecoveryKind {
+        "tahoe" => Tahoe(tahoe::Tahoe),
+        "reno" => Reno(reno::Reno),
+        "newreno" => NewReno(newreno::NewReno),
+        "sack" => Sack(sack::Sack),
+    }
+    /// A duplicate ACK arrived (`tcb.dupacks` counts it; SACK blocks it carried are
+    /// on the scoreboard): perhaps enter recovery, or inflate the window in it.
+    fn on_dupack(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant);
+    /// During recovery, a cumulative ACK advanced `snd_una` by `acked` bytes: a
+    /// partial ACK (stay) or the end of recovery (leave, setting the window).
+    fn on_recovery_ack(&mut self, tcb: &mut Tcb, now: Instant, acked: u64);
+    /// During recovery, what to send next (`data_end`: the offset after the last
+    /// byte the application has given).
+    fn next_segment(&mut self, tcb: &mut Tcb, data_end: u64) -> NextSeg;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tcp::cc::CcKind;
+
+    /// The registry's lists agree: every kind's name parses back to it, makes an
+    /// algorithm of that kind, and is listed once; unknown names are refused.
+    #[test]
+    fn registries_name_parse_and_make_every_algorithm() {
+        let cfg = TcpConfig::default();
+        for &k in RecoveryKind::ALL {
+            assert_eq!(RecoveryKind::parse(k.name()), Some(k));
+            assert_eq!(k.make(&cfg).kind(), k);
+        }
+        for &k in CcKind::ALL {
+            assert_eq!(CcKind::parse(k.name()), Some(k));
+            assert_eq!(k.make(&cfg).kind(), k);
+        }
+        assert_eq!(RecoveryKind::NAMES, ["tahoe", "reno", "newreno", "sack"]);
+        assert_eq!(RecoveryKind::ALL.len(), RecoveryKind::NAMES.len());
+        assert_eq!(RecoveryKind::parse("fack"), None);
+        assert_eq!(RecoveryKind::choices(), "\"tahoe\", \"reno\", \"newreno\" or \"sack\"");
+    }
+}

@@ -1,0 +1,120 @@
+//! The sender's half of the transmission control block (RFC 9293 §3.3.1): what
+//! congestion control (`cc/`) and loss recovery (`recovery/`) read and change —
+//! the sequence variables, the congestion window and threshold, the SACK
+//! scoreboard, the recovery point — with the counters and the trace of variables
+//! they move. The shape of ns-3's `TcpSocketState` and of the parts of Linux's
+//! `tcp_sock` that `tcp_congestion_ops` sees.
+//!
+//! Sequence numbers are 64-bit offsets from the initial sequence number (offset 0 is
+//! the SYN).
+use super::endpoint::{TcpStats, TcpVar, VarEvent};
+use super::ranges::Ranges;
+use crate::time::Instant;
+
+#[derive(Clone, Debug)]
+pub struct Tcb {
+    /// Sender maximum segment size in bytes (after options).
+    pub smss: u64,
+    pub cwnd: u64,
+    pub ssthresh: u64,
+    /// Oldest unacknowledged offset.
+    pub snd_una: u64,
+    /// Next offset to send.
+    pub snd_nxt: u64,
+    /// Highest offset sent + 1.
+    pub snd_max: u64,
+    /// The peer's receive window (scaled), in bytes.
+    pub snd_wnd: u64,
+    /// Duplicate ACKs in a row.
+    pub dupacks: u32,
+    pub in_recovery: bool,
+    /// RFC 6582 `recover`: `snd_max` when recovery (or the last RTO) began.
+    pub recover: u64,
+    /// RFC 6675 `HighRxt`: the highest offset retransmitted in this recovery.
+    pub high_rxt: u64,
+    /// A retransmission to send next, from this offset.
+    pub rexmit: Option<u64>,
+    /// SACKed ranges above `snd_una`.
+    pub scoreboard: Ranges,
+    /// The segment being timed for an RTT sample (without timestamps): (end offset, sent at).
+    pub timing: Option<(u64, Instant)>,
+    /// A fixed window (seed 003 §V "TCP clamp"): every change of cwnd is ignored.
+    pub(super) clamp: Option<u64>,
+    pub trace: Option<Vec<VarEvent>>,
+    pub stats: TcpStats,
+}
+
+impl Tcb {
+    pub(super) fn new(smss: u64, cwnd: u64, clamp: Option<u64>) -> Tcb {
+        Tcb {
+            smss,
+            cwnd,
+            ssthresh: u64::MAX / 4,
+            snd_una: 0,
+            snd_nxt: 0,
+            snd_max: 0,
+            snd_wnd: 65535,
+            dupacks: 0,
+            in_recovery: false,
+            recover: 0,
+            high_rxt: 0,
+            rexmit: None,
+            scoreboard: Ranges::default(),
+            timing: None,
+            clamp,
+            trace: None,
+            stats: TcpStats::default(),
+        }
+    }
+
+    /// Bytes sent and not yet cumulatively acknowledged.
+    pub fn flight(&self) -> u64 {
+        self.snd_max - self.snd_una
+    }
+
+    /// Records a traced variable (when tracing).
+    pub fn push_var(&mut self, now: Instant, var: TcpVar, value: i64) {
+        if let Some(t) = &mut self.trace {
+            t.push(VarEvent { at: now, var, value });
+        }
+    }
+
+    pub fn set_cwnd(&mut self, now: Instant, v: u64) {
+        // A clamped sender (seed 003 §V) keeps its fixed window whatever happens.
+        let v = self.clamp.unwrap_or(v);
+        if v != self.cwnd {
+            self.cwnd = v;
+            self.push_var(now, TcpVar::Cwnd, v as i64);
+        }
+    }
+
+    pub fn set_ssthresh(&mut self, now: Instant, v: u64) {
+        if v != self.ssthresh {
+            self.ssthresh = v;
+            self.push_var(now, TcpVar::Ssthresh, v as i64);
+        }
+    }
+
+    /// Counts a fast retransmission (loss detected without a timeout) and traces it.
+    pub fn count_fast_retransmit(&mut self, now: Instant) {
+        self.stats.fast_retransmits += 1;
+        self.push_var(now, TcpVar::FastRetransmit, self.stats.fast_retransmits as i64);
+    }
+
+    /// Enters loss recovery with the congestion controller's `ssthresh`: the
+    /// recovery point is everything sent so far (RFC 6582 `recover`, RFC 6675
+    /// `RecoveryPoint`), and no segment is timed through it (Karn).
+    pub fn enter_recovery(&mut self, now: Instant, ssthresh: u64) {
+        self.count_fast_retransmit(now);
+        self.in_recovery = true;
+        self.recover = self.snd_max;
+        self.set_ssthresh(now, ssthresh);
+        self.timing = None;
+    }
+
+    /// Where the first SACKed block above `from` starts (`or` if none): the end of
+    /// the hole at `from`.
+    pub fn hole_end(&self, from: u64, or: u64) -> u64 {
+        self.scoreboard.v.iter().find(|b| b.0 > from).map(|b| b.0).unwrap_or(or)
+    }
+}
