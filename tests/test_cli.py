@@ -100,7 +100,6 @@ BAD = [
     (["flow.0.tcp.variant=vegas"], "flow[0].tcp.variant"),
     (["flow.0.tcp.cc=vegas"], "flow[0].tcp.cc"),
     (["flow.0.tcp.recovery=fack"], "flow[0].tcp.recovery"),
-    (["flow.0.tcp.variant=sack", "flow.0.tcp.recovery=newreno"], "flow[0].tcp.recovery"),
     (["flow.5.bytes=1MB"], "flow"),
     (["flow.0.bytes=unlimited"], "flow[0].bytes"),
     (["wireless.arq.protocol=is707", "wireless.arq.idle_frames=lots"], "wireless.arq.idle_frames"),

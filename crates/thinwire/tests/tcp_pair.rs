@@ -304,3 +304,39 @@ fn byte_buffers_carry_real_data_both_ways_through_losses() {
         assert_eq!((p.ep[0].unacked(), p.ep[1].unacked()), (0, 0), "everything acknowledged is released");
     }
 }
+
+/// Every congestion controller with every loss recovery (the registries' `ALL`):
+/// a transfer with losses completes, its losses repaired, both ends closed.
+#[test]
+fn every_controller_with_every_recovery_repairs_losses() {
+    use thinwire::tcp::{CcKind, RecoveryKind};
+    for &cc in CcKind::ALL {
+        for &recovery in RecoveryKind::ALL {
+            let c = TcpConfig { mss: 1000, cc, recovery, sack: recovery == RecoveryKind::Sack, ..Default::default() };
+            let drop = TcpPair::drop_data(&[30, 31, 90, 160]);
+            let mut p = TcpPair::new(c, c, Some(BYTES), 2_000_000, Duration::from_millis(50), drop);
+            finish(&mut p);
+            let what = format!("{} + {}", cc.name(), recovery.name());
+            assert_eq!(p.ep[0].delivered(), BYTES, "{what}");
+            assert!(p.ep[0].is_closed() && p.ep[1].is_closed(), "{what}");
+            assert!(p.ep[1].stats().retransmits >= 4, "{what}: {:?}", p.ep[1].stats());
+            assert_eq!((p.ep[1].cc_kind(), p.ep[1].recovery_kind()), (cc, recovery));
+        }
+    }
+}
+
+/// CUBIC's reduction at a fast retransmit: ssthresh = ⌊cwnd·717/1024⌋ packets
+/// (β ≈ 0.7, the kernel's integers), where Reno halves the flight.
+#[test]
+fn cubic_reduces_to_seven_tenths_at_a_fast_retransmit() {
+    use thinwire::tcp::{CcKind, TcpVar};
+    let c = TcpConfig { mss: 1000, cc: CcKind::Cubic, ..Default::default() };
+    let mut p = TcpPair::new(c, c, Some(BYTES), 2_000_000, Duration::from_millis(50), TcpPair::drop_data(&[60]));
+    p.ep[1].enable_trace();
+    finish(&mut p);
+    let vars = p.ep[1].trace_vars().unwrap().clone();
+    let fr = vars.iter().position(|e| e.var == TcpVar::FastRetransmit).expect("a fast retransmit");
+    let cwnd_before = vars[..fr].iter().rev().find(|e| e.var == TcpVar::Cwnd).unwrap().value;
+    let ssthresh = vars[fr..].iter().find(|e| e.var == TcpVar::Ssthresh).unwrap().value;
+    assert_eq!(ssthresh, (cwnd_before / 1000 * 717 / 1024) * 1000, "cwnd before {cwnd_before}");
+}

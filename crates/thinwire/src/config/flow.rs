@@ -57,7 +57,9 @@ pub struct DelAckCfg {
 pub struct TcpCfg {
     #[serde(default)]
     pub profile: Option<String>,
-    /// A shorthand for `cc` and `recovery`: "tahoe", "reno", "newreno", "sack".
+    /// A shorthand for `cc` and `recovery`: "tahoe", "reno", "newreno", "sack";
+    /// `cc` or `recovery`, if also given, replace its part (so a sweep can vary
+    /// one over a scenario that names a variant).
     #[serde(default)]
     pub variant: Option<String>,
     /// Congestion control (`tcp/cc/`).
@@ -535,12 +537,6 @@ fn validate_tcp(t: &TcpCfg, i: usize) -> Result<(), ConfigError> {
             return Err(cerr(
                 p("variant"),
                 format!("{v:?} is not a TCP variant; use one of \"tahoe\", \"reno\", \"newreno\", \"sack\""),
-            ));
-        }
-        if let Some(k) = [("cc", t.cc.is_some()), ("recovery", t.recovery.is_some())].iter().find(|x| x.1) {
-            return Err(cerr(
-                p(k.0),
-                format!("give either variant (a shorthand) or cc and recovery, not both (variant = {v:?})"),
             ));
         }
     }

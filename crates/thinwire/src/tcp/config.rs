@@ -104,6 +104,7 @@ impl TcpConfig {
     pub fn variant_name(&self) -> String {
         match self.cc {
             CcKind::Reno => self.recovery.name().to_string(),
+            cc => format!("{}+{}", cc.name(), self.recovery.name()),
         }
     }
     /// This configuration with the controller and recovery of a seeds' variant

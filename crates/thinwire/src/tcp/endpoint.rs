@@ -407,6 +407,7 @@ impl Tcp {
         self.tcb.stats.timeouts += 1;
         self.tcb.push_var(now, TcpVar::Timeout, self.tcb.stats.timeouts as i64);
         let ssthresh = self.cc.ssthresh(&self.tcb);
+        self.cc.on_rto(&self.tcb);
         self.tcb.set_ssthresh(now, ssthresh);
         self.tcb.set_cwnd(now, self.tcb.smss);
         self.rtt.on_timeout();
@@ -787,6 +788,7 @@ impl Tcp {
             }
         };
         if let Some(r) = sample {
+            self.cc.on_rtt(&self.tcb, now, r);
             self.rtt.sample(r);
             self.tcb.stats.rtt_samples += 1;
             self.tcb.stats.rtt_sum += r;

@@ -8,7 +8,7 @@
 use super::CongestionControl;
 use crate::tcp::tcb::Tcb;
 use crate::tcp::TcpConfig;
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 
 #[derive(Clone, Debug, Default)]
 pub struct Reno;
@@ -28,4 +28,8 @@ impl CongestionControl for Reno {
         let inc = if tcb.cwnd < tcb.ssthresh { acked.min(tcb.smss) } else { (tcb.smss * tcb.smss / tcb.cwnd).max(1) };
         tcb.set_cwnd(now, tcb.cwnd + inc);
     }
+
+    fn on_rtt(&mut self, _tcb: &Tcb, _now: Instant, _rtt: Duration) {}
+
+    fn on_rto(&mut self, _tcb: &Tcb) {}
 }
