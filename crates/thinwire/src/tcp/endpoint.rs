@@ -1,18 +1,17 @@
 //! The TCP endpoint state machine (sans-IO).
 //!
-//! Sources: RFC 9293 (state machine), RFC 5681 (slow start, congestion avoidance,
-//! fast retransmit / Reno fast recovery, delayed ACKs), RFC 6582 (NewReno), RFC 6675
-//! with RFC 2018 (SACK loss recovery, "pipe"), RFC 6298 (RTO, Karn), RFC 7323
-//! (timestamps RTTM, window scale). Tahoe: fast retransmit then slow start from one
-//! segment (Jacobson 1988).
+//! Sources: RFC 9293 (state machine), RFC 5681 (the duplicate-ACK test, delayed
+//! ACKs), RFC 6298 (RTO, Karn), RFC 7323 (timestamps RTTM, window scale), RFC 2018
+//! (SACK blocks, the scoreboard). How the window grows and what ssthresh becomes
+//! after a loss is the congestion controller's (`cc/`, `tcp.cc`); when recovery
+//! starts, what is resent in it and the window until it ends is the loss
+//! recovery's (`recovery/`, `tcp.recovery`): each names its own sources.
 //!
 //! Simplifications, each documented: no persist timer (the simulated receiving
 //! applications read at once, so the window only shrinks by out-of-order data);
-//! TIME-WAIT lasts until the end of the run without a 2MSL timer; RFC 6675 NextSeg
-//! rule 3 (retransmitting unSACKed data not yet deemed lost) and rule 4 (rescue)
-//! are not implemented; after an RTO the SACK scoreboard is cleared (RFC 2018 §8).
-//! Congestion avoidance adds SMSS·SMSS/cwnd per ACK; slow start adds
-//! min(acked, SMSS) per ACK (RFC 5681 without appropriate byte counting).
+//! TIME-WAIT lasts until the end of the run without a 2MSL timer; after an RTO the
+//! SACK scoreboard is cleared (RFC 2018 §8), cwnd is one segment and ssthresh the
+//! controller's.
 //!
 //! Sequence space is kept as 64-bit offsets from the initial sequence numbers
 //! (offset 0 is the SYN) and converted to 32-bit wire numbers at the edges.
