@@ -151,7 +151,9 @@ crate::described! {
         pub id: usize => (info, "count", "flow", "tcp media"),
         pub app: String => (info, "text", "app", "tcp media"),
         pub direction: String => (info, "text", "dir", "tcp media"),
-        /// TCP variant of the sender (`udp` for media and probes).
+        /// TCP algorithms of the sender: the seeds' variant name for `reno` with one of
+        /// their recoveries (`newreno`), else `CC+RECOVERY` (`cubic+sack`); `udp` for
+        /// media and probes.
         pub variant: String => (info, "text", "tcp", "tcp"),
         pub start_s: f64 => (info, "s", "", ""),
         /// Application bytes delivered in order.
