@@ -198,6 +198,8 @@ def main() -> None:
     workers = {k: Worker(py, k) for k, py in builds.items()}
     print(f"machine: {cpu()}, {os.cpu_count()} cores, {platform.system()} {platform.release()}")
     print(f"base {a.base} ({base[:12]})  head {a.head} ({head[:12]})")
+    for k, w in workers.items():
+        print(f"  {k} imports thinwire from {w.where}")
     print(f"{a.rounds} rounds x {a.runs} runs per scenario and build, alternating; load {os.getloadavg()[0]:.2f}")
     # rounds[name][build] = list of (mean per-run, mean core) per round
     res: dict = {p.stem: {"base": [], "head": []} for p in paths}
