@@ -16,8 +16,8 @@ import thinwire
 ROOT = Path(__file__).resolve().parent.parent
 BASE = (ROOT / "scenarios/gprs-download.toml").read_text()
 MORE = (
-    '[[flow]]\napp = "bulk"\nbytes = "600KB"\nstart = "20s"\ntcp = { profile = "linux" }\n'
-    '[[flow]]\napp = "interactive"\nmessages = 100\nstart = "5s"\ntcp = { profile = "linux" }\n'
+    '[[flow]]\napp = "bulk"\nbytes = "600KB"\nstart = "20s"\ntcp = { profile = "linux-2.4" }\n'
+    '[[flow]]\napp = "interactive"\nmessages = 100\nstart = "5s"\ntcp = { profile = "linux-2.4" }\n'
 )
 
 

@@ -16,7 +16,7 @@ def run(flows: str, **kw):
 
 
 def test_ttcp_repeats_downloads_one_after_another():
-    r = run('[[flow]]\napp = "ttcp"\nbytes = "10KB"\nrepeat = 6\nthink = "2s"\ntcp = { profile = "linux" }\n')
+    r = run('[[flow]]\napp = "ttcp"\nbytes = "10KB"\nrepeat = 6\nthink = "2s"\ntcp = { profile = "linux-2.4" }\n')
     f = r.raw["flows"][0]
     assert f["transactions"] == 6 and f["bytes_delivered"] == 60_000
     d = f["durations_s"]
@@ -28,7 +28,7 @@ def test_ttcp_repeats_downloads_one_after_another():
 
 
 def test_http11_persistent_saves_connection_setups():
-    page = '[[flow]]\napp = "http"\nbytes = "5KB"\nobjects = 5\ntransactions = 3\npersistent = {}\ntcp = {{ profile = "linux" }}\n'
+    page = '[[flow]]\napp = "http"\nbytes = "5KB"\nobjects = 5\ntransactions = 3\npersistent = {}\ntcp = {{ profile = "linux-2.4" }}\n'
     h10 = run(page.format("false")).raw["flows"][0]
     h11 = run(page.format("true")).raw["flows"][0]
     assert h10["bytes_delivered"] == h11["bytes_delivered"] == 3 * 5 * 5000
@@ -37,8 +37,8 @@ def test_http11_persistent_saves_connection_setups():
 
 
 def test_interactive_messages_wait_behind_a_bulk_download():
-    chat = '[[flow]]\napp = "interactive"\nmessages = 30\nstart = "1s"\ntcp = { profile = "linux" }\n'
-    bulk = '[[flow]]\napp = "bulk"\nbytes = "200KB"\ntcp = { profile = "linux" }\n'
+    chat = '[[flow]]\napp = "interactive"\nmessages = 30\nstart = "1s"\ntcp = { profile = "linux-2.4" }\n'
+    bulk = '[[flow]]\napp = "bulk"\nbytes = "200KB"\ntcp = { profile = "linux-2.4" }\n'
     alone = run(chat).raw["flows"][0]
     busy = run(bulk + chat).raw["flows"][1]
     assert alone["packets_sent"] == alone["packets_received"] == 30

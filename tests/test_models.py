@@ -340,8 +340,8 @@ def test_gprs_gateway_buffer_defaults_to_120kb():
     # A window larger than the buffer: GPRS's default holds 120 KB (80 full
     # packets); other link protocols keep the 50-packet default.
     big = default.replace(
-        'tcp = { profile = "linux", mss = 1460 }',
-        'tcp = { profile = "linux", mss = 1460, window_scaling = true, rcv_buf = "256KB", snd_buf = "256KB" }',
+        'tcp = { profile = "linux-2.4", mss = 1460 }',
+        'tcp = { profile = "linux-2.4", mss = 1460, window_scaling = true, rcv_buf = "256KB", snd_buf = "256KB" }',
     )
     assert big != default
     g = thinwire.run(big).summary["link"]["down"]

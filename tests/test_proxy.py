@@ -8,7 +8,7 @@ import thinwire
 
 GPRS = (Path(__file__).resolve().parent.parent / "scenarios" / "gprs-download.toml").read_text()
 LINK = GPRS.replace('outage_every = "300s"\n', "").split("[[flow]]")[0]
-BULK = '[[flow]]\napp = "bulk"\nbytes = "{}"\nstart = "{}"\ntcp = {{ profile = "linux" }}\n'
+BULK = '[[flow]]\napp = "bulk"\nbytes = "{}"\nstart = "{}"\ntcp = {{ profile = "linux-2.4" }}\n'
 
 
 def run(flows: str, proxy: bool, **kw):
@@ -50,7 +50,7 @@ def test_proxy_decisions_are_traced():
 
 
 def test_web_sessions_through_the_proxy_deliver_everything():
-    web = '[[flow]]\napp = "http"\nbytes = "6KB"\nobjects = 4\ntransactions = 3\n{}tcp = {{ profile = "linux" }}\n'
+    web = '[[flow]]\napp = "http"\nbytes = "6KB"\nobjects = 4\ntransactions = 3\n{}tcp = {{ profile = "linux-2.4" }}\n'
     for persistent in ("", "persistent = true\n"):
         r = run(web.format(persistent), True).raw
         f = r["flows"][0]
@@ -111,9 +111,9 @@ def test_concurrent_sessions_through_the_proxy_stay_apart(tmp_path):
     # Two page-loading flows and repeated downloads at once: every connection has its
     # own ports, so the proxy never mistakes one for another and all complete.
     flows = (
-        '[[flow]]\napp = "http"\nbytes = "5KB"\nobjects = 3\ntransactions = 3\ntcp = { profile = "linux" }\n'
-        '[[flow]]\napp = "http"\nbytes = "7KB"\nobjects = 2\ntransactions = 3\npersistent = true\ntcp = { profile = "linux" }\n'
-        '[[flow]]\napp = "ttcp"\nbytes = "6KB"\nrepeat = 4\ntcp = { profile = "linux" }\n'
+        '[[flow]]\napp = "http"\nbytes = "5KB"\nobjects = 3\ntransactions = 3\ntcp = { profile = "linux-2.4" }\n'
+        '[[flow]]\napp = "http"\nbytes = "7KB"\nobjects = 2\ntransactions = 3\npersistent = true\ntcp = { profile = "linux-2.4" }\n'
+        '[[flow]]\napp = "ttcp"\nbytes = "6KB"\nrepeat = 4\ntcp = { profile = "linux-2.4" }\n'
     )
     res = run(flows, True, pcap=True)
     r = res.raw

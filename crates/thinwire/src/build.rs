@@ -299,6 +299,9 @@ pub fn tcp_config(f: &FlowCfg) -> TcpConfig {
         rcv_wnd_initial: t.rcv_wnd_initial.map(|x| Some(x.0 as u32)).unwrap_or(d.rcv_wnd_initial),
         slow_start_after_idle: t.slow_start_after_idle.unwrap_or(d.slow_start_after_idle),
         cwnd_clamp: t.cwnd_clamp.map(|x| Some(x.0.min(1 << 30) as u32)).unwrap_or(d.cwnd_clamp),
+        rto: t.rto.unwrap_or(d.rto),
+        syn_linear_timeouts: t.syn_linear_timeouts.unwrap_or(d.syn_linear_timeouts),
+        limited_transmit: t.limited_transmit.unwrap_or(d.limited_transmit),
     }
 }
 
@@ -451,6 +454,7 @@ mod tests {
     /// an unknown name is refused (the error lists the names).
     #[test]
     fn tcp_cc_and_recovery_keys() {
+        use crate::tcp::rtt::RtoKind;
         use crate::tcp::{CcKind, RecoveryKind, Variant};
         let tcp = |t: &str| {
             let sc = parse_scenario(&format!("{BASE}tcp = {{ {t} }}\n"), &[])?;
@@ -462,13 +466,27 @@ mod tests {
             assert_eq!(named, tcp(&format!("variant = {:?}", v.name())).unwrap());
             assert_eq!(named, crate::tcp::TcpConfig::default().with_variant(v));
         }
+        let old = tcp("profile = \"linux-2.4\", recovery = \"newreno\"").unwrap();
+        assert_eq!((old.cc, old.recovery, old.sack), (CcKind::Rfc5681, RecoveryKind::NewReno, true));
         let linux = tcp("profile = \"linux\", recovery = \"newreno\"").unwrap();
-        assert_eq!((linux.cc, linux.recovery, linux.sack), (CcKind::Reno, RecoveryKind::NewReno, true));
+        assert_eq!((linux.cc, linux.recovery, linux.sack), (CcKind::Cubic, RecoveryKind::NewReno, true));
+        assert_eq!((linux.rto, linux.syn_linear_timeouts, linux.limited_transmit), (RtoKind::Linux, 4, true));
+        // The seeds' shorthand over the Linux profile: Reno's per-ACK window, the
+        // profile's timers kept.
+        let v = tcp("profile = \"linux\", variant = \"sack\", rto = \"rfc6298\", syn_linear_timeouts = 0").unwrap();
+        assert_eq!((v.cc, v.rto, v.syn_linear_timeouts, v.initial_window), (CcKind::Rfc5681, RtoKind::Rfc6298, 0, 10));
+        for name in crate::tcp::TcpConfig::PROFILES {
+            assert!(tcp(&format!("profile = {name:?}")).is_ok(), "{name}");
+        }
+        let e = tcp("rto = \"bsd\"").unwrap_err().to_string();
+        assert!(e.starts_with("flow[0].tcp.rto: ") && e.contains("rfc6298") && !e.contains('\n'), "{e}");
+        let e = tcp("syn_linear_timeouts = 101").unwrap_err().to_string();
+        assert_eq!(e, "flow[0].tcp.syn_linear_timeouts: must be between 0 and 100");
         let e = tcp("cc = \"vegas\"").unwrap_err().to_string();
-        assert_eq!(e, "flow[0].tcp.cc: \"vegas\" is not one of \"reno\" or \"cubic\"");
+        assert_eq!(e, "flow[0].tcp.cc: \"vegas\" is not one of \"rfc5681\", \"reno\" or \"cubic\"");
         // cc or recovery replace their part of a variant.
         let c = tcp("variant = \"tahoe\", recovery = \"sack\"").unwrap();
-        assert_eq!((c.cc, c.recovery, c.sack), (CcKind::Reno, RecoveryKind::Sack, true));
+        assert_eq!((c.cc, c.recovery, c.sack), (CcKind::Rfc5681, RecoveryKind::Sack, true));
         let c = tcp("variant = \"sack\", cc = \"cubic\"").unwrap();
         assert_eq!((c.cc, c.recovery), (CcKind::Cubic, RecoveryKind::Sack));
     }

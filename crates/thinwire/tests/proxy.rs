@@ -45,7 +45,7 @@ struct Net {
 }
 
 fn linux() -> TcpConfig {
-    TcpConfig::profile("linux").unwrap()
+    TcpConfig::profile("linux-2.4").unwrap()
 }
 
 impl Net {

@@ -85,7 +85,8 @@ impl Net {
 
     fn conn(&mut self, up: Vec<u8>, close: bool, server: ServerEnd, port: u16) -> usize {
         let i = self.mobiles.len();
-        let mut m = Tcp::new(TcpConfig::profile("linux").unwrap(), 40000 + i as u16, port, 1_000_000 * i as u32 + 7);
+        let mut m =
+            Tcp::new(TcpConfig::profile("linux-2.4").unwrap(), 40000 + i as u16, port, 1_000_000 * i as u32 + 7);
         m.use_byte_buffers();
         m.connect(self.now);
         self.mobiles.push(m);

@@ -56,7 +56,7 @@ def scenario(
     return text + flows
 
 
-def flow(app: str = "bulk", start: float = 0.0, tcp: str | None = 'profile = "linux"', **kw) -> str:
+def flow(app: str = "bulk", start: float = 0.0, tcp: str | None = 'profile = "linux-2.4"', **kw) -> str:
     """A [[flow]] table; `tcp` is the inline table's body (None for UDP apps)."""
     lines = ["[[flow]]", f'app = "{app}"', f'start = "{start}s"'] + ([f"tcp = {{ {tcp} }}"] if tcp is not None else [])
     for k, v in kw.items():

@@ -32,7 +32,7 @@ from .report import finish_figure, label, write_claims
 
 WINDOWS = [4, 8, 10, 16, 32]
 SIZES = [5, 10, 15, 20, 25, 30]
-OPEN = 'profile = "linux", rcv_wnd_initial = "64KB"'
+OPEN = 'profile = "linux-2.4", rcv_wnd_initial = "64KB"'
 # Pause before each further object of a page (the browser parsing). With none,
 # the connection idles only for the request's round trip, never longer than the
 # RTO (RFC 6298: RTO > SRTT), so the restart could not fire; see docs.
@@ -65,7 +65,7 @@ def window_run(kb) -> dict:
     }
 
 
-RECEIVERS = {"linux": 'profile = "linux"', "open": OPEN}
+RECEIVERS = {"linux": 'profile = "linux-2.4"', "open": OPEN}
 
 
 def short_run(rcv: str, proxy: bool, kb: int, reps: int) -> dict:
@@ -89,7 +89,7 @@ def web_run(proxy: bool, http: str, persistent: bool, ssr: bool, pages: int) -> 
     """Pages of 5 objects of 8 KB, HTTP/1.0 or 1.1, with or without slow-start restart."""
     import thinwire
 
-    tcp = f'profile = "linux", slow_start_after_idle = {str(ssr).lower()}'
+    tcp = f'profile = "linux-2.4", slow_start_after_idle = {str(ssr).lower()}'
     res = thinwire.run(
         scenario(
             flow(

@@ -116,7 +116,7 @@ def sim_run(name: str, sack: bool) -> dict:
     text, overrides, size = _scenario_text(name)
     variant = "sack" if sack else "newreno"
     flow = ["flow.0.app=bulk", f"flow.0.bytes={size}B", "flow.0.direction=down", "flow.0.start=0s"]
-    flow += [f'flow.0.tcp={{profile="linux", variant="{variant}"}}']
+    flow += [f'flow.0.tcp={{profile="linux-2.4", variant="{variant}"}}']
     # Keep only the first flow of the scenario.
     text = _first_flow_only(text)
     r = thinwire.run(text, set=overrides + flow + ['stop="end"']).flows.row(0, named=True)

@@ -51,7 +51,8 @@ pub struct DelAckCfg {
     pub timeout: Option<Dur>,
 }
 
-/// `tcp = { ... }`: a profile ("default", "bsd", "linux") the other fields override.
+/// `tcp = { ... }`: a profile ("default", "bsd", "linux-2.4", "linux") the other
+/// fields override.
 #[derive(Clone, Debug, Deserialize, Default, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct TcpCfg {
@@ -100,6 +101,12 @@ pub struct TcpCfg {
     pub slow_start_after_idle: Option<bool>,
     #[serde(default)]
     pub cwnd_clamp: Option<Size>,
+    #[serde(default)]
+    pub rto: Option<crate::tcp::rtt::RtoKind>,
+    #[serde(default)]
+    pub syn_linear_timeouts: Option<u32>,
+    #[serde(default)]
+    pub limited_transmit: Option<bool>,
 }
 
 /// `app = "bulk"`: one TCP transfer of `bytes` (or unlimited) in `direction`.
@@ -528,7 +535,10 @@ fn validate_tcp(t: &TcpCfg, i: usize) -> Result<(), ConfigError> {
         if crate::tcp::TcpConfig::profile(pr).is_none() {
             return Err(cerr(
                 p("profile"),
-                format!("{pr:?} is not a TCP profile; use \"default\", \"bsd\" or \"linux\""),
+                format!(
+                    "{pr:?} is not a TCP profile; use one of {}",
+                    crate::tcp::TcpConfig::PROFILES.map(|p| format!("{p:?}")).join(", ")
+                ),
             ));
         }
     }
@@ -551,6 +561,9 @@ fn validate_tcp(t: &TcpCfg, i: usize) -> Result<(), ConfigError> {
                 return Err(cerr(p(name), "must be between 1B and 1GiB"));
             }
         }
+    }
+    if t.syn_linear_timeouts.is_some_and(|n| n > 100) {
+        return Err(cerr(p("syn_linear_timeouts"), "must be between 0 and 100"));
     }
     if t.initial_window.is_some_and(|w| w == 0 || w > 1000) {
         return Err(cerr(p("initial_window"), "must be between 1 and 1000 segments"));

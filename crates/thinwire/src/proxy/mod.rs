@@ -106,7 +106,7 @@ pub struct ProxyConfig {
 
 impl Default for ProxyConfig {
     fn default() -> Self {
-        let mut wired = TcpConfig::profile("linux").expect("linux profile");
+        let mut wired = TcpConfig::profile("linux-2.4").expect("linux-2.4 profile");
         wired.recovery = RecoveryKind::Sack;
         wired.timestamps = false;
         wired.rcv_wnd_initial = None;

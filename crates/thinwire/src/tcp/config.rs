@@ -1,6 +1,7 @@
 //! TCP endpoint configuration and its defaults.
 use super::cc::CcKind;
 use super::recovery::RecoveryKind;
+use super::rtt::RtoKind;
 use crate::time::Duration;
 
 /// The seeds' TCP variants, a shorthand (`tcp.variant`) for a congestion
@@ -40,7 +41,7 @@ impl Variant {
             Variant::NewReno => RecoveryKind::NewReno,
             Variant::Sack => RecoveryKind::Sack,
         };
-        (CcKind::Reno, r)
+        (CcKind::Rfc5681, r)
     }
 }
 
@@ -95,6 +96,23 @@ pub struct TcpConfig {
     /// §V "TCP clamp": no slow start, no reduction; C_clamp ≈ the link's bandwidth-
     /// delay product plus headroom). Default none.
     pub cwnd_clamp: Option<u32>,
+    /// The retransmission timer (`tcp/rtt.rs`): `rfc6298`, or `linux` — Linux's
+    /// estimator and, with it, Linux's timeout handling in the endpoint: an RTT
+    /// sample from every ACK of data never retransmitted (the oldest segment it
+    /// acknowledges; timestamps only when there is none), the timer restarted when
+    /// the first unacknowledged segment is retransmitted, the 3 s fallback when the
+    /// handshake gave no sample, cwnd of one segment after two or more lost
+    /// SYNs/SYN-ACKs (`tcp_init_transfer`), and at a timeout (`tcp_enter_loss`)
+    /// the SACK scoreboard kept and ssthresh reduced once per loss episode. Default
+    /// `rfc6298`.
+    pub rto: RtoKind,
+    /// SYN retransmissions before the SYN timer backs off (Linux
+    /// `tcp_syn_linear_timeouts`, 4 since 6.5: SYNs at 0, 1, 2, 3, 4, 5, 7, 11 s…).
+    /// Only the active opener; SYN-ACKs back off at once. Default 0.
+    pub syn_linear_timeouts: u32,
+    /// RFC 3042 limited transmit: the first and second duplicate ACKs each let one
+    /// new segment out beyond cwnd (if the receiver's window allows). Default false.
+    pub limited_transmit: bool,
 }
 
 impl TcpConfig {
@@ -103,7 +121,7 @@ impl TcpConfig {
     /// `CC+RECOVERY`.
     pub fn variant_name(&self) -> String {
         match self.cc {
-            CcKind::Reno => self.recovery.name().to_string(),
+            CcKind::Rfc5681 => self.recovery.name().to_string(),
             cc => format!("{}+{}", cc.name(), self.recovery.name()),
         }
     }
@@ -113,6 +131,8 @@ impl TcpConfig {
         let (cc, recovery) = v.parts();
         TcpConfig { cc, recovery, sack: v == Variant::Sack, ..self }
     }
+    /// The names [`profile`](Self::profile) knows.
+    pub const PROFILES: [&'static str; 4] = ["default", "bsd", "linux-2.4", "linux"];
     /// Named presets; the scenario's own fields override them.
     /// - `"default"`: the defaults above.
     /// - `"bsd"`: a 4.4BSD-derived stack as in seed 000 (BSD/OS 3.0): Reno, 500 ms
@@ -120,10 +140,21 @@ impl TcpConfig {
     ///   minimum RTO 1 s (two ticks), maximum 64 s, initial window of one segment,
     ///   8 KiB socket buffers, no SACK, no window scaling, source quench on local
     ///   interface-queue drops.
-    /// - `"linux"`: a Linux 2.4-era stack as in seeds 003/004: SACK, timestamps,
+    /// - `"linux-2.4"`: a Linux 2.4-era stack as in seeds 003/004: SACK, timestamps,
     ///   initial window 2, no window scaling (so a 64 KB window limit), an initial
     ///   advertised window of 5392 bytes growing as data arrives, slow-start restart
     ///   after idle, initial RTO 3 s, minimum RTO 200 ms, maximum 120 s.
+    /// - `"linux"`: Linux 6.x's defaults (`net/ipv4/tcp_*.c`, `sysctl net.ipv4.tcp_*`):
+    ///   CUBIC with SACK recovery, timestamps, window scaling, initial window 10
+    ///   (RFC 6928), `rto = "linux"` (min 200 ms, max 120 s, initial 1 s, 3 s
+    ///   fallback), linear SYN timeouts (4), limited transmit, 4 ms timer ticks
+    ///   (`CONFIG_HZ=250`), delayed ACKs after 2 segments or 40 ms (`TCP_ATO_MIN`),
+    ///   slow-start restart after idle (`tcp_slow_start_after_idle` = 1), an
+    ///   advertised window of 64,240 B at first (44 × 1460: 64 KiB rounded to the
+    ///   MSS) growing by two segments per segment received up to `tcp_rmem[2]` =
+    ///   6 MiB (receive-buffer autotuning approximated), send buffer 4 MiB
+    ///   (`tcp_wmem[2]`). Not yet as the kernel: RACK-TLP, PRR, F-RTO and undo,
+    ///   DSACK, HyStart, quick ACKs and the adaptive delayed-ACK timeout, pacing.
     pub fn profile(name: &str) -> Option<TcpConfig> {
         let d = TcpConfig::default();
         match name {
@@ -143,7 +174,7 @@ impl TcpConfig {
                 source_quench: true,
                 ..d
             }),
-            "linux" => Some(TcpConfig {
+            "linux-2.4" => Some(TcpConfig {
                 recovery: RecoveryKind::Sack,
                 sack: true,
                 timestamps: true,
@@ -159,6 +190,28 @@ impl TcpConfig {
                 slow_start_after_idle: true,
                 ..d
             }),
+            "linux" => Some(TcpConfig {
+                cc: CcKind::Cubic,
+                recovery: RecoveryKind::Sack,
+                sack: true,
+                timestamps: true,
+                window_scaling: true,
+                initial_window: 10,
+                delack_count: 2,
+                delack_timeout: Duration::from_millis(40),
+                initial_rto: Duration::from_secs(1),
+                min_rto: Duration::from_millis(200),
+                max_rto: Duration::from_secs(120),
+                timer_granularity: Duration::from_millis(4),
+                rcv_buf: 6 << 20,
+                snd_buf: 4 << 20,
+                rcv_wnd_initial: Some(64_240),
+                slow_start_after_idle: true,
+                rto: RtoKind::Linux,
+                syn_linear_timeouts: 4,
+                limited_transmit: true,
+                ..d
+            }),
             _ => None,
         }
     }
@@ -167,7 +220,7 @@ impl TcpConfig {
 impl Default for TcpConfig {
     fn default() -> Self {
         TcpConfig {
-            cc: CcKind::Reno,
+            cc: CcKind::Rfc5681,
             recovery: RecoveryKind::NewReno,
             mss: 1460,
             sack: false,
@@ -186,6 +239,9 @@ impl Default for TcpConfig {
             rcv_wnd_initial: None,
             slow_start_after_idle: false,
             cwnd_clamp: None,
+            rto: RtoKind::Rfc6298,
+            syn_linear_timeouts: 0,
+            limited_transmit: false,
         }
     }
 }

@@ -9,9 +9,11 @@
 //!
 //! Simplifications, each documented: no persist timer (the simulated receiving
 //! applications read at once, so the window only shrinks by out-of-order data);
-//! TIME-WAIT lasts until the end of the run without a 2MSL timer; after an RTO the
-//! SACK scoreboard is cleared (RFC 2018 §8), cwnd is one segment and ssthresh the
-//! controller's.
+//! TIME-WAIT lasts until the end of the run without a 2MSL timer; after an RTO
+//! cwnd is one segment and ssthresh the controller's, and the SACK scoreboard is
+//! cleared (RFC 2018 §8) — unless `rto = "linux"`, which keeps it and takes the
+//! rest of Linux's timeout handling (`TcpConfig::rto`). RFC 3042 limited transmit
+//! with `limited_transmit`; Linux's linear SYN timeouts with `syn_linear_timeouts`.
 //!
 //! Sequence space is kept as 64-bit offsets from the initial sequence numbers
 //! (offset 0 is the SYN) and converted to 32-bit wire numbers at the edges.
@@ -28,10 +30,11 @@ use super::cc::{Cc, CongestionControl};
 use super::config::TcpConfig;
 use super::ranges::Ranges;
 use super::recovery::{LossRecovery, NextSeg, Recovery};
-use super::rtt::RttEstimator;
+use super::rtt::{RtoKind, RttEstimator};
 use super::tcb::Tcb;
 use crate::time::{Duration, Instant};
 use crate::wire::{TcpFlags, TcpRepr};
+use std::collections::VecDeque;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum State {
@@ -113,6 +116,17 @@ pub struct Tcp {
     pub rtt: RttEstimator,
     rto_deadline: Option<Instant>,
     syn_retx: bool,
+    /// SYNs (or SYN-ACKs) sent again.
+    syn_rexmits: u32,
+    /// With `rto = "linux"`: each data segment sent and not yet cumulatively
+    /// acknowledged — (start, end, sent at, retransmitted) — for an RTT sample from
+    /// every ACK (`tcp_clean_rtx_queue`).
+    sent_log: VecDeque<(u64, u64, Instant, bool)>,
+    /// Timeouts since `snd_una` last advanced (Linux `icsk_retransmits`).
+    rto_retransmits: u32,
+    /// A timeout's loss episode is under way (Linux `TCP_CA_Loss`) until `recover`
+    /// is acknowledged.
+    in_loss: bool,
     ts_ok: bool,
     sack_ok: bool,
     ts_recent: u32,
@@ -132,6 +146,8 @@ pub struct Tcp {
     ack_now: bool,
     /// The sender's state that congestion control and loss recovery see.
     tcb: Tcb,
+    /// Segments sent since the window's use was last validated.
+    sent_burst: bool,
     cc: Cc,
     recovery: Recovery,
     /// Byte buffers when driven by real data (None: the simulator's counters).
@@ -147,7 +163,8 @@ fn unwrap_seq(reference: u64, base: u32, wire: u32) -> u64 {
 
 impl Tcp {
     pub fn new(cfg: TcpConfig, local_port: u16, remote_port: u16, iss: u32) -> Tcp {
-        let rtt = RttEstimator::new(cfg.initial_rto, cfg.timer_granularity, cfg.min_rto, cfg.max_rto);
+        let rtt =
+            RttEstimator::new(cfg.initial_rto, cfg.timer_granularity, cfg.min_rto, cfg.max_rto).with_kind(cfg.rto);
         let smss = cfg.mss as u64;
         let rcv_ssthresh = cfg.rcv_wnd_initial.map_or(cfg.rcv_buf, |w| w.min(cfg.rcv_buf)) as u64;
         Tcp {
@@ -171,10 +188,15 @@ impl Tcp {
                 cfg.cwnd_clamp.map_or(smss * cfg.initial_window as u64, |c| c as u64),
                 cfg.cwnd_clamp.map(u64::from),
             ),
+            sent_burst: false,
             cc: cfg.cc.make(&cfg),
             recovery: cfg.recovery.make(&cfg),
             rto_deadline: None,
             syn_retx: false,
+            syn_rexmits: 0,
+            sent_log: VecDeque::new(),
+            rto_retransmits: 0,
+            in_loss: false,
             ts_ok: false,
             sack_ok: false,
             ts_recent: 0,
@@ -391,7 +413,12 @@ impl Tcp {
         match self.state {
             State::SynSent | State::SynRcvd => {
                 self.syn_retx = true;
-                self.rtt.on_timeout();
+                // Linux `tcp_syn_linear_timeouts`: the active opener's first SYN
+                // timeouts do not back off (this is timeout number syn_rexmits + 1).
+                let linear = self.state == State::SynSent && self.syn_rexmits < self.cfg.syn_linear_timeouts;
+                if !linear {
+                    self.rtt.on_timeout();
+                }
                 self.tcb.stats.timeouts += 1;
                 self.tcb.push_var(now, TcpVar::Timeout, self.tcb.stats.timeouts as i64);
                 self.arm_rto(now);
@@ -405,9 +432,18 @@ impl Tcp {
         }
         self.tcb.stats.timeouts += 1;
         self.tcb.push_var(now, TcpVar::Timeout, self.tcb.stats.timeouts as i64);
-        let ssthresh = self.cc.ssthresh(&self.tcb);
+        let linux = self.cfg.rto == RtoKind::Linux;
+        // Linux `tcp_enter_loss` reduces ssthresh once per loss episode: not again
+        // during a fast recovery, nor at a repeated timeout with no progress since.
+        let episode =
+            self.tcb.snd_una < self.tcb.recover && (self.tcb.in_recovery || (self.in_loss && self.rto_retransmits > 0));
+        if !(linux && episode) {
+            let ssthresh = self.cc.ssthresh(&self.tcb);
+            self.tcb.set_ssthresh(now, ssthresh);
+        }
         self.cc.on_rto(&self.tcb);
-        self.tcb.set_ssthresh(now, ssthresh);
+        self.in_loss = true;
+        self.rto_retransmits += 1;
         self.tcb.set_cwnd(now, self.tcb.smss);
         self.rtt.on_timeout();
         self.tcb.push_var(now, TcpVar::Rto, self.rtt.rto().nanos());
@@ -418,7 +454,10 @@ impl Tcp {
         self.tcb.high_rxt = self.tcb.snd_una;
         self.tcb.rexmit = None;
         self.tcb.timing = None;
-        self.tcb.scoreboard.clear();
+        if !linux {
+            // RFC 2018 §8; Linux keeps what was SACKed and resends the rest.
+            self.tcb.scoreboard.clear();
+        }
         if self.fin_sent && self.tcb.snd_una <= self.fin_off() {
             self.fin_sent = false;
         }
@@ -544,6 +583,7 @@ impl Tcp {
                 // SYN (active side) or SYN-ACK (passive side), first or again.
                 self.syn_retx = false;
                 let retx = self.tcb.snd_max > 0;
+                self.syn_rexmits += retx as u32;
                 self.tcb.snd_nxt = 1;
                 self.tcb.snd_max = 1;
                 self.tcb.timing = if retx { None } else { Some((1, now)) };
@@ -555,7 +595,15 @@ impl Tcp {
             }
             State::Established => {
                 if let Some(s) = self.next_data(now) {
+                    self.sent_burst = true;
                     return Some(s);
+                }
+                // The end of a burst (Linux `tcp_write_xmit`): was the window the
+                // limit? (Only Linux's controllers ask.)
+                let limited = self.tcb.flight() >= self.tcb.cwnd;
+                if (self.sent_burst || limited) && self.cc.kind() != super::CcKind::Rfc5681 {
+                    self.sent_burst = false;
+                    self.tcb.cwnd_validate(limited);
                 }
             }
             _ => {}
@@ -593,6 +641,12 @@ impl Tcp {
     fn send_at(&mut self, now: Instant, seq: u64, max_len: u64) -> Segment {
         let end = self.data_end();
         let retx = seq < self.tcb.snd_max;
+        let linux = self.cfg.rto == RtoKind::Linux;
+        if retx && linux && seq == self.tcb.snd_una {
+            // Linux `tcp_xmit_retransmit_queue`: resending the first unacknowledged
+            // segment restarts the timer.
+            self.arm_rto(now);
+        }
         if seq >= end {
             // FIN
             self.fin_sent = true;
@@ -614,7 +668,15 @@ impl Tcp {
             self.tcb.set_cwnd(now, rw);
         }
         self.last_data_sent = Some(now);
-        if retx {
+        if linux {
+            if retx {
+                for r in self.sent_log.iter_mut().take_while(|r| r.0 < seq + len) {
+                    r.3 |= r.1 > seq;
+                }
+            } else {
+                self.sent_log.push_back((seq, seq + len, now, false));
+            }
+        } else if retx {
             self.tcb.timing = None;
         } else if self.tcb.timing.is_none() && !self.ts_ok {
             self.tcb.timing = Some((seq + len, now));
@@ -656,7 +718,17 @@ impl Tcp {
         while let Some(e) = self.tcb.scoreboard.end_of(self.tcb.snd_nxt) {
             self.tcb.snd_nxt = e;
         }
-        let limit = self.tcb.snd_una + self.window();
+        let mut limit = self.tcb.snd_una + self.window();
+        if self.cfg.limited_transmit
+            && self.tcb.dupacks > 0
+            && !self.tcb.in_recovery
+            && self.tcb.snd_nxt == self.tcb.snd_max
+        {
+            // RFC 3042: one new segment for each of the first two duplicate ACKs.
+            let extra = self.tcb.smss * self.tcb.dupacks.min(2) as u64;
+            let w = (self.tcb.cwnd + extra).min(self.tcb.snd_wnd).min(self.cfg.snd_buf as u64);
+            limit = limit.max(self.tcb.snd_una + w);
+        }
         if self.tcb.snd_nxt < end {
             let avail = end - self.tcb.snd_nxt;
             let want = avail.min(self.tcb.smss);
@@ -713,6 +785,7 @@ impl Tcp {
                 self.tcb.snd_nxt = 1;
                 self.tcb.snd_wnd = (seg.window as u64) << self.snd_wscale;
                 self.sample_rtt(now, seg, 1);
+                self.handshake_done(now);
                 self.rto_deadline = None;
                 self.state = State::Established;
                 self.ack_now = true;
@@ -732,6 +805,7 @@ impl Tcp {
                 self.tcb.snd_una = 1;
                 self.tcb.snd_nxt = self.tcb.snd_nxt.max(1);
                 self.sample_rtt(now, seg, 1);
+                self.handshake_done(now);
                 self.rto_deadline = None;
                 self.state = State::Established;
             }
@@ -771,27 +845,70 @@ impl Tcp {
         self.trace_all(now);
     }
 
+    /// With `rto = "linux"`, Linux's state when the handshake completes
+    /// (`tcp_init_metrics`, `tcp_init_transfer`): the 3 s fallback RTO without an
+    /// RTT sample; a window of one segment after two or more SYNs (or SYN-ACKs)
+    /// sent again (RFC 5681 §3.1 asks for one after any).
+    fn handshake_done(&mut self, now: Instant) {
+        if self.cfg.rto != RtoKind::Linux {
+            return;
+        }
+        self.rtt.fallback(Duration::from_secs(3));
+        if self.syn_rexmits > 1 {
+            let one = self.tcb.smss;
+            self.tcb.set_cwnd(now, one);
+        }
+    }
+
     fn sample_rtt(&mut self, now: Instant, seg: &TcpRepr, acked_to: u64) {
-        let sample = if self.ts_ok {
-            match seg.timestamps {
-                Some((_, ecr)) if ecr != 0 => Some(Duration::from_millis((Self::ts_now(now).wrapping_sub(ecr)) as i64)),
-                _ => None,
+        let linux = self.cfg.rto == RtoKind::Linux;
+        // The timed segment (without timestamps; always the SYN).
+        let timed = match self.tcb.timing {
+            Some((s, t)) if acked_to >= s && (linux || !self.ts_ok) => {
+                self.tcb.timing = None;
+                Some(now - t)
             }
+            _ => None,
+        };
+        // Linux `tcp_clean_rtx_queue`: the oldest segment this ACK covers, unless
+        // it covers a retransmitted one (Karn).
+        let logged = if linux { self.sent_sample(now, acked_to) } else { None };
+        let ts = || match seg.timestamps {
+            Some((_, ecr)) if ecr != 0 => Some(Duration::from_millis((Self::ts_now(now).wrapping_sub(ecr)) as i64)),
+            _ => None,
+        };
+        let sample = if linux {
+            timed.or(logged).or_else(|| if self.ts_ok { ts() } else { None })
+        } else if self.ts_ok {
+            ts()
         } else {
-            match self.tcb.timing {
-                Some((s, t)) if acked_to >= s => {
-                    self.tcb.timing = None;
-                    Some(now - t)
-                }
-                _ => None,
-            }
+            timed
         };
         if let Some(r) = sample {
             self.cc.on_rtt(&self.tcb, now, r);
-            self.rtt.sample(r);
+            self.rtt.sample_at(r, self.tcb.snd_una, self.tcb.snd_nxt);
             self.tcb.stats.rtt_samples += 1;
             self.tcb.stats.rtt_sum += r;
             self.trace_rtt(now);
+        }
+    }
+
+    /// Drops the logged segments acknowledged up to `acked_to`; the RTT of the
+    /// oldest if none of them was retransmitted.
+    fn sent_sample(&mut self, now: Instant, acked_to: u64) -> Option<Duration> {
+        let (mut first, mut retransmitted) = (None, false);
+        while let Some(&(_, end, at, rx)) = self.sent_log.front() {
+            if end > acked_to {
+                break;
+            }
+            self.sent_log.pop_front();
+            retransmitted |= rx;
+            first = first.or(Some(at));
+        }
+        if retransmitted {
+            None
+        } else {
+            first.map(|t| now - t)
         }
     }
 
@@ -829,6 +946,8 @@ impl Tcp {
             self.tcb.scoreboard.trim_below(ack);
             self.sample_rtt(now, seg, ack);
             self.tcb.dupacks = 0;
+            self.rto_retransmits = 0;
+            self.in_loss &= ack < self.tcb.recover;
             self.on_new_ack(now, acked);
             if self.tcb.snd_una >= self.tcb.snd_max {
                 self.rto_deadline = None;

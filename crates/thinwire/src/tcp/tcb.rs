@@ -40,6 +40,12 @@ pub struct Tcb {
     pub timing: Option<(u64, Instant)>,
     /// A fixed window (seed 003 §V "TCP clamp"): every change of cwnd is ignored.
     pub(super) clamp: Option<u64>,
+    /// Linux `tcp_cwnd_validate`: whether the sender used its whole window in the
+    /// current window of data (`is_cwnd_limited`), the most bytes in flight
+    /// otherwise (`max_packets_out`), and where that window ends (`cwnd_usage_seq`).
+    pub cwnd_limited: bool,
+    pub max_flight: u64,
+    pub cwnd_usage_seq: u64,
     pub trace: Option<Vec<VarEvent>>,
     pub stats: TcpStats,
 }
@@ -62,6 +68,9 @@ impl Tcb {
             scoreboard: Ranges::default(),
             timing: None,
             clamp,
+            cwnd_limited: false,
+            max_flight: 0,
+            cwnd_usage_seq: 0,
             trace: None,
             stats: TcpStats::default(),
         }
@@ -70,6 +79,26 @@ impl Tcb {
     /// Bytes sent and not yet cumulatively acknowledged.
     pub fn flight(&self) -> u64 {
         self.snd_max - self.snd_una
+    }
+
+    /// After the sender has sent what it may (Linux `tcp_cwnd_validate`, called at
+    /// the end of `tcp_write_xmit`): `limited` when the window, not the
+    /// application or the receiver, stopped it. Kept for a window of data, so an
+    /// application-limited moment inside a window does not stop growth.
+    pub fn cwnd_validate(&mut self, limited: bool) {
+        let packets_out = self.flight();
+        if self.snd_una >= self.cwnd_usage_seq || limited || (!self.cwnd_limited && packets_out > self.max_flight) {
+            self.cwnd_limited = limited;
+            self.max_flight = packets_out;
+            self.cwnd_usage_seq = self.snd_nxt;
+        }
+    }
+
+    /// Linux `tcp_is_cwnd_limited`: may the window grow? Yes when the sender was
+    /// window-limited in this window of data; in slow start also while cwnd is
+    /// below twice the most bytes in flight.
+    pub fn is_cwnd_limited(&self) -> bool {
+        self.cwnd_limited || (self.cwnd < self.ssthresh && self.cwnd < 2 * self.max_flight)
     }
 
     /// Records a traced variable (when tracing).

@@ -29,11 +29,12 @@
 //! `tcp_friendliness` on, β 717/1024, `bic_scale` 41, jiffy 4 ms (`CONFIG_HZ=250`,
 //! Debian's and this project's test machine's kernel).
 //!
-//! Not yet as the kernel: HyStart (slow start ends only at ssthresh or a loss), the
-//! cwnd-limited test (`tcp_is_cwnd_limited`: here the window grows while the
-//! application is idle), and the epoch shift after an idle period
-//! (`CA_EVENT_TX_START`).
-use super::CongestionControl;
+//! - the window grows only while the sender is window-limited
+//!   (`tcp_is_cwnd_limited`, [`Tcb::is_cwnd_limited`]).
+//!
+//! Not yet as the kernel: HyStart (slow start ends only at ssthresh or a loss) and
+//! the epoch shift after an idle period (`CA_EVENT_TX_START`).
+use super::{cong_avoid_ai, linux_slow_start, CongestionControl};
 use crate::tcp::tcb::Tcb;
 use crate::tcp::TcpConfig;
 use crate::time::{Duration, Instant};
@@ -143,34 +144,15 @@ impl CongestionControl for Cubic {
     }
 
     fn on_ack(&mut self, tcb: &mut Tcb, now: Instant, acked: u64) {
-        let smss = tcb.smss;
-        let mut cwnd = tcb.cwnd / smss;
-        let mut acked = acked.div_ceil(smss);
-        let ssthresh = tcb.ssthresh / smss;
-        if cwnd < ssthresh {
-            // tcp_slow_start: up to ssthresh; the rest counts in congestion avoidance.
-            let grown = (cwnd + acked).min(ssthresh);
-            acked -= grown - cwnd;
-            cwnd = grown;
-            if acked == 0 {
-                tcb.set_cwnd(now, cwnd * smss);
-                return;
-            }
+        // Slow start up to ssthresh; what is left over counts in congestion avoidance.
+        let Some((mut cwnd, acked)) = linux_slow_start(tcb, acked) else {
+            return;
+        };
+        if acked > 0 {
+            self.update(now, cwnd, acked);
+            cong_avoid_ai(&mut cwnd, &mut self.cwnd_cnt, self.cnt, acked);
         }
-        self.update(now, cwnd, acked);
-        // tcp_cong_avoid_ai
-        let w = self.cnt;
-        if self.cwnd_cnt >= w {
-            self.cwnd_cnt = 0;
-            cwnd += 1;
-        }
-        self.cwnd_cnt += acked;
-        if self.cwnd_cnt >= w {
-            let d = self.cwnd_cnt / w;
-            self.cwnd_cnt -= d * w;
-            cwnd += d;
-        }
-        tcb.set_cwnd(now, cwnd * smss);
+        tcb.set_cwnd(now, cwnd * tcb.smss);
     }
 
     fn on_rtt(&mut self, _tcb: &Tcb, now: Instant, rtt: Duration) {
@@ -217,6 +199,8 @@ mod tests {
     fn tcb(cwnd_pkts: u64) -> Tcb {
         let mut t = Tcb::new(SMSS, cwnd_pkts * SMSS, None);
         t.snd_max = cwnd_pkts * SMSS;
+        t.snd_nxt = t.snd_max;
+        t.cwnd_limited = true; // a sender with more to send than its window
         t
     }
 

@@ -5,9 +5,11 @@
 //! `tcp_congestion_ops` (`net/ipv4/tcp_cong.c`): the controller says how much, the
 //! recovery says what is lost and what to resend.
 //!
-//! Controllers: `reno` (RFC 5681 as the seeds' stacks grow the window: slow start
-//! adds min(acked, SMSS) per ACK, congestion avoidance SMSS·SMSS/cwnd per ACK;
-//! ssthresh = max(FlightSize/2, 2·SMSS) after a loss); `cubic` (RFC 9438 as Linux
+//! Controllers: `rfc5681` (RFC 5681 as the seeds' stacks grow the window: slow
+//! start adds min(acked, SMSS) per ACK, congestion avoidance SMSS·SMSS/cwnd per
+//! ACK; ssthresh = max(FlightSize/2, 2·SMSS) after a loss; the controller of every
+//! `tcp.variant`); `reno` (Linux 6.x's `tcp_cong.c`: packets counted, growth only
+//! while window-limited, ssthresh half the window); `cubic` (RFC 9438 as Linux
 //! 6.x's `tcp_cubic.c`, in packets).
 use super::tcb::Tcb;
 use super::TcpConfig;
@@ -15,10 +17,12 @@ use crate::time::{Duration, Instant};
 
 pub mod cubic;
 pub mod reno;
+pub mod rfc5681;
 
 crate::registry! {
     /// A congestion controller, chosen by [`CcKind`] (`tcp.cc`).
     trait CongestionControl(TcpConfig) for Cc, CcKind {
+        "rfc5681" => Rfc5681(rfc5681::Rfc5681),
         "reno" => Reno(reno::Reno),
         "cubic" => Cubic(cubic::Cubic),
     }
@@ -33,4 +37,47 @@ crate::registry! {
     fn on_rtt(&mut self, tcb: &Tcb, now: Instant, rtt: Duration);
     /// A retransmission timeout (after `ssthresh`; Linux `set_state(TCP_CA_Loss)`).
     fn on_rto(&mut self, tcb: &Tcb);
+}
+
+/// The start of Linux's `cong_avoid` for a controller that counts packets: None
+/// when the window may not grow (`tcp_is_cwnd_limited`); otherwise the window in
+/// packets after slow start (`tcp_slow_start`, up to ssthresh) and the packets
+/// acknowledged (⌈bytes / SMSS⌉) left over for congestion avoidance.
+pub(super) fn linux_slow_start(tcb: &Tcb, acked: u64) -> Option<(u64, u64)> {
+    if !tcb.is_cwnd_limited() {
+        return None;
+    }
+    let mut cwnd = tcb.cwnd / tcb.smss;
+    let mut acked = acked.div_ceil(tcb.smss);
+    let ssthresh = tcb.ssthresh / tcb.smss;
+    if cwnd < ssthresh {
+        acked = slow_start(&mut cwnd, ssthresh, acked);
+    }
+    Some((cwnd, acked))
+}
+
+/// Linux `tcp_slow_start`: the window (packets) grows by the packets acknowledged,
+/// up to ssthresh; returns the packets left over for congestion avoidance.
+fn slow_start(cwnd: &mut u64, ssthresh: u64, acked: u64) -> u64 {
+    let grown = (*cwnd + acked).min(ssthresh).max(*cwnd);
+    let left = acked - (grown - *cwnd);
+    *cwnd = grown;
+    left
+}
+
+/// Linux `tcp_cong_avoid_ai`: one packet more per `w` packets acknowledged
+/// (`cnt` carries the count between ACKs; credit earned at a larger `w` is applied
+/// gently).
+pub(super) fn cong_avoid_ai(cwnd: &mut u64, cnt: &mut u64, w: u64, acked: u64) {
+    let w = w.max(1);
+    if *cnt >= w {
+        *cnt = 0;
+        *cwnd += 1;
+    }
+    *cnt += acked;
+    if *cnt >= w {
+        let d = *cnt / w;
+        *cnt -= d * w;
+        *cwnd += d;
+    }
 }

@@ -1,0 +1,221 @@
+//! Linux 6.x behaviours of the TCP model over a scripted wire: the SYN timer
+//! (`tcp_syn_linear_timeouts`), `rto = "linux"` (`tcp_rtt_estimator`, `tcp_set_rto`,
+//! `tcp_init_metrics`, `tcp_init_transfer`, `tcp_enter_loss`, the timer restart in
+//! `tcp_xmit_retransmit_queue`), RFC 3042 limited transmit and Linux's Reno
+//! (`tcp_cong.c`). Each test runs the behaviour on and off, so it fails when the
+//! switch stops mattering.
+use thinwire::tcp::rtt::RtoKind;
+use thinwire::tcp::{CcKind, RecoveryKind, State, TcpConfig, TcpVar};
+use thinwire::testkit::{DropFn, TcpPair};
+use thinwire::time::{Duration, Instant};
+
+fn cfg() -> TcpConfig {
+    TcpConfig { mss: 1000, initial_window: 2, ..Default::default() }
+}
+fn linux(c: TcpConfig) -> TcpConfig {
+    TcpConfig { rto: RtoKind::Linux, ..c }
+}
+fn sack(c: TcpConfig) -> TcpConfig {
+    TcpConfig { recovery: RecoveryKind::Sack, sack: true, ..c }
+}
+fn pair(client: TcpConfig, server: TcpConfig, bytes: u64, drop: DropFn) -> TcpPair {
+    TcpPair::new(client, server, Some(bytes), 2_000_000, Duration::from_millis(50), drop)
+}
+/// Runs in 1 ms steps until `stop` holds (at most `limit`).
+fn run_until(p: &mut TcpPair, limit: Duration, stop: impl Fn(&TcpPair) -> bool) {
+    let mut t = Duration::ZERO;
+    while t < limit && !stop(p) {
+        t += Duration::from_millis(1);
+        p.run(t);
+    }
+}
+fn secs(i: Instant) -> f64 {
+    i.as_secs_f64()
+}
+
+/// Linux 6.5+ (`tcp_syn_linear_timeouts` = 4): the first four SYN timeouts keep
+/// the 1 s RTO, so SYNs leave at 0, 1, 2, 3, 4, 5 s, then back off (7, 11 s) —
+/// as a capture of Linux 6.12 connecting to a black hole shows. Without it the
+/// timer doubles at once.
+#[test]
+fn syn_timeouts_are_linear_then_back_off() {
+    for (n, want) in [(4, vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 7.0, 11.0]), (0, vec![0.0, 1.0, 3.0, 7.0, 15.0])] {
+        let client = TcpConfig { syn_linear_timeouts: n, ..cfg() };
+        let k = want.len() as u64 - 1;
+        let mut p = pair(client, cfg(), 10_000, Box::new(move |from, i, _| from == 0 && i < k));
+        p.run(Duration::from_secs(60));
+        let syns: Vec<f64> =
+            p.log[0].iter().filter(|s| s.1 == 0 && s.2 == 0).map(|s| (secs(s.0) * 1e3).round() / 1e3).collect();
+        assert_eq!(syns, want, "syn_linear_timeouts = {n}");
+        assert_eq!(p.ep[0].delivered(), 10_000);
+    }
+}
+
+/// `tcp_init_metrics` (RFC 6298 §5.7): a handshake whose SYN-ACK was sent again
+/// gives no RTT sample (Karn), and Linux then starts with a 3 s RTO, where RFC
+/// 6298 keeps the backed-off 2 s. Two SYN-ACKs sent again start the window at one
+/// segment (`tcp_init_transfer`).
+#[test]
+fn handshake_without_a_sample_falls_back_to_3s_and_lost_syn_acks_shrink_the_window() {
+    for (rto, want_rto) in [(RtoKind::Linux, 3.0), (RtoKind::Rfc6298, 2.0)] {
+        let server = TcpConfig { rto, ..cfg() };
+        let mut p = pair(cfg(), server, 10_000, Box::new(|from, i, _| from == 1 && i == 0));
+        run_until(&mut p, Duration::from_secs(10), |p| p.ep[1].state == State::Established);
+        assert!(p.ep[1].rtt.srtt.is_none());
+        assert_eq!(p.ep[1].rtt.rto().as_secs_f64(), want_rto, "{rto:?}");
+    }
+    for (rto, want) in [(RtoKind::Linux, 1000), (RtoKind::Rfc6298, 2000)] {
+        let server = TcpConfig { rto, ..cfg() };
+        let mut p = pair(cfg(), server, 10_000, Box::new(|from, i, _| from == 1 && i < 2));
+        run_until(&mut p, Duration::from_secs(20), |p| p.ep[1].state == State::Established);
+        assert_eq!(p.ep[1].cwnd(), want, "{rto:?}");
+        p.run(Duration::from_secs(60));
+        assert_eq!(p.ep[0].delivered(), 10_000);
+    }
+}
+
+/// Linux restarts the retransmission timer when it resends the first
+/// unacknowledged segment (a fast retransmission), so the timer cannot expire
+/// before that retransmission's ACK could be back; RFC 6298 leaves it running from
+/// the last new ACK.
+#[test]
+fn a_fast_retransmission_restarts_the_timer() {
+    for rto in [RtoKind::Linux, RtoKind::Rfc6298] {
+        // At 200 kbit/s the duplicate ACKs come 42 ms apart: the third is 125 ms
+        // after the last new ACK started the timer.
+        let server = TcpConfig { rto, ..cfg() };
+        let client = TcpConfig { delack_count: 1, ..cfg() };
+        let mut p =
+            TcpPair::new(client, server, Some(100_000), 200_000, Duration::from_millis(50), TcpPair::drop_data(&[30]));
+        run_until(&mut p, Duration::from_secs(30), |p| p.ep[1].stats().fast_retransmits > 0);
+        let rx = p.log[1].iter().rev().find(|s| s.3).unwrap().0;
+        let deadline = p.ep[1].poll_timeout().unwrap();
+        let restarted = secs(rx) + p.ep[1].rtt.rto().as_secs_f64();
+        if rto == RtoKind::Linux {
+            assert!((secs(deadline) - restarted).abs() < 0.011, "{rto:?}: {deadline:?} vs {restarted}");
+        } else {
+            assert!(secs(deadline) < restarted - 0.1, "{rto:?}: {deadline:?} vs {restarted}");
+        }
+    }
+}
+
+/// Linux samples the RTT on every ACK of data never retransmitted (the oldest
+/// segment it covers); RFC 6298 without timestamps times one segment per RTT.
+#[test]
+fn linux_samples_every_ack() {
+    let run = |c: TcpConfig| {
+        let mut p = pair(cfg(), c, 200_000, TcpPair::drop_data(&[40]));
+        p.run(Duration::from_secs(60));
+        assert_eq!(p.ep[0].delivered(), 200_000);
+        (p.ep[1].stats().rtt_samples, p.ep[0].stats().acks_sent)
+    };
+    let (linux_samples, acks) = run(linux(cfg()));
+    let (rfc_samples, _) = run(cfg());
+    assert!(linux_samples as f64 > 0.8 * acks as f64, "{linux_samples} samples for {acks} ACKs");
+    assert!(linux_samples > 3 * rfc_samples, "{linux_samples} vs {rfc_samples}");
+}
+
+/// At a timeout Linux keeps what was SACKed and resends only the holes
+/// (`tcp_enter_loss`); RFC 2018 §8 clears the scoreboard, and with more holes than
+/// one ACK's SACK blocks can name (three with timestamps) the sender then resends
+/// data the receiver holds.
+#[test]
+fn a_timeout_keeps_the_sack_scoreboard() {
+    let holes = [30, 33, 36, 39, 42, 45];
+    let run = |c: TcpConfig| {
+        // Six holes, and their first retransmissions are lost too: a timeout.
+        let mut rx = 0;
+        let drop: DropFn = Box::new(move |from, i, retx| {
+            if from != 1 {
+                return false;
+            }
+            if retx {
+                rx += 1;
+                return rx <= holes.len();
+            }
+            holes.contains(&i)
+        });
+        let ts = |c: TcpConfig| TcpConfig { timestamps: true, ..c };
+        let mut p = pair(ts(sack(cfg())), ts(c), 200_000, drop);
+        p.run(Duration::from_secs(120));
+        assert_eq!(p.ep[0].delivered(), 200_000);
+        assert_eq!(p.ep[1].stats().timeouts, 1);
+        p.ep[1].stats().retransmits
+    };
+    let (kept, cleared) = (run(linux(sack(cfg()))), run(sack(cfg())));
+    assert!(kept <= 2 * holes.len() as u64 + 1, "only the holes, twice: {kept}");
+    assert!(cleared > kept, "{cleared} vs {kept}");
+}
+
+/// `tcp_enter_loss` reduces ssthresh once per loss episode: a timeout during fast
+/// recovery, or a repeated timeout, leaves it; RFC 5681 takes a new ssthresh at
+/// each (with Linux's Reno, half the window: 2 segments after a timeout).
+#[test]
+fn ssthresh_is_reduced_once_per_loss_episode() {
+    let run = |rto| {
+        let c = TcpConfig { cc: CcKind::Reno, rto, ..cfg() };
+        let mut count = 0;
+        let drop: DropFn = Box::new(move |from, i, retx| {
+            if from != 1 {
+                return false;
+            }
+            if retx && count < 2 {
+                count += 1;
+                return true;
+            }
+            i == 30
+        });
+        let mut p = pair(cfg(), c, 200_000, drop);
+        p.ep[1].enable_trace();
+        p.run(Duration::from_secs(120));
+        assert_eq!(p.ep[0].delivered(), 200_000);
+        assert_eq!(p.ep[1].stats().timeouts, 2, "{rto:?}");
+        let ss: Vec<i64> =
+            p.ep[1].trace_vars().unwrap().iter().filter(|e| e.var == TcpVar::Ssthresh).map(|e| e.value).collect();
+        ss
+    };
+    let l = run(RtoKind::Linux);
+    assert_eq!(l.len(), 1, "one reduction: {l:?}");
+    let r = run(RtoKind::Rfc6298);
+    assert_eq!(r.len(), 3, "{r:?}");
+    assert_eq!(r[2], 2000, "half of a one-segment window, at least two: {r:?}");
+}
+
+/// RFC 3042: with three segments in flight and the first lost, only two duplicate
+/// ACKs come back — not enough for fast retransmit, so the timer repairs it. With
+/// limited transmit each duplicate lets a new segment out, whose ACKs are the
+/// third and fourth duplicates.
+#[test]
+fn limited_transmit_turns_a_timeout_into_a_fast_retransmit() {
+    for lt in [true, false] {
+        let server = TcpConfig { initial_window: 3, limited_transmit: lt, ..cfg() };
+        let client = TcpConfig { delack_count: 1, ..cfg() };
+        let mut p = pair(client, server, 20_000, TcpPair::drop_data(&[1]));
+        p.run(Duration::from_secs(60));
+        assert_eq!(p.ep[0].delivered(), 20_000);
+        let s = p.ep[1].stats();
+        let got = (s.fast_retransmits, s.timeouts);
+        assert_eq!(got, if lt { (1, 0) } else { (0, 1) }, "limited transmit {lt}");
+    }
+}
+
+/// Linux's Reno counts packets: with delayed ACKs (one ACK per two segments) slow
+/// start still doubles the window per RTT, where RFC 5681's per-ACK growth gives
+/// 1.5×; a window the receiver limits stops growing.
+#[test]
+fn linux_reno_counts_packets_and_stops_at_the_receiver_window() {
+    let run = |cc| {
+        let c = TcpConfig { cc, ..cfg() };
+        let mut p = pair(cfg(), c, 400_000, TcpPair::drop_none());
+        let t = p.run(Duration::from_secs(60));
+        assert_eq!(p.ep[0].delivered(), 400_000);
+        (secs(t), p.ep[1].cwnd())
+    };
+    let (t_linux, cwnd_linux) = run(CcKind::Reno);
+    let (t_rfc, cwnd_rfc) = run(CcKind::Rfc5681);
+    assert!(t_linux < t_rfc, "{t_linux} vs {t_rfc}");
+    // The receiver's 64 KiB window is the limit: Linux's window stays within twice
+    // of it, RFC 5681's grows on.
+    assert!(cwnd_linux <= 2 * 65_536 + 2_000, "{cwnd_linux}");
+    assert!(cwnd_rfc > cwnd_linux, "{cwnd_rfc} vs {cwnd_linux}");
+}
