@@ -26,7 +26,7 @@ use crate::link::{
 };
 use crate::queue::wired::WiredLink;
 use crate::rng::Rng;
-use crate::tcp::{RecoveryKind, TcpConfig, Variant};
+use crate::tcp::{TcpConfig, Variant};
 use crate::time::{Duration, Instant};
 
 pub const DIR_NAMES: [&str; 2] = ["down", "up"];
@@ -283,7 +283,7 @@ pub fn tcp_config(f: &FlowCfg) -> TcpConfig {
         recovery,
         mss: t.mss.unwrap_or(d.mss),
         // Without a profile, SACK is offered when the recovery uses it.
-        sack: t.sack.unwrap_or(if t.profile.is_some() { d.sack } else { recovery == RecoveryKind::Sack }),
+        sack: t.sack.unwrap_or(if t.profile.is_some() { d.sack } else { recovery.uses_sack() }),
         timestamps: t.timestamps.unwrap_or(d.timestamps),
         window_scaling: t.window_scaling.unwrap_or(d.window_scaling),
         initial_window: t.initial_window.unwrap_or(d.initial_window),

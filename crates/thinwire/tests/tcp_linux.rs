@@ -219,3 +219,45 @@ fn linux_reno_counts_packets_and_stops_at_the_receiver_window() {
     assert!(cwnd_linux <= 2 * 65_536 + 2_000, "{cwnd_linux}");
     assert!(cwnd_rfc > cwnd_linux, "{cwnd_rfc} vs {cwnd_linux}");
 }
+
+/// RFC 6937 (PRR, Linux's `tcp_cwnd_reduction`) against RFC 6675: one loss in a
+/// window of 20 segments, ssthresh 10. RFC 6675 sets cwnd to ssthresh at once and
+/// sends nothing new until half the window's ACKs have drained the pipe; PRR sends
+/// about one segment per two delivered from the start.
+#[test]
+fn prr_spreads_the_reduction_over_the_recovery() {
+    let run = |recovery| {
+        let server = TcpConfig { initial_window: 20, recovery, sack: true, ..cfg() };
+        let client = TcpConfig { delack_count: 1, ..sack(cfg()) };
+        // The first data segment is lost (index 0 is the SYN-ACK).
+        let mut p = pair(client, server, 60_000, TcpPair::drop_data(&[1]));
+        run_until(&mut p, Duration::from_secs(30), |p| p.ep[1].stats().fast_retransmits > 0);
+        let ssthresh = p.ep[1].ssthresh();
+        run_until(&mut p, Duration::from_secs(30), |p| p.ep[1].acked_bytes() >= 20_000);
+        let log = &p.log[1];
+        let fr = log.iter().position(|s| s.3).unwrap();
+        // New data after the fast retransmission, until its ACK came back (the
+        // first segment beyond the first window, 20 segments, is new data).
+        let new: Vec<f64> =
+            log[fr..].iter().filter(|s| s.1 > 20_000 && !s.3).map(|s| secs(s.0) - secs(log[fr].0)).collect();
+        p.run(Duration::from_secs(60));
+        assert_eq!(p.ep[0].delivered(), 60_000);
+        (ssthresh, new)
+    };
+    let (ss_prr, prr) = run(RecoveryKind::Prr);
+    let (ss_sack, sack) = run(RecoveryKind::Sack);
+    assert_eq!((ss_prr, ss_sack), (10_000, 10_000));
+    // An ACK every 4.16 ms (a 1040-byte segment at 2 Mbit/s). PRR: the entering
+    // ACK delivered one segment, ⌈10·1/20⌉ = 1 — the fast retransmission; then a
+    // new segment every second ACK.
+    let gaps = |v: &[f64]| v.windows(2).map(|w| w[1] - w[0]).collect::<Vec<_>>();
+    assert!((0.007..0.009).contains(&prr[0]), "PRR: two ACKs after the retransmission: {prr:?}");
+    assert!(gaps(&prr[..5]).iter().all(|g| (0.007..0.009).contains(g)), "one per two ACKs: {prr:?}");
+    // RFC 6675: nothing until the pipe is below ssthresh (half the ACKs), then one
+    // per ACK.
+    assert!(sack[0] > 0.030, "RFC 6675 waits for the pipe to drain: {sack:?}");
+    assert!(gaps(&sack[..5]).iter().all(|g| *g < 0.005), "then one per ACK: {sack:?}");
+    // The same number of new segments in recovery (ssthresh's worth, less the
+    // retransmission).
+    assert_eq!(prr.len(), sack.len());
+}

@@ -312,7 +312,7 @@ fn every_controller_with_every_recovery_repairs_losses() {
     use thinwire::tcp::{CcKind, RecoveryKind};
     for &cc in CcKind::ALL {
         for &recovery in RecoveryKind::ALL {
-            let c = TcpConfig { mss: 1000, cc, recovery, sack: recovery == RecoveryKind::Sack, ..Default::default() };
+            let c = TcpConfig { mss: 1000, cc, recovery, sack: recovery.uses_sack(), ..Default::default() };
             let drop = TcpPair::drop_data(&[30, 31, 90, 160]);
             let mut p = TcpPair::new(c, c, Some(BYTES), 2_000_000, Duration::from_millis(50), drop);
             finish(&mut p);

@@ -920,16 +920,19 @@ impl Tcp {
         }
         let old_wnd = self.tcb.snd_wnd;
         self.tcb.snd_wnd = (seg.window as u64) << self.snd_wscale;
+        // Bytes delivered so far (acknowledged or SACKed), for RFC 6937's DeliveredData.
+        let mut held = self.tcb.snd_una;
         let mut new_sack = false;
         if self.sack_ok {
+            let before = self.tcb.scoreboard.bytes();
+            held += before;
             for &(l, r) in seg.sack_blocks() {
                 let (l, r) = (unwrap_seq(self.tcb.snd_una, self.iss, l), unwrap_seq(self.tcb.snd_una, self.iss, r));
                 if r > self.tcb.snd_una && r <= self.tcb.snd_max && l < r {
-                    let before = self.tcb.scoreboard.bytes();
                     self.tcb.scoreboard.insert(l.max(self.tcb.snd_una), r);
-                    new_sack |= self.tcb.scoreboard.bytes() != before;
                 }
             }
+            new_sack = self.tcb.scoreboard.bytes() != before;
         }
         if ack > self.tcb.snd_una {
             let acked = ack - self.tcb.snd_una;
@@ -944,6 +947,7 @@ impl Tcp {
                 self.tcb.high_rxt = ack;
             }
             self.tcb.scoreboard.trim_below(ack);
+            self.tcb.delivered = (ack + self.tcb.scoreboard.bytes()).saturating_sub(held);
             self.sample_rtt(now, seg, ack);
             self.tcb.dupacks = 0;
             self.rto_retransmits = 0;
@@ -965,6 +969,12 @@ impl Tcp {
             return;
         }
         self.tcb.dupacks += 1;
+        // Without SACK a duplicate ACK stands for one segment delivered.
+        self.tcb.delivered = if self.sack_ok {
+            (self.tcb.snd_una + self.tcb.scoreboard.bytes()).saturating_sub(held)
+        } else {
+            self.tcb.smss
+        };
         self.recovery.on_dupack(&mut self.tcb, &mut self.cc, now);
     }
 

@@ -36,6 +36,10 @@ pub struct Tcb {
     pub rexmit: Option<u64>,
     /// SACKed ranges above `snd_una`.
     pub scoreboard: Ranges,
+    /// Bytes the ACK being processed newly delivered: cumulatively acknowledged
+    /// (and not SACKed before) or newly SACKed (RFC 6937 `DeliveredData`); one SMSS
+    /// for a duplicate ACK without SACK.
+    pub delivered: u64,
     /// The segment being timed for an RTT sample (without timestamps): (end offset, sent at).
     pub timing: Option<(u64, Instant)>,
     /// A fixed window (seed 003 §V "TCP clamp"): every change of cwnd is ignored.
@@ -66,6 +70,7 @@ impl Tcb {
             high_rxt: 0,
             rexmit: None,
             scoreboard: Ranges::default(),
+            delivered: 0,
             timing: None,
             clamp,
             cwnd_limited: false,

@@ -7,7 +7,8 @@
 //!
 //! Algorithms: `tahoe` (fast retransmit, then slow start from one segment: Jacobson
 //! 1988), `reno` (RFC 5681 §3.2 fast recovery), `newreno` (RFC 6582), `sack` (RFC
-//! 6675 with RFC 2018). What they share — retransmission timeouts, the duplicate-ACK
+//! 6675 with RFC 2018), `prr` (RFC 6675's loss detection with RFC 6937's
+//! proportional rate reduction, as Linux). What they share — retransmission timeouts, the duplicate-ACK
 //! test, the scoreboard — is in the endpoint.
 use super::cc::Cc;
 use super::tcb::Tcb;
@@ -15,6 +16,7 @@ use super::TcpConfig;
 use crate::time::Instant;
 
 pub mod newreno;
+pub mod prr;
 pub mod reno;
 pub mod sack;
 pub mod tahoe;
@@ -41,6 +43,7 @@ crate::registry! {
         "reno" => Reno(reno::Reno),
         "newreno" => NewReno(newreno::NewReno),
         "sack" => Sack(sack::Sack),
+        "prr" => Prr(prr::Prr),
     }
     /// A duplicate ACK arrived (`tcb.dupacks` counts it; SACK blocks it carried are
     /// on the scoreboard): perhaps enter recovery, or inflate the window in it.
@@ -51,6 +54,14 @@ crate::registry! {
     /// During recovery, what to send next (`data_end`: the offset after the last
     /// byte the application has given).
     fn next_segment(&mut self, tcb: &mut Tcb, data_end: u64) -> NextSeg;
+}
+
+impl RecoveryKind {
+    /// Whether the algorithm reads SACK blocks (without a profile, SACK is offered
+    /// when it does).
+    pub fn uses_sack(self) -> bool {
+        matches!(self, RecoveryKind::Sack | RecoveryKind::Prr)
+    }
 }
 
 #[cfg(test)]
@@ -71,9 +82,9 @@ mod tests {
             assert_eq!(CcKind::parse(k.name()), Some(k));
             assert_eq!(k.make(&cfg).kind(), k);
         }
-        assert_eq!(RecoveryKind::NAMES, ["tahoe", "reno", "newreno", "sack"]);
+        assert_eq!(RecoveryKind::NAMES, ["tahoe", "reno", "newreno", "sack", "prr"]);
         assert_eq!(RecoveryKind::ALL.len(), RecoveryKind::NAMES.len());
         assert_eq!(RecoveryKind::parse("fack"), None);
-        assert_eq!(RecoveryKind::choices(), "\"tahoe\", \"reno\", \"newreno\" or \"sack\"");
+        assert_eq!(RecoveryKind::choices(), "\"tahoe\", \"reno\", \"newreno\", \"sack\" or \"prr\"");
     }
 }

@@ -28,7 +28,7 @@ impl Sack {
 
 /// The lowest offset not deemed lost: below it, every unSACKed byte has more than
 /// (DupThresh − 1)·SMSS SACKed above it (RFC 6675 `IsLost`); 0 if none is lost.
-fn lost_bound(tcb: &Tcb) -> u64 {
+pub(super) fn lost_bound(tcb: &Tcb) -> u64 {
     let thresh = (DUP_THRESH as u64 - 1) * tcb.smss;
     let mut acc = 0u64;
     for &(s, e) in tcb.scoreboard.v.iter().rev() {
@@ -42,7 +42,7 @@ fn lost_bound(tcb: &Tcb) -> u64 {
 
 /// RFC 6675 `pipe`: bytes in flight — unSACKed bytes not deemed lost, plus those
 /// retransmitted (below HighRxt).
-fn pipe(tcb: &Tcb) -> u64 {
+pub(super) fn pipe(tcb: &Tcb) -> u64 {
     let lost = lost_bound(tcb);
     let mut pipe = 0;
     let mut a = tcb.snd_una;
@@ -67,20 +67,54 @@ fn pipe(tcb: &Tcb) -> u64 {
     pipe
 }
 
+/// RFC 6675 §5: the trigger — `DupThresh` duplicate ACKs or a loss on the
+/// scoreboard, once `snd_una` has passed the last recovery point.
+pub(super) fn should_enter(tcb: &Tcb) -> bool {
+    !tcb.in_recovery && (tcb.dupacks >= DUP_THRESH || lost_bound(tcb) > tcb.snd_una) && tcb.snd_una >= tcb.recover
+}
+
+/// Enters recovery with the controller's ssthresh and queues the first
+/// presumed-lost segment at once, whatever the pipe (§5 step 4.3), HighRxt at its
+/// end; returns its length.
+pub(super) fn enter(tcb: &mut Tcb, cc: &mut Cc, now: Instant) -> u64 {
+    let ssthresh = cc.ssthresh(tcb);
+    tcb.enter_recovery(now, ssthresh);
+    let hole_end = tcb.hole_end(tcb.snd_una, tcb.snd_max);
+    let len = tcb.smss.min(hole_end - tcb.snd_una);
+    tcb.high_rxt = tcb.snd_una + len;
+    tcb.rexmit = Some(tcb.snd_una);
+    len
+}
+
+/// NextSeg (§4) while the window allows a segment more than the pipe.
+pub(super) fn next_segment(tcb: &mut Tcb, data_end: u64) -> NextSeg {
+    if tcb.cwnd < pipe(tcb) + tcb.smss {
+        return NextSeg::Wait;
+    }
+    let lost = lost_bound(tcb);
+    // Rule 1: lowest unSACKed, lost sequence number above HighRxt.
+    let mut s = tcb.high_rxt.max(tcb.snd_una);
+    while let Some(e) = tcb.scoreboard.end_of(s) {
+        s = e;
+    }
+    if s < lost && s < tcb.snd_max {
+        let len = (tcb.hole_end(s, tcb.snd_max) - s).min(tcb.smss);
+        tcb.high_rxt = s + len;
+        return NextSeg::Send(s, len);
+    }
+    // Rule 2: new data within the receiver's window.
+    if tcb.snd_max < data_end && tcb.snd_max + tcb.smss.min(data_end - tcb.snd_max) <= tcb.snd_una + tcb.snd_wnd {
+        tcb.snd_nxt = tcb.snd_max;
+        return NextSeg::Send(tcb.snd_max, tcb.smss);
+    }
+    NextSeg::Wait
+}
+
 impl LossRecovery for Sack {
     fn on_dupack(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant) {
-        if !tcb.in_recovery
-            && (tcb.dupacks >= DUP_THRESH || lost_bound(tcb) > tcb.snd_una)
-            && tcb.snd_una >= tcb.recover
-        {
-            let ssthresh = cc.ssthresh(tcb);
-            tcb.enter_recovery(now, ssthresh);
+        if should_enter(tcb) {
+            enter(tcb, cc, now);
             tcb.set_cwnd(now, tcb.ssthresh);
-            // §5 (4.3): retransmit the first segment presumed lost at once, whatever
-            // the pipe, and set HighRxt to its end.
-            let hole_end = tcb.hole_end(tcb.snd_una, tcb.snd_max);
-            tcb.high_rxt = tcb.snd_una + tcb.smss.min(hole_end - tcb.snd_una);
-            tcb.rexmit = Some(tcb.snd_una);
         }
     }
 
@@ -93,25 +127,6 @@ impl LossRecovery for Sack {
     }
 
     fn next_segment(&mut self, tcb: &mut Tcb, data_end: u64) -> NextSeg {
-        if tcb.cwnd < pipe(tcb) + tcb.smss {
-            return NextSeg::Wait;
-        }
-        let lost = lost_bound(tcb);
-        // Rule 1: lowest unSACKed, lost sequence number above HighRxt.
-        let mut s = tcb.high_rxt.max(tcb.snd_una);
-        while let Some(e) = tcb.scoreboard.end_of(s) {
-            s = e;
-        }
-        if s < lost && s < tcb.snd_max {
-            let len = (tcb.hole_end(s, tcb.snd_max) - s).min(tcb.smss);
-            tcb.high_rxt = s + len;
-            return NextSeg::Send(s, len);
-        }
-        // Rule 2: new data within the receiver's window.
-        if tcb.snd_max < data_end && tcb.snd_max + tcb.smss.min(data_end - tcb.snd_max) <= tcb.snd_una + tcb.snd_wnd {
-            tcb.snd_nxt = tcb.snd_max;
-            return NextSeg::Send(tcb.snd_max, tcb.smss);
-        }
-        NextSeg::Wait
+        next_segment(tcb, data_end)
     }
 }
