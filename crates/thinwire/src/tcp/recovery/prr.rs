@@ -99,17 +99,24 @@ impl LossRecovery for Prr {
 mod tests {
     use super::*;
 
+    /// A sender in recovery with `flight` segments of 1000 bytes out, none SACKed
+    /// or lost, ssthresh 10 segments, and this ACK delivering one.
+    fn tcb(flight: u64) -> Tcb {
+        let mut t = Tcb::new(1000, 20_000, None);
+        (t.snd_una, t.snd_nxt, t.snd_max, t.high_rxt) = (1, 1 + flight * 1000, 1 + flight * 1000, 1);
+        t.ssthresh = 10_000;
+        t.in_recovery = true;
+        t.delivered = 1000;
+        t
+    }
+
     /// Below ssthresh the slow-start reduction bound lets the sender catch up by at
     /// most the packets delivered plus one, and only on an ACK that advanced
     /// `snd_una` (RFC 6937bis: a duplicate ACK gets the conservative bound).
     #[test]
     fn reduction_bound_below_ssthresh() {
         for (una_advanced, cwnd) in [(true, 5), (false, 4)] {
-            let mut t = Tcb::new(1000, 20_000, None);
-            (t.snd_una, t.snd_nxt, t.snd_max, t.high_rxt) = (1, 3001, 3001, 1);
-            t.ssthresh = 10_000;
-            t.in_recovery = true;
-            t.delivered = 1000;
+            let mut t = tcb(3);
             let mut prr = Prr { prr_delivered: 4, prr_out: 4, recover_fs: 20 };
             prr.reduce(&mut t, Instant::ZERO, una_advanced, 0);
             // pipe 3, ssthresh − pipe = 7, prr_delivered − prr_out = 1.
@@ -120,11 +127,7 @@ mod tests {
     /// Above ssthresh the window follows ⌈ssthresh·prr_delivered / RecoverFS⌉.
     #[test]
     fn proportional_part_above_ssthresh() {
-        let mut t = Tcb::new(1000, 20_000, None);
-        (t.snd_una, t.snd_nxt, t.snd_max, t.high_rxt) = (1, 16_001, 16_001, 1);
-        t.ssthresh = 10_000;
-        t.in_recovery = true;
-        t.delivered = 1000;
+        let mut t = tcb(16);
         let mut prr = Prr { prr_delivered: 4, prr_out: 2, recover_fs: 20 };
         prr.reduce(&mut t, Instant::ZERO, true, 0);
         // ⌈10·5/20⌉ − 2 = 1 packet beyond the pipe of 16.
