@@ -261,3 +261,60 @@ fn prr_spreads_the_reduction_over_the_recovery() {
     // retransmission).
     assert_eq!(prr.len(), sack.len());
 }
+
+fn rack(c: TcpConfig) -> TcpConfig {
+    TcpConfig { recovery: RecoveryKind::Rack, sack: true, ..c }
+}
+
+/// RFC 8985 §6: a lost retransmission is found by time — the segments sent after
+/// it are SACKed while it is not — and sent again without waiting for the
+/// retransmission timer, which RFC 6675 (and PRR on it) needs.
+#[test]
+fn rack_finds_a_lost_retransmission_without_a_timeout() {
+    let run = |c: TcpConfig| {
+        let mut rx = 0;
+        let drop: DropFn = Box::new(move |from, i, retx| {
+            if from != 1 {
+                return false;
+            }
+            if retx {
+                rx += 1;
+                return rx == 1;
+            }
+            i == 30
+        });
+        let mut p = pair(sack(cfg()), c, 200_000, drop);
+        p.run(Duration::from_secs(60));
+        assert_eq!(p.ep[0].delivered(), 200_000);
+        let s = p.ep[1].stats();
+        (s.timeouts, s.retransmits, s.fast_retransmits)
+    };
+    assert_eq!(run(rack(cfg())), (0, 2, 1), "RACK");
+    assert_eq!(run(TcpConfig { recovery: RecoveryKind::Prr, sack: true, ..cfg() }).0, 1, "PRR on RFC 6675");
+}
+
+/// RFC 8985 §6.2: with fewer than three segments SACKed above a hole, RACK waits
+/// a quarter of the minimum RTT more and then deems it lost (its timer), where
+/// RFC 6675 has too few duplicate ACKs and waits for the retransmission timer.
+#[test]
+fn rack_timer_repairs_a_loss_with_two_segments_after_it() {
+    for (c, timeouts) in [(rack(cfg()), 0), (TcpConfig { recovery: RecoveryKind::Prr, sack: true, ..cfg() }, 1)] {
+        let server = TcpConfig { initial_window: 3, ..c };
+        let mut p = pair(sack(cfg()), server, 20_000, TcpPair::drop_data(&[1]));
+        p.run(Duration::from_secs(60));
+        assert_eq!(p.ep[0].delivered(), 20_000);
+        let s = p.ep[1].stats();
+        assert_eq!((s.timeouts, s.retransmits), (timeouts, 1), "{:?}", c.recovery);
+    }
+}
+
+/// Several losses in one window, each repaired once, no timeout; the window ends
+/// recovery at ssthresh.
+#[test]
+fn rack_repairs_several_losses_in_a_window() {
+    let mut p = pair(sack(cfg()), rack(cfg()), 200_000, TcpPair::drop_data(&[30, 32, 34, 36]));
+    p.run(Duration::from_secs(60));
+    assert_eq!(p.ep[0].delivered(), 200_000);
+    let s = p.ep[1].stats();
+    assert_eq!((s.timeouts, s.retransmits, s.fast_retransmits), (0, 4, 1));
+}

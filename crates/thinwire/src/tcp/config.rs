@@ -145,7 +145,7 @@ impl TcpConfig {
     ///   advertised window of 5392 bytes growing as data arrives, slow-start restart
     ///   after idle, initial RTO 3 s, minimum RTO 200 ms, maximum 120 s.
     /// - `"linux"`: Linux 6.x's defaults (`net/ipv4/tcp_*.c`, `sysctl net.ipv4.tcp_*`):
-    ///   CUBIC with PRR on SACK recovery, timestamps, window scaling, initial window 10
+    ///   CUBIC with RACK and PRR (`rack`), SACK, timestamps, window scaling, initial window 10
     ///   (RFC 6928), `rto = "linux"` (min 200 ms, max 120 s, initial 1 s, 3 s
     ///   fallback), linear SYN timeouts (4), limited transmit, 4 ms timer ticks
     ///   (`CONFIG_HZ=250`), delayed ACKs after 2 segments or 40 ms (`TCP_ATO_MIN`),
@@ -153,7 +153,7 @@ impl TcpConfig {
     ///   advertised window of 64,240 B at first (44 × 1460: 64 KiB rounded to the
     ///   MSS) growing by two segments per segment received up to `tcp_rmem[2]` =
     ///   6 MiB (receive-buffer autotuning approximated), send buffer 4 MiB
-    ///   (`tcp_wmem[2]`). Not yet as the kernel: RACK-TLP, F-RTO and undo,
+    ///   (`tcp_wmem[2]`). Not yet as the kernel: the tail loss probe, F-RTO and undo,
     ///   DSACK, HyStart, quick ACKs and the adaptive delayed-ACK timeout, pacing.
     pub fn profile(name: &str) -> Option<TcpConfig> {
         let d = TcpConfig::default();
@@ -192,7 +192,7 @@ impl TcpConfig {
             }),
             "linux" => Some(TcpConfig {
                 cc: CcKind::Cubic,
-                recovery: RecoveryKind::Prr,
+                recovery: RecoveryKind::Rack,
                 sack: true,
                 timestamps: true,
                 window_scaling: true,

@@ -31,10 +31,9 @@ use super::config::TcpConfig;
 use super::ranges::Ranges;
 use super::recovery::{LossRecovery, NextSeg, Recovery};
 use super::rtt::{RtoKind, RttEstimator};
-use super::tcb::Tcb;
+use super::tcb::{Sent, Tcb};
 use crate::time::{Duration, Instant};
 use crate::wire::{TcpFlags, TcpRepr};
-use std::collections::VecDeque;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum State {
@@ -118,10 +117,6 @@ pub struct Tcp {
     syn_retx: bool,
     /// SYNs (or SYN-ACKs) sent again.
     syn_rexmits: u32,
-    /// With `rto = "linux"`: each data segment sent and not yet cumulatively
-    /// acknowledged — (start, end, sent at, retransmitted) — for an RTT sample from
-    /// every ACK (`tcp_clean_rtx_queue`).
-    sent_log: VecDeque<(u64, u64, Instant, bool)>,
     /// Timeouts since `snd_una` last advanced (Linux `icsk_retransmits`).
     rto_retransmits: u32,
     /// A timeout's loss episode is under way (Linux `TCP_CA_Loss`) until `recover`
@@ -167,7 +162,7 @@ impl Tcp {
             RttEstimator::new(cfg.initial_rto, cfg.timer_granularity, cfg.min_rto, cfg.max_rto).with_kind(cfg.rto);
         let smss = cfg.mss as u64;
         let rcv_ssthresh = cfg.rcv_wnd_initial.map_or(cfg.rcv_buf, |w| w.min(cfg.rcv_buf)) as u64;
-        Tcp {
+        let mut tcp = Tcp {
             rcv_ssthresh,
             last_data_sent: None,
             wnd_cap: None,
@@ -194,7 +189,6 @@ impl Tcp {
             rto_deadline: None,
             syn_retx: false,
             syn_rexmits: 0,
-            sent_log: VecDeque::new(),
             rto_retransmits: 0,
             in_loss: false,
             ts_ok: false,
@@ -213,7 +207,9 @@ impl Tcp {
             unacked_segs: 0,
             ack_deadline: None,
             ack_now: false,
-        }
+        };
+        tcp.tcb.track_sent = cfg.rto == RtoKind::Linux || cfg.recovery == super::RecoveryKind::Rack;
+        tcp
     }
 
     // ----- application interface -----
@@ -390,7 +386,11 @@ impl Tcp {
         self.rto_deadline = Some(Instant(d.nanos()));
     }
     pub fn poll_timeout(&self) -> Option<Instant> {
-        match (self.rto_deadline, self.ack_deadline) {
+        let t = match (self.rto_deadline, self.ack_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        match (t, self.tcb.recovery_deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -400,6 +400,12 @@ impl Tcp {
             if d <= now {
                 self.ack_deadline = None;
                 self.ack_now = true;
+            }
+        }
+        if self.tcb.recovery_deadline.is_some_and(|d| d <= now) {
+            self.tcb.recovery_deadline = None;
+            if self.state == State::Established {
+                self.recovery.on_timer(&mut self.tcb, &mut self.cc, now);
             }
         }
         if let Some(d) = self.rto_deadline {
@@ -668,14 +674,26 @@ impl Tcp {
             self.tcb.set_cwnd(now, rw);
         }
         self.last_data_sent = Some(now);
-        if linux {
+        if self.tcb.track_sent {
             if retx {
-                for r in self.sent_log.iter_mut().take_while(|r| r.0 < seq + len) {
-                    r.3 |= r.1 > seq;
+                for r in self.tcb.sent.iter_mut().take_while(|r| r.start < seq + len) {
+                    if r.end > seq {
+                        (r.xmit, r.retx, r.lost) = (now, true, false);
+                    }
                 }
             } else {
-                self.sent_log.push_back((seq, seq + len, now, false));
+                self.tcb.sent.push_back(Sent {
+                    start: seq,
+                    end: seq + len,
+                    xmit: now,
+                    retx: false,
+                    lost: false,
+                    sacked: false,
+                });
             }
+        }
+        if linux {
+            // Every segment is timed (`sent`).
         } else if retx {
             self.tcb.timing = None;
         } else if self.tcb.timing.is_none() && !self.ts_ok {
@@ -893,22 +911,42 @@ impl Tcp {
         }
     }
 
-    /// Drops the logged segments acknowledged up to `acked_to`; the RTT of the
-    /// oldest if none of them was retransmitted.
+    /// The RTT of the oldest segment the ACK up to `acked_to` covers, if none of
+    /// those it covers was ever sent again (`tcp_clean_rtx_queue`).
     fn sent_sample(&mut self, now: Instant, acked_to: u64) -> Option<Duration> {
         let (mut first, mut retransmitted) = (None, false);
-        while let Some(&(_, end, at, rx)) = self.sent_log.front() {
-            if end > acked_to {
-                break;
-            }
-            self.sent_log.pop_front();
-            retransmitted |= rx;
-            first = first.or(Some(at));
+        for r in self.tcb.sent.iter().take_while(|r| r.end <= acked_to) {
+            retransmitted |= r.retx;
+            first = first.or(Some(r.xmit));
         }
         if retransmitted {
             None
         } else {
             first.map(|t| now - t)
+        }
+    }
+
+    /// Updates the sent segments for an ACK: those now SACKed, then those
+    /// cumulatively acknowledged (dropped), each noted in `delivered_segs` once.
+    fn account_sent(&mut self, ack: u64, new_sack: bool) {
+        let tcb = &mut self.tcb;
+        tcb.delivered_segs.clear();
+        if new_sack {
+            for r in tcb.sent.iter_mut().filter(|r| !r.sacked) {
+                if tcb.scoreboard.end_of(r.start).is_some_and(|e| e >= r.end) {
+                    r.sacked = true;
+                    tcb.delivered_segs.push((r.xmit, r.end, r.retx));
+                }
+            }
+        }
+        while let Some(r) = tcb.sent.front() {
+            if r.end > ack {
+                break;
+            }
+            if !r.sacked {
+                tcb.delivered_segs.push((r.xmit, r.end, r.retx));
+            }
+            tcb.sent.pop_front();
         }
     }
 
@@ -949,6 +987,10 @@ impl Tcp {
             self.tcb.scoreboard.trim_below(ack);
             self.tcb.delivered = (ack + self.tcb.scoreboard.bytes()).saturating_sub(held);
             self.sample_rtt(now, seg, ack);
+            if self.tcb.track_sent {
+                self.account_sent(ack, new_sack);
+            }
+            self.recovery.on_ack(&mut self.tcb, &mut self.cc, now);
             self.tcb.dupacks = 0;
             self.rto_retransmits = 0;
             self.in_loss &= ack < self.tcb.recover;
@@ -965,6 +1007,10 @@ impl Tcp {
             && len == 0
             && !seg.flags.has(TcpFlags::FIN | TcpFlags::SYN)
             && (self.tcb.snd_wnd == old_wnd || new_sack);
+        if self.tcb.track_sent && new_sack {
+            self.account_sent(self.tcb.snd_una, true);
+            self.recovery.on_ack(&mut self.tcb, &mut self.cc, now);
+        }
         if !is_dup {
             return;
         }

@@ -10,6 +10,24 @@
 use super::endpoint::{TcpStats, TcpVar, VarEvent};
 use super::ranges::Ranges;
 use crate::time::Instant;
+use std::collections::VecDeque;
+
+/// A data segment sent and not yet cumulatively acknowledged (Linux's skb on the
+/// retransmission queue), kept when the sender times segments (`rto = "linux"`)
+/// or RACK needs their send times.
+#[derive(Clone, Copy, Debug)]
+pub struct Sent {
+    pub start: u64,
+    pub end: u64,
+    /// When it was last sent.
+    pub xmit: Instant,
+    /// Ever sent again (Karn: no RTT sample from it).
+    pub retx: bool,
+    /// Deemed lost and not sent again since (not in the pipe).
+    pub lost: bool,
+    /// Covered by SACK blocks.
+    pub sacked: bool,
+}
 
 #[derive(Clone, Debug)]
 pub struct Tcb {
@@ -42,6 +60,15 @@ pub struct Tcb {
     pub delivered: u64,
     /// The segment being timed for an RTT sample (without timestamps): (end offset, sent at).
     pub timing: Option<(u64, Instant)>,
+    /// Segments sent and not cumulatively acknowledged, in sequence order (only
+    /// when `track_sent`).
+    pub sent: VecDeque<Sent>,
+    pub track_sent: bool,
+    /// What the ACK being processed delivered, from `sent`: (sent at, end, ever
+    /// retransmitted) of each segment newly acknowledged or SACKed.
+    pub delivered_segs: Vec<(Instant, u64, bool)>,
+    /// A loss-detection timer of the recovery (RACK's reordering timer).
+    pub recovery_deadline: Option<Instant>,
     /// A fixed window (seed 003 §V "TCP clamp"): every change of cwnd is ignored.
     pub(super) clamp: Option<u64>,
     /// Linux `tcp_cwnd_validate`: whether the sender used its whole window in the
@@ -72,6 +99,10 @@ impl Tcb {
             scoreboard: Ranges::default(),
             delivered: 0,
             timing: None,
+            sent: VecDeque::new(),
+            track_sent: false,
+            delivered_segs: Vec::new(),
+            recovery_deadline: None,
             clamp,
             cwnd_limited: false,
             max_flight: 0,

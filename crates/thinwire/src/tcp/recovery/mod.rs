@@ -17,6 +17,7 @@ use crate::time::Instant;
 
 pub mod newreno;
 pub mod prr;
+pub mod rack;
 pub mod reno;
 pub mod sack;
 pub mod tahoe;
@@ -44,6 +45,7 @@ crate::registry! {
         "newreno" => NewReno(newreno::NewReno),
         "sack" => Sack(sack::Sack),
         "prr" => Prr(prr::Prr),
+        "rack" => Rack(rack::Rack),
     }
     /// A duplicate ACK arrived (`tcb.dupacks` counts it; SACK blocks it carried are
     /// on the scoreboard): perhaps enter recovery, or inflate the window in it.
@@ -54,13 +56,28 @@ crate::registry! {
     /// During recovery, what to send next (`data_end`: the offset after the last
     /// byte the application has given).
     fn next_segment(&mut self, tcb: &mut Tcb, data_end: u64) -> NextSeg;
+    /// Every ACK that acknowledged or SACKed data, after the scoreboard and the sent
+    /// segments (`tcb.sent`, `tcb.delivered_segs`) are updated and before
+    /// `on_dupack` / `on_recovery_ack` (time-based loss detection: RACK).
+    fn on_ack(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant);
+    /// `tcb.recovery_deadline` has come (RACK's reordering timer).
+    fn on_timer(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant);
 }
+
+/// The two hooks for algorithms that detect losses by duplicate ACKs alone.
+macro_rules! no_time_based_detection {
+    () => {
+        fn on_ack(&mut self, _: &mut Tcb, _: &mut crate::tcp::cc::Cc, _: Instant) {}
+        fn on_timer(&mut self, _: &mut Tcb, _: &mut crate::tcp::cc::Cc, _: Instant) {}
+    };
+}
+pub(crate) use no_time_based_detection;
 
 impl RecoveryKind {
     /// Whether the algorithm reads SACK blocks (without a profile, SACK is offered
     /// when it does).
     pub fn uses_sack(self) -> bool {
-        matches!(self, RecoveryKind::Sack | RecoveryKind::Prr)
+        matches!(self, RecoveryKind::Sack | RecoveryKind::Prr | RecoveryKind::Rack)
     }
 }
 
@@ -82,9 +99,9 @@ mod tests {
             assert_eq!(CcKind::parse(k.name()), Some(k));
             assert_eq!(k.make(&cfg).kind(), k);
         }
-        assert_eq!(RecoveryKind::NAMES, ["tahoe", "reno", "newreno", "sack", "prr"]);
+        assert_eq!(RecoveryKind::NAMES, ["tahoe", "reno", "newreno", "sack", "prr", "rack"]);
         assert_eq!(RecoveryKind::ALL.len(), RecoveryKind::NAMES.len());
         assert_eq!(RecoveryKind::parse("fack"), None);
-        assert_eq!(RecoveryKind::choices(), "\"tahoe\", \"reno\", \"newreno\", \"sack\" or \"prr\"");
+        assert_eq!(RecoveryKind::choices(), "\"tahoe\", \"reno\", \"newreno\", \"sack\", \"prr\" or \"rack\"");
     }
 }

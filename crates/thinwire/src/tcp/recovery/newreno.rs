@@ -42,6 +42,8 @@ impl LossRecovery for NewReno {
         tcb.set_cwnd(now, c);
     }
 
+    super::no_time_based_detection!();
+
     fn next_segment(&mut self, _tcb: &mut Tcb, _data_end: u64) -> NextSeg {
         NextSeg::Default
     }

@@ -42,13 +42,24 @@ impl Prr {
     /// `snd_una`; `queued`: bytes of a fast retransmission queued and not sent yet,
     /// which the pipe already counts).
     fn reduce(&mut self, tcb: &mut Tcb, now: Instant, una_advanced: bool, queued: u64) {
+        let pipe = pipe(tcb) - queued;
+        self.reduce_with(tcb, now, una_advanced, pipe);
+    }
+
+    /// Starts a reduction from the window now (`tcp_init_cwnd_reduction`).
+    pub(super) fn start(&mut self, tcb: &Tcb) {
+        *self = Prr { recover_fs: tcb.cwnd / tcb.smss, ..Prr::default() };
+    }
+
+    /// The window for this ACK with `pipe` bytes in flight.
+    pub(super) fn reduce_with(&mut self, tcb: &mut Tcb, now: Instant, una_advanced: bool, pipe: u64) {
         let smss = tcb.smss;
         let delivered = tcb.delivered.div_ceil(smss);
         if delivered == 0 {
             return;
         }
         self.prr_delivered += delivered;
-        let pipe = (pipe(tcb) - queued).div_ceil(smss);
+        let pipe = pipe.div_ceil(smss);
         let ssthresh = tcb.ssthresh / smss;
         let sndcnt = if pipe > ssthresh {
             (ssthresh * self.prr_delivered).div_ceil(self.recover_fs.max(1)).saturating_sub(self.prr_out)
@@ -62,12 +73,19 @@ impl Prr {
     }
 }
 
+impl Prr {
+    /// Counts what recovery sends.
+    pub(super) fn sent(&mut self, tcb: &Tcb, next: NextSeg) {
+        if let NextSeg::Send(_, len) = next {
+            self.prr_out += len.div_ceil(tcb.smss);
+        }
+    }
+}
+
 impl LossRecovery for Prr {
     fn on_dupack(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant) {
         if should_enter(tcb) {
-            self.recover_fs = tcb.cwnd / tcb.smss;
-            self.prr_delivered = 0;
-            self.prr_out = 0;
+            self.start(tcb);
             let len = enter(tcb, cc, now);
             self.reduce(tcb, now, false, len);
             // The fast retransmission goes out next, and counts as sent.
@@ -86,11 +104,11 @@ impl LossRecovery for Prr {
         tcb.set_cwnd(now, tcb.ssthresh);
     }
 
+    super::no_time_based_detection!();
+
     fn next_segment(&mut self, tcb: &mut Tcb, data_end: u64) -> NextSeg {
         let next = next_segment(tcb, data_end);
-        if let NextSeg::Send(_, len) = next {
-            self.prr_out += len.div_ceil(tcb.smss);
-        }
+        self.sent(tcb, next);
         next
     }
 }

@@ -46,6 +46,8 @@ impl LossRecovery for Reno {
         tcb.set_cwnd(now, tcb.ssthresh);
     }
 
+    super::no_time_based_detection!();
+
     fn next_segment(&mut self, _tcb: &mut Tcb, _data_end: u64) -> NextSeg {
         NextSeg::Default
     }

@@ -102,7 +102,11 @@ pub(super) fn next_segment(tcb: &mut Tcb, data_end: u64) -> NextSeg {
         tcb.high_rxt = s + len;
         return NextSeg::Send(s, len);
     }
-    // Rule 2: new data within the receiver's window.
+    new_data(tcb, data_end)
+}
+
+/// NextSeg rule 2: new data within the receiver's window.
+pub(super) fn new_data(tcb: &mut Tcb, data_end: u64) -> NextSeg {
     if tcb.snd_max < data_end && tcb.snd_max + tcb.smss.min(data_end - tcb.snd_max) <= tcb.snd_una + tcb.snd_wnd {
         tcb.snd_nxt = tcb.snd_max;
         return NextSeg::Send(tcb.snd_max, tcb.smss);
@@ -125,6 +129,8 @@ impl LossRecovery for Sack {
         tcb.in_recovery = false;
         tcb.set_cwnd(now, tcb.ssthresh);
     }
+
+    super::no_time_based_detection!();
 
     fn next_segment(&mut self, tcb: &mut Tcb, data_end: u64) -> NextSeg {
         next_segment(tcb, data_end)

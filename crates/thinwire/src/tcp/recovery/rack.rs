@@ -1,0 +1,168 @@
+//! RACK (RFC 8985 §6, as Linux 6.x's `net/ipv4/tcp_recovery.c`): losses detected
+//! by time, not by counting duplicate ACKs, with PRR's window during recovery
+//! (`prr.rs`, as Linux runs them together).
+//!
+//! - Every ACK notes the segments it newly acknowledged or SACKed; the most
+//!   recently *sent* of them (ties: the higher end) sets `RACK.xmit_ts`,
+//!   `RACK.end_seq`, and `RACK.rtt` its RTT (`tcp_rack_advance`). A segment sent
+//!   again and delivered within less than the minimum RTT is ignored: the ACK may
+//!   be the original's.
+//! - Detection (`tcp_rack_detect_loss`): a segment neither SACKed nor already
+//!   deemed lost, sent before `RACK.xmit_ts`, is lost once it has gone unacknowledged
+//!   for `RACK.rtt + reo_wnd`; otherwise the reordering timer is set for when it
+//!   would be (plus two 4 ms jiffies, `TCP_TIMEOUT_MIN`). A retransmission is
+//!   judged by its own send time, so a lost retransmission is found like any
+//!   other loss, without a timeout.
+//! - The reordering window (`tcp_rack_reo_wnd`): no reordering is assumed (the
+//!   model's links keep order), so it is 0 in recovery and once three segments are
+//!   SACKed (the duplicate-ACK threshold), otherwise min RTT / 4.
+//! - Recovery starts when a segment is deemed lost and `snd_una` has passed the
+//!   last recovery point: ssthresh from the controller, PRR's window, the lost
+//!   segments resent in sequence order, then new data; it ends when the recovery
+//!   point is acknowledged (cwnd = ssthresh). Without SACK only RACK's timer and the
+//!   RTO find losses.
+//!
+//! Not yet: the tail loss probe (RFC 8985 §7), DSACK-driven reordering windows,
+//! RACK's marking at a retransmission timeout (the endpoint resends everything
+//! unSACKed, as `tcp_timeout_mark_lost` does without RACK). No parameters.
+use super::prr::Prr;
+use super::sack::new_data;
+use super::{LossRecovery, NextSeg, DUP_THRESH};
+use crate::tcp::cc::{Cc, CongestionControl};
+use crate::tcp::tcb::Tcb;
+use crate::tcp::TcpConfig;
+use crate::time::{Duration, Instant};
+
+/// Linux `TCP_TIMEOUT_MIN`: two jiffies of slack on the reordering timer.
+const TIMER_SLACK: Duration = Duration(8_000_000);
+
+#[derive(Clone, Debug, Default)]
+pub struct Rack {
+    prr: Prr,
+    /// Send time and end of the most recently sent segment delivered.
+    xmit_ts: Option<Instant>,
+    end_seq: u64,
+    /// The RTT of the segment that last advanced RACK.
+    rtt: Duration,
+    /// The smallest RTT seen (of segments never sent again).
+    min_rtt: Option<Duration>,
+}
+
+impl Rack {
+    pub fn new(_: &TcpConfig) -> Rack {
+        Rack::default()
+    }
+
+    /// RFC 8985 `RACK_update` for the segments this ACK delivered.
+    fn advance(&mut self, tcb: &Tcb, now: Instant) -> bool {
+        let mut advanced = false;
+        for &(xmit, end, retx) in &tcb.delivered_segs {
+            let rtt = now - xmit;
+            if !retx && self.min_rtt.is_none_or(|m| rtt < m) {
+                self.min_rtt = Some(rtt);
+            }
+            if retx && self.min_rtt.is_some_and(|m| rtt < m) {
+                continue; // perhaps the original's ACK
+            }
+            advanced = true;
+            self.rtt = rtt;
+            if self.xmit_ts.is_none_or(|t| xmit > t || (xmit == t && end > self.end_seq)) {
+                self.xmit_ts = Some(xmit);
+                self.end_seq = end;
+            }
+        }
+        advanced
+    }
+
+    fn reo_wnd(&self, tcb: &Tcb) -> Duration {
+        let sacked = tcb.sent.iter().filter(|r| r.sacked).count() as u32;
+        if tcb.in_recovery || sacked >= DUP_THRESH {
+            return Duration::ZERO;
+        }
+        self.min_rtt.map_or(Duration::ZERO, |m| m / 4)
+    }
+
+    /// RFC 8985 `RACK_detect_loss`: marks lost segments; returns whether any was,
+    /// and sets the reordering timer for those that may yet be.
+    fn detect(&mut self, tcb: &mut Tcb, now: Instant) -> bool {
+        let Some(ts) = self.xmit_ts else { return false };
+        let wait = self.rtt + self.reo_wnd(tcb);
+        let mut timer: Option<Duration> = None;
+        let mut lost = false;
+        for r in tcb.sent.iter_mut() {
+            if r.sacked || r.lost || !(r.xmit < ts || (r.xmit == ts && r.end < self.end_seq)) {
+                continue;
+            }
+            let waited = now - r.xmit;
+            if waited >= wait {
+                r.lost = true;
+                lost = true;
+            } else {
+                let left = wait - waited;
+                timer = Some(timer.map_or(left, |t| t.max(left)));
+            }
+        }
+        tcb.recovery_deadline = timer.map(|t| now + t + TIMER_SLACK);
+        lost
+    }
+
+    fn pipe(tcb: &Tcb) -> u64 {
+        tcb.sent.iter().filter(|r| !r.sacked && !r.lost).map(|r| r.end - r.start).sum()
+    }
+
+    /// Marks losses; enters recovery on the first.
+    fn detect_and_enter(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant) {
+        if self.detect(tcb, now) && !tcb.in_recovery && tcb.snd_una >= tcb.recover {
+            self.prr.start(tcb);
+            let ssthresh = cc.ssthresh(tcb);
+            tcb.enter_recovery(now, ssthresh);
+        }
+    }
+}
+
+impl LossRecovery for Rack {
+    fn on_ack(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant) {
+        if self.advance(tcb, now) {
+            self.detect_and_enter(tcb, cc, now);
+        }
+    }
+
+    fn on_timer(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant) {
+        let was = tcb.in_recovery;
+        self.detect_and_enter(tcb, cc, now);
+        if tcb.in_recovery && !was {
+            // Nothing was delivered: PRR's first packet, the retransmission.
+            let pipe = Self::pipe(tcb);
+            tcb.set_cwnd(now, pipe + tcb.smss);
+        }
+    }
+
+    fn on_dupack(&mut self, tcb: &mut Tcb, _cc: &mut Cc, now: Instant) {
+        if tcb.in_recovery {
+            let pipe = Self::pipe(tcb);
+            self.prr.reduce_with(tcb, now, false, pipe);
+        }
+    }
+
+    fn on_recovery_ack(&mut self, tcb: &mut Tcb, now: Instant, _acked: u64) {
+        if tcb.snd_una < tcb.recover {
+            let pipe = Self::pipe(tcb);
+            self.prr.reduce_with(tcb, now, true, pipe);
+            return;
+        }
+        tcb.in_recovery = false;
+        tcb.set_cwnd(now, tcb.ssthresh);
+    }
+
+    fn next_segment(&mut self, tcb: &mut Tcb, data_end: u64) -> NextSeg {
+        if tcb.cwnd < Self::pipe(tcb) + tcb.smss {
+            return NextSeg::Wait;
+        }
+        let next = match tcb.sent.iter().find(|r| r.lost) {
+            Some(r) => NextSeg::Send(r.start, r.end - r.start),
+            None => new_data(tcb, data_end),
+        };
+        self.prr.sent(tcb, next);
+        next
+    }
+}
