@@ -154,7 +154,7 @@ impl TcpConfig {
     ///   MSS) growing by two segments per segment received up to `tcp_rmem[2]` =
     ///   6 MiB (receive-buffer autotuning approximated), send buffer 4 MiB
     ///   (`tcp_wmem[2]`). Not yet as the kernel: the tail loss probe, F-RTO and undo,
-    ///   DSACK, HyStart, quick ACKs and the adaptive delayed-ACK timeout, pacing.
+    ///   DSACK, quick ACKs and the adaptive delayed-ACK timeout, pacing.
     pub fn profile(name: &str) -> Option<TcpConfig> {
         let d = TcpConfig::default();
         match name {

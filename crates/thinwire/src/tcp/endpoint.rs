@@ -77,6 +77,8 @@ pub struct TcpStats {
     pub rtt_samples: u64,
     pub rtt_sum: Duration,
     pub acks_sent: u64,
+    /// Slow starts ended by HyStart (CUBIC).
+    pub hystart_exits: u64,
 }
 
 /// An outgoing segment: the header and the number of payload bytes (virtual, or
@@ -122,6 +124,8 @@ pub struct Tcp {
     /// A timeout's loss episode is under way (Linux `TCP_CA_Loss`) until `recover`
     /// is acknowledged.
     in_loss: bool,
+    /// In it, the recovery chooses what to resend (it marked the losses).
+    loss_by_recovery: bool,
     ts_ok: bool,
     sack_ok: bool,
     ts_recent: u32,
@@ -191,6 +195,7 @@ impl Tcp {
             syn_rexmits: 0,
             rto_retransmits: 0,
             in_loss: false,
+            loss_by_recovery: false,
             ts_ok: false,
             sack_ok: false,
             ts_recent: 0,
@@ -450,10 +455,18 @@ impl Tcp {
         self.cc.on_rto(&self.tcb);
         self.in_loss = true;
         self.rto_retransmits += 1;
-        self.tcb.set_cwnd(now, self.tcb.smss);
+        // A recovery that marks losses itself (RACK, RFC 8985 §6.3) resends what
+        // it deems lost, with cwnd = what stays in flight + one segment (Linux
+        // `tcp_enter_loss`); otherwise everything unacknowledged is sent again from
+        // `snd_una` with cwnd of one segment.
+        self.loss_by_recovery = self.recovery.on_rto(&mut self.tcb, now);
+        let w = if self.loss_by_recovery { self.tcb.pipe_sent() } else { 0 } + self.tcb.smss;
+        self.tcb.set_cwnd(now, w);
         self.rtt.on_timeout();
         self.tcb.push_var(now, TcpVar::Rto, self.rtt.rto().nanos());
-        self.tcb.snd_nxt = self.tcb.snd_una;
+        if !self.loss_by_recovery {
+            self.tcb.snd_nxt = self.tcb.snd_una;
+        }
         self.tcb.in_recovery = false;
         self.tcb.dupacks = 0;
         self.tcb.recover = self.tcb.snd_max;
@@ -722,7 +735,7 @@ impl Tcp {
                 return Some(self.send_at(now, s, hole_end - s));
             }
         }
-        if self.tcb.in_recovery {
+        if self.tcb.in_recovery || self.loss_by_recovery {
             let data_end = self.data_end();
             match self.recovery.next_segment(&mut self.tcb, data_end) {
                 NextSeg::Default => {}
@@ -903,7 +916,7 @@ impl Tcp {
             timed
         };
         if let Some(r) = sample {
-            self.cc.on_rtt(&self.tcb, now, r);
+            self.cc.on_rtt(&mut self.tcb, now, r);
             self.rtt.sample_at(r, self.tcb.snd_una, self.tcb.snd_nxt);
             self.tcb.stats.rtt_samples += 1;
             self.tcb.stats.rtt_sum += r;
@@ -994,6 +1007,7 @@ impl Tcp {
             self.tcb.dupacks = 0;
             self.rto_retransmits = 0;
             self.in_loss &= ack < self.tcb.recover;
+            self.loss_by_recovery &= self.in_loss;
             self.on_new_ack(now, acked);
             if self.tcb.snd_una >= self.tcb.snd_max {
                 self.rto_deadline = None;

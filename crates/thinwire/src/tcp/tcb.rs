@@ -177,6 +177,12 @@ impl Tcb {
         self.timing = None;
     }
 
+    /// Bytes in flight by the sent segments' marks: neither SACKed nor deemed lost
+    /// (a lost segment sent again is in flight again; Linux `tcp_packets_in_flight`).
+    pub fn pipe_sent(&self) -> u64 {
+        self.sent.iter().filter(|r| !r.sacked && !r.lost).map(|r| r.end - r.start).sum()
+    }
+
     /// Where the first SACKed block above `from` starts (`or` if none): the end of
     /// the hole at `from`.
     pub fn hole_end(&self, from: u64, or: u64) -> u64 {

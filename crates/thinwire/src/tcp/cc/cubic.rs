@@ -32,8 +32,15 @@
 //! - the window grows only while the sender is window-limited
 //!   (`tcp_is_cwnd_limited`, [`Tcb::is_cwnd_limited`]).
 //!
-//! Not yet as the kernel: HyStart (slow start ends only at ssthresh or a loss) and
-//! the epoch shift after an idle period (`CA_EVENT_TX_START`).
+//! - HyStart (`hystart_update`, both detections on, as the kernel's defaults): from
+//!   16 packets, slow start ends (ssthresh = cwnd) when a round's ACKs arrive as a
+//!   train (gaps ≤ 2 ms) lasting more than half the minimum RTT (the kernel's
+//!   threshold without pacing), or when the smallest of a round's first eight RTT
+//!   samples exceeds the minimum RTT by an eighth of it, clamped to 4–16 ms; a
+//!   round is a window of data (`snd_nxt` when it began). Counted in
+//!   `TcpStats::hystart_exits`.
+//!
+//! Not yet as the kernel: the epoch shift after an idle period (`CA_EVENT_TX_START`).
 use super::{cong_avoid_ai, linux_slow_start, CongestionControl};
 use crate::tcp::tcb::Tcb;
 use crate::tcp::TcpConfig;
@@ -76,7 +83,24 @@ pub struct Cubic {
     tcp_cwnd: u64,
     /// Packets acknowledged towards the next increment (the kernel's `snd_cwnd_cnt`).
     cwnd_cnt: u64,
+    /// HyStart: slow start has been ended by it (until a timeout resets).
+    found: bool,
+    /// HyStart's round: when it began, the last ACK of an ACK train, the offset that
+    /// ends it (`snd_nxt` at its start), the smallest RTT of its first samples and
+    /// how many were taken.
+    round_start: Option<Instant>,
+    last_ack: Instant,
+    end_seq: u64,
+    curr_rtt: Option<Duration>,
+    sample_cnt: u32,
 }
+
+/// HyStart (`hystart_low_window`): not below 16 packets.
+const HYSTART_LOW_WINDOW: u64 = 16;
+/// HyStart ACK train: ACKs closer than this are a train (`hystart_ack_delta_us`).
+const HYSTART_ACK_DELTA: Duration = Duration(2_000_000);
+/// HyStart delay: the first 8 RTT samples of a round are compared.
+const HYSTART_MIN_SAMPLES: u32 = 8;
 
 impl Cubic {
     pub fn new(_: &TcpConfig) -> Cubic {
@@ -85,6 +109,48 @@ impl Cubic {
 
     fn jiffies(now: Instant) -> u64 {
         (now.nanos() / JIFFY.nanos()) as u64
+    }
+
+    /// `bictcp_hystart_reset`: a new round starts now, ending at `snd_nxt`.
+    fn hystart_reset(&mut self, tcb: &Tcb, now: Instant) {
+        self.round_start = Some(now);
+        self.last_ack = now;
+        self.end_seq = tcb.snd_nxt;
+        self.curr_rtt = None;
+        self.sample_cnt = 0;
+    }
+
+    /// `hystart_update`: ends slow start (ssthresh = cwnd) when the ACKs of a round
+    /// arrive as a train lasting more than half the minimum RTT, or when the
+    /// round's smallest early RTT exceeds the minimum by an eighth of it (within
+    /// 4–16 ms).
+    fn hystart_update(&mut self, tcb: &mut Tcb, now: Instant, delay: Duration) {
+        if self.round_start.is_none() || tcb.snd_una > self.end_seq {
+            self.hystart_reset(tcb, now);
+        }
+        let delay_min = self.delay_min.unwrap_or(delay);
+        let start = self.round_start.unwrap_or(now);
+        if now - self.last_ack <= HYSTART_ACK_DELTA {
+            self.last_ack = now;
+            if now - start > delay_min / 2 {
+                self.found = true;
+            }
+        }
+        let curr = *self.curr_rtt.get_or_insert(delay);
+        self.curr_rtt = Some(curr.min(delay));
+        if self.sample_cnt < HYSTART_MIN_SAMPLES {
+            self.sample_cnt += 1;
+        } else {
+            let thresh = (delay_min / 8).clamp(Duration(4_000_000), Duration(16_000_000));
+            if curr.min(delay) > delay_min + thresh {
+                self.found = true;
+            }
+        }
+        if self.found {
+            tcb.stats.hystart_exits += 1;
+            let cwnd = tcb.cwnd;
+            tcb.set_ssthresh(now, cwnd);
+        }
     }
 
     /// `bictcp_update`: recomputes `cnt` for a window of `cwnd` packets.
@@ -144,6 +210,9 @@ impl CongestionControl for Cubic {
     }
 
     fn on_ack(&mut self, tcb: &mut Tcb, now: Instant, acked: u64) {
+        if tcb.is_cwnd_limited() && tcb.cwnd < tcb.ssthresh && tcb.snd_una > self.end_seq {
+            self.hystart_reset(tcb, now); // a new HyStart round
+        }
         // Slow start up to ssthresh; what is left over counts in congestion avoidance.
         let Some((mut cwnd, acked)) = linux_slow_start(tcb, acked) else {
             return;
@@ -155,7 +224,7 @@ impl CongestionControl for Cubic {
         tcb.set_cwnd(now, cwnd * tcb.smss);
     }
 
-    fn on_rtt(&mut self, _tcb: &Tcb, now: Instant, rtt: Duration) {
+    fn on_rtt(&mut self, tcb: &mut Tcb, now: Instant, rtt: Duration) {
         // Delay samples right after a reduction are discarded (the kernel's
         // `cubictcp_acked`: within a second of the epoch's start).
         if self.epoch_start.is_some_and(|e| Self::jiffies(now) - e < HZ) {
@@ -164,6 +233,9 @@ impl CongestionControl for Cubic {
         let rtt = rtt.max(Duration(1_000));
         if self.delay_min.is_none_or(|d| rtt < d) {
             self.delay_min = Some(rtt);
+        }
+        if !self.found && tcb.cwnd < tcb.ssthresh && tcb.cwnd / tcb.smss >= HYSTART_LOW_WINDOW {
+            self.hystart_update(tcb, now, rtt);
         }
     }
 
@@ -219,7 +291,7 @@ mod tests {
         let rtt = Duration::from_millis(100);
         // The minimum RTT must be known before the epoch (samples after it are
         // discarded for a second).
-        cc.on_rtt(&t, Instant::ZERO, rtt);
+        cc.on_rtt(&mut t, Instant::ZERO, rtt);
         let trace = run(&mut cc, &mut t, Instant::ZERO, rtt, 80);
         let k = (100.0 * (1.0 - 0.7) / 0.4f64).cbrt();
         let mut worst = 0.0f64;
@@ -273,12 +345,52 @@ mod tests {
         t.set_ssthresh(Instant::ZERO, ss);
         t.set_cwnd(Instant::ZERO, ss);
         let rtt = Duration::from_millis(20);
-        cc.on_rtt(&t, Instant::ZERO, rtt);
+        cc.on_rtt(&mut t, Instant::ZERO, rtt);
         let trace = run(&mut cc, &mut t, Instant::ZERO, rtt, 50);
         // Cubic alone: K = ∛(10·0.3/0.4) ≈ 1.96 s, so within 1 s (50 RTTs) it
         // would stay below W_max = 10; Reno's estimate adds ≈ 0.53 packet per RTT
         // (3(1 − β)/(1 + β) per RTT): about 7 + 26 = 33 after 50 RTTs.
         let last = trace.last().unwrap().1;
         assert!((25..=40).contains(&last), "window after 50 RTTs: {last}");
+    }
+
+    /// A sender in slow start (20 packets) after one round of RTT samples at
+    /// 100 ms, ACKs `gap` apart; then a second round of `n` samples of `rtt`,
+    /// `gap2` apart. Whether HyStart ended slow start.
+    fn hystart(gap: Duration, rtt: Duration, gap2: Duration, n: usize) -> bool {
+        let mut cc = Cubic::new(&TcpConfig::default());
+        let mut t = tcb(20);
+        t.ssthresh = u64::MAX / 4;
+        let mut now = Instant::ZERO + Duration::from_secs(2);
+        for _ in 0..10 {
+            now += gap;
+            cc.on_rtt(&mut t, now, Duration::from_millis(100));
+        }
+        assert_ne!(t.ssthresh, t.cwnd, "not in the first round");
+        (t.snd_una, t.snd_nxt) = (20_001, 40_000);
+        for _ in 0..n {
+            now += gap2;
+            cc.on_rtt(&mut t, now, rtt);
+        }
+        t.ssthresh == t.cwnd && t.stats.hystart_exits == 1
+    }
+
+    /// HyStart's delay detection: a round whose first eight samples all exceed the
+    /// minimum RTT by more than an eighth of it (12.5 ms here) ends slow start; by
+    /// less, it does not.
+    #[test]
+    fn hystart_delay_detection() {
+        let ms = Duration::from_millis;
+        assert!(hystart(ms(10), ms(115), ms(10), 10));
+        assert!(!hystart(ms(10), ms(110), ms(10), 10));
+    }
+
+    /// HyStart's ACK train: ACKs at most 2 ms apart for more than half the minimum
+    /// RTT end slow start; ACKs 3 ms apart are no train.
+    #[test]
+    fn hystart_ack_train_detection() {
+        let ms = Duration::from_millis;
+        assert!(hystart(ms(10), ms(100), ms(1), 60));
+        assert!(!hystart(ms(10), ms(100), ms(3), 60));
     }
 }

@@ -34,7 +34,7 @@ crate::registry! {
     fn on_ack(&mut self, tcb: &mut Tcb, now: Instant, acked: u64);
     /// An RTT sample was taken from an ACK (before `on_ack` for that ACK; Linux
     /// `pkts_acked`).
-    fn on_rtt(&mut self, tcb: &Tcb, now: Instant, rtt: Duration);
+    fn on_rtt(&mut self, tcb: &mut Tcb, now: Instant, rtt: Duration);
     /// A retransmission timeout (after `ssthresh`; Linux `set_state(TCP_CA_Loss)`).
     fn on_rto(&mut self, tcb: &Tcb);
 }

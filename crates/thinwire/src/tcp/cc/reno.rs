@@ -45,7 +45,7 @@ impl CongestionControl for Reno {
         tcb.set_cwnd(now, cwnd * tcb.smss);
     }
 
-    fn on_rtt(&mut self, _tcb: &Tcb, _now: Instant, _rtt: Duration) {}
+    fn on_rtt(&mut self, _tcb: &mut Tcb, _now: Instant, _rtt: Duration) {}
 
     fn on_rto(&mut self, _tcb: &Tcb) {
         self.cwnd_cnt = 0;

@@ -30,7 +30,7 @@ impl CongestionControl for Rfc5681 {
         tcb.set_cwnd(now, tcb.cwnd + inc);
     }
 
-    fn on_rtt(&mut self, _tcb: &Tcb, _now: Instant, _rtt: Duration) {}
+    fn on_rtt(&mut self, _tcb: &mut Tcb, _now: Instant, _rtt: Duration) {}
 
     fn on_rto(&mut self, _tcb: &Tcb) {}
 }

@@ -62,6 +62,10 @@ crate::registry! {
     fn on_ack(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant);
     /// `tcb.recovery_deadline` has come (RACK's reordering timer).
     fn on_timer(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant);
+    /// A retransmission timeout: true if the algorithm marked what is lost and
+    /// chooses what to resend until the loss episode ends (`next_segment`), false
+    /// to let the endpoint resend everything from `snd_una`.
+    fn on_rto(&mut self, tcb: &mut Tcb, now: Instant) -> bool;
 }
 
 /// The two hooks for algorithms that detect losses by duplicate ACKs alone.
@@ -69,6 +73,9 @@ macro_rules! no_time_based_detection {
     () => {
         fn on_ack(&mut self, _: &mut Tcb, _: &mut crate::tcp::cc::Cc, _: Instant) {}
         fn on_timer(&mut self, _: &mut Tcb, _: &mut crate::tcp::cc::Cc, _: Instant) {}
+        fn on_rto(&mut self, _: &mut Tcb, _: Instant) -> bool {
+            false
+        }
     };
 }
 pub(crate) use no_time_based_detection;

@@ -22,9 +22,14 @@
 //!   point is acknowledged (cwnd = ssthresh). Without SACK only RACK's timer and the
 //!   RTO find losses.
 //!
-//! Not yet: the tail loss probe (RFC 8985 §7), DSACK-driven reordering windows,
-//! RACK's marking at a retransmission timeout (the endpoint resends everything
-//! unSACKed, as `tcp_timeout_mark_lost` does without RACK). No parameters.
+//! - At a retransmission timeout (§6.3, `tcp_timeout_mark_lost`): the first
+//!   unacknowledged segment and those unacknowledged for RACK.rtt are lost, the
+//!   rest stays in flight and is not sent again; cwnd = what is in flight + one
+//!   segment (`tcp_enter_loss`), growing by the controller's slow start; RACK
+//!   chooses what to send until the timeout's recovery point is acknowledged.
+//!
+//! Not yet: the tail loss probe (RFC 8985 §7), DSACK-driven reordering windows.
+//! No parameters.
 use super::prr::Prr;
 use super::sack::new_data;
 use super::{LossRecovery, NextSeg, DUP_THRESH};
@@ -106,10 +111,6 @@ impl Rack {
         lost
     }
 
-    fn pipe(tcb: &Tcb) -> u64 {
-        tcb.sent.iter().filter(|r| !r.sacked && !r.lost).map(|r| r.end - r.start).sum()
-    }
-
     /// Marks losses; enters recovery on the first.
     fn detect_and_enter(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant) {
         if self.detect(tcb, now) && !tcb.in_recovery && tcb.snd_una >= tcb.recover {
@@ -132,21 +133,21 @@ impl LossRecovery for Rack {
         self.detect_and_enter(tcb, cc, now);
         if tcb.in_recovery && !was {
             // Nothing was delivered: PRR's first packet, the retransmission.
-            let pipe = Self::pipe(tcb);
+            let pipe = tcb.pipe_sent();
             tcb.set_cwnd(now, pipe + tcb.smss);
         }
     }
 
     fn on_dupack(&mut self, tcb: &mut Tcb, _cc: &mut Cc, now: Instant) {
         if tcb.in_recovery {
-            let pipe = Self::pipe(tcb);
+            let pipe = tcb.pipe_sent();
             self.prr.reduce_with(tcb, now, false, pipe);
         }
     }
 
     fn on_recovery_ack(&mut self, tcb: &mut Tcb, now: Instant, _acked: u64) {
         if tcb.snd_una < tcb.recover {
-            let pipe = Self::pipe(tcb);
+            let pipe = tcb.pipe_sent();
             self.prr.reduce_with(tcb, now, true, pipe);
             return;
         }
@@ -154,8 +155,22 @@ impl LossRecovery for Rack {
         tcb.set_cwnd(now, tcb.ssthresh);
     }
 
+    /// RFC 8985 §6.3 `RACK_mark_losses_on_RTO` (Linux `tcp_timeout_mark_lost`):
+    /// the first unacknowledged segment, and every other one unacknowledged for
+    /// RACK.rtt, is lost; what was sent more recently stays in flight.
+    fn on_rto(&mut self, tcb: &mut Tcb, now: Instant) -> bool {
+        let una = tcb.snd_una;
+        for r in tcb.sent.iter_mut().filter(|r| !r.sacked) {
+            if r.start <= una || now - r.xmit >= self.rtt {
+                r.lost = true;
+            }
+        }
+        tcb.recovery_deadline = None;
+        !tcb.sent.is_empty()
+    }
+
     fn next_segment(&mut self, tcb: &mut Tcb, data_end: u64) -> NextSeg {
-        if tcb.cwnd < Self::pipe(tcb) + tcb.smss {
+        if tcb.cwnd < tcb.pipe_sent() + tcb.smss {
             return NextSeg::Wait;
         }
         let next = match tcb.sent.iter().find(|r| r.lost) {
@@ -164,5 +179,41 @@ impl LossRecovery for Rack {
         };
         self.prr.sent(tcb, next);
         next
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tcp::tcb::Sent;
+
+    /// RFC 8985 §6.3: at a timeout the first unacknowledged segment and those
+    /// unacknowledged for RACK.rtt are lost; the recently sent ones and the SACKed
+    /// stay as they are, so the pipe keeps the recent ones.
+    #[test]
+    fn a_timeout_marks_the_head_and_the_old_segments() {
+        let ms = |x: i64| Instant::ZERO + Duration::from_millis(x);
+        let mut t = Tcb::new(1000, 10_000, None);
+        t.snd_una = 1;
+        for (i, sent_at) in [0, 10, 20, 300, 310, 320].into_iter().enumerate() {
+            let start = 1 + 1000 * i as u64;
+            t.sent.push_back(Sent {
+                start,
+                end: start + 1000,
+                xmit: ms(sent_at),
+                retx: false,
+                lost: false,
+                sacked: i == 1,
+            });
+        }
+        let mut rack = Rack { rtt: Duration::from_millis(200), ..Rack::default() };
+        assert!(rack.on_rto(&mut t, ms(400)));
+        let lost: Vec<bool> = t.sent.iter().map(|r| r.lost).collect();
+        assert_eq!(lost, [true, false, true, false, false, false]);
+        assert_eq!(t.pipe_sent(), 3000);
+        // The lost ones are resent in order, then new data.
+        t.cwnd = 10_000;
+        t.snd_wnd = 100_000;
+        assert_eq!(rack.next_segment(&mut t, 100_000), NextSeg::Send(1, 1000));
     }
 }
