@@ -998,12 +998,12 @@ impl Tcp {
                 self.tcb.high_rxt = ack;
             }
             self.tcb.scoreboard.trim_below(ack);
-            self.tcb.delivered = (ack + self.tcb.scoreboard.bytes()).saturating_sub(held);
+            self.tcb.delivered = if self.sack_ok { ack + self.tcb.scoreboard.bytes() } else { ack }.saturating_sub(held);
             self.sample_rtt(now, seg, ack);
             if self.tcb.track_sent {
                 self.account_sent(ack, new_sack);
+                self.recovery.on_ack(&mut self.tcb, &mut self.cc, now);
             }
-            self.recovery.on_ack(&mut self.tcb, &mut self.cc, now);
             self.tcb.dupacks = 0;
             self.rto_retransmits = 0;
             self.in_loss &= ack < self.tcb.recover;
