@@ -998,7 +998,8 @@ impl Tcp {
                 self.tcb.high_rxt = ack;
             }
             self.tcb.scoreboard.trim_below(ack);
-            self.tcb.delivered = if self.sack_ok { ack + self.tcb.scoreboard.bytes() } else { ack }.saturating_sub(held);
+            self.tcb.delivered =
+                if self.sack_ok { ack + self.tcb.scoreboard.bytes() } else { ack }.saturating_sub(held);
             self.sample_rtt(now, seg, ack);
             if self.tcb.track_sent {
                 self.account_sent(ack, new_sack);
