@@ -63,7 +63,9 @@ def real(n: int) -> None:
         done = float(rcv["time_s"].max()) - f["start_s"]
         rows.append((done, f["tcp_retransmits"]))
         print(f"real seed {seed}: {done:.2f} s, {f['tcp_retransmits']} retransmissions", flush=True)
-    print(f"real: median {statistics.median(r[0] for r in rows):.2f} s, retransmissions {statistics.median(r[1] for r in rows)}")
+    print(
+        f"real: median {statistics.median(r[0] for r in rows):.2f} s, retransmissions {statistics.median(r[1] for r in rows)}"
+    )
 
 
 def sim(n: int) -> None:
