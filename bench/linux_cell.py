@@ -26,7 +26,6 @@ PROFILES = ['{profile="linux-2.4"}', '{profile="linux", recovery="prr"}', '{prof
 
 def real(n: int) -> None:
     import polars as pl
-
     from thinwire.emulate import emulate
 
     tune = "ip route change $THINWIRE_PEER dev $THINWIRE_DEV congctl cubic"
