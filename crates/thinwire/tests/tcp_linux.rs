@@ -318,3 +318,26 @@ fn rack_repairs_several_losses_in_a_window() {
     let s = p.ep[1].stats();
     assert_eq!((s.timeouts, s.retransmits, s.fast_retransmits), (0, 4, 1));
 }
+
+/// RFC 8985 §7: losses at the tail of a transfer leave no later segment to be
+/// SACKed and no duplicate ACKs; without a probe only the retransmission timer
+/// repairs them. The tail loss probe resends the last segment after about two
+/// RTTs; its SACK lets RACK find the rest, so no timeout is needed.
+#[test]
+fn a_tail_loss_probe_repairs_tail_losses_without_a_timeout() {
+    // 30 segments; the last one, or the last three, are lost.
+    for drops in [vec![30], vec![28, 29, 30]] {
+        let run = |c: TcpConfig| {
+            let mut p = pair(sack(cfg()), TcpConfig { initial_window: 10, ..c }, 30_000, TcpPair::drop_data(&drops));
+            let end = p.run(Duration::from_secs(60));
+            assert_eq!(p.ep[0].delivered(), 30_000);
+            let s = p.ep[1].stats().clone();
+            (s.timeouts, s.loss_probes, s.retransmits, secs(end))
+        };
+        let (rto, probes, rx, t_rack) = run(rack(cfg()));
+        assert_eq!((rto, probes, rx), (0, 1, drops.len() as u64), "RACK-TLP, drops {drops:?}");
+        let (rto, probes, _, t_prr) = run(TcpConfig { recovery: RecoveryKind::Prr, sack: true, ..cfg() });
+        assert_eq!((rto, probes), (1, 0), "PRR on RFC 6675, drops {drops:?}");
+        assert!(t_rack < t_prr, "{t_rack} vs {t_prr}");
+    }
+}

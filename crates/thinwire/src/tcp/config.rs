@@ -153,7 +153,7 @@ impl TcpConfig {
     ///   advertised window of 64,240 B at first (44 × 1460: 64 KiB rounded to the
     ///   MSS) growing by two segments per segment received up to `tcp_rmem[2]` =
     ///   6 MiB (receive-buffer autotuning approximated), send buffer 4 MiB
-    ///   (`tcp_wmem[2]`). Not yet as the kernel: the tail loss probe, F-RTO and undo,
+    ///   (`tcp_wmem[2]`). Not yet as the kernel: F-RTO and undo,
     ///   DSACK, quick ACKs and the adaptive delayed-ACK timeout, pacing.
     pub fn profile(name: &str) -> Option<TcpConfig> {
         let d = TcpConfig::default();

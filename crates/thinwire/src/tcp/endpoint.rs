@@ -79,6 +79,9 @@ pub struct TcpStats {
     pub acks_sent: u64,
     /// Slow starts ended by HyStart (CUBIC).
     pub hystart_exits: u64,
+    /// Tail loss probes sent (RACK-TLP), and losses they repaired.
+    pub loss_probes: u64,
+    pub probe_recoveries: u64,
 }
 
 /// An outgoing segment: the header and the number of payload bytes (virtual, or
@@ -121,9 +124,6 @@ pub struct Tcp {
     syn_rexmits: u32,
     /// Timeouts since `snd_una` last advanced (Linux `icsk_retransmits`).
     rto_retransmits: u32,
-    /// A timeout's loss episode is under way (Linux `TCP_CA_Loss`) until `recover`
-    /// is acknowledged.
-    in_loss: bool,
     /// In it, the recovery chooses what to resend (it marked the losses).
     loss_by_recovery: bool,
     ts_ok: bool,
@@ -194,7 +194,6 @@ impl Tcp {
             syn_retx: false,
             syn_rexmits: 0,
             rto_retransmits: 0,
-            in_loss: false,
             loss_by_recovery: false,
             ts_ok: false,
             sack_ok: false,
@@ -446,15 +445,16 @@ impl Tcp {
         let linux = self.cfg.rto == RtoKind::Linux;
         // Linux `tcp_enter_loss` reduces ssthresh once per loss episode: not again
         // during a fast recovery, nor at a repeated timeout with no progress since.
-        let episode =
-            self.tcb.snd_una < self.tcb.recover && (self.tcb.in_recovery || (self.in_loss && self.rto_retransmits > 0));
+        let episode = self.tcb.snd_una < self.tcb.recover
+            && (self.tcb.in_recovery || (self.tcb.in_loss && self.rto_retransmits > 0));
         if !(linux && episode) {
             let ssthresh = self.cc.ssthresh(&self.tcb);
             self.tcb.set_ssthresh(now, ssthresh);
         }
         self.cc.on_rto(&self.tcb);
-        self.in_loss = true;
+        self.tcb.in_loss = true;
         self.rto_retransmits += 1;
+        (self.tcb.tlp, self.tcb.probe) = (None, false);
         // A recovery that marks losses itself (RACK, RFC 8985 §6.3) resends what
         // it deems lost, with cwnd = what stays in flight + one segment (Linux
         // `tcp_enter_loss`); otherwise everything unacknowledged is sent again from
@@ -728,7 +728,34 @@ impl Tcp {
         self.tcb.cwnd.min(self.tcb.snd_wnd).min(self.cfg.snd_buf as u64)
     }
 
+    /// A tail loss probe (RFC 8985 §7.3, Linux `tcp_send_loss_probe`): one new
+    /// segment if the application and the receiver's window allow, whatever cwnd;
+    /// else the last segment sent, again. The retransmission timer restarts.
+    fn send_probe(&mut self, now: Instant) -> Option<Segment> {
+        let end = self.data_end();
+        let t = &self.tcb;
+        let seg = if t.snd_nxt == t.snd_max
+            && t.snd_max < end
+            && t.snd_max + t.smss.min(end - t.snd_max) <= t.snd_una + t.snd_wnd
+        {
+            let s = t.snd_max;
+            self.send_at(now, s, self.tcb.smss)
+        } else {
+            let &Sent { start, end, .. } = self.tcb.sent.back()?;
+            self.send_at(now, start, end - start)
+        };
+        self.tcb.tlp = Some((self.tcb.snd_max, seg.retransmission));
+        self.tcb.stats.loss_probes += 1;
+        self.arm_rto(now);
+        Some(seg)
+    }
+
     fn next_data(&mut self, now: Instant) -> Option<Segment> {
+        if std::mem::take(&mut self.tcb.probe) {
+            if let Some(s) = self.send_probe(now) {
+                return Some(s);
+            }
+        }
         if let Some(s) = self.tcb.rexmit.take() {
             if s >= self.tcb.snd_una && s < self.tcb.snd_max {
                 let hole_end = self.tcb.hole_end(s, u64::MAX);
@@ -865,6 +892,7 @@ impl Tcp {
     fn negotiate(&mut self, now: Instant, seg: &TcpRepr) {
         let peer_mss = seg.mss.unwrap_or(536) as u64;
         self.sack_ok = self.cfg.sack && seg.sack_permitted;
+        self.tcb.sack_ok = self.sack_ok;
         self.ts_ok = self.cfg.timestamps && seg.timestamps.is_some();
         self.snd_wscale_peer_offered = seg.wscale.is_some();
         if let (true, Some(ws)) = (self.cfg.window_scaling, seg.wscale) {
@@ -918,6 +946,7 @@ impl Tcp {
         if let Some(r) = sample {
             self.cc.on_rtt(&mut self.tcb, now, r);
             self.rtt.sample_at(r, self.tcb.snd_una, self.tcb.snd_nxt);
+            self.tcb.srtt = self.rtt.srtt;
             self.tcb.stats.rtt_samples += 1;
             self.tcb.stats.rtt_sum += r;
             self.trace_rtt(now);
@@ -1007,8 +1036,8 @@ impl Tcp {
             }
             self.tcb.dupacks = 0;
             self.rto_retransmits = 0;
-            self.in_loss &= ack < self.tcb.recover;
-            self.loss_by_recovery &= self.in_loss;
+            self.tcb.in_loss &= ack < self.tcb.recover;
+            self.loss_by_recovery &= self.tcb.in_loss;
             self.on_new_ack(now, acked);
             if self.tcb.snd_una >= self.tcb.snd_max {
                 self.rto_deadline = None;

@@ -9,7 +9,7 @@
 //! the SYN).
 use super::endpoint::{TcpStats, TcpVar, VarEvent};
 use super::ranges::Ranges;
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 use std::collections::VecDeque;
 
 /// A data segment sent and not yet cumulatively acknowledged (Linux's skb on the
@@ -46,6 +46,19 @@ pub struct Tcb {
     /// Duplicate ACKs in a row.
     pub dupacks: u32,
     pub in_recovery: bool,
+    /// A timeout's loss episode is under way (Linux `TCP_CA_Loss`) until `recover`
+    /// is acknowledged.
+    pub in_loss: bool,
+    /// The smoothed RTT (the endpoint's estimator), and whether the peer does SACK.
+    pub srtt: Option<Duration>,
+    pub sack_ok: bool,
+    /// A tail loss probe is wanted now (the recovery asks, the endpoint sends it:
+    /// new data if there is some the receiver's window allows, else the last
+    /// segment again).
+    pub probe: bool,
+    /// The probe outstanding: `snd_max` after it, and whether it was a
+    /// retransmission (Linux `tlp_high_seq`, `tlp_retrans`).
+    pub tlp: Option<(u64, bool)>,
     /// RFC 6582 `recover`: `snd_max` when recovery (or the last RTO) began.
     pub recover: u64,
     /// RFC 6675 `HighRxt`: the highest offset retransmitted in this recovery.
@@ -93,6 +106,11 @@ impl Tcb {
             snd_wnd: 65535,
             dupacks: 0,
             in_recovery: false,
+            in_loss: false,
+            srtt: None,
+            sack_ok: false,
+            probe: false,
+            tlp: None,
             recover: 0,
             high_rxt: 0,
             rexmit: None,

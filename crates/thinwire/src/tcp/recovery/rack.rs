@@ -28,8 +28,18 @@
 //!   segment (`tcp_enter_loss`), growing by the controller's slow start; RACK
 //!   chooses what to send until the timeout's recovery point is acknowledged.
 //!
-//! Not yet: the tail loss probe (RFC 8985 §7), DSACK-driven reordering windows.
-//! No parameters.
+//! - Tail loss probe (§7, Linux `tcp_schedule_loss_probe`, `tcp_send_loss_probe`,
+//!   `tcp_process_tlp_ack`): with data out and nothing amiss (no recovery, loss,
+//!   SACK or duplicate ACK), the probe timeout 2·SRTT + 8 ms (+ 200 ms with one
+//!   segment out) is re-armed at each ACK; when it fires the endpoint sends one new
+//!   segment whatever cwnd, or the last segment again, and restarts the
+//!   retransmission timer. The probe's ACK or SACK lets RACK find a lost tail by
+//!   time instead of the timer; a retransmitted probe whose ACK goes past it
+//!   repaired a loss: one reduction. Without DSACK, a probe that only duplicated
+//!   data still ends in that reduction unless a pure duplicate ACK shows it (as in
+//!   the kernel without DSACK).
+//!
+//! Not yet: DSACK-driven reordering windows. No parameters.
 use super::prr::Prr;
 use super::sack::new_data;
 use super::{LossRecovery, NextSeg, DUP_THRESH};
@@ -40,6 +50,9 @@ use crate::time::{Duration, Instant};
 
 /// Linux `TCP_TIMEOUT_MIN`: two jiffies of slack on the reordering timer.
 const TIMER_SLACK: Duration = Duration(8_000_000);
+/// The tail loss probe's allowance for a delayed ACK when one segment is out
+/// (RFC 8985 `WCDelAckT`; Linux `TCP_RTO_MIN`).
+const PTO_DELACK: Duration = Duration(200_000_000);
 
 #[derive(Clone, Debug, Default)]
 pub struct Rack {
@@ -51,6 +64,8 @@ pub struct Rack {
     rtt: Duration,
     /// The smallest RTT seen (of segments never sent again).
     min_rtt: Option<Duration>,
+    /// `tcb.recovery_deadline` is the probe timeout (not the reordering timer).
+    pto: bool,
 }
 
 impl Rack {
@@ -87,6 +102,48 @@ impl Rack {
         self.min_rtt.map_or(Duration::ZERO, |m| m / 4)
     }
 
+    /// RFC 8985 §7.2 (Linux `tcp_schedule_loss_probe`): with data out, SACK on,
+    /// no recovery, loss, SACKed data or duplicate ACK, no probe outstanding and
+    /// no reordering timer, the probe timeout is 2·SRTT plus two jiffies, plus
+    /// 200 ms when one segment is out (a delayed ACK); 1 s without an RTT sample.
+    /// (The RTO, if earlier, fires instead.)
+    fn schedule_probe(&mut self, tcb: &mut Tcb, now: Instant) {
+        if tcb.recovery_deadline.is_some() && !self.pto {
+            return;
+        }
+        let open = !tcb.in_recovery && !tcb.in_loss && tcb.dupacks == 0 && tcb.scoreboard.is_empty();
+        if !open || tcb.tlp.is_some() || !tcb.sack_ok || tcb.flight() == 0 {
+            if self.pto {
+                (tcb.recovery_deadline, self.pto) = (None, false);
+            }
+            return;
+        }
+        let pto = match tcb.srtt {
+            Some(s) => s * 2 + if tcb.flight() <= tcb.smss { PTO_DELACK } else { TIMER_SLACK },
+            None => Duration::from_secs(1),
+        };
+        (tcb.recovery_deadline, self.pto) = (Some(now + pto), true);
+    }
+
+    /// Linux `tcp_process_tlp_ack`: an ACK beyond an outstanding probe ends it; if
+    /// the probe was a retransmission and the ACK goes past it, the probe repaired a
+    /// loss: one reduction (ssthresh from the controller, cwnd = ssthresh).
+    fn tlp_ack(tcb: &mut Tcb, cc: &mut Cc, now: Instant) {
+        let Some((high, retx)) = tcb.tlp else { return };
+        if tcb.snd_una < high {
+            return;
+        }
+        if !retx {
+            tcb.tlp = None;
+        } else if tcb.snd_una > high {
+            tcb.tlp = None;
+            let ssthresh = cc.ssthresh(tcb);
+            tcb.set_ssthresh(now, ssthresh);
+            tcb.set_cwnd(now, ssthresh);
+            tcb.stats.probe_recoveries += 1;
+        }
+    }
+
     /// RFC 8985 `RACK_detect_loss`: marks lost segments; returns whether any was,
     /// and sets the reordering timer for those that may yet be.
     fn detect(&mut self, tcb: &mut Tcb, now: Instant) -> bool {
@@ -107,7 +164,10 @@ impl Rack {
                 timer = Some(timer.map_or(left, |t| t.max(left)));
             }
         }
-        tcb.recovery_deadline = timer.map(|t| now + t + TIMER_SLACK);
+        if timer.is_some() || !self.pto {
+            tcb.recovery_deadline = timer.map(|t| now + t + TIMER_SLACK);
+            self.pto = false;
+        }
         lost
     }
 
@@ -117,18 +177,25 @@ impl Rack {
             self.prr.start(tcb);
             let ssthresh = cc.ssthresh(tcb);
             tcb.enter_recovery(now, ssthresh);
+            tcb.tlp = None;
         }
     }
 }
 
 impl LossRecovery for Rack {
     fn on_ack(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant) {
+        Self::tlp_ack(tcb, cc, now);
         if self.advance(tcb, now) {
             self.detect_and_enter(tcb, cc, now);
         }
+        self.schedule_probe(tcb, now);
     }
 
     fn on_timer(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant) {
+        if std::mem::take(&mut self.pto) {
+            tcb.probe = true;
+            return;
+        }
         let was = tcb.in_recovery;
         self.detect_and_enter(tcb, cc, now);
         if tcb.in_recovery && !was {
@@ -139,6 +206,11 @@ impl LossRecovery for Rack {
     }
 
     fn on_dupack(&mut self, tcb: &mut Tcb, _cc: &mut Cc, now: Instant) {
+        // A duplicate ACK at a retransmitted probe: the original and the probe
+        // both arrived, no loss.
+        if tcb.tlp.is_some_and(|(high, retx)| retx && tcb.snd_una == high) && tcb.delivered == 0 {
+            tcb.tlp = None;
+        }
         if tcb.in_recovery {
             let pipe = tcb.pipe_sent();
             self.prr.reduce_with(tcb, now, false, pipe);
@@ -165,7 +237,7 @@ impl LossRecovery for Rack {
                 r.lost = true;
             }
         }
-        tcb.recovery_deadline = None;
+        (tcb.recovery_deadline, self.pto) = (None, false);
         !tcb.sent.is_empty()
     }
 
