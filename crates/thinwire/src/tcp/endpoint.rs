@@ -1030,11 +1030,11 @@ impl Tcp {
             self.tcb.delivered =
                 if self.sack_ok { ack + self.tcb.scoreboard.bytes() } else { ack }.saturating_sub(held);
             self.sample_rtt(now, seg, ack);
+            self.tcb.dupacks = 0;
             if self.tcb.track_sent {
                 self.account_sent(ack, new_sack);
                 self.recovery.on_ack(&mut self.tcb, &mut self.cc, now);
             }
-            self.tcb.dupacks = 0;
             self.rto_retransmits = 0;
             self.tcb.in_loss &= ack < self.tcb.recover;
             self.loss_by_recovery &= self.tcb.in_loss;
