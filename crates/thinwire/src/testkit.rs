@@ -31,11 +31,14 @@ pub struct TcpPair {
     pub delay: Duration,
     q: EventQueue<PairEv>,
     busy_until: [Instant; 2],
+    last_arrival: [Instant; 2],
     sent: [u64; 2],
     sched: [Option<Instant>; 2],
     drop: DropFn,
     /// Segments sent in each direction (index by sender end): (time, seq offset, len, retransmission).
     pub log: [Vec<(Instant, u32, u32, bool)>; 2],
+    /// The acknowledgement number of each segment sent (relative to the peer's ISS).
+    pub acks: [Vec<u32>; 2],
     pub dropped: [u64; 2],
     /// Real data (after `send_bytes`): what each end's application still has to
     /// write, whether it closes after it, and what it has read (it reads at once).
@@ -65,10 +68,12 @@ impl TcpPair {
             delay,
             q: EventQueue::new(),
             busy_until: [Instant::ZERO; 2],
+            last_arrival: [Instant::ZERO; 2],
             sent: [0; 2],
             sched: [None; 2],
             drop,
             log: [vec![], vec![]],
+            acks: [vec![], vec![]],
             dropped: [0; 2],
             to_write: Default::default(),
             close_after: [false; 2],
@@ -131,6 +136,7 @@ impl TcpPair {
             let idx = self.sent[e];
             self.sent[e] += 1;
             self.log[e].push((now, repr.seq.wrapping_sub(self.ep[e].iss()), len, retransmission));
+            self.acks[e].push(repr.ack.wrapping_sub(self.ep[1 - e].iss()));
             let size = 40 + repr.options_len() as u64 + len as u64;
             let start = self.busy_until[e].max(now);
             let tx = Duration::transmission(size, self.rate);
@@ -139,7 +145,11 @@ impl TcpPair {
                 self.dropped[e] += 1;
                 continue;
             }
-            self.q.schedule(start + tx + self.delay, PairEv::Arrive(1 - e, repr, len, data));
+            // One FIFO path per direction: a segment never overtakes an earlier one,
+            // even when a test shortens `delay` meanwhile.
+            let at = (start + tx + self.delay).max(self.last_arrival[e]);
+            self.last_arrival[e] = at;
+            self.q.schedule(at, PairEv::Arrive(1 - e, repr, len, data));
         }
         if let Some(t) = self.ep[e].poll_timeout() {
             let t = t.max(now);

@@ -341,3 +341,33 @@ fn a_tail_loss_probe_repairs_tail_losses_without_a_timeout() {
         assert!(t_rack < t_prr, "{t_rack} vs {t_prr}");
     }
 }
+
+/// RFC 3522 (Eifel) as Linux's `tcp_try_undo_loss`: for a second the path's delay
+/// is 1.05 s instead of 50 ms, the sender times out (twice) though nothing was lost, and
+/// the first ACK after the timeout echoes a timestamp older than the
+/// retransmission: the timeout was spurious and is undone — window and threshold
+/// back, nothing more resent. RFC 6298's timer has no undo: the sender goes back
+/// and resends from `snd_una` with a window of one segment.
+#[test]
+fn a_spurious_timeout_is_undone_by_the_timestamps() {
+    let run = |c: TcpConfig| {
+        let ts = |c: TcpConfig| TcpConfig { timestamps: true, min_rto: Duration::from_millis(200), ..c };
+        let mut p = pair(ts(sack(cfg())), ts(c), 400_000, TcpPair::drop_none());
+        p.run(Duration::from_secs(1));
+        p.delay = Duration::from_millis(1050);
+        p.run(Duration::from_secs(2));
+        p.delay = Duration::from_millis(50);
+        p.run(Duration::from_secs(60));
+        assert_eq!(p.ep[0].delivered(), 400_000);
+        let s = p.ep[1].stats().clone();
+        (s.timeouts, s.undos, s.retransmits, p.ep[1].ssthresh())
+    };
+    // RFC 6675 recovery: no tail loss probe goes out before the timer.
+    let (timeouts, undos, rexmits, ssthresh) = run(linux(sack(cfg())));
+    // The timer (about 330 ms) fires twice in the second's silence, backing off.
+    assert_eq!((timeouts, undos, rexmits), (2, 1, 2), "only the timeouts' own retransmissions");
+    assert!(ssthresh > 1 << 30, "ssthresh back to its value before: {ssthresh}");
+    let (timeouts, undos, resent, _) = run(sack(cfg()));
+    assert_eq!((timeouts, undos), (2, 0));
+    assert!(resent > 5, "without the undo the sender goes back: {resent} segments resent");
+}

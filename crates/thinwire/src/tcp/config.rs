@@ -102,9 +102,10 @@ pub struct TcpConfig {
     /// acknowledges; timestamps only when there is none), the timer restarted when
     /// the first unacknowledged segment is retransmitted, the 3 s fallback when the
     /// handshake gave no sample, cwnd of one segment after two or more lost
-    /// SYNs/SYN-ACKs (`tcp_init_transfer`), and at a timeout (`tcp_enter_loss`)
-    /// the SACK scoreboard kept and ssthresh reduced once per loss episode. Default
-    /// `rfc6298`.
+    /// SYNs/SYN-ACKs (`tcp_init_transfer`), at a timeout (`tcp_enter_loss`) the
+    /// SACK scoreboard kept and ssthresh reduced once per loss episode, and a
+    /// spurious timeout undone when an ACK echoes a timestamp older than the first
+    /// retransmission (RFC 3522 Eifel, `tcp_try_undo_loss`). Default `rfc6298`.
     pub rto: RtoKind,
     /// SYN retransmissions before the SYN timer backs off (Linux
     /// `tcp_syn_linear_timeouts`, 4 since 6.5: SYNs at 0, 1, 2, 3, 4, 5, 7, 11 s…).
@@ -153,7 +154,7 @@ impl TcpConfig {
     ///   advertised window of 64,240 B at first (44 × 1460: 64 KiB rounded to the
     ///   MSS) growing by two segments per segment received up to `tcp_rmem[2]` =
     ///   6 MiB (receive-buffer autotuning approximated), send buffer 4 MiB
-    ///   (`tcp_wmem[2]`). Not yet as the kernel: F-RTO and undo,
+    ///   (`tcp_wmem[2]`). Not yet as the kernel: F-RTO, undo after fast recovery,
     ///   DSACK, quick ACKs and the adaptive delayed-ACK timeout, pacing.
     pub fn profile(name: &str) -> Option<TcpConfig> {
         let d = TcpConfig::default();

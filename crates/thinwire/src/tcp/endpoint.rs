@@ -82,6 +82,8 @@ pub struct TcpStats {
     /// Tail loss probes sent (RACK-TLP), and losses they repaired.
     pub loss_probes: u64,
     pub probe_recoveries: u64,
+    /// Spurious timeouts undone (Eifel detection with timestamps).
+    pub undos: u64,
 }
 
 /// An outgoing segment: the header and the number of payload bytes (virtual, or
@@ -126,6 +128,9 @@ pub struct Tcp {
     rto_retransmits: u32,
     /// In it, the recovery chooses what to resend (it marked the losses).
     loss_by_recovery: bool,
+    /// With `rto = "linux"`, what a spurious timeout's undo restores: (cwnd,
+    /// ssthresh, our timestamp clock when the first retransmission left).
+    undo: Option<(u64, u64, u32)>,
     ts_ok: bool,
     sack_ok: bool,
     ts_recent: u32,
@@ -195,6 +200,7 @@ impl Tcp {
             syn_rexmits: 0,
             rto_retransmits: 0,
             loss_by_recovery: false,
+            undo: None,
             ts_ok: false,
             sack_ok: false,
             ts_recent: 0,
@@ -448,6 +454,14 @@ impl Tcp {
         let episode = self.tcb.snd_una < self.tcb.recover
             && (self.tcb.in_recovery || (self.tcb.in_loss && self.rto_retransmits > 0));
         if !(linux && episode) {
+            if linux {
+                // For an undo (`tcp_init_undo`): the window and threshold before,
+                // the threshold as `tcp_current_ssthresh` (at least 3/4 of cwnd
+                // outside a recovery), and when the first retransmission leaves.
+                let t = &self.tcb;
+                let prior_ss = if t.in_recovery { t.ssthresh } else { t.ssthresh.max(t.cwnd / 2 + t.cwnd / 4) };
+                self.undo = Some((t.cwnd, prior_ss, Self::ts_now(now)));
+            }
             let ssthresh = self.cc.ssthresh(&self.tcb);
             self.tcb.set_ssthresh(now, ssthresh);
         }
@@ -904,6 +918,37 @@ impl Tcp {
         self.trace_all(now);
     }
 
+    /// Eifel detection (RFC 3522; Linux `tcp_packet_delayed` in `tcp_try_undo_loss`):
+    /// an ACK of new data during a timeout's loss episode that echoes a timestamp
+    /// older than the first retransmission was sent for an original transmission —
+    /// the timeout was spurious.
+    fn spurious_timeout(&self, seg: &TcpRepr) -> bool {
+        match (self.undo, seg.timestamps) {
+            (Some((_, _, sent)), Some((_, ecr))) if self.ts_ok && ecr != 0 => (ecr.wrapping_sub(sent) as i32) < 0,
+            _ => false,
+        }
+    }
+
+    /// Linux `tcp_undo_cwnd_reduction` after a spurious timeout: cwnd and ssthresh
+    /// back (at least what they were), nothing deemed lost any more, no more
+    /// resending from `snd_una`; the loss episode ends.
+    fn undo_timeout(&mut self, now: Instant) {
+        let Some((cwnd, ssthresh, _)) = self.undo.take() else { return };
+        let t = &mut self.tcb;
+        t.set_cwnd(now, t.cwnd.max(cwnd));
+        t.set_ssthresh(now, t.ssthresh.max(ssthresh));
+        for r in t.sent.iter_mut() {
+            r.lost = false;
+        }
+        t.snd_nxt = t.snd_max;
+        t.in_loss = false;
+        t.recover = t.snd_una;
+        t.stats.undos += 1;
+        self.loss_by_recovery = false;
+        // A FIN sent before the timeout is out again.
+        self.fin_sent |= self.tcb.snd_max > self.data_end();
+    }
+
     /// With `rto = "linux"`, Linux's state when the handshake completes
     /// (`tcp_init_metrics`, `tcp_init_transfer`): the 3 s fallback RTO without an
     /// RTT sample; a window of one segment after two or more SYNs (or SYN-ACKs)
@@ -1036,8 +1081,14 @@ impl Tcp {
                 self.recovery.on_ack(&mut self.tcb, &mut self.cc, now);
             }
             self.rto_retransmits = 0;
+            if self.tcb.in_loss && self.spurious_timeout(seg) {
+                self.undo_timeout(now);
+            }
             self.tcb.in_loss &= ack < self.tcb.recover;
             self.loss_by_recovery &= self.tcb.in_loss;
+            if !self.tcb.in_loss {
+                self.undo = None;
+            }
             self.on_new_ack(now, acked);
             if self.tcb.snd_una >= self.tcb.snd_max {
                 self.rto_deadline = None;
