@@ -25,8 +25,8 @@ PROFILES = ['{profile="linux-2.4"}', '{profile="linux", recovery="prr"}', '{prof
 
 
 def real(n: int) -> None:
-    import polars as pl
     from thinwire.emulate import emulate
+    from thinwire.studies.sim_vs_real import download_time
 
     tune = "ip route change $THINWIRE_PEER dev $THINWIRE_DEV congctl cubic"
     curl = (
@@ -50,16 +50,7 @@ def real(n: int) -> None:
             out=out,
             commands_to_stderr=True,
         )
-        f = max(s["flows"], key=lambda r: r["bytes_delivered"])
-        t = pl.read_parquet(out / "trace.parquet")
-        rcv = t.filter(
-            (pl.col("layer") == "tcp")
-            & (pl.col("flow") == f["id"])
-            & (pl.col("event") == "recv")
-            & (pl.col("len") > 0)
-            & (pl.col("node") == "mobile")
-        )
-        done = float(rcv["time_s"].max()) - f["start_s"]
+        f, done = download_time(s, out)
         rows.append((done, f["tcp_retransmits"]))
         print(f"real seed {seed}: {done:.2f} s, {f['tcp_retransmits']} retransmissions", flush=True)
     print(

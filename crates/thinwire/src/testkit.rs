@@ -37,8 +37,6 @@ pub struct TcpPair {
     drop: DropFn,
     /// Segments sent in each direction (index by sender end): (time, seq offset, len, retransmission).
     pub log: [Vec<(Instant, u32, u32, bool)>; 2],
-    /// The acknowledgement number of each segment sent (relative to the peer's ISS).
-    pub acks: [Vec<u32>; 2],
     pub dropped: [u64; 2],
     /// Real data (after `send_bytes`): what each end's application still has to
     /// write, whether it closes after it, and what it has read (it reads at once).
@@ -73,7 +71,6 @@ impl TcpPair {
             sched: [None; 2],
             drop,
             log: [vec![], vec![]],
-            acks: [vec![], vec![]],
             dropped: [0; 2],
             to_write: Default::default(),
             close_after: [false; 2],
@@ -136,7 +133,6 @@ impl TcpPair {
             let idx = self.sent[e];
             self.sent[e] += 1;
             self.log[e].push((now, repr.seq.wrapping_sub(self.ep[e].iss()), len, retransmission));
-            self.acks[e].push(repr.ack.wrapping_sub(self.ep[1 - e].iss()));
             let size = 40 + repr.options_len() as u64 + len as u64;
             let start = self.busy_until[e].max(now);
             let tx = Duration::transmission(size, self.rate);

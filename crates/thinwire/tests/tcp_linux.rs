@@ -21,6 +21,21 @@ fn sack(c: TcpConfig) -> TcpConfig {
 fn pair(client: TcpConfig, server: TcpConfig, bytes: u64, drop: DropFn) -> TcpPair {
     TcpPair::new(client, server, Some(bytes), 2_000_000, Duration::from_millis(50), drop)
 }
+/// The server's data segments with these indices are lost, and so are its first
+/// `retransmissions` retransmissions.
+fn drop_with_retransmissions(originals: &'static [u64], retransmissions: usize) -> DropFn {
+    let mut rx = 0;
+    Box::new(move |from, i, retx| {
+        if from != 1 {
+            return false;
+        }
+        if retx {
+            rx += 1;
+            return rx <= retransmissions;
+        }
+        originals.contains(&i)
+    })
+}
 /// Runs in 1 ms steps until `stop` holds (at most `limit`).
 fn run_until(p: &mut TcpPair, limit: Duration, stop: impl Fn(&TcpPair) -> bool) {
     let mut t = Duration::ZERO;
@@ -121,20 +136,10 @@ fn linux_samples_every_ack() {
 /// data the receiver holds.
 #[test]
 fn a_timeout_keeps_the_sack_scoreboard() {
-    let holes = [30, 33, 36, 39, 42, 45];
+    const HOLES: &[u64] = &[30, 33, 36, 39, 42, 45];
     let run = |c: TcpConfig| {
         // Six holes, and their first retransmissions are lost too: a timeout.
-        let mut rx = 0;
-        let drop: DropFn = Box::new(move |from, i, retx| {
-            if from != 1 {
-                return false;
-            }
-            if retx {
-                rx += 1;
-                return rx <= holes.len();
-            }
-            holes.contains(&i)
-        });
+        let drop = drop_with_retransmissions(HOLES, HOLES.len());
         let ts = |c: TcpConfig| TcpConfig { timestamps: true, ..c };
         let mut p = pair(ts(sack(cfg())), ts(c), 200_000, drop);
         p.run(Duration::from_secs(120));
@@ -143,7 +148,7 @@ fn a_timeout_keeps_the_sack_scoreboard() {
         p.ep[1].stats().retransmits
     };
     let (kept, cleared) = (run(linux(sack(cfg()))), run(sack(cfg())));
-    assert!(kept <= 2 * holes.len() as u64 + 1, "only the holes, twice: {kept}");
+    assert!(kept <= 2 * HOLES.len() as u64 + 1, "only the holes, twice: {kept}");
     assert!(cleared > kept, "{cleared} vs {kept}");
 }
 
@@ -154,18 +159,7 @@ fn a_timeout_keeps_the_sack_scoreboard() {
 fn ssthresh_is_reduced_once_per_loss_episode() {
     let run = |rto| {
         let c = TcpConfig { cc: CcKind::Reno, rto, ..cfg() };
-        let mut count = 0;
-        let drop: DropFn = Box::new(move |from, i, retx| {
-            if from != 1 {
-                return false;
-            }
-            if retx && count < 2 {
-                count += 1;
-                return true;
-            }
-            i == 30
-        });
-        let mut p = pair(cfg(), c, 200_000, drop);
+        let mut p = pair(cfg(), c, 200_000, drop_with_retransmissions(&[30], 2));
         p.ep[1].enable_trace();
         p.run(Duration::from_secs(120));
         assert_eq!(p.ep[0].delivered(), 200_000);
@@ -272,18 +266,7 @@ fn rack(c: TcpConfig) -> TcpConfig {
 #[test]
 fn rack_finds_a_lost_retransmission_without_a_timeout() {
     let run = |c: TcpConfig| {
-        let mut rx = 0;
-        let drop: DropFn = Box::new(move |from, i, retx| {
-            if from != 1 {
-                return false;
-            }
-            if retx {
-                rx += 1;
-                return rx == 1;
-            }
-            i == 30
-        });
-        let mut p = pair(sack(cfg()), c, 200_000, drop);
+        let mut p = pair(sack(cfg()), c, 200_000, drop_with_retransmissions(&[30], 1));
         p.run(Duration::from_secs(60));
         assert_eq!(p.ep[0].delivered(), 200_000);
         let s = p.ep[1].stats();

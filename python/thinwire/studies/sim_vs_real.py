@@ -71,8 +71,6 @@ def _scenario_text(name: str) -> tuple[str, list[str], int]:
 
 
 def real_run(name: str, cc: str, sack: bool, work: Path) -> dict:
-    import polars as pl
-
     from ..emulate import emulate
 
     text, overrides, size = _scenario_text(name)
@@ -91,7 +89,22 @@ def real_run(name: str, cc: str, sack: bool, work: Path) -> dict:
     )
     if s.get("mobile_status") != 0:
         raise ScenarioError(f"sim-vs-real: the real download over {name} failed (status {s.get('mobile_status')})")
-    f = max(s["flows"], key=lambda r: r["bytes_delivered"])
+    f, done = download_time(s, out)
+    return {
+        "completion_s": done,
+        "goodput_bps": 8 * f["bytes_delivered"] / done,
+        "rtt_avg_s": f["rtt_avg_s"],
+        "retransmits": f["tcp_retransmits"],
+        "timeouts": f["tcp_timeouts"],
+    }
+
+
+def download_time(summary: dict, out: Path) -> tuple[dict, float]:
+    """The emulated run's download flow and its time from the SYN to the last data
+    byte at the mobile (from the run's trace in `out`)."""
+    import polars as pl
+
+    f = max(summary["flows"], key=lambda r: r["bytes_delivered"])
     t = pl.read_parquet(out / "trace.parquet")
     rcv = t.filter(
         (pl.col("layer") == "tcp")
@@ -100,14 +113,7 @@ def real_run(name: str, cc: str, sack: bool, work: Path) -> dict:
         & (pl.col("len") > 0)
         & (pl.col("node") == "mobile")
     )
-    done = float(rcv["time_s"].max()) - f["start_s"]
-    return {
-        "completion_s": done,
-        "goodput_bps": 8 * f["bytes_delivered"] / done,
-        "rtt_avg_s": f["rtt_avg_s"],
-        "retransmits": f["tcp_retransmits"],
-        "timeouts": f["tcp_timeouts"],
-    }
+    return f, float(rcv["time_s"].max()) - f["start_s"]
 
 
 def sim_run(name: str, sack: bool) -> dict:

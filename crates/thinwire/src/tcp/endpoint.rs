@@ -396,14 +396,7 @@ impl Tcp {
         self.rto_deadline = Some(Instant(d.nanos()));
     }
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let t = match (self.rto_deadline, self.ack_deadline) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        match (t, self.tcb.recovery_deadline) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [self.rto_deadline, self.ack_deadline, self.tcb.recovery_deadline].into_iter().flatten().min()
     }
     pub fn handle_timeout(&mut self, now: Instant) {
         if let Some(d) = self.ack_deadline {
@@ -719,12 +712,13 @@ impl Tcp {
                 });
             }
         }
-        if linux {
-            // Every segment is timed (`sent`).
-        } else if retx {
-            self.tcb.timing = None;
-        } else if self.tcb.timing.is_none() && !self.ts_ok {
-            self.tcb.timing = Some((seq + len, now));
+        // With `rto = "linux"` every segment is timed (`sent`); otherwise one at a time.
+        if !linux {
+            if retx {
+                self.tcb.timing = None;
+            } else if self.tcb.timing.is_none() && !self.ts_ok {
+                self.tcb.timing = Some((seq + len, now));
+            }
         }
         self.tcb.snd_nxt = self.tcb.snd_nxt.max(seq + len);
         self.tcb.snd_max = self.tcb.snd_max.max(seq + len);
@@ -856,7 +850,7 @@ impl Tcp {
                 self.tcb.snd_una = 1;
                 self.tcb.snd_nxt = 1;
                 self.tcb.snd_wnd = (seg.window as u64) << self.snd_wscale;
-                self.sample_rtt(now, seg, 1);
+                self.sample_rtt(now, seg, 1, None);
                 self.handshake_done(now);
                 self.rto_deadline = None;
                 self.state = State::Established;
@@ -876,7 +870,7 @@ impl Tcp {
                 }
                 self.tcb.snd_una = 1;
                 self.tcb.snd_nxt = self.tcb.snd_nxt.max(1);
-                self.sample_rtt(now, seg, 1);
+                self.sample_rtt(now, seg, 1, None);
                 self.handshake_done(now);
                 self.rto_deadline = None;
                 self.state = State::Established;
@@ -964,7 +958,9 @@ impl Tcp {
         }
     }
 
-    fn sample_rtt(&mut self, now: Instant, seg: &TcpRepr, acked_to: u64) {
+    /// `logged`: the RTT of the oldest segment the ACK covers, from the sent
+    /// segments (`account_sent`, with `rto = "linux"`).
+    fn sample_rtt(&mut self, now: Instant, seg: &TcpRepr, acked_to: u64, logged: Option<Duration>) {
         let linux = self.cfg.rto == RtoKind::Linux;
         // The timed segment (without timestamps; always the SYN).
         let timed = match self.tcb.timing {
@@ -974,9 +970,6 @@ impl Tcp {
             }
             _ => None,
         };
-        // Linux `tcp_clean_rtx_queue`: the oldest segment this ACK covers, unless
-        // it covers a retransmitted one (Karn).
-        let logged = if linux { self.sent_sample(now, acked_to) } else { None };
         let ts = || match seg.timestamps {
             Some((_, ecr)) if ecr != 0 => Some(Duration::from_millis((Self::ts_now(now).wrapping_sub(ecr)) as i64)),
             _ => None,
@@ -998,24 +991,11 @@ impl Tcp {
         }
     }
 
-    /// The RTT of the oldest segment the ACK up to `acked_to` covers, if none of
-    /// those it covers was ever sent again (`tcp_clean_rtx_queue`).
-    fn sent_sample(&mut self, now: Instant, acked_to: u64) -> Option<Duration> {
-        let (mut first, mut retransmitted) = (None, false);
-        for r in self.tcb.sent.iter().take_while(|r| r.end <= acked_to) {
-            retransmitted |= r.retx;
-            first = first.or(Some(r.xmit));
-        }
-        if retransmitted {
-            None
-        } else {
-            first.map(|t| now - t)
-        }
-    }
-
     /// Updates the sent segments for an ACK: those now SACKed, then those
     /// cumulatively acknowledged (dropped), each noted in `delivered_segs` once.
-    fn account_sent(&mut self, ack: u64, new_sack: bool) {
+    /// Returns the RTT of the oldest segment acknowledged, unless one of those
+    /// acknowledged was ever sent again (Karn; Linux `tcp_clean_rtx_queue`).
+    fn account_sent(&mut self, now: Instant, ack: u64, new_sack: bool) -> Option<Duration> {
         let tcb = &mut self.tcb;
         tcb.delivered_segs.clear();
         if new_sack {
@@ -1026,6 +1006,7 @@ impl Tcp {
                 }
             }
         }
+        let (mut first, mut retransmitted) = (None, false);
         while let Some(r) = tcb.sent.front() {
             if r.end > ack {
                 break;
@@ -1033,8 +1014,11 @@ impl Tcp {
             if !r.sacked {
                 tcb.delivered_segs.push((r.xmit, r.end, r.retx));
             }
+            retransmitted |= r.retx;
+            first = first.or(Some(r.xmit));
             tcb.sent.pop_front();
         }
+        first.filter(|_| !retransmitted).map(|t| now - t)
     }
 
     fn on_ack(&mut self, now: Instant, seg: &TcpRepr, len: u32) {
@@ -1074,10 +1058,10 @@ impl Tcp {
             self.tcb.scoreboard.trim_below(ack);
             self.tcb.delivered =
                 if self.sack_ok { ack + self.tcb.scoreboard.bytes() } else { ack }.saturating_sub(held);
-            self.sample_rtt(now, seg, ack);
+            let logged = if self.tcb.track_sent { self.account_sent(now, ack, new_sack) } else { None };
+            self.sample_rtt(now, seg, ack, logged);
             self.tcb.dupacks = 0;
             if self.tcb.track_sent {
-                self.account_sent(ack, new_sack);
                 self.recovery.on_ack(&mut self.tcb, &mut self.cc, now);
             }
             self.rto_retransmits = 0;
@@ -1103,7 +1087,7 @@ impl Tcp {
             && !seg.flags.has(TcpFlags::FIN | TcpFlags::SYN)
             && (self.tcb.snd_wnd == old_wnd || new_sack);
         if self.tcb.track_sent && new_sack {
-            self.account_sent(self.tcb.snd_una, true);
+            self.account_sent(now, self.tcb.snd_una, true);
             self.recovery.on_ack(&mut self.tcb, &mut self.cc, now);
         }
         if !is_dup {
