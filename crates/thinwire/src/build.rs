@@ -302,6 +302,8 @@ pub fn tcp_config(f: &FlowCfg) -> TcpConfig {
         rto: t.rto.unwrap_or(d.rto),
         syn_linear_timeouts: t.syn_linear_timeouts.unwrap_or(d.syn_linear_timeouts),
         limited_transmit: t.limited_transmit.unwrap_or(d.limited_transmit),
+        dsack: t.dsack.unwrap_or(d.dsack),
+        frto: t.frto.unwrap_or(d.frto),
     }
 }
 

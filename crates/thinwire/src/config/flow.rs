@@ -107,6 +107,10 @@ pub struct TcpCfg {
     pub syn_linear_timeouts: Option<u32>,
     #[serde(default)]
     pub limited_transmit: Option<bool>,
+    #[serde(default)]
+    pub dsack: Option<bool>,
+    #[serde(default)]
+    pub frto: Option<bool>,
 }
 
 /// `app = "bulk"`: one TCP transfer of `bytes` (or unlimited) in `direction`.

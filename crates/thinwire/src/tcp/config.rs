@@ -114,6 +114,17 @@ pub struct TcpConfig {
     /// RFC 3042 limited transmit: the first and second duplicate ACKs each let one
     /// new segment out beyond cwnd (if the receiver's window allows). Default false.
     pub limited_transmit: bool,
+    /// RFC 2883 DSACK: the receiver reports a duplicate segment in the first SACK
+    /// block (Linux `tcp_dsack`). The sender reads DSACKs whatever this says, and
+    /// with `rto = "linux"` undoes an episode whose retransmissions were all
+    /// duplicates (`tcp_try_undo_dsack`). Default false.
+    pub dsack: bool,
+    /// RFC 5682 F-RTO, SACK-enhanced, as Linux (`tcp_frto` = 2, `tcp_process_loss`):
+    /// after a timeout the first ACK lets new data out instead of more
+    /// retransmissions, and an ACK of data never retransmitted shows the timeout
+    /// spurious (undone). Needs a recovery that marks losses itself (`rack`).
+    /// Default false.
+    pub frto: bool,
 }
 
 impl TcpConfig {
@@ -154,8 +165,9 @@ impl TcpConfig {
     ///   advertised window of 64,240 B at first (44 × 1460: 64 KiB rounded to the
     ///   MSS) growing by two segments per segment received up to `tcp_rmem[2]` =
     ///   6 MiB (receive-buffer autotuning approximated), send buffer 4 MiB
-    ///   (`tcp_wmem[2]`). Not yet as the kernel: F-RTO, undo after fast recovery,
-    ///   DSACK, quick ACKs and the adaptive delayed-ACK timeout, pacing.
+    ///   (`tcp_wmem[2]`), DSACK (`tcp_dsack` = 1), F-RTO (`tcp_frto` = 2). Not
+    ///   yet as the kernel: quick ACKs and the adaptive delayed-ACK timeout,
+    ///   pacing.
     pub fn profile(name: &str) -> Option<TcpConfig> {
         let d = TcpConfig::default();
         match name {
@@ -211,6 +223,8 @@ impl TcpConfig {
                 rto: RtoKind::Linux,
                 syn_linear_timeouts: 4,
                 limited_transmit: true,
+                dsack: true,
+                frto: true,
                 ..d
             }),
             _ => None,
@@ -243,6 +257,8 @@ impl Default for TcpConfig {
             rto: RtoKind::Rfc6298,
             syn_linear_timeouts: 0,
             limited_transmit: false,
+            dsack: false,
+            frto: false,
         }
     }
 }

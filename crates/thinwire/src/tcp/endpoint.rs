@@ -12,8 +12,10 @@
 //! TIME-WAIT lasts until the end of the run without a 2MSL timer; after an RTO
 //! cwnd is one segment and ssthresh the controller's, and the SACK scoreboard is
 //! cleared (RFC 2018 §8) — unless `rto = "linux"`, which keeps it and takes the
-//! rest of Linux's timeout handling (`TcpConfig::rto`). RFC 3042 limited transmit
-//! with `limited_transmit`; Linux's linear SYN timeouts with `syn_linear_timeouts`.
+//! rest of Linux's timeout handling (`TcpConfig::rto`) and Linux's undo of needless
+//! reductions (timestamps, DSACK). RFC 3042 limited transmit with
+//! `limited_transmit`; Linux's linear SYN timeouts with `syn_linear_timeouts`; RFC
+//! 2883 DSACK (the receiver) with `dsack`; RFC 5682 F-RTO with `frto`.
 //!
 //! Sequence space is kept as 64-bit offsets from the initial sequence numbers
 //! (offset 0 is the SYN) and converted to 32-bit wire numbers at the edges.
@@ -82,8 +84,18 @@ pub struct TcpStats {
     /// Tail loss probes sent (RACK-TLP), and losses they repaired.
     pub loss_probes: u64,
     pub probe_recoveries: u64,
-    /// Spurious timeouts undone (Eifel detection with timestamps).
+    /// Loss episodes undone (Linux `tcp_undo_cwnd_reduction`): by timestamps
+    /// (Eifel), by DSACKs of every retransmission, or by F-RTO.
     pub undos: u64,
+    /// Of the timeouts, those undone as spurious (Linux `TCPLossUndo` +
+    /// `TCPSpuriousRTOs`).
+    pub spurious_timeouts: u64,
+    /// DSACK blocks received (RFC 2883; Linux `TCPDSACKRecv`) and sent
+    /// (`TCPDSACKOldSent` + `TCPDSACKOfoSent`).
+    pub dsacks_received: u64,
+    pub dsacks_sent: u64,
+    /// Retransmissions found lost again (RACK; Linux `TCPLostRetransmit`).
+    pub lost_retransmits: u64,
 }
 
 /// An outgoing segment: the header and the number of payload bytes (virtual, or
@@ -128,9 +140,6 @@ pub struct Tcp {
     rto_retransmits: u32,
     /// In it, the recovery chooses what to resend (it marked the losses).
     loss_by_recovery: bool,
-    /// With `rto = "linux"`, what a spurious timeout's undo restores: (cwnd,
-    /// ssthresh, our timestamp clock when the first retransmission left).
-    undo: Option<(u64, u64, u32)>,
     ts_ok: bool,
     sack_ok: bool,
     ts_recent: u32,
@@ -140,6 +149,9 @@ pub struct Tcp {
     rcv_nxt: u64,
     ooo: Ranges,
     last_block: Option<(u64, u64)>,
+    /// A duplicate segment's range, to report in the next ACK's first SACK block
+    /// (RFC 2883 DSACK, with `dsack`).
+    dsack: Option<(u64, u64)>,
     delivered: u64,
     fin_rcvd: bool,
     /// Sequence offset of a FIN that arrived beyond a hole (kept, as BSD's
@@ -200,7 +212,6 @@ impl Tcp {
             syn_rexmits: 0,
             rto_retransmits: 0,
             loss_by_recovery: false,
-            undo: None,
             ts_ok: false,
             sack_ok: false,
             ts_recent: 0,
@@ -209,6 +220,7 @@ impl Tcp {
             rcv_nxt: 0,
             ooo: Ranges::default(),
             last_block: None,
+            dsack: None,
             delivered: 0,
             sbuf: None,
             rbuf: None,
@@ -219,6 +231,7 @@ impl Tcp {
             ack_now: false,
         };
         tcp.tcb.track_sent = cfg.rto == RtoKind::Linux || cfg.recovery == super::RecoveryKind::Rack;
+        tcp.tcb.undo_enabled = cfg.rto == RtoKind::Linux;
         tcp
     }
 
@@ -449,17 +462,20 @@ impl Tcp {
         if !(linux && episode) {
             if linux {
                 // For an undo (`tcp_init_undo`): the window and threshold before,
-                // the threshold as `tcp_current_ssthresh` (at least 3/4 of cwnd
-                // outside a recovery), and when the first retransmission leaves.
-                let t = &self.tcb;
-                let prior_ss = if t.in_recovery { t.ssthresh } else { t.ssthresh.max(t.cwnd / 2 + t.cwnd / 4) };
-                self.undo = Some((t.cwnd, prior_ss, Self::ts_now(now)));
+                // and when the first retransmission leaves.
+                self.tcb.init_undo(now);
             }
             let ssthresh = self.cc.ssthresh(&self.tcb);
             self.tcb.set_ssthresh(now, ssthresh);
         }
+        if let Some(u) = self.tcb.undo.as_mut().filter(|_| linux) {
+            u.timeouts += 1;
+        }
         self.cc.on_rto(&self.tcb);
         self.tcb.in_loss = true;
+        // F-RTO judges a timeout outside a fast recovery, and a timeout repeated
+        // on the same `snd_una` (RFC 5682 §3.1 step 1, §3.2; `tcp_enter_loss`).
+        let frto = self.cfg.frto && (!self.tcb.in_recovery || self.rto_retransmits > 0);
         self.rto_retransmits += 1;
         (self.tcb.tlp, self.tcb.probe) = (None, false);
         // A recovery that marks losses itself (RACK, RFC 8985 §6.3) resends what
@@ -467,6 +483,8 @@ impl Tcp {
         // `tcp_enter_loss`); otherwise everything unacknowledged is sent again from
         // `snd_una` with cwnd of one segment.
         self.loss_by_recovery = self.recovery.on_rto(&mut self.tcb, now);
+        // (F-RTO needs a recovery that chooses what to resend: RACK.)
+        (self.tcb.frto, self.tcb.frto_new) = (frto && self.loss_by_recovery, false);
         let w = if self.loss_by_recovery { self.tcb.pipe_sent() } else { 0 } + self.tcb.smss;
         self.tcb.set_cwnd(now, w);
         self.rtt.on_timeout();
@@ -498,7 +516,7 @@ impl Tcp {
         self.data_end()
     }
     fn ts_now(now: Instant) -> u32 {
-        (now.nanos() / 1_000_000) as u32 + 1
+        super::tcb::ts_clock(now)
     }
     /// Advertised window: free receive-buffer space. As in BSD (`sbspace`), the
     /// reassembly queue is not counted, so the right edge never moves left; the
@@ -565,12 +583,18 @@ impl Tcp {
         } else if self.ts_ok {
             r.timestamps = Some((Self::ts_now(now), self.ts_recent));
         }
-        if !syn && self.sack_ok && !self.ooo.is_empty() && flags & TcpFlags::ACK != 0 {
+        if !syn && self.sack_ok && (!self.ooo.is_empty() || self.dsack.is_some()) && flags & TcpFlags::ACK != 0 {
             let max = TcpRepr::max_sack_blocks(self.ts_ok);
             let mut n = 0;
+            // RFC 2883: a duplicate's range goes first, whatever the other blocks.
+            if let Some((s, e)) = self.dsack {
+                r.sack[0] = (self.irs.wrapping_add(s as u32), self.irs.wrapping_add(e as u32));
+                n = 1;
+            }
+            let first = n;
             let mut push = |blk: (u64, u64), r: &mut TcpRepr| {
                 if n < max
-                    && !r.sack[..n]
+                    && !r.sack[first..n]
                         .contains(&(self.irs.wrapping_add(blk.0 as u32), self.irs.wrapping_add(blk.1 as u32)))
                 {
                     r.sack[n] = (self.irs.wrapping_add(blk.0 as u32), self.irs.wrapping_add(blk.1 as u32));
@@ -648,6 +672,9 @@ impl Tcp {
             self.ack_now = false;
             self.ack_deadline = None;
             self.unacked_segs = 0;
+            if flags & TcpFlags::SYN == 0 && self.dsack.take().is_some() {
+                self.tcb.stats.dsacks_sent += 1;
+            }
             if len == 0 && flags & (TcpFlags::SYN | TcpFlags::FIN) == 0 {
                 self.tcb.stats.acks_sent += 1;
             }
@@ -684,6 +711,12 @@ impl Tcp {
             return self.emit(now, end, 0, TcpFlags::FIN | TcpFlags::ACK, retx);
         }
         let len = max_len.min(self.tcb.smss).min(end - seq);
+        if retx && (self.tcb.in_recovery || self.tcb.in_loss) {
+            // Linux `undo_retrans`: retransmissions a DSACK may yet show needless.
+            if let Some(u) = &mut self.tcb.undo {
+                u.retrans = Some(u.retrans.unwrap_or(0) + len.div_ceil(self.tcb.smss));
+            }
+        }
         if !retx
             && self.cfg.slow_start_after_idle
             && self.tcb.snd_una == self.tcb.snd_max
@@ -912,35 +945,108 @@ impl Tcp {
         self.trace_all(now);
     }
 
-    /// Eifel detection (RFC 3522; Linux `tcp_packet_delayed` in `tcp_try_undo_loss`):
-    /// an ACK of new data during a timeout's loss episode that echoes a timestamp
-    /// older than the first retransmission was sent for an original transmission —
-    /// the timeout was spurious.
-    fn spurious_timeout(&self, seg: &TcpRepr) -> bool {
-        match (self.undo, seg.timestamps) {
-            (Some((_, _, sent)), Some((_, ecr))) if self.ts_ok && ecr != 0 => (ecr.wrapping_sub(sent) as i32) < 0,
+    /// Linux `tcp_packet_delayed`, RFC 3522 Eifel detection: the ACK echoes a
+    /// timestamp older than the loss episode's first retransmission, so it was
+    /// sent for an original transmission.
+    fn packet_delayed(&self, seg: &TcpRepr) -> bool {
+        match (self.tcb.undo.and_then(|u| u.stamp), seg.timestamps) {
+            (Some(sent), Some((_, ecr))) if self.ts_ok && ecr != 0 => (ecr.wrapping_sub(sent) as i32) < 0,
             _ => false,
         }
     }
 
-    /// Linux `tcp_undo_cwnd_reduction` after a spurious timeout: cwnd and ssthresh
-    /// back (at least what they were), nothing deemed lost any more, no more
-    /// resending from `snd_una`; the loss episode ends.
-    fn undo_timeout(&mut self, now: Instant) {
-        let Some((cwnd, ssthresh, _)) = self.undo.take() else { return };
+    /// Linux `tcp_may_undo`: every retransmission of the episode was DSACKed, or
+    /// an original transmission arrived (timestamps).
+    fn may_undo(&self, seg: &TcpRepr) -> bool {
+        self.tcb.undo.is_some_and(|u| u.retrans == Some(0)) || self.packet_delayed(seg)
+    }
+
+    /// Linux `tcp_undo_cwnd_reduction`: the episode's reduction was needless —
+    /// cwnd and ssthresh back (at least what they were) and the episode ends. A
+    /// timeout's (spurious) also unmarks what it deemed lost and stops resending
+    /// from `snd_una` (`tcp_try_undo_loss`).
+    fn undo(&mut self, now: Instant) {
+        let Some(u) = self.tcb.undo.take() else { return };
         let t = &mut self.tcb;
-        t.set_cwnd(now, t.cwnd.max(cwnd));
-        t.set_ssthresh(now, t.ssthresh.max(ssthresh));
-        for r in t.sent.iter_mut() {
-            r.lost = false;
-        }
-        t.snd_nxt = t.snd_max;
-        t.in_loss = false;
-        t.recover = t.snd_una;
+        t.set_cwnd(now, t.cwnd.max(u.cwnd));
+        t.set_ssthresh(now, t.ssthresh.max(u.ssthresh));
         t.stats.undos += 1;
-        self.loss_by_recovery = false;
-        // A FIN sent before the timeout is out again.
-        self.fin_sent |= self.tcb.snd_max > self.data_end();
+        t.stats.spurious_timeouts += u.timeouts;
+        t.recover = t.snd_una;
+        t.in_recovery = false;
+        if t.in_loss {
+            for r in t.sent.iter_mut() {
+                r.lost = false;
+            }
+            t.snd_nxt = t.snd_max;
+            (t.in_loss, t.frto) = (false, false);
+            self.loss_by_recovery = false;
+            // A FIN sent before the timeout is out again.
+            self.fin_sent |= self.tcb.snd_max > self.data_end();
+        }
+    }
+
+    /// An ACK during a timeout's loss episode (Linux `tcp_process_loss`):
+    /// `advanced` — it moved `snd_una`; `sacked_or_dup` — it SACKed new data or
+    /// was a duplicate. Undo if the timeout shows spurious (`tcp_try_undo_loss`);
+    /// with F-RTO (RFC 5682 §3.1, SACK-enhanced, as the kernel): step 3.b, data
+    /// never retransmitted is (S)ACKed — spurious, undo; step 2.b, the first ACK
+    /// that advances without ending the episode lets out new data instead of
+    /// retransmissions, if there is some the receiver's window allows (else F-RTO
+    /// gives up); step 3.a, a SACK or duplicate ACK after that new data — the loss
+    /// was real, recovery goes on as usual.
+    fn process_loss(&mut self, now: Instant, seg: &TcpRepr, advanced: bool, sacked_or_dup: bool) {
+        if advanced && self.may_undo(seg) {
+            self.undo(now);
+            return;
+        }
+        if !self.tcb.frto {
+            return;
+        }
+        let high = self.tcb.recover;
+        if self.tcb.delivered_segs.iter().any(|&(_, end, retx)| !retx && end <= high) {
+            self.undo(now);
+            return;
+        }
+        let end = self.data_end();
+        let t = &mut self.tcb;
+        if t.snd_max > high {
+            t.frto &= !sacked_or_dup;
+        } else if advanced && t.snd_una < high {
+            t.recover = t.snd_max;
+            t.frto_new = t.snd_max < end && t.snd_una + t.snd_wnd > t.snd_max;
+            t.frto = t.frto_new;
+        }
+    }
+
+    /// Linux `tcp_try_undo_dsack`: outside a timeout's episode, once DSACKs have
+    /// shown every retransmission of the last episode needless, it is undone.
+    fn try_undo_dsack(&mut self, now: Instant) {
+        if !self.tcb.in_loss && self.tcb.undo.is_some_and(|u| u.retrans == Some(0)) {
+            self.undo(now);
+        }
+    }
+
+    /// RFC 2883 §4 (Linux `tcp_check_dsack`): the first SACK block reports a
+    /// duplicate when it lies below the cumulative ACK or inside the second block.
+    /// Each duplicate segment of the last episode's retransmissions is one
+    /// retransmission fewer that was needed (`undo_retrans`).
+    fn check_dsack(&mut self, blocks: &[(u32, u32)], ack: u64) -> bool {
+        let Some(&(l0, r0)) = blocks.first() else { return false };
+        let un = |x| unwrap_seq(self.tcb.snd_una, self.iss, x);
+        let (l0, r0) = (un(l0), un(r0));
+        let inside = |&(l1, r1): &(u32, u32)| l0 >= un(l1) && r0 <= un(r1);
+        if r0 <= l0 || !(l0 < ack || blocks.get(1).is_some_and(inside)) {
+            return false;
+        }
+        self.tcb.stats.dsacks_received += 1;
+        let segs = (r0 - l0).div_ceil(self.tcb.smss);
+        if let Some(u) = &mut self.tcb.undo {
+            if r0 > u.marker {
+                u.retrans = u.retrans.map(|n| n.saturating_sub(segs));
+            }
+        }
+        true
     }
 
     /// With `rto = "linux"`, Linux's state when the handshake completes
@@ -992,10 +1098,12 @@ impl Tcp {
     }
 
     /// Updates the sent segments for an ACK: those now SACKed, then those
-    /// cumulatively acknowledged (dropped), each noted in `delivered_segs` once.
-    /// Returns the RTT of the oldest segment acknowledged, unless one of those
-    /// acknowledged was ever sent again (Karn; Linux `tcp_clean_rtx_queue`).
-    fn account_sent(&mut self, now: Instant, ack: u64, new_sack: bool) -> Option<Duration> {
+    /// cumulatively acknowledged (dropped), each noted in `delivered_segs` once —
+    /// except a retransmission whose ACK echoes a timestamp older than it (the
+    /// original's ACK: Linux `tcp_skb_spurious_retrans`, `ecr`). Returns the RTT
+    /// of the oldest segment acknowledged, unless one of those acknowledged was
+    /// ever sent again (Karn; Linux `tcp_clean_rtx_queue`).
+    fn account_sent(&mut self, now: Instant, ack: u64, new_sack: bool, ecr: Option<u32>) -> Option<Duration> {
         let tcb = &mut self.tcb;
         tcb.delivered_segs.clear();
         if new_sack {
@@ -1011,7 +1119,8 @@ impl Tcp {
             if r.end > ack {
                 break;
             }
-            if !r.sacked {
+            let spurious = r.retx && ecr.is_some_and(|e| (e.wrapping_sub(super::tcb::ts_clock(r.xmit)) as i32) < 0);
+            if !r.sacked && !spurious {
                 tcb.delivered_segs.push((r.xmit, r.end, r.retx));
             }
             retransmitted |= r.retx;
@@ -1022,6 +1131,19 @@ impl Tcp {
     }
 
     fn on_ack(&mut self, now: Instant, seg: &TcpRepr, len: u32) {
+        self.tcb.frto_new = false;
+        self.tcb.delivered_segs.clear();
+        self.process_ack(now, seg, len);
+        if !self.tcb.in_recovery && !self.tcb.in_loss {
+            // Back in the open state: no episode's retransmission to compare
+            // timestamps with (Linux clears `retrans_stamp`).
+            if let Some(u) = &mut self.tcb.undo {
+                u.stamp = None;
+            }
+        }
+    }
+
+    fn process_ack(&mut self, now: Instant, seg: &TcpRepr, len: u32) {
         let ack = unwrap_seq(self.tcb.snd_una, self.iss, seg.ack);
         if ack > self.tcb.snd_max {
             self.ack_now = true;
@@ -1031,11 +1153,13 @@ impl Tcp {
         self.tcb.snd_wnd = (seg.window as u64) << self.snd_wscale;
         // Bytes delivered so far (acknowledged or SACKed), for RFC 6937's DeliveredData.
         let mut held = self.tcb.snd_una;
-        let mut new_sack = false;
+        let (mut new_sack, mut dsack) = (false, false);
         if self.sack_ok {
             let before = self.tcb.scoreboard.bytes();
             held += before;
-            for &(l, r) in seg.sack_blocks() {
+            let blocks = seg.sack_blocks();
+            dsack = self.check_dsack(blocks, ack);
+            for &(l, r) in &blocks[dsack as usize..] {
                 let (l, r) = (unwrap_seq(self.tcb.snd_una, self.iss, l), unwrap_seq(self.tcb.snd_una, self.iss, r));
                 if r > self.tcb.snd_una && r <= self.tcb.snd_max && l < r {
                     self.tcb.scoreboard.insert(l.max(self.tcb.snd_una), r);
@@ -1058,22 +1182,27 @@ impl Tcp {
             self.tcb.scoreboard.trim_below(ack);
             self.tcb.delivered =
                 if self.sack_ok { ack + self.tcb.scoreboard.bytes() } else { ack }.saturating_sub(held);
-            let logged = if self.tcb.track_sent { self.account_sent(now, ack, new_sack) } else { None };
+            let ecr = seg.timestamps.map(|t| t.1).filter(|&e| self.ts_ok && e != 0);
+            let logged = if self.tcb.track_sent { self.account_sent(now, ack, new_sack, ecr) } else { None };
             self.sample_rtt(now, seg, ack, logged);
             self.tcb.dupacks = 0;
             if self.tcb.track_sent {
                 self.recovery.on_ack(&mut self.tcb, &mut self.cc, now);
             }
             self.rto_retransmits = 0;
-            if self.tcb.in_loss && self.spurious_timeout(seg) {
-                self.undo_timeout(now);
+            if self.tcb.in_loss {
+                self.process_loss(now, seg, true, new_sack);
             }
             self.tcb.in_loss &= ack < self.tcb.recover;
             self.loss_by_recovery &= self.tcb.in_loss;
-            if !self.tcb.in_loss {
-                self.undo = None;
-            }
+            let was_in_recovery = self.tcb.in_recovery;
             self.on_new_ack(now, acked);
+            if was_in_recovery && !self.tcb.in_recovery && self.may_undo(seg) {
+                // Linux `tcp_try_undo_recovery` at the end of a fast recovery.
+                self.undo(now);
+            } else if dsack {
+                self.try_undo_dsack(now);
+            }
             if self.tcb.snd_una >= self.tcb.snd_max {
                 self.rto_deadline = None;
             } else {
@@ -1085,10 +1214,18 @@ impl Tcp {
             && self.tcb.snd_max > self.tcb.snd_una
             && len == 0
             && !seg.flags.has(TcpFlags::FIN | TcpFlags::SYN)
-            && (self.tcb.snd_wnd == old_wnd || new_sack);
+            && (self.tcb.snd_wnd == old_wnd || new_sack)
+            // An ACK that only reports a duplicate is no sign of loss (Linux
+            // `FLAG_DSACKING_ACK`).
+            && (new_sack || !dsack);
         if self.tcb.track_sent && new_sack {
-            self.account_sent(now, self.tcb.snd_una, true);
+            self.account_sent(now, self.tcb.snd_una, true, None);
             self.recovery.on_ack(&mut self.tcb, &mut self.cc, now);
+        }
+        if self.tcb.in_loss {
+            self.process_loss(now, seg, false, new_sack || is_dup);
+        } else if dsack {
+            self.try_undo_dsack(now);
         }
         if !is_dup {
             return;
@@ -1120,6 +1257,9 @@ impl Tcp {
             self.rcv_ssthresh = (self.rcv_ssthresh + 2 * self.cfg.mss as u64).min(self.cfg.rcv_buf as u64);
         }
         if e > self.rcv_nxt && s <= self.rcv_nxt {
+            if s < self.rcv_nxt {
+                self.note_dsack(s, self.rcv_nxt);
+            }
             self.rcv_nxt = e;
             while let Some(end) = self.ooo.pop_at(self.rcv_nxt) {
                 self.rcv_nxt = self.rcv_nxt.max(end);
@@ -1138,10 +1278,14 @@ impl Tcp {
             }
         } else if s > self.rcv_nxt && len > 0 {
             if e - self.rcv_nxt <= self.cfg.rcv_buf as u64 {
+                if let Some(held) = self.ooo.end_of(s) {
+                    self.note_dsack(s, e.min(held));
+                }
                 self.last_block = Some(self.ooo.insert(s, e));
             }
             self.ack_now = true;
         } else if len > 0 {
+            self.note_dsack(s, e);
             self.ack_now = true; // old duplicate
         }
         if seg.flags.has(TcpFlags::FIN) && e > self.rcv_nxt {
@@ -1161,6 +1305,14 @@ impl Tcp {
             if self.fin_rcvd && self.app_limit.is_some() && self.sbuf.is_none() {
                 self.close_when_done = true;
             }
+        }
+    }
+
+    /// RFC 2883: the next ACK reports `[s, e)` as received twice (with `dsack`;
+    /// Linux `tcp_dsack_set`).
+    fn note_dsack(&mut self, s: u64, e: u64) {
+        if self.cfg.dsack && self.sack_ok && s < e {
+            self.dsack = Some((s, e));
         }
     }
 

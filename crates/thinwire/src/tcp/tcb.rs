@@ -29,6 +29,32 @@ pub struct Sent {
     pub sacked: bool,
 }
 
+/// What undoing a loss episode's reduction needs (Linux `tcp_init_undo`:
+/// `prior_cwnd`, `prior_ssthresh`, `retrans_stamp`, `undo_retrans`,
+/// `undo_marker`), kept from the episode's start until the next episode or an
+/// undo, so that DSACKs arriving after the episode can still undo it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Undo {
+    /// The window and threshold before the episode (`tcp_current_ssthresh`).
+    pub cwnd: u64,
+    pub ssthresh: u64,
+    /// Our timestamp clock when the episode's first retransmission left; None
+    /// once the episode is over (Linux clears `retrans_stamp` back in Open).
+    pub stamp: Option<u32>,
+    /// Segments retransmitted in the episode and not yet DSACKed; None before
+    /// the first (Linux's −1).
+    pub retrans: Option<u64>,
+    /// `snd_una` when the episode began.
+    pub marker: u64,
+    /// Retransmission timeouts in the episode (spurious ones, if it is undone).
+    pub timeouts: u64,
+}
+
+/// Our timestamp clock (RFC 7323 TSval): milliseconds, never 0.
+pub fn ts_clock(now: Instant) -> u32 {
+    (now.nanos() / 1_000_000) as u32 + 1
+}
+
 #[derive(Clone, Debug)]
 pub struct Tcb {
     /// Sender maximum segment size in bytes (after options).
@@ -82,6 +108,14 @@ pub struct Tcb {
     pub delivered_segs: Vec<(Instant, u64, bool)>,
     /// A loss-detection timer of the recovery (RACK's reordering timer).
     pub recovery_deadline: Option<Instant>,
+    /// Linux's undo (`rto = "linux"`): `undo_enabled`, and the state of the
+    /// last loss episode.
+    pub undo_enabled: bool,
+    pub undo: Option<Undo>,
+    /// F-RTO (RFC 5682 §3 with SACK, Linux `tp->frto`) is judging the current
+    /// timeout; `frto_new`: this ACK lets out new data only (step 2b).
+    pub frto: bool,
+    pub frto_new: bool,
     /// A fixed window (seed 003 §V "TCP clamp"): every change of cwnd is ignored.
     pub(super) clamp: Option<u64>,
     /// Linux `tcp_cwnd_validate`: whether the sender used its whole window in the
@@ -121,6 +155,10 @@ impl Tcb {
             track_sent: false,
             delivered_segs: Vec::new(),
             recovery_deadline: None,
+            undo_enabled: false,
+            undo: None,
+            frto: false,
+            frto_new: false,
             clamp,
             cwnd_limited: false,
             max_flight: 0,
@@ -189,10 +227,34 @@ impl Tcb {
     /// `RecoveryPoint`), and no segment is timed through it (Karn).
     pub fn enter_recovery(&mut self, now: Instant, ssthresh: u64) {
         self.count_fast_retransmit(now);
+        if self.undo_enabled {
+            self.init_undo(now);
+        }
         self.in_recovery = true;
         self.recover = self.snd_max;
         self.set_ssthresh(now, ssthresh);
         self.timing = None;
+    }
+
+    /// Linux `tcp_current_ssthresh` outside a reduction: the threshold, or 3/4 of
+    /// the window if that is more.
+    pub fn current_ssthresh(&self) -> u64 {
+        self.ssthresh.max(self.cwnd / 2 + self.cwnd / 4)
+    }
+
+    /// A loss episode starts (Linux `tcp_init_undo`): what an undo restores, and
+    /// the time of its first retransmission (about now).
+    pub fn init_undo(&mut self, now: Instant) {
+        // In a reduction already, the threshold it set.
+        let ssthresh = if self.in_recovery { self.ssthresh } else { self.current_ssthresh() };
+        self.undo = Some(Undo {
+            cwnd: self.cwnd,
+            ssthresh,
+            stamp: Some(ts_clock(now)),
+            retrans: None,
+            marker: self.snd_una,
+            timeouts: 0,
+        });
     }
 
     /// Bytes in flight by the sent segments' marks: neither SACKed nor deemed lost

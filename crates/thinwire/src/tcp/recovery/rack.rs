@@ -39,6 +39,9 @@
 //!   data still ends in that reduction unless a pure duplicate ACK shows it (as in
 //!   the kernel without DSACK).
 //!
+//! - After a timeout, F-RTO (`tcb.frto_new`, set by the endpoint) may ask for new
+//!   data instead of the segments deemed lost, for one ACK.
+//!
 //! Not yet: DSACK-driven reordering windows. No parameters.
 use super::prr::Prr;
 use super::sack::new_data;
@@ -159,6 +162,7 @@ impl Rack {
             if waited >= wait {
                 r.lost = true;
                 lost = true;
+                tcb.stats.lost_retransmits += r.retx as u64;
             } else {
                 let left = wait - waited;
                 timer = Some(timer.map_or(left, |t| t.max(left)));
@@ -245,9 +249,10 @@ impl LossRecovery for Rack {
         if tcb.cwnd < tcb.pipe_sent() + tcb.smss {
             return NextSeg::Wait;
         }
+        // F-RTO's step 2.b (`tcb.frto_new`): new data only, for this ACK.
         let next = match tcb.sent.iter().find(|r| r.lost) {
-            Some(r) => NextSeg::Send(r.start, r.end - r.start),
-            None => new_data(tcb, data_end),
+            Some(r) if !tcb.frto_new => NextSeg::Send(r.start, r.end - r.start),
+            _ => new_data(tcb, data_end),
         };
         self.prr.sent(tcb, next);
         next
