@@ -304,6 +304,7 @@ pub fn tcp_config(f: &FlowCfg) -> TcpConfig {
         limited_transmit: t.limited_transmit.unwrap_or(d.limited_transmit),
         dsack: t.dsack.unwrap_or(d.dsack),
         frto: t.frto.unwrap_or(d.frto),
+        ecn: t.ecn.unwrap_or(d.ecn),
     }
 }
 

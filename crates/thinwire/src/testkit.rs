@@ -18,8 +18,9 @@ use std::sync::{Arc, Mutex};
 pub type DropFn = Box<dyn FnMut(usize, u64, bool) -> bool + Send>;
 
 enum PairEv {
-    /// A segment reaching end `.0`, with its payload bytes when the sender keeps real bytes.
-    Arrive(usize, TcpRepr, u32, Vec<u8>),
+    /// A segment reaching end `.0`, with its payload bytes when the sender keeps
+    /// real bytes, and whether it is marked CE.
+    Arrive(usize, TcpRepr, u32, Vec<u8>, bool),
     Timer(usize),
     Kick(usize),
 }
@@ -35,6 +36,9 @@ pub struct TcpPair {
     sent: [u64; 2],
     sched: [Option<Instant>; 2],
     drop: DropFn,
+    /// Which ECN-capable segments a congested queue marks CE (same arguments as
+    /// `drop`; see [`TcpPair::mark_ce`]).
+    mark: Option<DropFn>,
     /// Segments sent in each direction (index by sender end): (time, seq offset, len, retransmission).
     pub log: [Vec<(Instant, u32, u32, bool)>; 2],
     pub dropped: [u64; 2],
@@ -70,6 +74,7 @@ impl TcpPair {
             sent: [0; 2],
             sched: [None; 2],
             drop,
+            mark: None,
             log: [vec![], vec![]],
             dropped: [0; 2],
             to_write: Default::default(),
@@ -86,6 +91,11 @@ impl TcpPair {
     }
     pub fn drop_none() -> DropFn {
         Box::new(|_, _, _| false)
+    }
+    /// From now on `mark(from, index, retransmission)` says which segments an
+    /// AQM marks Congestion Experienced; only ECN-capable ones (ECT) take it.
+    pub fn mark_ce(&mut self, mark: DropFn) {
+        self.mark = Some(mark);
     }
 
     /// Both ends keep real bytes; end `e`'s application writes `data` as send-buffer
@@ -128,7 +138,7 @@ impl TcpPair {
         let now = self.q.now();
         self.app(e);
         while let Some(seg) = self.ep[e].poll_transmit(now) {
-            let Segment { repr, len, retransmission, .. } = seg;
+            let Segment { repr, len, retransmission, ect, .. } = seg;
             let data = self.ep[e].segment_data(&seg);
             let idx = self.sent[e];
             self.sent[e] += 1;
@@ -145,7 +155,8 @@ impl TcpPair {
             // even when a test shortens `delay` meanwhile.
             let at = (start + tx + self.delay).max(self.last_arrival[e]);
             self.last_arrival[e] = at;
-            self.q.schedule(at, PairEv::Arrive(1 - e, repr, len, data));
+            let ce = ect && self.mark.as_mut().is_some_and(|m| m(e, idx, retransmission));
+            self.q.schedule(at, PairEv::Arrive(1 - e, repr, len, data, ce));
         }
         if let Some(t) = self.ep[e].poll_timeout() {
             let t = t.max(now);
@@ -165,11 +176,11 @@ impl TcpPair {
             }
             let (now, ev) = self.q.pop().unwrap();
             match ev {
-                PairEv::Arrive(to, repr, len, data) => {
+                PairEv::Arrive(to, repr, len, data, ce) => {
                     if self.ep[to].has_byte_buffers() && data.len() == len as usize {
                         self.ep[to].on_segment_data(now, &repr, &data);
                     } else {
-                        self.ep[to].on_segment(now, &repr, len);
+                        self.ep[to].on_segment_ecn(now, &repr, len, ce);
                     }
                     self.drain(to);
                 }

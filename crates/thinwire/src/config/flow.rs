@@ -111,6 +111,8 @@ pub struct TcpCfg {
     pub dsack: Option<bool>,
     #[serde(default)]
     pub frto: Option<bool>,
+    #[serde(default)]
+    pub ecn: Option<crate::tcp::Ecn>,
 }
 
 /// `app = "bulk"`: one TCP transfer of `bytes` (or unlimited) in `direction`.

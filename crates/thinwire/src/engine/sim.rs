@@ -574,7 +574,10 @@ impl Sim {
             let ident = fl.ident[end];
             fl.ident[end] = ident.wrapping_add(1);
             let id = fl.id;
-            let pkt = Packet::new(src, dst, ident, L4::Tcp(seg.repr), seg.len, id as u16, now);
+            let mut pkt = Packet::new(src, dst, ident, L4::Tcp(seg.repr), seg.len, id as u16, now);
+            if seg.ect {
+                pkt.ip.set_ecn(crate::wire::ip::ECT0);
+            }
             if self.rec.wants(Layer::Tcp) {
                 let (seq, ack) = self.rel_seq_ack(f, end, &seg.repr);
                 let kind = if seg.retransmission { SegKind::Retransmit } else { SegKind::Send };
@@ -661,7 +664,7 @@ impl Sim {
             self.rec.segment(&SegEvent { at: now, kind: SegKind::Recv, mobile, dir, flow, seq, ack, len, flags });
         }
         let fl = &mut self.flows[f];
-        fl.ep[end].on_segment(now, &repr, p.payload_len);
+        fl.ep[end].on_segment_ecn(now, &repr, p.payload_len, p.ip.ecn() == crate::wire::ip::CE);
         if let Slot::Web(w) = self.slots[fl.id] {
             self.web_progress(w, f, end);
         } else if fl.completed.is_none() && end != fl.sender {

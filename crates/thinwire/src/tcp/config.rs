@@ -4,6 +4,51 @@ use super::recovery::RecoveryKind;
 use super::rtt::RtoKind;
 use crate::time::Duration;
 
+/// ECN negotiation (RFC 3168 §6.1.1; Linux `net.ipv4.tcp_ecn`): `tcp.ecn`
+/// takes `false` / `"off"`, `true` / `"on"` or `"accept"`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Ecn {
+    /// Never (`tcp_ecn` = 0).
+    #[default]
+    Off,
+    /// Requested when connecting, accepted when asked (`tcp_ecn` = 1).
+    On,
+    /// Accepted when the peer asks, never requested (`tcp_ecn` = 2, Linux's default).
+    Accept,
+}
+
+impl Ecn {
+    pub fn name(self) -> &'static str {
+        match self {
+            Ecn::Off => "off",
+            Ecn::On => "on",
+            Ecn::Accept => "accept",
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Ecn {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            B(bool),
+            S(String),
+        }
+        match Raw::deserialize(d)
+            .map_err(|_| serde::de::Error::custom("expected true, false, \"on\", \"off\" or \"accept\""))?
+        {
+            Raw::B(b) => Ok(if b { Ecn::On } else { Ecn::Off }),
+            Raw::S(s) => match s.as_str() {
+                "on" => Ok(Ecn::On),
+                "off" => Ok(Ecn::Off),
+                "accept" => Ok(Ecn::Accept),
+                _ => Err(serde::de::Error::custom(format!("{s:?} is not one of \"on\", \"off\" or \"accept\""))),
+            },
+        }
+    }
+}
+
 /// The seeds' TCP variants, a shorthand (`tcp.variant`) for a congestion
 /// controller with a loss-recovery algorithm: each is Reno's window growth with
 /// the recovery of the same name ([`Variant::parts`]).
@@ -125,6 +170,13 @@ pub struct TcpConfig {
     /// spurious (undone). Needs a recovery that marks losses itself (`rack`).
     /// Default false.
     pub frto: bool,
+    /// RFC 3168 ECN: negotiated in the handshake; then new data goes out ECT(0),
+    /// the receiver echoes a CE mark with ECE on every ACK until a segment with
+    /// CWR arrives, and the sender reduces once per window of data (Linux
+    /// `tcp_enter_cwr`: the controller's ssthresh, PRR's window with `prr` and
+    /// `rack`, else cwnd = ssthresh at once as RFC 3168 §6.1.2 says) and sets CWR
+    /// on its next new segment. Default off.
+    pub ecn: Ecn,
 }
 
 impl TcpConfig {
@@ -165,7 +217,8 @@ impl TcpConfig {
     ///   advertised window of 64,240 B at first (44 × 1460: 64 KiB rounded to the
     ///   MSS) growing by two segments per segment received up to `tcp_rmem[2]` =
     ///   6 MiB (receive-buffer autotuning approximated), send buffer 4 MiB
-    ///   (`tcp_wmem[2]`), DSACK (`tcp_dsack` = 1), F-RTO (`tcp_frto` = 2). Not
+    ///   (`tcp_wmem[2]`), DSACK (`tcp_dsack` = 1), F-RTO (`tcp_frto` = 2), ECN
+    ///   accepted when the peer asks (`tcp_ecn` = 2). Not
     ///   yet as the kernel: quick ACKs and the adaptive delayed-ACK timeout,
     ///   pacing.
     pub fn profile(name: &str) -> Option<TcpConfig> {
@@ -225,6 +278,7 @@ impl TcpConfig {
                 limited_transmit: true,
                 dsack: true,
                 frto: true,
+                ecn: Ecn::Accept,
                 ..d
             }),
             _ => None,
@@ -259,6 +313,7 @@ impl Default for TcpConfig {
             limited_transmit: false,
             dsack: false,
             frto: false,
+            ecn: Ecn::Off,
         }
     }
 }

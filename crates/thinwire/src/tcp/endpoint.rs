@@ -49,7 +49,7 @@ pub enum State {
 
 /// A congestion-control or RTT variable that changed (for traces).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-/// Traced sender variables and events; `Timeout` and `FastRetransmit` carry the running count.
+/// Traced sender variables and events; the events (`Timeout` onwards) carry their running count.
 pub enum TcpVar {
     Cwnd,
     Ssthresh,
@@ -58,6 +58,10 @@ pub enum TcpVar {
     Rto,
     Timeout,
     FastRetransmit,
+    EcnReduction,
+    LossProbe,
+    Undo,
+    HystartExit,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -96,6 +100,10 @@ pub struct TcpStats {
     pub dsacks_sent: u64,
     /// Retransmissions found lost again (RACK; Linux `TCPLostRetransmit`).
     pub lost_retransmits: u64,
+    /// ECN: reductions for an ECE (Linux `TCP_CA_CWR` entries), and data
+    /// segments that arrived marked CE.
+    pub ecn_reductions: u64,
+    pub ce_received: u64,
 }
 
 /// An outgoing segment: the header and the number of payload bytes (virtual, or
@@ -107,6 +115,8 @@ pub struct Segment {
     pub retransmission: bool,
     /// Stream offset of the first payload byte (0 = the first data byte).
     pub offset: u64,
+    /// The IP header carries ECT(0) (RFC 3168: new data of an ECN connection).
+    pub ect: bool,
 }
 
 pub struct Tcp {
@@ -142,6 +152,10 @@ pub struct Tcp {
     loss_by_recovery: bool,
     ts_ok: bool,
     sack_ok: bool,
+    /// ECN negotiated (RFC 3168 §6.1.1), and the receiver's duty to echo a CE mark
+    /// until a CWR arrives (Linux `TCP_ECN_DEMAND_CWR`).
+    ecn_ok: bool,
+    ece_pending: bool,
     ts_recent: u32,
     snd_wscale_peer_offered: bool,
     // --- receiver ---
@@ -214,6 +228,8 @@ impl Tcp {
             loss_by_recovery: false,
             ts_ok: false,
             sack_ok: false,
+            ecn_ok: false,
+            ece_pending: false,
             ts_recent: 0,
             snd_wscale_peer_offered: false,
             irs: 0,
@@ -354,6 +370,10 @@ impl Tcp {
     pub fn cwnd(&self) -> u64 {
         self.tcb.cwnd
     }
+    /// ECN was negotiated (RFC 3168 §6.1.1).
+    pub fn ecn_ok(&self) -> bool {
+        self.ecn_ok
+    }
     pub fn config(&self) -> &TcpConfig {
         &self.cfg
     }
@@ -457,8 +477,10 @@ impl Tcp {
         let linux = self.cfg.rto == RtoKind::Linux;
         // Linux `tcp_enter_loss` reduces ssthresh once per loss episode: not again
         // during a fast recovery, nor at a repeated timeout with no progress since.
-        let episode = self.tcb.snd_una < self.tcb.recover
-            && (self.tcb.in_recovery || (self.tcb.in_loss && self.rto_retransmits > 0));
+        // (Nor during an ECN reduction of the window not yet acknowledged.)
+        let episode = (self.tcb.snd_una < self.tcb.recover
+            && (self.tcb.in_recovery || (self.tcb.in_loss && self.rto_retransmits > 0)))
+            || (self.tcb.in_cwr && self.tcb.snd_una < self.tcb.cwr_high);
         if !(linux && episode) {
             if linux {
                 // For an undo (`tcp_init_undo`): the window and threshold before,
@@ -493,6 +515,7 @@ impl Tcp {
             self.tcb.snd_nxt = self.tcb.snd_una;
         }
         self.tcb.in_recovery = false;
+        (self.tcb.in_cwr, self.tcb.queue_cwr) = (false, true);
         self.tcb.dupacks = 0;
         self.tcb.recover = self.tcb.snd_max;
         self.tcb.high_rxt = self.tcb.snd_una;
@@ -664,7 +687,26 @@ impl Tcp {
         None
     }
 
-    fn emit(&mut self, now: Instant, seq: u64, len: u32, flags: u8, retransmission: bool) -> Segment {
+    fn emit(&mut self, now: Instant, seq: u64, len: u32, mut flags: u8, retransmission: bool) -> Segment {
+        // RFC 3168 §6.1: ECN-setup SYN (ECE + CWR) and SYN-ACK (ECE); then ECE
+        // while a CE mark waits for the sender's CWR, and CWR on the first new
+        // segment after a reduction; ECT(0) on new data only (§6.1.5, Linux
+        // `tcp_ecn_send`).
+        let new_data = len > 0 && !retransmission && self.ecn_ok;
+        if flags & TcpFlags::SYN != 0 {
+            if self.state == State::SynSent && self.cfg.ecn == super::Ecn::On {
+                flags |= TcpFlags::ECE | TcpFlags::CWR;
+            } else if self.state == State::SynRcvd && self.ecn_ok {
+                flags |= TcpFlags::ECE;
+            }
+        } else {
+            if self.ece_pending {
+                flags |= TcpFlags::ECE;
+            }
+            if new_data && std::mem::take(&mut self.tcb.queue_cwr) {
+                flags |= TcpFlags::CWR;
+            }
+        }
         let repr = self.header(now, seq, flags);
         self.tcb.stats.segments_sent += 1;
         if flags & TcpFlags::ACK != 0 {
@@ -687,7 +729,7 @@ impl Tcp {
                 self.tcb.stats.retransmitted_bytes += len as u64;
             }
         }
-        Segment { repr, len, retransmission, offset: seq.saturating_sub(1) }
+        Segment { repr, len, retransmission, offset: seq.saturating_sub(1), ect: new_data }
     }
 
     /// Sends the segment starting at `seq` (data or FIN), updating send state.
@@ -787,6 +829,7 @@ impl Tcp {
         };
         self.tcb.tlp = Some((self.tcb.snd_max, seg.retransmission));
         self.tcb.stats.loss_probes += 1;
+        self.tcb.push_var(now, TcpVar::LossProbe, self.tcb.stats.loss_probes as i64);
         self.arm_rto(now);
         Some(seg)
     }
@@ -803,7 +846,7 @@ impl Tcp {
                 return Some(self.send_at(now, s, hole_end - s));
             }
         }
-        if self.tcb.in_recovery || self.loss_by_recovery {
+        if self.tcb.in_recovery || self.loss_by_recovery || self.tcb.in_cwr {
             let data_end = self.data_end();
             match self.recovery.next_segment(&mut self.tcb, data_end) {
                 NextSeg::Default => {}
@@ -847,6 +890,12 @@ impl Tcp {
     // ----- input -----
     /// Processes an incoming segment with `len` payload bytes.
     pub fn on_segment(&mut self, now: Instant, seg: &TcpRepr, len: u32) {
+        self.on_segment_ecn(now, seg, len, false);
+    }
+
+    /// [`on_segment`](Self::on_segment) for a segment whose IP header says
+    /// Congestion Experienced (`ce`, RFC 3168).
+    pub fn on_segment_ecn(&mut self, now: Instant, seg: &TcpRepr, len: u32, ce: bool) {
         let f = seg.flags;
         if f.has(TcpFlags::RST) {
             self.state = State::Done;
@@ -924,6 +973,9 @@ impl Tcp {
         if f.has(TcpFlags::ACK) {
             self.on_ack(now, seg, len);
         }
+        if len > 0 && self.ecn_ok {
+            self.ecn_receive(seg, ce);
+        }
         if len > 0 || f.has(TcpFlags::FIN) {
             self.on_data(now, seg, len);
         }
@@ -932,6 +984,14 @@ impl Tcp {
 
     fn negotiate(&mut self, now: Instant, seg: &TcpRepr) {
         let peer_mss = seg.mss.unwrap_or(536) as u64;
+        // RFC 3168 §6.1.1: the passive side accepts an ECN-setup SYN (ECE and
+        // CWR) unless ECN is off; the active side, having asked, takes a SYN-ACK
+        // with ECE and without CWR.
+        let (ece, cwr) = (seg.flags.has(TcpFlags::ECE), seg.flags.has(TcpFlags::CWR));
+        self.ecn_ok = match self.state {
+            State::Listen => self.cfg.ecn != super::Ecn::Off && ece && cwr,
+            _ => self.cfg.ecn == super::Ecn::On && ece && !cwr,
+        };
         self.sack_ok = self.cfg.sack && seg.sack_permitted;
         self.tcb.sack_ok = self.sack_ok;
         self.ts_ok = self.cfg.timestamps && seg.timestamps.is_some();
@@ -971,6 +1031,7 @@ impl Tcp {
         t.set_cwnd(now, t.cwnd.max(u.cwnd));
         t.set_ssthresh(now, t.ssthresh.max(u.ssthresh));
         t.stats.undos += 1;
+        t.push_var(now, TcpVar::Undo, t.stats.undos as i64);
         t.stats.spurious_timeouts += u.timeouts;
         t.recover = t.snd_una;
         t.in_recovery = false;
@@ -1196,7 +1257,7 @@ impl Tcp {
             self.tcb.in_loss &= ack < self.tcb.recover;
             self.loss_by_recovery &= self.tcb.in_loss;
             let was_in_recovery = self.tcb.in_recovery;
-            self.on_new_ack(now, acked);
+            self.on_new_ack(now, seg, acked);
             if was_in_recovery && !self.tcb.in_recovery && self.may_undo(seg) {
                 // Linux `tcp_try_undo_recovery` at the end of a fast recovery.
                 self.undo(now);
@@ -1228,6 +1289,7 @@ impl Tcp {
             self.try_undo_dsack(now);
         }
         if !is_dup {
+            self.ecn_reduction(now, seg, false);
             return;
         }
         self.tcb.dupacks += 1;
@@ -1238,13 +1300,57 @@ impl Tcp {
             self.tcb.smss
         };
         self.recovery.on_dupack(&mut self.tcb, &mut self.cc, now);
+        self.ecn_reduction(now, seg, false);
     }
 
-    fn on_new_ack(&mut self, now: Instant, acked: u64) {
+    fn on_new_ack(&mut self, now: Instant, seg: &TcpRepr, acked: u64) {
         if self.tcb.in_recovery {
             self.recovery.on_recovery_ack(&mut self.tcb, now, acked);
-        } else {
+            return;
+        }
+        if self.tcb.in_cwr && self.tcb.snd_una > self.tcb.cwr_high {
+            // The reduction's end (`tcp_end_cwnd_reduction`); the window grows
+            // again from this ACK on.
+            self.tcb.in_cwr = false;
+            let ssthresh = self.tcb.ssthresh;
+            self.tcb.set_cwnd(now, ssthresh);
+        }
+        if !self.ecn_reduction(now, seg, true) {
             self.cc.on_ack(&mut self.tcb, now, acked);
+        }
+    }
+
+    /// RFC 3168 §6.1.2 at the sender: an ACK with ECE outside any reduction starts
+    /// one (`LossRecovery::on_ece`); every ACK in it sets the window
+    /// (`on_cwr_ack`). Returns whether the window is being reduced.
+    fn ecn_reduction(&mut self, now: Instant, seg: &TcpRepr, advanced: bool) -> bool {
+        let t = &self.tcb;
+        if t.in_recovery || t.in_loss {
+            return false;
+        }
+        if !t.in_cwr && self.ecn_ok && seg.flags.has(TcpFlags::ECE) {
+            self.recovery.on_ece(&mut self.tcb, &mut self.cc, now);
+        }
+        if self.tcb.in_cwr {
+            self.recovery.on_cwr_ack(&mut self.tcb, now, advanced);
+        }
+        self.tcb.in_cwr
+    }
+
+    /// RFC 3168 §6.1.3 at the receiver (Linux `tcp_ecn_accept_cwr`,
+    /// `tcp_ecn_check_ce`): a data segment with CWR ends the echo (and is
+    /// acknowledged at once: the sender's window may be small); one marked CE
+    /// starts it — ECE on every segment from now until a CWR — and the first mark
+    /// is acknowledged at once.
+    fn ecn_receive(&mut self, seg: &TcpRepr, ce: bool) {
+        if seg.flags.has(TcpFlags::CWR) {
+            self.ece_pending = false;
+            self.ack_now = true;
+        }
+        if ce {
+            self.tcb.stats.ce_received += 1;
+            self.ack_now |= !self.ece_pending;
+            self.ece_pending = true;
         }
     }
 

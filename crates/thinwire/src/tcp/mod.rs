@@ -11,7 +11,7 @@ pub mod rtt;
 pub mod tcb;
 
 pub use cc::CcKind;
-pub use config::{TcpConfig, Variant};
+pub use config::{Ecn, TcpConfig, Variant};
 pub use endpoint::{Segment, State, Tcp, TcpStats, TcpVar, VarEvent};
 pub use recovery::RecoveryKind;
 pub use tcb::Tcb;

@@ -116,6 +116,11 @@ pub struct Tcb {
     /// timeout; `frto_new`: this ACK lets out new data only (step 2b).
     pub frto: bool,
     pub frto_new: bool,
+    /// An ECN reduction (Linux `TCP_CA_CWR`) is under way until `snd_una` passes
+    /// `cwr_high`; `queue_cwr`: the next new segment carries CWR (RFC 3168 §6.1.2).
+    pub in_cwr: bool,
+    pub cwr_high: u64,
+    pub queue_cwr: bool,
     /// A fixed window (seed 003 §V "TCP clamp"): every change of cwnd is ignored.
     pub(super) clamp: Option<u64>,
     /// Linux `tcp_cwnd_validate`: whether the sender used its whole window in the
@@ -159,6 +164,9 @@ impl Tcb {
             undo: None,
             frto: false,
             frto_new: false,
+            in_cwr: false,
+            cwr_high: 0,
+            queue_cwr: false,
             clamp,
             cwnd_limited: false,
             max_flight: 0,
@@ -231,6 +239,9 @@ impl Tcb {
             self.init_undo(now);
         }
         self.in_recovery = true;
+        // A loss found during an ECN reduction becomes the recovery: one
+        // reduction (see `recovery::loss_ssthresh`).
+        (self.in_cwr, self.queue_cwr) = (false, true);
         self.recover = self.snd_max;
         self.set_ssthresh(now, ssthresh);
         self.timing = None;
@@ -245,16 +256,26 @@ impl Tcb {
     /// A loss episode starts (Linux `tcp_init_undo`): what an undo restores, and
     /// the time of its first retransmission (about now).
     pub fn init_undo(&mut self, now: Instant) {
-        // In a reduction already, the threshold it set.
-        let ssthresh = if self.in_recovery { self.ssthresh } else { self.current_ssthresh() };
-        self.undo = Some(Undo {
-            cwnd: self.cwnd,
-            ssthresh,
-            stamp: Some(ts_clock(now)),
-            retrans: None,
-            marker: self.snd_una,
-            timeouts: 0,
-        });
+        // In a reduction already, the threshold it set; after an ECN reduction
+        // nothing to restore (Linux's `prior_ssthresh` 0: congestion was real).
+        let (cwnd, ssthresh) = match (self.in_cwr, self.in_recovery) {
+            (true, _) => (0, 0),
+            (false, true) => (self.cwnd, self.ssthresh),
+            (false, false) => (self.cwnd, self.current_ssthresh()),
+        };
+        self.undo =
+            Some(Undo { cwnd, ssthresh, stamp: Some(ts_clock(now)), retrans: None, marker: self.snd_una, timeouts: 0 });
+    }
+
+    /// An ECN reduction starts (RFC 3168 §6.1.2, Linux `tcp_enter_cwr` and
+    /// `tcp_init_cwnd_reduction`): the controller's threshold, CWR on the next new
+    /// segment, no undo of it, until what is sent now is acknowledged.
+    pub fn start_cwr(&mut self, now: Instant, ssthresh: u64) {
+        (self.in_cwr, self.cwr_high, self.queue_cwr) = (true, self.snd_max, true);
+        self.undo = None;
+        self.set_ssthresh(now, ssthresh);
+        self.stats.ecn_reductions += 1;
+        self.push_var(now, TcpVar::EcnReduction, self.stats.ecn_reductions as i64);
     }
 
     /// Bytes in flight by the sent segments' marks: neither SACKed nor deemed lost

@@ -2,7 +2,7 @@
 //!
 //! | layer | events |
 //! |---|---|
-//! | `tcp` | `send`, `retransmit` (any segment sent again: data, SYN or FIN), `recv`, variable changes `cwnd`, `ssthresh`, `srtt`, `rttvar`, `rto` (value column), and sender events `timeout`, `fast_retransmit` (value = running count) |
+//! | `tcp` | `send`, `retransmit` (any segment sent again: data, SYN or FIN), `recv`, variable changes `cwnd`, `ssthresh`, `srtt`, `rttvar`, `rto` (value column), and sender events `timeout`, `fast_retransmit`, `ecn_reduction` (an ECE answered, RFC 3168), `loss_probe` (RACK-TLP), `undo` (a needless reduction undone), `hystart_exit` (value = running count) |
 //! | `link` | `frame_send`, `frame_retransmit`, `frame_lost` (channel), `frame_recv`, `ack_send`, `nack_send`, `status_send` (RLC Status PDU), `idle_send` (IS-707 idle frame), `packet_deliver` |
 //! | `queue` | `enqueue`, `drop` (value = queue length after the event) |
 //! | `channel` | `state` (value 1 = entered the bad state, 0 = the good one; two-state model; logged lazily as frames are sent, stamped with the exact transition time) |
@@ -53,6 +53,10 @@ pub const EVENTS: &[&str] = &[
     "loss_counter",
     "stall",
     "rtt",
+    "ecn_reduction",
+    "loss_probe",
+    "undo",
+    "hystart_exit",
 ];
 pub const NODES: &[&str] = &["server", "gateway", "mobile"];
 pub const DIRS: &[&str] = &["down", "up", "-"];
@@ -99,6 +103,10 @@ pub enum Ev {
     LossCounter,
     Stall,
     Rtt,
+    EcnReduction,
+    LossProbe,
+    Undo,
+    HystartExit,
 }
 
 /// Which layers to record.

@@ -114,6 +114,10 @@ impl<S: Sink> Recorder<S> {
             TcpVar::Rto => Ev::Rto,
             TcpVar::Timeout => Ev::Timeout,
             TcpVar::FastRetransmit => Ev::FastRetransmit,
+            TcpVar::EcnReduction => Ev::EcnReduction,
+            TcpVar::LossProbe => Ev::LossProbe,
+            TcpVar::Undo => Ev::Undo,
+            TcpVar::HystartExit => Ev::HystartExit,
         };
         self.sink.push(Row {
             t: v.at.nanos(),

@@ -6,6 +6,12 @@ pub const PROTO_TCP: u8 = 6;
 pub const PROTO_UDP: u8 = 17;
 pub const PROTO_ICMPV6: u8 = 58;
 
+/// ECN codepoints (RFC 3168 §5).
+pub const NOT_ECT: u8 = 0;
+pub const ECT1: u8 = 1;
+pub const ECT0: u8 = 2;
+pub const CE: u8 = 3;
+
 /// An IPv4 or IPv6 address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum IpAddress {
@@ -75,7 +81,7 @@ impl IpRepr {
     pub fn new(src: IpAddress, dst: IpAddress, protocol: u8, ident: u16, payload_len: usize) -> IpRepr {
         match (src, dst) {
             (IpAddress::V4(src), IpAddress::V4(dst)) => {
-                IpRepr::V4(Ipv4Repr { src, dst, protocol, ttl: 64, ident, payload_len: payload_len as u16 })
+                IpRepr::V4(Ipv4Repr { src, dst, protocol, ttl: 64, ident, payload_len: payload_len as u16, ecn: 0 })
             }
             (IpAddress::V6(src), IpAddress::V6(dst)) => IpRepr::V6(Box::new(Ipv6Repr {
                 src,
@@ -85,6 +91,7 @@ impl IpRepr {
                 flow_label: ident as u32,
                 payload_len: payload_len as u16,
                 ext_len: 0,
+                ecn: 0,
             })),
             _ => panic!("IP addresses of two versions: {src} and {dst}"),
         }
@@ -124,6 +131,19 @@ impl IpRepr {
     }
     pub fn total_len(&self) -> usize {
         self.header_len() + self.payload_len()
+    }
+    /// The ECN field (RFC 3168 §5).
+    pub fn ecn(&self) -> u8 {
+        match self {
+            IpRepr::V4(r) => r.ecn,
+            IpRepr::V6(r) => r.ecn,
+        }
+    }
+    pub fn set_ecn(&mut self, ecn: u8) {
+        match self {
+            IpRepr::V4(r) => r.ecn = ecn & 3,
+            IpRepr::V6(r) => r.ecn = ecn & 3,
+        }
     }
     /// IPv4 identification, or the IPv6 flow label.
     pub fn ident(&self) -> u32 {

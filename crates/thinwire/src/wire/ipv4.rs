@@ -14,6 +14,9 @@ pub struct Ipv4Repr {
     pub ident: u16,
     /// Length of the IP payload (transport header + data) in bytes.
     pub payload_len: u16,
+    /// The ECN field (RFC 3168 §5: the two low bits of the TOS byte; the DSCP
+    /// bits are emitted as 0).
+    pub ecn: u8,
 }
 
 impl Ipv4Repr {
@@ -24,7 +27,7 @@ impl Ipv4Repr {
     pub fn emit(&self, buf: &mut [u8]) {
         let b = &mut buf[..HEADER_LEN];
         b[0] = 0x45;
-        b[1] = 0;
+        b[1] = self.ecn & 3;
         b[2..4].copy_from_slice(&(self.total_len() as u16).to_be_bytes());
         b[4..6].copy_from_slice(&self.ident.to_be_bytes());
         b[6..8].copy_from_slice(&0x4000u16.to_be_bytes()); // DF
@@ -74,6 +77,7 @@ impl Ipv4Repr {
             src: buf[12..16].try_into().unwrap(),
             dst: buf[16..20].try_into().unwrap(),
             payload_len: (total - ihl) as u16,
+            ecn: buf[1] & 3,
         };
         Ok((r, &buf[ihl..total]))
     }

@@ -18,6 +18,8 @@ pub struct Ipv6Repr {
     /// Bytes of extension headers between the fixed header and the transport header
     /// (0 when thinwire emits the header).
     pub ext_len: u16,
+    /// The ECN field (RFC 3168 §5: the two low bits of the traffic class).
+    pub ecn: u8,
 }
 
 impl Ipv6Repr {
@@ -25,7 +27,7 @@ impl Ipv6Repr {
     pub fn emit(&self, buf: &mut [u8]) {
         debug_assert_eq!(self.ext_len, 0, "thinwire emits no extension headers");
         let b = &mut buf[..HEADER_LEN];
-        let vtf = (6u32 << 28) | (self.flow_label & 0xf_ffff);
+        let vtf = (6u32 << 28) | ((self.ecn as u32 & 3) << 20) | (self.flow_label & 0xf_ffff);
         b[0..4].copy_from_slice(&vtf.to_be_bytes());
         b[4..6].copy_from_slice(&self.payload_len.to_be_bytes());
         b[6] = self.next_header;
@@ -84,6 +86,7 @@ impl Ipv6Repr {
             flow_label: u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) & 0xf_ffff,
             payload_len: (end - o) as u16,
             ext_len: (o - HEADER_LEN) as u16,
+            ecn: (buf[1] >> 4) & 3,
         };
         Ok((r, &buf[o..end]))
     }

@@ -14,6 +14,9 @@ impl TcpFlags {
     pub const RST: u8 = 0x04;
     pub const PSH: u8 = 0x08;
     pub const ACK: u8 = 0x10;
+    /// RFC 3168 §6.1: ECN-Echo and Congestion Window Reduced.
+    pub const ECE: u8 = 0x40;
+    pub const CWR: u8 = 0x80;
     pub fn has(self, f: u8) -> bool {
         self.0 & f != 0
     }

@@ -17,7 +17,9 @@
 //! Packet types, as the framing layer (PPP protocol numbers 0x21 / 0x2f / 0x2d)
 //! would carry them: [`Kind::Ip`] (sent unchanged: not TCP, a fragment, or SYN / FIN
 //! / RST or no ACK), [`Kind::Uncompressed`] (full header, IP protocol field replaced
-//! by the slot number; a new connection or a change that cannot be a delta) and
+//! by the slot number; a new connection or a change that cannot be a delta — a
+//! change of the TOS byte, ECN included, or of the ECE/CWR flags, which RFC 1144
+//! predates and whose compressed form cannot carry them) and
 //! [`Kind::Compressed`]. The framing layer reports a damaged frame with
 //! [`Decompressor::report_error`]: compressed packets are then tossed until one
 //! names its connection explicitly or arrives uncompressed (RFC 1144 §4.3).
@@ -163,6 +165,9 @@ impl Compressor {
             || h[6..10] != o[6..10]
             || h[20..ihl] != o[20..ihl]
             || h[ihl + 20..hlen] != o[ihl + 20..hlen]
+            // ECE and CWR (RFC 3168) have no place in a compressed header: a
+            // change of them goes whole, so the decompressor's copy keeps them.
+            || (flags ^ o[ihl + 13]) & 0xc0 != 0
         {
             return self.uncompressed(id, h);
         }

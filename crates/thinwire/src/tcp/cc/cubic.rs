@@ -148,6 +148,7 @@ impl Cubic {
         }
         if self.found {
             tcb.stats.hystart_exits += 1;
+            tcb.push_var(now, crate::tcp::TcpVar::HystartExit, tcb.stats.hystart_exits as i64);
             let cwnd = tcb.cwnd;
             tcb.set_ssthresh(now, cwnd);
         }

@@ -62,6 +62,13 @@ crate::registry! {
     fn on_ack(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant);
     /// `tcb.recovery_deadline` has come (RACK's reordering timer).
     fn on_timer(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant);
+    /// An ACK with ECE outside any reduction (RFC 3168 §6.1.2, Linux
+    /// `tcp_enter_cwr`): reduce once for this window (`Tcb::start_cwr`), resending
+    /// nothing.
+    fn on_ece(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant);
+    /// An ACK during that reduction (`advanced`: it moved `snd_una`), before the
+    /// reduction's end: the window for it (Linux `tcp_cwnd_reduction` in CWR).
+    fn on_cwr_ack(&mut self, tcb: &mut Tcb, now: Instant, advanced: bool);
     /// A retransmission timeout: true if the algorithm marked what is lost and
     /// chooses what to resend until the loss episode ends (`next_segment`), false
     /// to let the endpoint resend everything from `snd_una`.
@@ -79,6 +86,33 @@ macro_rules! no_time_based_detection {
     };
 }
 pub(crate) use no_time_based_detection;
+
+/// RFC 3168 §6.1.2 as written, for the algorithms before PRR: cwnd and ssthresh
+/// halved at once (the controller's threshold), the window held there until the
+/// reduction ends.
+macro_rules! ecn_halves_at_once {
+    () => {
+        fn on_ece(&mut self, tcb: &mut Tcb, cc: &mut crate::tcp::cc::Cc, now: Instant) {
+            let ssthresh = crate::tcp::cc::CongestionControl::ssthresh(cc, tcb);
+            tcb.start_cwr(now, ssthresh);
+            tcb.set_cwnd(now, ssthresh);
+        }
+        fn on_cwr_ack(&mut self, _: &mut Tcb, _: Instant, _: bool) {}
+    };
+}
+pub(crate) use ecn_halves_at_once;
+
+/// The slow-start threshold for a loss found now: the controller's, unless an ECN
+/// reduction of this window is under way, whose threshold stands (Linux
+/// `tcp_enter_recovery` inside `TCP_CA_CWR`: one reduction per window).
+pub(super) fn loss_ssthresh(tcb: &Tcb, cc: &mut Cc) -> u64 {
+    if tcb.in_cwr {
+        tcb.ssthresh
+    } else {
+        use super::cc::CongestionControl;
+        cc.ssthresh(tcb)
+    }
+}
 
 impl RecoveryKind {
     /// Whether the algorithm reads SACK blocks (without a profile, SACK is offered

@@ -43,6 +43,7 @@ impl LossRecovery for NewReno {
     }
 
     super::no_time_based_detection!();
+    super::ecn_halves_at_once!();
 
     fn next_segment(&mut self, _tcb: &mut Tcb, _data_end: u64) -> NextSeg {
         NextSeg::Default

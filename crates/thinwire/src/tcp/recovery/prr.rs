@@ -85,7 +85,10 @@ impl Prr {
 impl LossRecovery for Prr {
     fn on_dupack(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant) {
         if should_enter(tcb) {
-            self.start(tcb);
+            // Inside an ECN reduction the counts go on (`tcp_enter_recovery`).
+            if !tcb.in_cwr {
+                self.start(tcb);
+            }
             let len = enter(tcb, cc, now);
             self.reduce(tcb, now, false, len);
             // The fast retransmission goes out next, and counts as sent.
@@ -105,6 +108,16 @@ impl LossRecovery for Prr {
     }
 
     super::no_time_based_detection!();
+
+    fn on_ece(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant) {
+        self.start(tcb);
+        let ssthresh = crate::tcp::cc::CongestionControl::ssthresh(cc, tcb);
+        tcb.start_cwr(now, ssthresh);
+    }
+
+    fn on_cwr_ack(&mut self, tcb: &mut Tcb, now: Instant, advanced: bool) {
+        self.reduce(tcb, now, advanced, 0);
+    }
 
     fn next_segment(&mut self, tcb: &mut Tcb, data_end: u64) -> NextSeg {
         let next = next_segment(tcb, data_end);

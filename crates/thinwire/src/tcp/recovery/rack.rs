@@ -140,7 +140,7 @@ impl Rack {
             tcb.tlp = None;
         } else if tcb.snd_una > high {
             tcb.tlp = None;
-            let ssthresh = cc.ssthresh(tcb);
+            let ssthresh = super::loss_ssthresh(tcb, cc);
             tcb.set_ssthresh(now, ssthresh);
             tcb.set_cwnd(now, ssthresh);
             tcb.stats.probe_recoveries += 1;
@@ -178,8 +178,10 @@ impl Rack {
     /// Marks losses; enters recovery on the first.
     fn detect_and_enter(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant) {
         if self.detect(tcb, now) && !tcb.in_recovery && tcb.snd_una >= tcb.recover {
-            self.prr.start(tcb);
-            let ssthresh = cc.ssthresh(tcb);
+            if !tcb.in_cwr {
+                self.prr.start(tcb);
+            }
+            let ssthresh = super::loss_ssthresh(tcb, cc);
             tcb.enter_recovery(now, ssthresh);
             tcb.tlp = None;
         }
@@ -219,6 +221,17 @@ impl LossRecovery for Rack {
             let pipe = tcb.pipe_sent();
             self.prr.reduce_with(tcb, now, false, pipe);
         }
+    }
+
+    fn on_ece(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant) {
+        self.prr.start(tcb);
+        let ssthresh = cc.ssthresh(tcb);
+        tcb.start_cwr(now, ssthresh);
+    }
+
+    fn on_cwr_ack(&mut self, tcb: &mut Tcb, now: Instant, advanced: bool) {
+        let pipe = tcb.pipe_sent();
+        self.prr.reduce_with(tcb, now, advanced, pipe);
     }
 
     fn on_recovery_ack(&mut self, tcb: &mut Tcb, now: Instant, _acked: u64) {

@@ -7,7 +7,7 @@
 //!
 //! No parameters.
 use super::{LossRecovery, NextSeg, DUP_THRESH};
-use crate::tcp::cc::{Cc, CongestionControl};
+use crate::tcp::cc::Cc;
 use crate::tcp::tcb::Tcb;
 use crate::tcp::TcpConfig;
 use crate::time::Instant;
@@ -29,7 +29,7 @@ pub(super) fn on_dupack(tcb: &mut Tcb, cc: &mut Cc, now: Instant, may_enter: boo
             tcb.set_cwnd(now, tcb.cwnd + tcb.smss);
         }
     } else if tcb.dupacks == DUP_THRESH && may_enter {
-        let ssthresh = cc.ssthresh(tcb);
+        let ssthresh = super::loss_ssthresh(tcb, cc);
         tcb.enter_recovery(now, ssthresh);
         tcb.set_cwnd(now, tcb.ssthresh + 3 * tcb.smss);
         tcb.rexmit = Some(tcb.snd_una);
@@ -47,6 +47,7 @@ impl LossRecovery for Reno {
     }
 
     super::no_time_based_detection!();
+    super::ecn_halves_at_once!();
 
     fn next_segment(&mut self, _tcb: &mut Tcb, _data_end: u64) -> NextSeg {
         NextSeg::Default

@@ -12,7 +12,7 @@
 //!
 //! No parameters (DupThresh 3).
 use super::{LossRecovery, NextSeg, DUP_THRESH};
-use crate::tcp::cc::{Cc, CongestionControl};
+use crate::tcp::cc::Cc;
 use crate::tcp::tcb::Tcb;
 use crate::tcp::TcpConfig;
 use crate::time::Instant;
@@ -77,7 +77,7 @@ pub(super) fn should_enter(tcb: &Tcb) -> bool {
 /// presumed-lost segment at once, whatever the pipe (§5 step 4.3), HighRxt at its
 /// end; returns its length.
 pub(super) fn enter(tcb: &mut Tcb, cc: &mut Cc, now: Instant) -> u64 {
-    let ssthresh = cc.ssthresh(tcb);
+    let ssthresh = super::loss_ssthresh(tcb, cc);
     tcb.enter_recovery(now, ssthresh);
     let hole_end = tcb.hole_end(tcb.snd_una, tcb.snd_max);
     let len = tcb.smss.min(hole_end - tcb.snd_una);
@@ -131,6 +131,7 @@ impl LossRecovery for Sack {
     }
 
     super::no_time_based_detection!();
+    super::ecn_halves_at_once!();
 
     fn next_segment(&mut self, tcb: &mut Tcb, data_end: u64) -> NextSeg {
         next_segment(tcb, data_end)

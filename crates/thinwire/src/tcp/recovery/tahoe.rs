@@ -6,7 +6,7 @@
 //!
 //! No parameters.
 use super::{LossRecovery, NextSeg, DUP_THRESH};
-use crate::tcp::cc::{Cc, CongestionControl};
+use crate::tcp::cc::Cc;
 use crate::tcp::tcb::Tcb;
 use crate::tcp::TcpConfig;
 use crate::time::Instant;
@@ -24,9 +24,10 @@ impl LossRecovery for Tahoe {
     fn on_dupack(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant) {
         if tcb.dupacks == DUP_THRESH && tcb.snd_una >= tcb.recover {
             tcb.count_fast_retransmit(now);
-            let ssthresh = cc.ssthresh(tcb);
+            let ssthresh = super::loss_ssthresh(tcb, cc);
             tcb.set_ssthresh(now, ssthresh);
             tcb.set_cwnd(now, tcb.smss);
+            (tcb.in_cwr, tcb.queue_cwr) = (false, true);
             tcb.recover = tcb.snd_max;
             tcb.snd_nxt = tcb.snd_una;
             tcb.timing = None;
@@ -40,6 +41,7 @@ impl LossRecovery for Tahoe {
     }
 
     super::no_time_based_detection!();
+    super::ecn_halves_at_once!();
 
     fn next_segment(&mut self, _tcb: &mut Tcb, _data_end: u64) -> NextSeg {
         NextSeg::Default
