@@ -178,3 +178,23 @@ def test_every_example_scenario_runs_quickly():
         p = thinwire_cli("run", sc, "--json", "--set", 'stop="30s"', *extra)
         assert p.returncode == 0, (sc, p.stderr)
         assert json.loads(p.stdout)["sim_time_s"] == pytest.approx(30.0)
+
+
+def test_tcp_counters_reach_the_summary_and_show_only_when_used(small_scenario):
+    """The sender's Linux counters (loss probes, undos, spurious timeouts, DSACKs,
+    ECN reductions, HyStart exits) are flow fields; the summary table shows a
+    counter's column only when some flow used the mechanism, so the seeds'
+    profiles keep their narrow table."""
+    lossy = ["--set", 'wireless.channel={model="uniform", p=0.03}', "--set", "flow.0.bytes=300KB"]
+    seeds = thinwire_cli("run", small_scenario, *lossy, "--set", 'flow.0.tcp={variant="newreno"}')
+    linux = thinwire_cli("run", small_scenario, *lossy, "--set", 'flow.0.tcp={profile="linux"}')
+    js = thinwire_cli("run", small_scenario, *lossy, "--set", 'flow.0.tcp={profile="linux"}', "--json")
+    assert seeds.returncode == linux.returncode == js.returncode == 0, seeds.stderr + linux.stderr
+    f = json.loads(js.stdout)["flows"][0]
+    counters = ("tcp_spurious_timeouts", "tcp_loss_probes", "tcp_undos", "tcp_dsacks", "tcp_ecn_reductions")
+    assert all(isinstance(f[k], int) for k in counters + ("tcp_lost_retransmits", "tcp_hystart_exits"))
+    head = {"tcp_spurious_timeouts": "spurious", "tcp_loss_probes": "TLP", "tcp_undos": "undo"}
+    for k, h in head.items():
+        assert (h in linux.stdout.split("\n")[2]) == (f[k] > 0), (k, f[k], linux.stdout)
+        assert h not in seeds.stdout
+    assert any(f[k] > 0 for k in head), f

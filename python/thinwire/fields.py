@@ -55,7 +55,12 @@ def format_value(v, fmt: str) -> str:
 
 def table(rows: list[dict], cols: list[tuple[str, str, str]], first: tuple[str, str] | None = None) -> list[str]:
     """Lines of a text table: a header, a rule and one line per row; text columns
-    left-aligned, numbers right-aligned. `first`: a leading (header, value key) column."""
+    left-aligned, numbers right-aligned. `first`: a leading (header, value key) column.
+    A column whose header ends in "?" is shown only when some row has a value
+    other than 0 (a counter of a mechanism the run did not use stays out)."""
+    cols = [
+        (n, h.rstrip("?"), f) for n, h, f in cols if not h.endswith("?") or any(r.get(n) not in (None, 0) for r in rows)
+    ]
     heads = ([first[0]] if first else []) + [h for _, h, _ in cols]
     cells = [
         ([str(r[first[1]])] if first else []) + [format_value(r.get(name), fmt) for name, _, fmt in cols] for r in rows

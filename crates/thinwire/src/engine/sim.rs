@@ -145,7 +145,7 @@ crate::described! {
     /// One flow's results. Labels say which column of the command line's summary
     /// tables shows a field ("header|format"; groups: `tcp` flows, `media` flows
     /// and interactive messages).
-    #[derive(Clone, Debug)]
+    #[derive(Clone, Debug, Default)]
     pub struct FlowResult {
         /// Index in the scenario's flow list.
         pub id: usize => (info, "count", "flow", "tcp media"),
@@ -164,7 +164,26 @@ crate::described! {
         pub completion_s: Option<f64> => (metric, "s", "complete|s", "tcp"),
         pub tcp_retransmits: u64 => (metric, "count", "rexmits", "tcp"),
         pub tcp_timeouts: u64 => (metric, "count", "RTOs", "tcp"),
+        /// Fast recoveries entered (losses found without a timeout).
         pub tcp_fast_retransmits: u64 => (metric, "count", "FR", "tcp"),
+        /// Of the timeouts, those shown spurious and undone (timestamps, DSACK or
+        /// F-RTO; Linux `TCPLossUndo` + `TCPSpuriousRTOs`).
+        pub tcp_spurious_timeouts: u64 => (metric, "count", "spurious?", "tcp"),
+        /// Tail loss probes sent (RACK-TLP; Linux `TCPLossProbes`).
+        pub tcp_loss_probes: u64 => (metric, "count", "TLP?", "tcp"),
+        /// Retransmissions found lost again (RACK; Linux `TCPLostRetransmit`).
+        pub tcp_lost_retransmits: u64 => (metric, "count", "", ""),
+        /// Loss episodes undone as needless (timeouts and fast recoveries).
+        pub tcp_undos: u64 => (metric, "count", "undo?", "tcp"),
+        /// DSACK blocks the sender received (RFC 2883; Linux `TCPDSACKRecv`).
+        pub tcp_dsacks: u64 => (metric, "count", "", ""),
+        /// Window reductions for an ECN echo (RFC 3168; Linux CWR entries).
+        pub tcp_ecn_reductions: u64 => (metric, "count", "ECN?", "tcp"),
+        /// Data segments the receiver got marked CE.
+        pub tcp_ce_received: u64 => (metric, "count", "", ""),
+        /// Slow starts ended by HyStart (CUBIC; Linux `TCPHystartTrainDetect` +
+        /// `TCPHystartDelayDetect`).
+        pub tcp_hystart_exits: u64 => (metric, "count", "", ""),
         /// Mean of the sender's RTT samples.
         pub rtt_avg_s: Option<f64> => (metric, "s", "avg RTT|ms", "tcp"),
         pub segments_sent: u64 => (info, "count", "", ""),
@@ -191,6 +210,24 @@ crate::described! {
 
 impl FlowResult {
     /// Media statistics, for media, probe and interactive flows.
+    /// The sender's counters (`snd`) and the receiver's (`rcv`).
+    fn with_tcp(mut self, snd: &crate::tcp::TcpStats, rcv: &crate::tcp::TcpStats) -> FlowResult {
+        self.tcp_retransmits = snd.retransmits;
+        self.tcp_timeouts = snd.timeouts;
+        self.tcp_fast_retransmits = snd.fast_retransmits;
+        self.tcp_spurious_timeouts = snd.spurious_timeouts;
+        self.tcp_loss_probes = snd.loss_probes;
+        self.tcp_lost_retransmits = snd.lost_retransmits;
+        self.tcp_undos = snd.undos;
+        self.tcp_dsacks = snd.dsacks_received;
+        self.tcp_ecn_reductions = snd.ecn_reductions;
+        self.tcp_ce_received = rcv.ce_received;
+        self.tcp_hystart_exits = snd.hystart_exits;
+        self.rtt_avg_s = (snd.rtt_samples > 0).then(|| snd.rtt_sum.as_secs_f64() / snd.rtt_samples as f64);
+        self.segments_sent = snd.segments_sent;
+        self
+    }
+
     fn with_media(mut self, m: Option<MediaResult>) -> FlowResult {
         if let Some(m) = m {
             self.packets_sent = Some(m.packets_sent);
@@ -792,7 +829,6 @@ impl Sim {
                     let snd = &f.ep[f.sender];
                     let delivered = recv.delivered();
                     let span = (f.completed.unwrap_or(end) - f.start).as_secs_f64();
-                    let st = snd.stats();
                     FlowResult {
                         id: f.id,
                         app: f.cfg.app().into(),
@@ -802,35 +838,20 @@ impl Sim {
                         bytes_delivered: delivered,
                         throughput_bps: if span > 0.0 { delivered as f64 * 8.0 / span } else { 0.0 },
                         completion_s: f.completed.map(|c| (c - f.start).as_secs_f64()),
-                        tcp_retransmits: st.retransmits,
-                        tcp_timeouts: st.timeouts,
-                        tcp_fast_retransmits: st.fast_retransmits,
-                        rtt_avg_s: (st.rtt_samples > 0).then(|| st.rtt_sum.as_secs_f64() / st.rtt_samples as f64),
-                        segments_sent: st.segments_sent,
-                        transactions: None,
-                        durations_s: vec![],
-                        packets_sent: None,
-                        packets_received: None,
-                        loss: None,
-                        delay_mean_s: None,
-                        delay_p50_s: None,
-                        delay_p95_s: None,
-                        delay_max_s: None,
-                        delays_ns: vec![],
+                        ..FlowResult::default()
                     }
+                    .with_tcp(snd.stats(), recv.stats())
                     .with_media(f.chat.as_ref().map(|c| c.result()))
                 }
                 Slot::Web(w) => {
                     let wb = &self.webs[w];
                     let span = wb.last_done.map(|t| (t - wb.start).as_secs_f64()).unwrap_or(0.0);
-                    let sum = |g: &dyn Fn(&crate::tcp::TcpStats) -> u64| {
-                        wb.conns.iter().map(|&c| g(self.flows[c].ep[0].stats())).sum::<u64>()
-                    };
-                    let (n, rtt): (u64, f64) = wb
-                        .conns
-                        .iter()
-                        .map(|&c| self.flows[c].ep[0].stats())
-                        .fold((0, 0.0), |a, s| (a.0 + s.rtt_samples, a.1 + s.rtt_sum.as_secs_f64()));
+                    // Every connection's counters; each connection's server sends.
+                    let (mut snd, mut rcv) = (crate::tcp::TcpStats::default(), crate::tcp::TcpStats::default());
+                    for &c in &wb.conns {
+                        snd += self.flows[c].ep[0].stats();
+                        rcv += self.flows[c].ep[1].stats();
+                    }
                     FlowResult {
                         id: wb.id,
                         app: wb.cfg.app().into(),
@@ -840,22 +861,11 @@ impl Sim {
                         bytes_delivered: wb.bytes_done,
                         throughput_bps: if span > 0.0 { wb.bytes_done as f64 * 8.0 / span } else { 0.0 },
                         completion_s: wb.last_done.map(|t| (t - wb.start).as_secs_f64()),
-                        tcp_retransmits: sum(&|s| s.retransmits),
-                        tcp_timeouts: sum(&|s| s.timeouts),
-                        tcp_fast_retransmits: sum(&|s| s.fast_retransmits),
-                        rtt_avg_s: (n > 0).then(|| rtt / n as f64),
-                        segments_sent: sum(&|s| s.segments_sent),
                         transactions: Some(wb.done),
                         durations_s: wb.durations.clone(),
-                        packets_sent: None,
-                        packets_received: None,
-                        loss: None,
-                        delay_mean_s: None,
-                        delay_p50_s: None,
-                        delay_p95_s: None,
-                        delay_max_s: None,
-                        delays_ns: vec![],
+                        ..FlowResult::default()
                     }
+                    .with_tcp(&snd, &rcv)
                     .with_media(None)
                 }
                 Slot::Media(m) => {
@@ -874,21 +884,8 @@ impl Sim {
                         bytes_delivered: m.bytes,
                         throughput_bps: if span > 0.0 { m.bytes as f64 * 8.0 / span } else { 0.0 },
                         completion_s: None,
-                        tcp_retransmits: 0,
-                        tcp_timeouts: 0,
-                        tcp_fast_retransmits: 0,
-                        rtt_avg_s: None,
                         segments_sent: m.sent_born.n,
-                        transactions: None,
-                        durations_s: vec![],
-                        packets_sent: None,
-                        packets_received: None,
-                        loss: None,
-                        delay_mean_s: None,
-                        delay_p50_s: None,
-                        delay_p95_s: None,
-                        delay_max_s: None,
-                        delays_ns: vec![],
+                        ..FlowResult::default()
                     }
                     .with_media(Some(media_result(m, end)))
                 }

@@ -71,7 +71,7 @@ pub struct VarEvent {
     pub value: i64,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct TcpStats {
     pub segments_sent: u64,
     pub data_segments_sent: u64,
@@ -104,6 +104,54 @@ pub struct TcpStats {
     /// segments that arrived marked CE.
     pub ecn_reductions: u64,
     pub ce_received: u64,
+}
+
+impl std::ops::AddAssign<&TcpStats> for TcpStats {
+    /// Sums the counters (a web flow's connections).
+    fn add_assign(&mut self, o: &TcpStats) {
+        let TcpStats {
+            segments_sent,
+            data_segments_sent,
+            data_bytes_sent,
+            retransmits,
+            retransmitted_bytes,
+            timeouts,
+            fast_retransmits,
+            rtt_samples,
+            rtt_sum,
+            acks_sent,
+            hystart_exits,
+            loss_probes,
+            probe_recoveries,
+            undos,
+            spurious_timeouts,
+            dsacks_received,
+            dsacks_sent,
+            lost_retransmits,
+            ecn_reductions,
+            ce_received,
+        } = o;
+        self.segments_sent += segments_sent;
+        self.data_segments_sent += data_segments_sent;
+        self.data_bytes_sent += data_bytes_sent;
+        self.retransmits += retransmits;
+        self.retransmitted_bytes += retransmitted_bytes;
+        self.timeouts += timeouts;
+        self.fast_retransmits += fast_retransmits;
+        self.rtt_samples += rtt_samples;
+        self.rtt_sum += *rtt_sum;
+        self.acks_sent += acks_sent;
+        self.hystart_exits += hystart_exits;
+        self.loss_probes += loss_probes;
+        self.probe_recoveries += probe_recoveries;
+        self.undos += undos;
+        self.spurious_timeouts += spurious_timeouts;
+        self.dsacks_received += dsacks_received;
+        self.dsacks_sent += dsacks_sent;
+        self.lost_retransmits += lost_retransmits;
+        self.ecn_reductions += ecn_reductions;
+        self.ce_received += ce_received;
+    }
 }
 
 /// An outgoing segment: the header and the number of payload bytes (virtual, or
