@@ -305,6 +305,7 @@ pub fn tcp_config(f: &FlowCfg) -> TcpConfig {
         dsack: t.dsack.unwrap_or(d.dsack),
         frto: t.frto.unwrap_or(d.frto),
         ecn: t.ecn.unwrap_or(d.ecn),
+        quickack: t.quickack.unwrap_or(d.quickack),
     }
 }
 

@@ -354,3 +354,51 @@ fn a_spurious_timeout_is_undone_by_the_timestamps() {
     assert_eq!((timeouts, undos), (2, 0));
     assert!(resent > 5, "without the undo the sender goes back: {resent} segments resent");
 }
+
+/// Linux's receiver (`quickack`, `tcp/delack.rs`): the first 16 data segments of a
+/// connection are each acknowledged at once (`TCP_MAX_QUICKACKS`), after that
+/// every second one; without it every second one from the start: 8 ACKs more
+/// over a 32-segment initial window.
+#[test]
+fn quick_acks_for_the_first_segments() {
+    let acks = |quickack| {
+        let client = TcpConfig { quickack, delack_timeout: Duration::from_millis(40), ..cfg() };
+        let server = TcpConfig { initial_window: 32, ..cfg() };
+        let mut p = pair(client, server, 32_000, TcpPair::drop_none());
+        p.run(Duration::from_secs(10));
+        assert_eq!(p.ep[0].delivered(), 32_000);
+        // When the first ACKs go: the first 16 in step with the segments.
+        let t: Vec<f64> = p.log[0].iter().filter(|s| s.2 == 0 && s.1 == 1).map(|s| secs(s.0)).collect();
+        (t.len(), t[1..].windows(2).take(15).all(|w| w[1] - w[0] < 0.005))
+    };
+    let (with, each) = acks(true);
+    let (without, each_without) = acks(false);
+    assert_eq!(with - without, 8);
+    assert!(each && !each_without);
+}
+
+/// Lone segments (one every 250 ms, after the quick ACKs): each time the timer
+/// fires with an ACK owed Linux doubles `ato` (up to the RTO), so the wait grows
+/// from 40 ms to the receiver's SRTT (100 ms here, the bound); the fixed timer
+/// keeps waiting 40 ms.
+#[test]
+fn the_delayed_ack_timer_grows_when_it_fires() {
+    for (quickack, want) in [(true, 0.100), (false, 0.040)] {
+        let client = TcpConfig { quickack, delack_timeout: Duration::from_millis(40), ..cfg() };
+        let mut p = pair(client, cfg(), 0, TcpPair::drop_none());
+        p.run(Duration::from_millis(200));
+        let mut at = Duration::from_millis(200);
+        let mut delay = 0.0;
+        for k in 1..=30u64 {
+            p.ep[1].set_app_data(Some(k * 1000), false);
+            p.kick_at(1, Instant::ZERO + at);
+            p.run(at + Duration::from_millis(249));
+            // The ACK of this segment: sent, 4.16 ms on the wire, 50 ms delay.
+            let got = p.log[0].last().unwrap().0;
+            let arrived = p.log[1].last().unwrap().0 + Duration::from_millis(50) + Duration::from_micros(4160);
+            delay = secs(got) - secs(arrived);
+            at += Duration::from_millis(250);
+        }
+        assert!((delay - want).abs() < 0.002, "quickack {quickack}: {delay}");
+    }
+}

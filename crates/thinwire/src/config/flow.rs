@@ -113,6 +113,8 @@ pub struct TcpCfg {
     pub frto: Option<bool>,
     #[serde(default)]
     pub ecn: Option<crate::tcp::Ecn>,
+    #[serde(default)]
+    pub quickack: Option<bool>,
 }
 
 /// `app = "bulk"`: one TCP transfer of `bytes` (or unlimited) in `direction`.

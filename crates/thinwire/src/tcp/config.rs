@@ -177,6 +177,11 @@ pub struct TcpConfig {
     /// `rack`, else cwnd = ssthresh at once as RFC 3168 §6.1.2 says) and sets CWR
     /// on its next new segment. Default off.
     pub ecn: Ecn,
+    /// Linux's receiver ACK policy (`tcp/delack.rs`): quick ACKs for the first
+    /// segments, after a silence, a duplicate or a CE mark, and a delayed-ACK
+    /// timeout that adapts to the gaps between segments (from `delack_timeout`,
+    /// at most 200 ms). Default false: `delack_count` segments or `delack_timeout`.
+    pub quickack: bool,
 }
 
 impl TcpConfig {
@@ -218,9 +223,9 @@ impl TcpConfig {
     ///   MSS) growing by two segments per segment received up to `tcp_rmem[2]` =
     ///   6 MiB (receive-buffer autotuning approximated), send buffer 4 MiB
     ///   (`tcp_wmem[2]`), DSACK (`tcp_dsack` = 1), F-RTO (`tcp_frto` = 2), ECN
-    ///   accepted when the peer asks (`tcp_ecn` = 2). Not
-    ///   yet as the kernel: quick ACKs and the adaptive delayed-ACK timeout,
-    ///   pacing.
+    ///   accepted when the peer asks (`tcp_ecn` = 2), the kernel's quick ACKs and
+    ///   adaptive delayed-ACK timeout (`quickack`). Not yet as the kernel: pacing,
+    ///   the advertised window from `tcp_rmem` as the kernel scales it.
     pub fn profile(name: &str) -> Option<TcpConfig> {
         let d = TcpConfig::default();
         match name {
@@ -279,6 +284,7 @@ impl TcpConfig {
                 dsack: true,
                 frto: true,
                 ecn: Ecn::Accept,
+                quickack: true,
                 ..d
             }),
             _ => None,
@@ -314,6 +320,7 @@ impl Default for TcpConfig {
             dsack: false,
             frto: false,
             ecn: Ecn::Off,
+            quickack: false,
         }
     }
 }

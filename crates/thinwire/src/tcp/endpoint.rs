@@ -220,6 +220,8 @@ pub struct Tcp {
     /// reassembly queue keeps it, until the hole fills).
     pending_fin: Option<u64>,
     unacked_segs: u32,
+    /// Linux's ACK policy (`quickack`).
+    acks: Option<super::delack::LinuxAcks>,
     ack_deadline: Option<Instant>,
     ack_now: bool,
     /// The sender's state that congestion control and loss recovery see.
@@ -291,6 +293,7 @@ impl Tcp {
             fin_rcvd: false,
             pending_fin: None,
             unacked_segs: 0,
+            acks: cfg.quickack.then(|| super::delack::LinuxAcks::new(cfg.delack_timeout)),
             ack_deadline: None,
             ack_now: false,
         };
@@ -484,6 +487,10 @@ impl Tcp {
             if d <= now {
                 self.ack_deadline = None;
                 self.ack_now = true;
+                let rto = self.rtt.rto();
+                if let Some(a) = &mut self.acks {
+                    a.on_timer(rto);
+                }
             }
         }
         if self.tcb.recovery_deadline.is_some_and(|d| d <= now) {
@@ -761,6 +768,11 @@ impl Tcp {
             self.last_adv = (repr.window as u64) << if flags & TcpFlags::SYN != 0 { 0 } else { self.rcv_wscale };
             self.ack_now = false;
             self.ack_deadline = None;
+            if self.unacked_segs > 0 {
+                if let Some(a) = &mut self.acks {
+                    a.on_ack_sent();
+                }
+            }
             self.unacked_segs = 0;
             if flags & TcpFlags::SYN == 0 && self.dsack.take().is_some() {
                 self.tcb.stats.dsacks_sent += 1;
@@ -1397,6 +1409,12 @@ impl Tcp {
         }
         if ce {
             self.tcb.stats.ce_received += 1;
+            if !self.ece_pending {
+                let (w, mss) = (self.last_adv, self.cfg.mss as u64);
+                if let Some(a) = &mut self.acks {
+                    a.enter_quickack(2, w, mss);
+                }
+            }
             self.ack_now |= !self.ece_pending;
             self.ece_pending = true;
         }
@@ -1420,7 +1438,9 @@ impl Tcp {
             }
             let data_end = self.rcv_nxt;
             self.delivered = data_end - 1;
-            if had_holes {
+            if self.acks.is_some() {
+                self.linux_ack(now, had_holes, len);
+            } else if had_holes {
                 self.ack_now = true;
             } else {
                 self.unacked_segs += 1;
@@ -1441,6 +1461,11 @@ impl Tcp {
         } else if len > 0 {
             self.note_dsack(s, e);
             self.ack_now = true; // old duplicate
+                                 // Linux: the sender is retransmitting; quick ACKs (`out_of_window`).
+            let (w, mss) = (self.last_adv, self.cfg.mss as u64);
+            if let Some(a) = &mut self.acks {
+                a.enter_quickack(super::delack::MAX_QUICKACKS, w, mss);
+            }
         }
         if seg.flags.has(TcpFlags::FIN) && e > self.rcv_nxt {
             self.pending_fin = Some(e);
@@ -1459,6 +1484,28 @@ impl Tcp {
             if self.fin_rcvd && self.app_limit.is_some() && self.sbuf.is_none() {
                 self.close_when_done = true;
             }
+        }
+    }
+
+    /// In-order data under Linux's ACK policy (`tcp_event_data_recv`,
+    /// `__tcp_ack_snd_check`, `tcp_send_delayed_ack`): at once when a hole was
+    /// filled, in quick-ACK mode, or at the `delack_count`-th segment; else by the
+    /// adaptive timer, an earlier deadline kept (or the ACK sent at once if that
+    /// deadline is within a quarter of the new timeout).
+    fn linux_ack(&mut self, now: Instant, had_holes: bool, len: u32) {
+        let (rto, srtt, w, mss) = (self.rtt.rto(), self.rtt.srtt, self.last_adv, self.cfg.mss as u64);
+        let Some(a) = &mut self.acks else { return };
+        a.on_data(now, rto, w, mss);
+        self.unacked_segs += 1;
+        if had_holes || a.quick > 0 || self.unacked_segs >= self.cfg.delack_count {
+            self.ack_now = true;
+            return;
+        }
+        let t = a.timeout(srtt, (len as u64) < self.tcb.smss);
+        match self.ack_deadline {
+            Some(d) if d <= now + t / 4 => self.ack_now = true,
+            Some(_) => {}
+            None => self.ack_deadline = Some(now + t),
         }
     }
 

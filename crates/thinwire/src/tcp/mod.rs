@@ -4,6 +4,7 @@
 pub mod buffer;
 pub mod cc;
 pub mod config;
+pub mod delack;
 pub mod endpoint;
 pub mod ranges;
 pub mod recovery;

@@ -1,0 +1,182 @@
+//! Linux's receiver ACK policy (`tcp.quickack`): quick ACKs and the adaptive
+//! delayed-ACK timeout, as Linux 6.x's `tcp_event_data_recv`,
+//! `tcp_incr_quickack`, `tcp_enter_quickack_mode`, `__tcp_ack_snd_check`
+//! (`net/ipv4/tcp_input.c`), `tcp_send_delayed_ack`, `tcp_dec_quickack_mode`
+//! (`tcp_output.c`, `include/net/tcp.h`) and `tcp_delack_timer_handler`
+//! (`tcp_timer.c`).
+//!
+//! - Quick ACKs: every data segment is acknowledged at once while the quick-ACK
+//!   count lasts, one count per ACK of new data. The first data segment of a
+//!   connection grants min(16, advertised window / (2·MSS)) of them
+//!   (`TCP_MAX_QUICKACKS`), so slow start's first round trips are not slowed by
+//!   delayed ACKs; so does data after a silence longer than the receiver's RTO,
+//!   and a duplicate segment (the sender is retransmitting); a first CE mark
+//!   grants 2. Leaving quick-ACK mode resets `ato`.
+//! - Otherwise every second full segment is acknowledged at once (the endpoint's
+//!   `delack_count`), a single one after `ato`: it starts at `ATO_MIN`; a segment
+//!   arriving within ATO_MIN/2 of the last sets it to ato/2 + ATO_MIN/2, one within
+//!   ato to ato/2 + the gap (at most the RTO); when the timer fires with an ACK
+//!   owed, `ato` doubles (at most the RTO). The timer is min(ato, max_ato), where
+//!   max_ato (only when ato > ATO_MIN) is 500 ms (200 ms after a segment shorter
+//!   than the MSS: Linux's `ICSK_ACK_PUSHED`), at most the receiver's SRTT (at
+//!   least ATO_MIN), and never beyond 200 ms (`icsk_delack_max`); an ACK already
+//!   owed keeps its earlier deadline, or goes at once if that is within a quarter
+//!   of the new timeout.
+//!
+//! Parameters: `ATO_MIN` is the endpoint's `delack_timeout` (Linux `TCP_ATO_MIN` =
+//! `TCP_DELACK_MIN` = 40 ms at any HZ). Kept in nanoseconds, not 4 ms jiffies.
+//! Not modelled: ping-pong (interactive) mode, `ICSK_ACK_PUSHED` from the PSH
+//! flag (the model's senders set PSH on every new segment), compressed SACKs
+//! (each out-of-order segment is acknowledged at once; Linux waits at most 1 ms).
+use crate::time::{Duration, Instant};
+
+/// Linux `TCP_MAX_QUICKACKS`.
+pub const MAX_QUICKACKS: u32 = 16;
+/// Linux `TCP_DELACK_MAX` (`icsk_delack_max`) and `HZ / 2` (max_ato).
+const DELACK_MAX: Duration = Duration(200_000_000);
+const ATO_MAX: Duration = Duration(500_000_000);
+
+#[derive(Clone, Debug)]
+pub struct LinuxAcks {
+    /// Quick ACKs left (`icsk_ack.quick`).
+    pub quick: u32,
+    /// The delayed-ACK estimate (`icsk_ack.ato`); zero before the first data.
+    pub ato: Duration,
+    /// When data last arrived (`icsk_ack.lrcvtime`).
+    last: Instant,
+    ato_min: Duration,
+}
+
+impl LinuxAcks {
+    pub fn new(ato_min: Duration) -> LinuxAcks {
+        LinuxAcks { quick: 0, ato: Duration::ZERO, last: Instant::ZERO, ato_min }
+    }
+
+    /// `tcp_incr_quickack`: at least `max` quick ACKs, or as many as half the
+    /// window in segments if fewer (2 at least).
+    pub fn incr_quickack(&mut self, max: u32, window: u64, mss: u64) {
+        let n = (window / (2 * mss.max(1))).clamp(2, u32::MAX as u64) as u32;
+        self.quick = self.quick.max(n.min(max));
+    }
+
+    /// `tcp_enter_quickack_mode`.
+    pub fn enter_quickack(&mut self, max: u32, window: u64, mss: u64) {
+        self.incr_quickack(max, window, mss);
+        self.ato = self.ato_min;
+    }
+
+    /// `tcp_event_data_recv`: in-order data arrived now.
+    pub fn on_data(&mut self, now: Instant, rto: Duration, window: u64, mss: u64) {
+        if self.ato == Duration::ZERO {
+            self.incr_quickack(MAX_QUICKACKS, window, mss);
+            self.ato = self.ato_min;
+        } else {
+            let m = now - self.last;
+            if m <= self.ato_min / 2 {
+                self.ato = self.ato / 2 + self.ato_min / 2;
+            } else if m < self.ato {
+                self.ato = (self.ato / 2 + m).min(rto);
+            } else if m > rto {
+                self.incr_quickack(MAX_QUICKACKS, window, mss);
+            }
+        }
+        self.last = now;
+    }
+
+    /// `tcp_send_delayed_ack`: how long a single segment's ACK may wait (`small`:
+    /// the segment was shorter than the MSS; `srtt`: the receiver's estimate).
+    pub fn timeout(&self, srtt: Option<Duration>, small: bool) -> Duration {
+        let mut ato = self.ato;
+        if ato > self.ato_min {
+            let mut max = if small { DELACK_MAX } else { ATO_MAX };
+            if let Some(s) = srtt {
+                max = max.min(s.max(self.ato_min));
+            }
+            ato = ato.min(max);
+        }
+        ato.min(DELACK_MAX)
+    }
+
+    /// `tcp_dec_quickack_mode`: an ACK of new data went out.
+    pub fn on_ack_sent(&mut self) {
+        if self.quick > 0 {
+            self.quick -= 1;
+            if self.quick == 0 {
+                self.ato = self.ato_min;
+            }
+        }
+    }
+
+    /// `tcp_delack_timer_handler`: the timer fired with an ACK owed.
+    pub fn on_timer(&mut self, rto: Duration) {
+        self.ato = (self.ato * 2).min(rto);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration(1_000_000);
+
+    /// The first data grants min(16, window / 2 MSS) quick ACKs; each ACK of new
+    /// data uses one, and the last resets ato.
+    #[test]
+    fn quick_acks_at_the_start() {
+        let mut a = LinuxAcks::new(MS * 40);
+        a.on_data(Instant::ZERO, MS * 300, 64_240, 1448);
+        assert_eq!(a.quick, 16);
+        let mut b = LinuxAcks::new(MS * 40);
+        b.on_data(Instant::ZERO, MS * 300, 8_192, 1448);
+        assert_eq!(b.quick, 2, "a small window: two");
+        for _ in 0..2 {
+            b.on_ack_sent();
+        }
+        assert_eq!((b.quick, b.ato), (0, MS * 40));
+    }
+
+    /// ato follows the inter-arrival gap: two gaps of 30 ms give 40/2 + 30 = 50,
+    /// then 25 + 30 = 55 ms (towards twice the gap); a gap of 10 ms pulls it to
+    /// ato/2 + 20 ms; a gap beyond the RTO grants quick ACKs again; a fired timer
+    /// doubles ato up to the RTO.
+    #[test]
+    fn ato_adapts_to_the_gaps() {
+        let mut a = LinuxAcks::new(MS * 40);
+        let rto = MS * 400;
+        let mut t = Instant::ZERO;
+        a.on_data(t, rto, 64_240, 1448);
+        a.quick = 0;
+        for want in [50, 55] {
+            t = t + MS * 30;
+            a.on_data(t, rto, 64_240, 1448);
+            assert_eq!(a.ato, MS * want);
+        }
+        t = t + MS * 10;
+        a.on_data(t, rto, 64_240, 1448);
+        assert_eq!(a.ato, MS * 47 + Duration(500_000));
+        t = t + MS * 500;
+        a.on_data(t, rto, 64_240, 1448);
+        assert_eq!(a.quick, 16);
+        a.ato = MS * 47 + Duration(500_000);
+        for want in [95, 190, 380, 400] {
+            a.on_timer(rto);
+            assert_eq!(a.ato, MS * want);
+        }
+    }
+
+    /// The timeout: ato itself at ATO_MIN; above it bounded by the SRTT (at least
+    /// ATO_MIN) and by 500 ms (200 ms after a short segment), never beyond 200 ms.
+    #[test]
+    fn the_timer_is_bounded() {
+        let mut a = LinuxAcks::new(MS * 40);
+        a.ato = MS * 40;
+        assert_eq!(a.timeout(Some(MS * 10), false), MS * 40);
+        a.ato = MS * 150;
+        assert_eq!(a.timeout(Some(MS * 60), false), MS * 60);
+        assert_eq!(a.timeout(Some(MS * 10), false), MS * 40);
+        assert_eq!(a.timeout(None, false), MS * 150);
+        a.ato = MS * 400;
+        assert_eq!(a.timeout(None, true), MS * 200);
+        assert_eq!(a.timeout(None, false), MS * 200);
+    }
+}
