@@ -147,14 +147,14 @@ mod tests {
         a.on_data(t, rto, 64_240, 1448);
         a.quick = 0;
         for want in [50, 55] {
-            t = t + MS * 30;
+            t += MS * 30;
             a.on_data(t, rto, 64_240, 1448);
             assert_eq!(a.ato, MS * want);
         }
-        t = t + MS * 10;
+        t += MS * 10;
         a.on_data(t, rto, 64_240, 1448);
         assert_eq!(a.ato, MS * 47 + Duration(500_000));
-        t = t + MS * 500;
+        t += MS * 500;
         a.on_data(t, rto, 64_240, 1448);
         assert_eq!(a.quick, 16);
         a.ato = MS * 47 + Duration(500_000);
