@@ -1,7 +1,8 @@
-"""The sim-vs-real study's simulated side and its refusal without privileges (the
-real side is exercised by tests/test_emulate.py's GPRS comparison and by running
-`thinwire reproduce sim-vs-real` as root)."""
+"""The sim-vs-real study: its simulated side for every cell, its reading of the
+kernel's counters, its pass band, its refusal without privileges, and (as root,
+in CI) the quick study end to end over the emulator."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -12,22 +13,46 @@ import pytest
 from thinwire.studies import sim_vs_real
 
 
-@pytest.mark.parametrize("link", list(sim_vs_real.LINKS))
-def test_simulated_downloads_of_each_link_complete(link):
-    for sack in (True, False):
-        r = sim_vs_real.sim_run(link, sack)
-        size = sim_vs_real.LINKS[link][2]
-        assert r["completion_s"] > 0 and r["rtt_avg_s"] > 0
-        # the goodput never exceeds the link's rate
-        assert r["goodput_bps"] < 400_000
-        assert r["goodput_bps"] == pytest.approx(8 * size / r["completion_s"])
+@pytest.mark.parametrize("cell", list(sim_vs_real.CELLS))
+def test_simulated_downloads_of_each_cell_complete(cell):
+    for tcp in sim_vs_real.TCPS:
+        r = sim_vs_real.sim_run(cell, tcp, 1)
+        assert r["completion_s"] and r["completion_s"] > 0, r
+        assert set(sim_vs_real.COUNTERS) <= set(r)
 
 
-def test_first_flow_only_keeps_one_flow():
-    import tomllib
+def test_netstat_pairs_names_with_values():
+    text = (
+        "TcpExt: TCPTimeouts TCPLossProbes TCPSackRecovery\nTcpExt: 3 5 7\n"
+        "IpExt: InNoRoutes\nIpExt: 0\n"
+        "Tcp: RtoAlgorithm RetransSegs\nTcp: 1 12\n"
+    )
+    k = sim_vs_real.netstat(text)
+    assert k["TcpExt.TCPTimeouts"] == 3 and k["TcpExt.TCPSackRecovery"] == 7 and k["Tcp.RetransSegs"] == 12
 
-    text = 'seed = 1\n[[flow]]\napp = "bulk"\nbytes = "1KB"\n[[flow]]\napp = "media"\n'
-    assert len(tomllib.loads(sim_vs_real._first_flow_only(text))["flow"]) == 1
+
+def test_the_pass_band():
+    """Ratio 0.9–1.1, the real median inside the simulated 10th–90th percentile,
+    counters within ±max(2, 30 %); rejected real runs do not count."""
+
+    def row(side, t, seed, rexmit, rejected=False):
+        r = {"cell": "c", "tcp": "cubic", "side": side, "seed": seed, "completion_s": t, "retransmits": rexmit}
+        r.update({c: 0 for c in sim_vs_real.COUNTERS})
+        r["rejected"] = rejected
+        return r
+
+    real = [row("real", 10.0, 1, 10), row("real", 10.4, 2, 10), row("real", 99.0, 3, 99, rejected=True)]
+    sim = [row("sim", 9.0 + 0.2 * i, i, 14) for i in range(11)]
+    (s,) = sim_vs_real.summarize(real + sim)
+    assert s["n_real"] == 2 and s["real_median_s"] == pytest.approx(10.2)
+    cl = {c["claim"]: c["pass"] for c in sim_vs_real.claims_of([s])}
+    assert cl["median completion, simulated / real"]
+    assert cl["real median inside the simulated 10th–90th percentile"]
+    assert not cl["retransmits per run (median)"], "14 against 10 ± 3 fails"
+    sim = [row("sim", 12.0, i, 10) for i in range(11)]
+    (s,) = sim_vs_real.summarize(real + sim)
+    cl = {c["claim"]: c["pass"] for c in sim_vs_real.claims_of([s])}
+    assert not cl["median completion, simulated / real"] and cl["retransmits per run (median)"]
 
 
 @pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv (util-linux) to drop capabilities")
@@ -43,3 +68,29 @@ def test_without_privileges_the_study_exits_2_with_one_line(tmp_path):
     )
     assert p.returncode == 2, p.stdout + p.stderr
     assert len(p.stderr.strip().splitlines()) == 1 and "sim-vs-real" in p.stderr, p.stderr
+
+
+def test_quick_study_over_the_emulator(tmp_path):
+    """Real downloads over the emulator and the simulator's, side by side, with the
+    server kernel's counters read from its namespace."""
+    from thinwire.emulate import available
+
+    why = available()
+    if why:
+        pytest.skip(why)
+    exe = Path(sys.executable).parent / "thinwire"
+    out = tmp_path / "o"
+    p = subprocess.run(
+        [str(exe), "reproduce", "sim-vs-real", "--quick", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    rows = json.loads((out / "runs.json").read_text())
+    real = [r for r in rows if r["side"] == "real"]
+    assert len(real) >= sim_vs_real.QUICK["real"] and len(rows) - len(real) == sim_vs_real.QUICK["sim"]
+    # The kernel's counters were read: a 1.5 % lossy link makes it retransmit.
+    assert all(r["retransmits"] > 0 and r["completion_s"] > 1 for r in real), real
+    for f in ("claims.md", "table.md", "summary.json", "completion_cdf.png"):
+        assert (out / f).is_file(), f
