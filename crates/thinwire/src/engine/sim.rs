@@ -184,6 +184,8 @@ crate::described! {
         /// Slow starts ended by HyStart (CUBIC; Linux `TCPHystartTrainDetect` +
         /// `TCPHystartDelayDetect`).
         pub tcp_hystart_exits: u64 => (metric, "count", "", ""),
+        /// The sender's pacing rate at the end (bit/s; BBR paces, the others do not).
+        pub tcp_pacing_rate_bps: Option<f64> => (metric, "bit/s", "", ""),
         /// Mean of the sender's RTT samples.
         pub rtt_avg_s: Option<f64> => (metric, "s", "avg RTT|ms", "tcp"),
         pub segments_sent: u64 => (info, "count", "", ""),
@@ -211,7 +213,7 @@ crate::described! {
 impl FlowResult {
     /// Media statistics, for media, probe and interactive flows.
     /// The sender's counters (`snd`) and the receiver's (`rcv`).
-    fn with_tcp(mut self, snd: &crate::tcp::TcpStats, rcv: &crate::tcp::TcpStats) -> FlowResult {
+    fn with_tcp(mut self, snd: &crate::tcp::TcpStats, rcv: &crate::tcp::TcpStats, pacing: Option<u64>) -> FlowResult {
         self.tcp_retransmits = snd.retransmits;
         self.tcp_timeouts = snd.timeouts;
         self.tcp_fast_retransmits = snd.fast_retransmits;
@@ -223,6 +225,7 @@ impl FlowResult {
         self.tcp_ecn_reductions = snd.ecn_reductions;
         self.tcp_ce_received = rcv.ce_received;
         self.tcp_hystart_exits = snd.hystart_exits;
+        self.tcp_pacing_rate_bps = pacing.map(|r| r as f64 * 8.0);
         self.rtt_avg_s = (snd.rtt_samples > 0).then(|| snd.rtt_sum.as_secs_f64() / snd.rtt_samples as f64);
         self.segments_sent = snd.segments_sent;
         self
@@ -840,7 +843,7 @@ impl Sim {
                         completion_s: f.completed.map(|c| (c - f.start).as_secs_f64()),
                         ..FlowResult::default()
                     }
-                    .with_tcp(snd.stats(), recv.stats())
+                    .with_tcp(snd.stats(), recv.stats(), snd.pacing_rate())
                     .with_media(f.chat.as_ref().map(|c| c.result()))
                 }
                 Slot::Web(w) => {
@@ -865,7 +868,7 @@ impl Sim {
                         durations_s: wb.durations.clone(),
                         ..FlowResult::default()
                     }
-                    .with_tcp(&snd, &rcv)
+                    .with_tcp(&snd, &rcv, None)
                     .with_media(None)
                 }
                 Slot::Media(m) => {

@@ -62,6 +62,7 @@ pub enum TcpVar {
     LossProbe,
     Undo,
     HystartExit,
+    PacingRate,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -228,6 +229,8 @@ pub struct Tcp {
     tcb: Tcb,
     /// Segments sent since the window's use was last validated.
     sent_burst: bool,
+    /// Data waits for the pacing deadline (BBR).
+    paced: Option<Instant>,
     cc: Cc,
     recovery: Recovery,
     /// Byte buffers when driven by real data (None: the simulator's counters).
@@ -269,6 +272,7 @@ impl Tcp {
                 cfg.cwnd_clamp.map(u64::from),
             ),
             sent_burst: false,
+            paced: None,
             cc: cfg.cc.make(&cfg),
             recovery: cfg.recovery.make(&cfg),
             rto_deadline: None,
@@ -299,6 +303,8 @@ impl Tcp {
         };
         tcp.tcb.track_sent = cfg.rto == RtoKind::Linux || cfg.recovery == super::RecoveryKind::Rack;
         tcp.tcb.undo_enabled = cfg.rto == RtoKind::Linux;
+        tcp.tcb.track_sent |= cfg.cc == super::CcKind::Bbr;
+        tcp.tcb.rand ^= (iss as u64) << 17 | local_port as u64;
         tcp
     }
 
@@ -421,6 +427,17 @@ impl Tcp {
     pub fn cwnd(&self) -> u64 {
         self.tcb.cwnd
     }
+    /// The pacing rate in bytes per second (BBR), if the sender paces.
+    pub fn pacing_rate(&self) -> Option<u64> {
+        self.tcb.pacing_rate
+    }
+    /// BBR's bandwidth estimate (bytes per second) and mode.
+    pub fn bbr_state(&self) -> Option<(u64, &'static str)> {
+        match &self.cc {
+            super::cc::Cc::Bbr(b) => Some(b.estimate(&self.tcb)),
+            _ => None,
+        }
+    }
     /// ECN was negotiated (RFC 3168 §6.1.1).
     pub fn ecn_ok(&self) -> bool {
         self.ecn_ok
@@ -480,9 +497,12 @@ impl Tcp {
         self.rto_deadline = Some(Instant(d.nanos()));
     }
     pub fn poll_timeout(&self) -> Option<Instant> {
-        [self.rto_deadline, self.ack_deadline, self.tcb.recovery_deadline].into_iter().flatten().min()
+        [self.rto_deadline, self.ack_deadline, self.tcb.recovery_deadline, self.paced].into_iter().flatten().min()
     }
     pub fn handle_timeout(&mut self, now: Instant) {
+        if self.paced.is_some_and(|t| t <= now) {
+            self.paced = None;
+        }
         if let Some(d) = self.ack_deadline {
             if d <= now {
                 self.ack_deadline = None;
@@ -548,7 +568,6 @@ impl Tcp {
         if let Some(u) = self.tcb.undo.as_mut().filter(|_| linux) {
             u.timeouts += 1;
         }
-        self.cc.on_rto(&self.tcb);
         self.tcb.in_loss = true;
         // F-RTO judges a timeout outside a fast recovery, and a timeout repeated
         // on the same `snd_una` (RFC 5682 §3.1 step 1, §3.2; `tcp_enter_loss`).
@@ -563,7 +582,8 @@ impl Tcp {
         // (F-RTO needs a recovery that chooses what to resend: RACK.)
         (self.tcb.frto, self.tcb.frto_new) = (frto && self.loss_by_recovery, false);
         let w = if self.loss_by_recovery { self.tcb.pipe_sent() } else { 0 } + self.tcb.smss;
-        self.tcb.set_cwnd(now, w);
+        self.tcb.force_cwnd(now, w);
+        self.cc.on_rto(&mut self.tcb);
         self.rtt.on_timeout();
         self.tcb.push_var(now, TcpVar::Rto, self.rtt.rto().nanos());
         if !self.loss_by_recovery {
@@ -783,6 +803,7 @@ impl Tcp {
         }
         if len > 0 {
             self.tcb.stats.data_segments_sent += 1;
+            self.pace(now, len);
             self.tcb.stats.data_bytes_sent += len as u64;
             if retransmission {
                 self.tcb.stats.retransmits += 1;
@@ -830,10 +851,13 @@ impl Tcp {
         }
         self.last_data_sent = Some(now);
         if self.tcb.track_sent {
+            // Linux `tcp_rate_skb_sent`: what the connection had delivered.
+            let out = self.tcb.sent.len() as u64;
+            let tx = self.tcb.rate.as_mut().map(|r| r.on_sent(now, out)).unwrap_or_default();
             if retx {
                 for r in self.tcb.sent.iter_mut().take_while(|r| r.start < seq + len) {
                     if r.end > seq {
-                        (r.xmit, r.retx, r.lost) = (now, true, false);
+                        (r.xmit, r.retx, r.lost, r.tx) = (now, true, false, tx);
                     }
                 }
             } else {
@@ -844,6 +868,7 @@ impl Tcp {
                     retx: false,
                     lost: false,
                     sacked: false,
+                    tx,
                 });
             }
         }
@@ -895,6 +920,9 @@ impl Tcp {
     }
 
     fn next_data(&mut self, now: Instant) -> Option<Segment> {
+        if self.pacing_holds(now) {
+            return None;
+        }
         if std::mem::take(&mut self.tcb.probe) {
             if let Some(s) = self.send_probe(now) {
                 return Some(s);
@@ -945,6 +973,39 @@ impl Tcp {
             return Some(self.send_at(now, end, 0));
         }
         None
+    }
+
+    /// Linux's internal pacing (`tcp_pacing_check`): with a pacing rate, data
+    /// that could go now waits for the departure time of the last segment sent
+    /// (a wake-up is asked for).
+    fn pacing_holds(&mut self, now: Instant) -> bool {
+        if self.tcb.pacing_rate.is_none() || self.tcb.next_send <= now {
+            return false;
+        }
+        let t = &self.tcb;
+        let data =
+            t.snd_max < self.data_end() || t.rexmit.is_some() || t.probe || t.in_recovery || self.loss_by_recovery;
+        if data && t.flight() < t.cwnd.min(t.snd_wnd.max(t.smss)) {
+            self.paced = Some(t.next_send);
+            return true;
+        }
+        false
+    }
+
+    /// Linux `tcp_update_skb_after_send`: the next departure is `len` bytes at the
+    /// pacing rate after this one (less up to half of it for the time the
+    /// schedule had fallen behind), from the tenth data segment on.
+    fn pace(&mut self, now: Instant, len: u32) {
+        let t = &mut self.tcb;
+        let prior = t.next_send;
+        t.next_send = t.next_send.max(now);
+        let Some(rate) = t.pacing_rate.filter(|&r| r > 0) else { return };
+        if t.stats.data_segments_sent < 10 {
+            return;
+        }
+        let len_ns = (len as u64 * 1_000_000_000 / rate) as i64;
+        let credit = (t.next_send - prior).nanos();
+        t.next_send += Duration(len_ns - credit.min(len_ns / 2));
     }
 
     // ----- input -----
@@ -1087,8 +1148,9 @@ impl Tcp {
     /// from `snd_una` (`tcp_try_undo_loss`).
     fn undo(&mut self, now: Instant) {
         let Some(u) = self.tcb.undo.take() else { return };
+        let w = self.cc.undo_cwnd(&self.tcb, u.cwnd);
         let t = &mut self.tcb;
-        t.set_cwnd(now, t.cwnd.max(u.cwnd));
+        t.set_cwnd(now, w);
         t.set_ssthresh(now, t.ssthresh.max(u.ssthresh));
         t.stats.undos += 1;
         t.push_var(now, TcpVar::Undo, t.stats.undos as i64);
@@ -1175,14 +1237,14 @@ impl Tcp {
     /// RTT sample; a window of one segment after two or more SYNs (or SYN-ACKs)
     /// sent again (RFC 5681 §3.1 asks for one after any).
     fn handshake_done(&mut self, now: Instant) {
-        if self.cfg.rto != RtoKind::Linux {
-            return;
+        if self.cfg.rto == RtoKind::Linux {
+            self.rtt.fallback(Duration::from_secs(3));
+            if self.syn_rexmits > 1 {
+                let one = self.tcb.smss;
+                self.tcb.set_cwnd(now, one);
+            }
         }
-        self.rtt.fallback(Duration::from_secs(3));
-        if self.syn_rexmits > 1 {
-            let one = self.tcb.smss;
-            self.tcb.set_cwnd(now, one);
-        }
+        self.cc.init(&mut self.tcb, now);
     }
 
     /// `logged`: the RTT of the oldest segment the ACK covers, from the sent
@@ -1232,6 +1294,9 @@ impl Tcp {
                 if tcb.scoreboard.end_of(r.start).is_some_and(|e| e >= r.end) {
                     r.sacked = true;
                     tcb.delivered_segs.push((r.xmit, r.end, r.retx));
+                    if let Some(rate) = &mut tcb.rate {
+                        rate.on_delivered(now, r.xmit, r.end, r.retx, &r.tx);
+                    }
                 }
             }
         }
@@ -1244,6 +1309,11 @@ impl Tcp {
             if !r.sacked && !spurious {
                 tcb.delivered_segs.push((r.xmit, r.end, r.retx));
             }
+            if !r.sacked {
+                if let Some(rate) = &mut tcb.rate {
+                    rate.on_delivered(now, r.xmit, r.end, r.retx && !spurious, &r.tx);
+                }
+            }
             retransmitted |= r.retx;
             first = first.or(Some(r.xmit));
             tcb.sent.pop_front();
@@ -1254,7 +1324,15 @@ impl Tcp {
     fn on_ack(&mut self, now: Instant, seg: &TcpRepr, len: u32) {
         self.tcb.frto_new = false;
         self.tcb.delivered_segs.clear();
+        let in_flight = if self.tcb.rate.is_some() { self.tcb.pipe_sent().div_ceil(self.tcb.smss) } else { 0 };
+        if let Some(r) = &mut self.tcb.rate {
+            r.start_ack(in_flight);
+        }
         self.process_ack(now, seg, len);
+        if let Some(r) = &mut self.tcb.rate {
+            r.generate(now);
+            self.cc.cong_control(&mut self.tcb, now);
+        }
         if !self.tcb.in_recovery && !self.tcb.in_loss {
             // Back in the open state: no episode's retransmission to compare
             // timestamps with (Linux clears `retrans_stamp`).

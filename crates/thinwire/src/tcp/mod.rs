@@ -7,6 +7,7 @@ pub mod config;
 pub mod delack;
 pub mod endpoint;
 pub mod ranges;
+pub mod rate;
 pub mod recovery;
 pub mod rtt;
 pub mod tcb;

@@ -27,6 +27,8 @@ pub struct Sent {
     pub lost: bool,
     /// Covered by SACK blocks.
     pub sacked: bool,
+    /// The connection's delivery state when it was last sent (rate sampling).
+    pub tx: super::rate::TxState,
 }
 
 /// What undoing a loss episode's reduction needs (Linux `tcp_init_undo`:
@@ -121,6 +123,19 @@ pub struct Tcb {
     pub in_cwr: bool,
     pub cwr_high: u64,
     pub queue_cwr: bool,
+    /// The controller sets the window on every ACK itself (BBR): the recovery's
+    /// and the endpoint's changes of cwnd are ignored, except a timeout's
+    /// (`force_cwnd`).
+    pub cc_owns_cwnd: bool,
+    /// Delivery-rate sampling (`tcp/rate.rs`), for controllers fed by it.
+    pub rate: Option<super::rate::RateState>,
+    /// Pacing: the rate in bytes per second, and when the next data segment may
+    /// leave (Linux `sk_pacing_rate`, `tcp_wstamp_ns`).
+    pub pacing_rate: Option<u64>,
+    pub next_send: Instant,
+    /// Random numbers for the controller (BBR's cycle phase), seeded per
+    /// connection.
+    pub rand: u64,
     /// A fixed window (seed 003 §V "TCP clamp"): every change of cwnd is ignored.
     pub(super) clamp: Option<u64>,
     /// Linux `tcp_cwnd_validate`: whether the sender used its whole window in the
@@ -167,6 +182,11 @@ impl Tcb {
             in_cwr: false,
             cwr_high: 0,
             queue_cwr: false,
+            cc_owns_cwnd: false,
+            rate: None,
+            pacing_rate: None,
+            next_send: Instant::ZERO,
+            rand: 0x9e37_79b9_7f4a_7c15,
             clamp,
             cwnd_limited: false,
             max_flight: 0,
@@ -209,6 +229,13 @@ impl Tcb {
     }
 
     pub fn set_cwnd(&mut self, now: Instant, v: u64) {
+        if !self.cc_owns_cwnd {
+            self.force_cwnd(now, v);
+        }
+    }
+
+    /// Sets cwnd even when the controller owns it (its own setting, a timeout).
+    pub fn force_cwnd(&mut self, now: Instant, v: u64) {
         // A clamped sender (seed 003 §V) keeps its fixed window whatever happens.
         let v = self.clamp.unwrap_or(v);
         if v != self.cwnd {
@@ -245,6 +272,16 @@ impl Tcb {
         self.recover = self.snd_max;
         self.set_ssthresh(now, ssthresh);
         self.timing = None;
+    }
+
+    /// A pseudo-random number below `n` (xorshift64*, seeded per connection).
+    pub fn random_below(&mut self, n: u32) -> u32 {
+        let mut x = self.rand;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rand = x;
+        ((x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32) % n.max(1) as u64) as u32
     }
 
     /// Linux `tcp_current_ssthresh` outside a reduction: the threshold, or 3/4 of

@@ -2,7 +2,7 @@
 //!
 //! | layer | events |
 //! |---|---|
-//! | `tcp` | `send`, `retransmit` (any segment sent again: data, SYN or FIN), `recv`, variable changes `cwnd`, `ssthresh`, `srtt`, `rttvar`, `rto` (value column), and sender events `timeout`, `fast_retransmit`, `ecn_reduction` (an ECE answered, RFC 3168), `loss_probe` (RACK-TLP), `undo` (a needless reduction undone), `hystart_exit` (value = running count) |
+//! | `tcp` | `send`, `retransmit` (any segment sent again: data, SYN or FIN), `recv`, variable changes `cwnd`, `ssthresh`, `srtt`, `rttvar`, `rto` (value column), and sender events `timeout`, `fast_retransmit`, `ecn_reduction` (an ECE answered, RFC 3168), `loss_probe` (RACK-TLP), `undo` (a needless reduction undone), `hystart_exit` (value = running count), `pacing_rate` (bytes/s; BBR) |
 //! | `link` | `frame_send`, `frame_retransmit`, `frame_lost` (channel), `frame_recv`, `ack_send`, `nack_send`, `status_send` (RLC Status PDU), `idle_send` (IS-707 idle frame), `packet_deliver` |
 //! | `queue` | `enqueue`, `drop` (value = queue length after the event) |
 //! | `channel` | `state` (value 1 = entered the bad state, 0 = the good one; two-state model; logged lazily as frames are sent, stamped with the exact transition time) |
@@ -57,6 +57,7 @@ pub const EVENTS: &[&str] = &[
     "loss_probe",
     "undo",
     "hystart_exit",
+    "pacing_rate",
 ];
 pub const NODES: &[&str] = &["server", "gateway", "mobile"];
 pub const DIRS: &[&str] = &["down", "up", "-"];
@@ -107,6 +108,7 @@ pub enum Ev {
     LossProbe,
     Undo,
     HystartExit,
+    PacingRate,
 }
 
 /// Which layers to record.

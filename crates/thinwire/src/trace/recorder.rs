@@ -118,6 +118,7 @@ impl<S: Sink> Recorder<S> {
             TcpVar::LossProbe => Ev::LossProbe,
             TcpVar::Undo => Ev::Undo,
             TcpVar::HystartExit => Ev::HystartExit,
+            TcpVar::PacingRate => Ev::PacingRate,
         };
         self.sink.push(Row {
             t: v.at.nanos(),

@@ -240,7 +240,9 @@ impl CongestionControl for Cubic {
         }
     }
 
-    fn on_rto(&mut self, _tcb: &Tcb) {
+    super::window_by_acks!();
+
+    fn on_rto(&mut self, _tcb: &mut Tcb) {
         *self = Cubic::default();
     }
 }

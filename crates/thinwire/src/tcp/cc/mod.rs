@@ -10,11 +10,13 @@
 //! ACK; ssthresh = max(FlightSize/2, 2·SMSS) after a loss; the controller of every
 //! `tcp.variant`); `reno` (Linux 6.x's `tcp_cong.c`: packets counted, growth only
 //! while window-limited, ssthresh half the window); `cubic` (RFC 9438 as Linux
-//! 6.x's `tcp_cubic.c`, in packets).
+//! 6.x's `tcp_cubic.c`, in packets); `bbr` (BBR v1 as `tcp_bbr.c`, with pacing
+//! and delivery-rate samples, `tcp/rate.rs`).
 use super::tcb::Tcb;
 use super::TcpConfig;
 use crate::time::{Duration, Instant};
 
+pub mod bbr;
 pub mod cubic;
 pub mod reno;
 pub mod rfc5681;
@@ -25,6 +27,7 @@ crate::registry! {
         "rfc5681" => Rfc5681(rfc5681::Rfc5681),
         "reno" => Reno(reno::Reno),
         "cubic" => Cubic(cubic::Cubic),
+        "bbr" => Bbr(bbr::Bbr),
     }
     /// The slow-start threshold after a loss is detected (entering fast recovery,
     /// or at a retransmission timeout): Linux `ssthresh`, ns-3 `GetSsThresh`.
@@ -35,9 +38,33 @@ crate::registry! {
     /// An RTT sample was taken from an ACK (before `on_ack` for that ACK; Linux
     /// `pkts_acked`).
     fn on_rtt(&mut self, tcb: &mut Tcb, now: Instant, rtt: Duration);
-    /// A retransmission timeout (after `ssthresh`; Linux `set_state(TCP_CA_Loss)`).
-    fn on_rto(&mut self, tcb: &Tcb);
+    /// A retransmission timeout, after `ssthresh` and the window's reset (Linux
+    /// `set_state(TCP_CA_Loss)`).
+    fn on_rto(&mut self, tcb: &mut Tcb);
+    /// The connection is established (Linux `init`).
+    fn init(&mut self, tcb: &mut Tcb, now: Instant);
+    /// After every ACK, once loss recovery has run, with the ACK's delivery-rate
+    /// sample (`tcb.rate`): a controller that sets the window itself on every ACK
+    /// (Linux `cong_control`: BBR) does so here and returns true.
+    fn cong_control(&mut self, tcb: &mut Tcb, now: Instant) -> bool;
+    /// A needless reduction is undone (Linux `undo_cwnd`): the window to restore,
+    /// `prior` the one before the episode.
+    fn undo_cwnd(&mut self, tcb: &Tcb, prior: u64) -> u64;
 }
+
+/// The hooks a controller driven by `on_ack` leaves as they are.
+macro_rules! window_by_acks {
+    () => {
+        fn init(&mut self, _: &mut Tcb, _: Instant) {}
+        fn cong_control(&mut self, _: &mut Tcb, _: Instant) -> bool {
+            false
+        }
+        fn undo_cwnd(&mut self, tcb: &Tcb, prior: u64) -> u64 {
+            tcb.cwnd.max(prior)
+        }
+    };
+}
+pub(crate) use window_by_acks;
 
 /// The start of Linux's `cong_avoid` for a controller that counts packets: None
 /// when the window may not grow (`tcp_is_cwnd_limited`); otherwise the window in

@@ -47,7 +47,9 @@ impl CongestionControl for Reno {
 
     fn on_rtt(&mut self, _tcb: &mut Tcb, _now: Instant, _rtt: Duration) {}
 
-    fn on_rto(&mut self, _tcb: &Tcb) {
+    super::window_by_acks!();
+
+    fn on_rto(&mut self, _tcb: &mut Tcb) {
         self.cwnd_cnt = 0;
     }
 }

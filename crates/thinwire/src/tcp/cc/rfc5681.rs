@@ -32,5 +32,7 @@ impl CongestionControl for Rfc5681 {
 
     fn on_rtt(&mut self, _tcb: &mut Tcb, _now: Instant, _rtt: Duration) {}
 
-    fn on_rto(&mut self, _tcb: &Tcb) {}
+    super::window_by_acks!();
+
+    fn on_rto(&mut self, _tcb: &mut Tcb) {}
 }

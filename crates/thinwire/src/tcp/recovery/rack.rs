@@ -163,6 +163,9 @@ impl Rack {
                 r.lost = true;
                 lost = true;
                 tcb.stats.lost_retransmits += r.retx as u64;
+                if let Some(rate) = &mut tcb.rate {
+                    rate.lost += 1;
+                }
             } else {
                 let left = wait - waited;
                 timer = Some(timer.map_or(left, |t| t.max(left)));
@@ -250,8 +253,11 @@ impl LossRecovery for Rack {
     fn on_rto(&mut self, tcb: &mut Tcb, now: Instant) -> bool {
         let una = tcb.snd_una;
         for r in tcb.sent.iter_mut().filter(|r| !r.sacked) {
-            if r.start <= una || now - r.xmit >= self.rtt {
+            if !r.lost && (r.start <= una || now - r.xmit >= self.rtt) {
                 r.lost = true;
+                if let Some(rate) = &mut tcb.rate {
+                    rate.lost += 1;
+                }
             }
         }
         (tcb.recovery_deadline, self.pto) = (None, false);
@@ -294,6 +300,7 @@ mod tests {
                 retx: false,
                 lost: false,
                 sacked: i == 1,
+                tx: Default::default(),
             });
         }
         let mut rack = Rack { rtt: Duration::from_millis(200), ..Rack::default() };
