@@ -91,7 +91,7 @@ fn bbr_keeps_its_rate_through_random_loss() {
         let mut lcg = 12345u64;
         let drop: DropFn = Box::new(move |from, _, _| {
             lcg = lcg.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            from == 1 && (lcg >> 33) % 100 == 0
+            from == 1 && (lcg >> 33).is_multiple_of(100)
         });
         let mut p = pair(linux(cc), 4_000_000, drop);
         let end = p.run(Duration::from_secs(300));

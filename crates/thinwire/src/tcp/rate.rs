@@ -169,11 +169,12 @@ mod tests {
         assert_eq!(r.rs.delivered, Some(4));
         assert_eq!(r.rs.interval, Some(Duration::from_millis(130)));
         assert_eq!(r.rs.rtt, Some(Duration::from_millis(100)));
-        // A sample shorter than the minimum RTT is discarded.
+        // A sample shorter than the minimum RTT is discarded (a retransmission's
+        // ACK gives no RTT sample to lower it).
         let mut q = RateState::default();
         let t = q.on_sent(ms(0), 0);
         q.start_ack(1);
-        q.on_delivered(ms(20), ms(0), 1000, false, &t);
+        q.on_delivered(ms(20), ms(0), 1000, true, &t);
         q.min_rtt = Some(Duration::from_millis(50));
         q.generate(ms(20));
         assert_eq!(q.rs.delivered, None);
@@ -185,13 +186,15 @@ mod tests {
     fn app_limited_marks_clear_after_delivery() {
         let ms = |x| Instant::ZERO + Duration::from_millis(x);
         let mut r = RateState::default();
-        r.mark_app_limited(0);
-        let t = r.on_sent(ms(0), 0);
-        assert!(t.app_limited);
-        r.start_ack(1);
-        r.on_delivered(ms(100), ms(0), 1000, false, &t);
+        let t1 = r.on_sent(ms(0), 0);
+        r.mark_app_limited(1);
+        let t2 = r.on_sent(ms(1), 1);
+        assert!(!t1.app_limited && t2.app_limited);
+        r.start_ack(2);
+        r.on_delivered(ms(100), ms(0), 1000, false, &t1);
+        r.on_delivered(ms(100), ms(1), 2000, false, &t2);
         r.generate(ms(100));
-        assert!(r.rs.is_app_limited);
+        assert!(r.rs.is_app_limited, "the latest segment sent was limited");
         assert_eq!(r.app_limited, 0, "the limited data is delivered");
     }
 }

@@ -321,7 +321,7 @@ mod tests {
         assert_eq!(cc.last_max_cwnd, 100);
         cc.ssthresh(&tcb(80));
         assert_eq!(cc.last_max_cwnd, 80 * 1741 / 2048);
-        cc.on_rto(&tcb(80));
+        cc.on_rto(&mut tcb(80));
         assert_eq!((cc.last_max_cwnd, cc.epoch_start), (0, None));
     }
 
