@@ -306,6 +306,7 @@ pub fn tcp_config(f: &FlowCfg) -> TcpConfig {
         frto: t.frto.unwrap_or(d.frto),
         ecn: t.ecn.unwrap_or(d.ecn),
         quickack: t.quickack.unwrap_or(d.quickack),
+        fin_with_data: t.fin_with_data.unwrap_or(d.fin_with_data),
     }
 }
 

@@ -402,3 +402,44 @@ fn the_delayed_ack_timer_grows_when_it_fires() {
         assert!((delay - want).abs() < 0.002, "quickack {quickack}: {delay}");
     }
 }
+
+/// The FIN rides on the last data segment (`fin_with_data`, as Linux's
+/// `tcp_send_fin` when data is still queued), and on its retransmission by the
+/// loss probe when that segment is lost; otherwise a FIN segment of its own
+/// follows the data.
+#[test]
+fn the_fin_rides_on_the_last_segment() {
+    for fin_with_data in [true, false] {
+        let server = TcpConfig { initial_window: 10, fin_with_data, ..rack(linux(cfg())) };
+        let mut p = pair(sack(cfg()), server, 40_000, TcpPair::drop_data(&[40]));
+        p.run(Duration::from_secs(60));
+        assert_eq!(p.ep[0].delivered(), 40_000);
+        assert!(p.ep[0].fin_received() && p.ep[1].fin_acked());
+        let s = p.ep[1].stats();
+        assert_eq!((s.timeouts, s.loss_probes), (0, 1), "fin_with_data {fin_with_data}");
+        let fins = p.log[1].iter().filter(|s| s.2 == 0 && s.1 == 40_001).count();
+        assert_eq!(fins, if fin_with_data { 0 } else { 1 });
+    }
+}
+
+/// Linux `tcp_schedule_loss_probe`: the probe never waits longer than the
+/// retransmission timer would. With an RTT of 300 ms, 2·SRTT (600 ms) is more
+/// than the RTO (SRTT + 200 ms once the variance has settled, here at the end
+/// of a 300-segment transfer), so the probe goes at the RTO's time in its place
+/// and repairs the lost last segment without a timeout.
+#[test]
+fn the_loss_probe_comes_no_later_than_the_timer() {
+    let server = TcpConfig { initial_window: 10, min_rto: Duration::from_millis(200), ..rack(linux(cfg())) };
+    // A 20-segment receive window keeps the path's queue empty: the RTT stays at
+    // 300 ms and the RTO settles at SRTT + 200 ms.
+    let client = TcpConfig { rcv_buf: 20_000, ..sack(cfg()) };
+    let drop = TcpPair::drop_data(&[300]);
+    let mut p = TcpPair::new(client, server, Some(300_000), 2_000_000, Duration::from_millis(150), drop);
+    run_until(&mut p, Duration::from_secs(60), |p| p.ep[1].acked_bytes() >= 290_000);
+    let (rto, srtt) = (p.ep[1].rtt.rto().as_secs_f64(), p.ep[1].rtt.srtt.unwrap().as_secs_f64());
+    assert!(2.0 * srtt > rto, "the premise: 2·SRTT {srtt} beyond the RTO {rto}");
+    p.run(Duration::from_secs(60));
+    assert_eq!(p.ep[0].delivered(), 300_000);
+    let s = p.ep[1].stats();
+    assert_eq!((s.timeouts, s.loss_probes, s.retransmits), (0, 1, 1), "{s:?}");
+}

@@ -115,6 +115,8 @@ pub struct TcpCfg {
     pub ecn: Option<crate::tcp::Ecn>,
     #[serde(default)]
     pub quickack: Option<bool>,
+    #[serde(default)]
+    pub fin_with_data: Option<bool>,
 }
 
 /// `app = "bulk"`: one TCP transfer of `bytes` (or unlimited) in `direction`.

@@ -182,6 +182,12 @@ pub struct TcpConfig {
     /// timeout that adapts to the gaps between segments (from `delack_timeout`,
     /// at most 200 ms). Default false: `delack_count` segments or `delack_timeout`.
     pub quickack: bool,
+    /// The FIN rides on the last data segment when the application has closed
+    /// before it is sent, and on its retransmissions (BSD's `tcp_output`, Linux's
+    /// `tcp_send_fin`), so a lost tail takes the FIN with it and the loss probe
+    /// resends both. Default false: a FIN segment of its own after the data (the
+    /// seed studies' behaviour, kept).
+    pub fin_with_data: bool,
 }
 
 impl TcpConfig {
@@ -285,6 +291,7 @@ impl TcpConfig {
                 frto: true,
                 ecn: Ecn::Accept,
                 quickack: true,
+                fin_with_data: true,
                 ..d
             }),
             _ => None,
@@ -321,6 +328,7 @@ impl Default for TcpConfig {
             frto: false,
             ecn: Ecn::Off,
             quickack: false,
+            fin_with_data: false,
         }
     }
 }

@@ -517,6 +517,10 @@ impl Tcp {
             self.tcb.recovery_deadline = None;
             if self.state == State::Established {
                 self.recovery.on_timer(&mut self.tcb, &mut self.cc, now);
+                if self.tcb.probe {
+                    // The probe took the retransmission timer's place.
+                    self.arm_rto(now);
+                }
             }
         }
         if let Some(d) = self.rto_deadline {
@@ -834,6 +838,8 @@ impl Tcp {
             return self.emit(now, end, 0, TcpFlags::FIN | TcpFlags::ACK, retx);
         }
         let len = max_len.min(self.tcb.smss).min(end - seq);
+        // The last data segment of a closed stream carries the FIN.
+        let fin = self.cfg.fin_with_data && seq + len == end && self.close_when_done && self.app_limit.is_some();
         if retx && (self.tcb.in_recovery || self.tcb.in_loss) {
             // Linux `undo_retrans`: retransmissions a DSACK may yet show needless.
             if let Some(u) = &mut self.tcb.undo {
@@ -863,7 +869,7 @@ impl Tcp {
             } else {
                 self.tcb.sent.push_back(Sent {
                     start: seq,
-                    end: seq + len,
+                    end: seq + len + fin as u64,
                     xmit: now,
                     retx: false,
                     lost: false,
@@ -880,12 +886,16 @@ impl Tcp {
                 self.tcb.timing = Some((seq + len, now));
             }
         }
-        self.tcb.snd_nxt = self.tcb.snd_nxt.max(seq + len);
-        self.tcb.snd_max = self.tcb.snd_max.max(seq + len);
+        self.tcb.snd_nxt = self.tcb.snd_nxt.max(seq + len + fin as u64);
+        self.tcb.snd_max = self.tcb.snd_max.max(seq + len + fin as u64);
         if self.rto_deadline.is_none() {
             self.arm_rto(now);
         }
         let mut flags = TcpFlags::ACK;
+        if fin {
+            self.fin_sent = true;
+            flags |= TcpFlags::FIN;
+        }
         if seq + len == end || self.tcb.snd_max == seq + len {
             flags |= TcpFlags::PSH;
         }
@@ -1287,11 +1297,14 @@ impl Tcp {
     /// of the oldest segment acknowledged, unless one of those acknowledged was
     /// ever sent again (Karn; Linux `tcp_clean_rtx_queue`).
     fn account_sent(&mut self, now: Instant, ack: u64, new_sack: bool, ecr: Option<u32>) -> Option<Duration> {
+        // A segment that carried the FIN ends one past the data; SACK blocks
+        // cover the data.
+        let fin_end = self.data_end() + 1;
         let tcb = &mut self.tcb;
         tcb.delivered_segs.clear();
         if new_sack {
             for r in tcb.sent.iter_mut().filter(|r| !r.sacked) {
-                if tcb.scoreboard.end_of(r.start).is_some_and(|e| e >= r.end) {
+                if tcb.scoreboard.end_of(r.start).is_some_and(|e| e >= r.end || (r.end == fin_end && e + 1 == r.end)) {
                     r.sacked = true;
                     tcb.delivered_segs.push((r.xmit, r.end, r.retx));
                     if let Some(rate) = &mut tcb.rate {
@@ -1386,6 +1399,8 @@ impl Tcp {
             self.sample_rtt(now, seg, ack, logged);
             self.tcb.dupacks = 0;
             if self.tcb.track_sent {
+                // This ACK restarts the timer.
+                self.tcb.rto_in = self.rtt.rto();
                 self.recovery.on_ack(&mut self.tcb, &mut self.cc, now);
             }
             self.rto_retransmits = 0;
@@ -1419,6 +1434,7 @@ impl Tcp {
             && (new_sack || !dsack);
         if self.tcb.track_sent && new_sack {
             self.account_sent(now, self.tcb.snd_una, true, None);
+            self.tcb.rto_in = self.rto_deadline.map_or(Duration::ZERO, |d| d - now);
             self.recovery.on_ack(&mut self.tcb, &mut self.cc, now);
         }
         if self.tcb.in_loss {

@@ -110,6 +110,10 @@ pub struct Tcb {
     pub delivered_segs: Vec<(Instant, u64, bool)>,
     /// A loss-detection timer of the recovery (RACK's reordering timer).
     pub recovery_deadline: Option<Instant>,
+    /// How long until the retransmission timer fires (its whole value when the
+    /// ACK being processed restarts it): a loss probe never waits longer (Linux
+    /// `tcp_schedule_loss_probe`).
+    pub rto_in: Duration,
     /// Linux's undo (`rto = "linux"`): `undo_enabled`, and the state of the
     /// last loss episode.
     pub undo_enabled: bool,
@@ -175,6 +179,7 @@ impl Tcb {
             track_sent: false,
             delivered_segs: Vec::new(),
             recovery_deadline: None,
+            rto_in: Duration::ZERO,
             undo_enabled: false,
             undo: None,
             frto: false,

@@ -108,8 +108,9 @@ impl Rack {
     /// RFC 8985 §7.2 (Linux `tcp_schedule_loss_probe`): with data out, SACK on,
     /// no recovery, loss, SACKed data or duplicate ACK, no probe outstanding and
     /// no reordering timer, the probe timeout is 2·SRTT plus two jiffies, plus
-    /// 200 ms when one segment is out (a delayed ACK); 1 s without an RTT sample.
-    /// (The RTO, if earlier, fires instead.)
+    /// 200 ms when one segment is out (a delayed ACK); 1 s without an RTT sample;
+    /// never later than the retransmission timer would fire (`tcb.rto_in`): the
+    /// probe takes the timer's place, and the timer restarts after it.
     fn schedule_probe(&mut self, tcb: &mut Tcb, now: Instant) {
         if tcb.recovery_deadline.is_some() && !self.pto {
             return;
@@ -121,10 +122,13 @@ impl Rack {
             }
             return;
         }
-        let pto = match tcb.srtt {
-            Some(s) => s * 2 + if tcb.flight() <= tcb.smss { PTO_DELACK } else { TIMER_SLACK },
+        let mut pto = match tcb.srtt {
+            Some(s) => s * 2 + if tcb.sent.len() <= 1 { PTO_DELACK } else { TIMER_SLACK },
             None => Duration::from_secs(1),
         };
+        if tcb.rto_in > Duration::ZERO {
+            pto = pto.min(tcb.rto_in);
+        }
         (tcb.recovery_deadline, self.pto) = (Some(now + pto), true);
     }
 
