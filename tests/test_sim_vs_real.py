@@ -94,3 +94,7 @@ def test_quick_study_over_the_emulator(tmp_path):
     assert all(r["retransmits"] > 0 and r["completion_s"] > 1 for r in real), real
     for f in ("claims.md", "table.md", "summary.json", "completion_cdf.png"):
         assert (out / f).is_file(), f
+    # The micro-cell: one scripted loss, the kernel's events against the model's.
+    micro = json.loads((out / "micro.json").read_text())
+    assert {r["side"] for r in micro} == {"real", "sim"}
+    assert all(r["server_rexmit_s"] for r in micro), micro

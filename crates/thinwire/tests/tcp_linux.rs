@@ -443,3 +443,20 @@ fn the_loss_probe_comes_no_later_than_the_timer() {
     let s = p.ep[1].stats();
     assert_eq!((s.timeouts, s.loss_probes, s.retransmits), (0, 1, 1), "{s:?}");
 }
+
+/// Linux takes an RTT sample from a SACK when nothing is cumulatively
+/// acknowledged (`tcp_ack_update_rtt`'s `sack_rtt_us`). In a long recovery behind
+/// a growing queue (the unlimited FIFO of the harness at 1.5 Mbit/s) the timer
+/// thereby keeps pace with the RTT, and RACK finds the lost retransmission
+/// before the timer would fire; the retransmission of a retransmission is then a
+/// RACK loss, not a timeout.
+#[test]
+fn sack_rtt_samples_keep_the_timer_behind_a_growing_queue() {
+    let l = TcpConfig::profile("linux").unwrap();
+    let mut p =
+        TcpPair::new(l, l, Some(300_000), 1_500_000, Duration::from_millis(50), drop_with_retransmissions(&[60], 1));
+    p.run(Duration::from_secs(60));
+    assert_eq!(p.ep[0].delivered(), 300_000);
+    let s = p.ep[1].stats();
+    assert_eq!((s.timeouts, s.fast_retransmits, s.lost_retransmits, s.retransmits), (0, 1, 1, 2), "{s:?}");
+}

@@ -540,6 +540,11 @@ impl Tcp {
                 if !linear {
                     self.rtt.on_timeout();
                 }
+                // Linux marks the SYN it had sent again lost again
+                // (`tcp_mark_skb_lost`: `TCPLostRetransmit`).
+                if self.syn_rexmits > 0 && self.cfg.rto == RtoKind::Linux {
+                    self.tcb.stats.lost_retransmits += 1;
+                }
                 self.tcb.stats.timeouts += 1;
                 self.tcb.push_var(now, TcpVar::Timeout, self.tcb.stats.timeouts as i64);
                 self.arm_rto(now);
@@ -1281,13 +1286,18 @@ impl Tcp {
             timed
         };
         if let Some(r) = sample {
-            self.cc.on_rtt(&mut self.tcb, now, r);
-            self.rtt.sample_at(r, self.tcb.snd_una, self.tcb.snd_nxt);
-            self.tcb.srtt = self.rtt.srtt;
-            self.tcb.stats.rtt_samples += 1;
-            self.tcb.stats.rtt_sum += r;
-            self.trace_rtt(now);
+            self.take_rtt_sample(now, r);
         }
+    }
+
+    fn take_rtt_sample(&mut self, now: Instant, r: Duration) {
+        self.cc.on_rtt(&mut self.tcb, now, r);
+        self.rtt.sample_at(r, self.tcb.snd_una, self.tcb.snd_nxt);
+        self.tcb.srtt = self.rtt.srtt;
+        self.tcb.min_rtt = Some(self.tcb.min_rtt.map_or(r, |m| m.min(r)));
+        self.tcb.stats.rtt_samples += 1;
+        self.tcb.stats.rtt_sum += r;
+        self.trace_rtt(now);
     }
 
     /// Updates the sent segments for an ACK: those now SACKed, then those
@@ -1295,17 +1305,29 @@ impl Tcp {
     /// except a retransmission whose ACK echoes a timestamp older than it (the
     /// original's ACK: Linux `tcp_skb_spurious_retrans`, `ecr`). Returns the RTT
     /// of the oldest segment acknowledged, unless one of those acknowledged was
-    /// ever sent again (Karn; Linux `tcp_clean_rtx_queue`).
-    fn account_sent(&mut self, now: Instant, ack: u64, new_sack: bool, ecr: Option<u32>) -> Option<Duration> {
+    /// ever sent again (Karn; Linux `tcp_clean_rtx_queue`), and the RTT of the
+    /// oldest segment newly SACKed that was never sent again (Linux
+    /// `sack_rtt_us`, the sample when nothing is cumulatively acknowledged).
+    fn account_sent(
+        &mut self,
+        now: Instant,
+        ack: u64,
+        new_sack: bool,
+        ecr: Option<u32>,
+    ) -> (Option<Duration>, Option<Duration>) {
         // A segment that carried the FIN ends one past the data; SACK blocks
         // cover the data.
         let fin_end = self.data_end() + 1;
         let tcb = &mut self.tcb;
         tcb.delivered_segs.clear();
+        let mut first_sackt = None;
         if new_sack {
             for r in tcb.sent.iter_mut().filter(|r| !r.sacked) {
                 if tcb.scoreboard.end_of(r.start).is_some_and(|e| e >= r.end || (r.end == fin_end && e + 1 == r.end)) {
                     r.sacked = true;
+                    if !r.retx {
+                        first_sackt = Some(first_sackt.map_or(r.xmit, |t: Instant| t.min(r.xmit)));
+                    }
                     tcb.delivered_segs.push((r.xmit, r.end, r.retx));
                     if let Some(rate) = &mut tcb.rate {
                         rate.on_delivered(now, r.xmit, r.end, r.retx, &r.tx);
@@ -1331,7 +1353,7 @@ impl Tcp {
             first = first.or(Some(r.xmit));
             tcb.sent.pop_front();
         }
-        first.filter(|_| !retransmitted).map(|t| now - t)
+        (first.filter(|_| !retransmitted).map(|t| now - t), first_sackt.map(|t| now - t))
     }
 
     fn on_ack(&mut self, now: Instant, seg: &TcpRepr, len: u32) {
@@ -1343,6 +1365,10 @@ impl Tcp {
         }
         self.process_ack(now, seg, len);
         if let Some(r) = &mut self.tcb.rate {
+            r.min_rtt = match (r.min_rtt, self.tcb.min_rtt) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
             r.generate(now);
             self.cc.cong_control(&mut self.tcb, now);
         }
@@ -1395,7 +1421,9 @@ impl Tcp {
             self.tcb.delivered =
                 if self.sack_ok { ack + self.tcb.scoreboard.bytes() } else { ack }.saturating_sub(held);
             let ecr = seg.timestamps.map(|t| t.1).filter(|&e| self.ts_ok && e != 0);
-            let logged = if self.tcb.track_sent { self.account_sent(now, ack, new_sack, ecr) } else { None };
+            let (acked_rtt, sack_rtt) =
+                if self.tcb.track_sent { self.account_sent(now, ack, new_sack, ecr) } else { (None, None) };
+            let logged = acked_rtt.or(sack_rtt);
             self.sample_rtt(now, seg, ack, logged);
             self.tcb.dupacks = 0;
             if self.tcb.track_sent {
@@ -1433,7 +1461,13 @@ impl Tcp {
             // `FLAG_DSACKING_ACK`).
             && (new_sack || !dsack);
         if self.tcb.track_sent && new_sack {
-            self.account_sent(now, self.tcb.snd_una, true, None);
+            let (_, sack_rtt) = self.account_sent(now, self.tcb.snd_una, true, None);
+            if let Some(r) = sack_rtt.filter(|_| self.cfg.rto == RtoKind::Linux) {
+                // Linux takes the SACK's RTT when nothing is cumulatively
+                // acknowledged (`tcp_ack_update_rtt`), so the timer follows a
+                // growing queue during a recovery.
+                self.take_rtt_sample(now, r);
+            }
             self.tcb.rto_in = self.rto_deadline.map_or(Duration::ZERO, |d| d - now);
             self.recovery.on_ack(&mut self.tcb, &mut self.cc, now);
         }

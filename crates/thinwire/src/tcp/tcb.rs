@@ -79,6 +79,9 @@ pub struct Tcb {
     pub in_loss: bool,
     /// The smoothed RTT (the endpoint's estimator), and whether the peer does SACK.
     pub srtt: Option<Duration>,
+    /// The smallest RTT sample, the handshake's included (Linux `tcp_min_rtt`,
+    /// whose 5-minute window is longer than the runs here).
+    pub min_rtt: Option<Duration>,
     pub sack_ok: bool,
     /// A tail loss probe is wanted now (the recovery asks, the endpoint sends it:
     /// new data if there is some the receiver's window allows, else the last
@@ -166,6 +169,7 @@ impl Tcb {
             in_recovery: false,
             in_loss: false,
             srtt: None,
+            min_rtt: None,
             sack_ok: false,
             probe: false,
             tlp: None,

@@ -79,6 +79,11 @@ impl Rack {
     /// RFC 8985 `RACK_update` for the segments this ACK delivered.
     fn advance(&mut self, tcb: &Tcb, now: Instant) -> bool {
         let mut advanced = false;
+        // Linux's `tcp_min_rtt` takes every RTT sample, the handshake's too: a
+        // short probe's RTT may be below every full segment's.
+        if let Some(m) = tcb.min_rtt {
+            self.min_rtt = Some(self.min_rtt.map_or(m, |x| x.min(m)));
+        }
         for &(xmit, end, retx) in &tcb.delivered_segs {
             let rtt = now - xmit;
             if !retx && self.min_rtt.is_none_or(|m| rtt < m) {
@@ -259,6 +264,9 @@ impl LossRecovery for Rack {
         for r in tcb.sent.iter_mut().filter(|r| !r.sacked) {
             if !r.lost && (r.start <= una || now - r.xmit >= self.rtt) {
                 r.lost = true;
+                // A retransmission lost again (Linux `tcp_mark_skb_lost` counts
+                // it as `TCPLostRetransmit` at a timeout too).
+                tcb.stats.lost_retransmits += r.retx as u64;
                 if let Some(rate) = &mut tcb.rate {
                     rate.lost += 1;
                 }
