@@ -32,7 +32,10 @@ retransmitted segments, and the sender's counters — from the kernel's
 `TCPDSACKRecv`, the HyStart counters), from the model's `FlowResult` for
 simulated ones. Pass band per cell: median ratio sim/real within 0.9–1.1, the
 real median inside the simulated 10th–90th percentile, and each counter's median
-within ±max(2, 30 %) of the kernel's. Needs root (network namespaces); the full
+within ±max(2, 30 %) of the kernel's (a band narrower than ±1 % of the
+median is widened to that: real hosts add their own processing). Micro-cells
+(`MICRO`): scripted losses on a clean link, where the kernel's events must be
+matched exactly and its retransmission times within max(4 ms, 10 %). Needs root (network namespaces); the full
 study takes about an hour of real time, `--quick` (one small lossy cell, 3 real
 runs, 10 simulated seeds) about a minute.
 """
@@ -300,12 +303,17 @@ def claims_of(summary: list[dict]) -> list[dict]:
                 "pass": 0.9 <= s["ratio"] <= 1.1,
             }
         )
-        inside = s["sim_p10_s"] <= s["real_median_s"] <= s["sim_p90_s"]
+        # A band of (almost) no width — a cell without random losses — is widened
+        # by 1 % of the median: real hosts add their own processing (the HTTP
+        # request, the server program) to every run.
+        slack = 0.01 * s["sim_median_s"]
+        lo, hi = min(s["sim_p10_s"], s["sim_median_s"] - slack), max(s["sim_p90_s"], s["sim_median_s"] + slack)
+        inside = lo <= s["real_median_s"] <= hi
         cl.append(
             {
                 "section": sec,
                 "claim": "real median inside the simulated 10th–90th percentile",
-                "expected": f"{s['sim_p10_s']:.2f}–{s['sim_p90_s']:.2f} s",
+                "expected": f"{lo:.2f}–{hi:.2f} s",
                 "measured": f"{s['real_median_s']:.2f} s",
                 "pass": inside,
             }
