@@ -257,3 +257,19 @@ def test_delivered_counts_data_bytes_only():
     d = SimRun.from_result(thinwire.run(SMALL, trace=["tcp"])).delivered(0)
     assert d["bytes"][-1] == 100_000
     assert d.filter(pl.col("bytes") > 0)["bytes"][0] % 210 == 0
+
+
+def test_sender_events_of_a_simulated_run_are_marked():
+    """The time/sequence series of a simulated run carry the sender's events —
+    fast recoveries, timeouts, loss probes, undos — as marks, so a cwnd plot
+    shows why the window moved."""
+    from thinwire.analysis.series import sim_tsq
+
+    over = {"wireless.channel.p": 0.03, "flow.0.bytes": "300KB", "flow.0.tcp.profile": "linux"}
+    r = thinwire.run(SMALL, set=over, trace=["tcp"])
+    f = r.flows.row(0, named=True)
+    names = {s.name: len(s.x) for s in sim_tsq(SimRun.from_result(r), 0)}
+    assert names.get("fast_retransmit", 0) == f["tcp_fast_retransmits"] > 0
+    assert names.get("timeout", 0) == f["tcp_timeouts"]
+    assert names.get("loss_probe", 0) == f["tcp_loss_probes"]
+    assert names.get("undo", 0) == f["tcp_undos"]

@@ -54,7 +54,14 @@ COLORS = {
     "fast_retransmit": "#e377c2",
     "timeout": "#000000",
     "spurious_timeout": "#bcbd22",
+    "loss_probe": "#17becf",
+    "undo": "#2ca02c",
+    "ecn_reduction": "#ff9896",
+    "hystart_exit": "#9edae5",
 }
+# The sender's events a simulated run records (marked on the time/sequence plot at
+# the cumulative ACK of their moment).
+SIM_EVENTS = ("fast_retransmit", "timeout", "loss_probe", "undo", "ecn_reduction", "hystart_exit")
 TSQ_LAYERS = [
     "TcpSnd_data",
     "TcpSnd_rexmt",
@@ -108,6 +115,12 @@ def sim_tsq(run, flow: int, offset: int = 10_000) -> list[Series]:
     out.append(Series("TcpSnd_ack", ts(sack), _np(sack["ack"]) + offset, "step"))
     cw = tcp.filter((pl.col("node") == snd) & (pl.col("event") == "cwnd"))
     out.append(Series("TcpSnd_cwnd", ts(cw), _np(cw["value"]).astype(float), "step"))
+    at, ack = ts(sack), _np(sack["ack"]) + offset
+    for k in SIM_EVENTS:
+        e = tcp.filter((pl.col("node") == snd) & (pl.col("event") == k))
+        if e.height and len(at):
+            i = np.clip(np.searchsorted(at, ts(e), side="right") - 1, 0, len(at) - 1)
+            out.append(Series(k, ts(e), ack[i].astype(float), "events"))
     rdata = tcp.filter((pl.col("node") == rcv) & (pl.col("event") == "recv") & (pl.col("len") > 0))
     out.append(Series("TcpRcv_data", ts(rdata), _np(rdata["seq"]).astype(float), "points"))
     rack = tcp.filter((pl.col("node") == rcv) & pl.col("event").is_in(DATA_EVENTS) & (pl.col("ack") >= 0))

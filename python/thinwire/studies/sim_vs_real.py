@@ -49,6 +49,7 @@ import tempfile
 from pathlib import Path
 
 from ..api import ScenarioError
+from . import gprs_common
 from .report import finish_figure, label, write_claims
 
 _RAW = """
@@ -63,23 +64,8 @@ frame = "{frame}"
 header = "{header}"
 queue = {{ limit = "100pkt" }}
 """
-_GPRS = """
-stop = "end"
-[wired]
-rate = "10Mbps"
-delay = "20ms"
-[wireless]
-rate = "33200bps"
-delay = "300ms"
-header = "0B"
-frame = "1500B"
-queue = { limit = "120KB" }
-[wireless.up]
-rate = "11200bps"
-[wireless.arq]
-protocol = "gprs"
-uplink_period = "60ms"
-"""
+# seeds 003/004's link, as the GPRS studies run it (no outages or poor-radio periods).
+_GPRS = gprs_common.LINK.format(stop="end", arq="")
 _GSM = """
 stop = "end"
 [wired]
