@@ -777,18 +777,20 @@ impl Tcp {
         // segment after a reduction; ECT(0) on new data only (§6.1.5, Linux
         // `tcp_ecn_send`).
         let new_data = len > 0 && !retransmission && self.ecn_ok;
-        if flags & TcpFlags::SYN != 0 {
-            if self.state == State::SynSent && self.cfg.ecn == super::Ecn::On {
-                flags |= TcpFlags::ECE | TcpFlags::CWR;
-            } else if self.state == State::SynRcvd && self.ecn_ok {
-                flags |= TcpFlags::ECE;
-            }
-        } else {
-            if self.ece_pending {
-                flags |= TcpFlags::ECE;
-            }
-            if new_data && std::mem::take(&mut self.tcb.queue_cwr) {
-                flags |= TcpFlags::CWR;
+        if self.cfg.ecn != super::Ecn::Off {
+            if flags & TcpFlags::SYN != 0 {
+                if self.state == State::SynSent && self.cfg.ecn == super::Ecn::On {
+                    flags |= TcpFlags::ECE | TcpFlags::CWR;
+                } else if self.state == State::SynRcvd && self.ecn_ok {
+                    flags |= TcpFlags::ECE;
+                }
+            } else {
+                if self.ece_pending {
+                    flags |= TcpFlags::ECE;
+                }
+                if new_data && std::mem::take(&mut self.tcb.queue_cwr) {
+                    flags |= TcpFlags::CWR;
+                }
             }
         }
         let repr = self.header(now, seq, flags);
@@ -803,7 +805,8 @@ impl Tcp {
                 }
             }
             self.unacked_segs = 0;
-            if flags & TcpFlags::SYN == 0 && self.dsack.take().is_some() {
+            if self.dsack.is_some() && flags & TcpFlags::SYN == 0 {
+                self.dsack = None;
                 self.tcb.stats.dsacks_sent += 1;
             }
             if len == 0 && flags & (TcpFlags::SYN | TcpFlags::FIN) == 0 {
@@ -812,7 +815,9 @@ impl Tcp {
         }
         if len > 0 {
             self.tcb.stats.data_segments_sent += 1;
-            self.pace(now, len);
+            if self.tcb.pacing_rate.is_some() {
+                self.pace(now, len);
+            }
             self.tcb.stats.data_bytes_sent += len as u64;
             if retransmission {
                 self.tcb.stats.retransmits += 1;
@@ -1357,6 +1362,11 @@ impl Tcp {
     }
 
     fn on_ack(&mut self, now: Instant, seg: &TcpRepr, len: u32) {
+        // (The seeds' stacks track no segments and take none of this.)
+        if !self.tcb.track_sent {
+            self.process_ack(now, seg, len);
+            return;
+        }
         self.tcb.frto_new = false;
         self.tcb.delivered_segs.clear();
         let in_flight = if self.tcb.rate.is_some() { self.tcb.pipe_sent().div_ceil(self.tcb.smss) } else { 0 };
@@ -1477,7 +1487,9 @@ impl Tcp {
             self.try_undo_dsack(now);
         }
         if !is_dup {
-            self.ecn_reduction(now, seg, false);
+            if self.ecn_ok {
+                self.ecn_reduction(now, seg, false);
+            }
             return;
         }
         self.tcb.dupacks += 1;
@@ -1488,7 +1500,9 @@ impl Tcp {
             self.tcb.smss
         };
         self.recovery.on_dupack(&mut self.tcb, &mut self.cc, now);
-        self.ecn_reduction(now, seg, false);
+        if self.ecn_ok {
+            self.ecn_reduction(now, seg, false);
+        }
     }
 
     fn on_new_ack(&mut self, now: Instant, seg: &TcpRepr, acked: u64) {
@@ -1503,7 +1517,8 @@ impl Tcp {
             let ssthresh = self.tcb.ssthresh;
             self.tcb.set_cwnd(now, ssthresh);
         }
-        if !self.ecn_reduction(now, seg, true) {
+        // (Only a connection that negotiated ECN reduces for it.)
+        if !(self.ecn_ok && self.ecn_reduction(now, seg, true)) {
             self.cc.on_ack(&mut self.tcb, now, acked);
         }
     }
