@@ -147,3 +147,16 @@ fn marks_in_successive_windows_each_reduce() {
     let (_, rexmits, _, _) = one_burst(linux_rack(cfg(Ecn::Off)), cfg(Ecn::Off), &[], TcpPair::drop_data(spaced));
     assert!(rexmits >= 4);
 }
+
+/// Linux `tcp_ecn_clear_syn` (with `tcp_ecn_fallback`): a SYN sent again no longer
+/// asks for ECN, so a connection whose first SYN was lost runs without it.
+#[test]
+fn a_retransmitted_syn_does_not_ask_for_ecn() {
+    for (lost, used) in [(false, true), (true, false)] {
+        let drop: DropFn = Box::new(move |from, i, _| lost && from == 0 && i == 0);
+        let mut p = pair(cfg(Ecn::On), cfg(Ecn::On), 20_000, drop);
+        p.run(Duration::from_secs(30));
+        assert_eq!(p.ep[0].delivered(), 20_000);
+        assert_eq!((p.ep[0].ecn_ok(), p.ep[1].ecn_ok()), (used, used), "first SYN lost: {lost}");
+    }
+}

@@ -779,7 +779,9 @@ impl Tcp {
         let new_data = len > 0 && !retransmission && self.ecn_ok;
         if self.cfg.ecn != super::Ecn::Off {
             if flags & TcpFlags::SYN != 0 {
-                if self.state == State::SynSent && self.cfg.ecn == super::Ecn::On {
+                // A SYN sent again asks no more (Linux `tcp_ecn_clear_syn`, in
+                // case a middlebox drops ECN-setup SYNs).
+                if self.state == State::SynSent && self.cfg.ecn == super::Ecn::On && !retransmission {
                     flags |= TcpFlags::ECE | TcpFlags::CWR;
                 } else if self.state == State::SynRcvd && self.ecn_ok {
                     flags |= TcpFlags::ECE;
