@@ -227,7 +227,8 @@ impl TcpConfig {
     ///   slow-start restart after idle (`tcp_slow_start_after_idle` = 1), an
     ///   advertised window of 64,240 B at first (44 × 1460: 64 KiB rounded to the
     ///   MSS) growing by two segments per segment received up to `tcp_rmem[2]` =
-    ///   6 MiB (receive-buffer autotuning approximated), send buffer 4 MiB
+    ///   32 MiB (`tcp_rmem[2]` of Linux 6.18, so window scale 10 as the kernel
+    ///   offers; receive-buffer autotuning approximated), send buffer 4 MiB
     ///   (`tcp_wmem[2]`), DSACK (`tcp_dsack` = 1), F-RTO (`tcp_frto` = 2), ECN
     ///   accepted when the peer asks (`tcp_ecn` = 2), the kernel's quick ACKs and
     ///   adaptive delayed-ACK timeout (`quickack`). Not yet as the kernel: pacing,
@@ -280,7 +281,7 @@ impl TcpConfig {
                 min_rto: Duration::from_millis(200),
                 max_rto: Duration::from_secs(120),
                 timer_granularity: Duration::from_millis(4),
-                rcv_buf: 6 << 20,
+                rcv_buf: 32 << 20,
                 snd_buf: 4 << 20,
                 rcv_wnd_initial: Some(64_240),
                 slow_start_after_idle: true,
