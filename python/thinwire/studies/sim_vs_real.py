@@ -212,6 +212,7 @@ def real_run(cell: str, tcp: str, seed: int, work: Path, size: int | None = None
         "tcp": tcp,
         "side": "real",
         "seed": seed,
+        "size": size,
         "completion_s": done,
         # Data retransmissions, as the model counts them (not SYN-ACKs).
         "retransmits": k.get("Tcp.RetransSegs", 0) - k.get("TcpExt.TCPSynRetrans", 0),
@@ -226,13 +227,14 @@ def sim_run(cell: str, tcp: str, seed: int, size: int | None = None) -> dict:
     """One simulated download of the cell (seed `seed`)."""
     import thinwire
 
-    text, over, _ = cell_text(cell, size)
+    text, over, size = cell_text(cell, size)
     f = thinwire.run(text, seed=seed, set=over + [f"flow.0.tcp={TCPS[tcp][1]}"]).flows.row(0, named=True)
     row = {
         "cell": cell,
         "tcp": tcp,
         "side": "sim",
         "seed": seed,
+        "size": size,
         "completion_s": f["completion_s"],
         "retransmits": f["tcp_retransmits"],
     }
@@ -547,6 +549,36 @@ def micro_claims(rows: list[dict]) -> list[dict]:
     return cl
 
 
+def finish(out: Path, rows: list[dict], micro_rows: list[dict]) -> list[dict]:
+    """Writes the summary, table, figure and claims of `rows` and `micro_rows`."""
+    (out / "runs.json").write_text(json.dumps(rows, indent=2) + "\n")
+    (out / "micro.json").write_text(json.dumps(micro_rows, indent=2) + "\n")
+    summary = summarize(rows)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (out / "table.md").write_text(_table(summary))
+    _plot(rows, summary, out)
+    claims = claims_of(summary) + micro_claims(micro_rows)
+    write_claims(out, claims)
+    return claims
+
+
+def refresh_sim(out: Path, progress: bool = True) -> list[dict]:
+    """The simulated side again, with the model as it is now, against the real
+    runs recorded in `out` (runs.json, micro.json): after a change of the model,
+    seconds instead of the hour of real runs."""
+    rows = json.loads((out / "runs.json").read_text())
+    real = [r for r in rows if r["side"] == "real"]
+    n = max((r["seed"] for r in rows if r["side"] == "sim"), default=FULL["sim"])
+    cells = list(dict.fromkeys((r["cell"], r["tcp"], r.get("size")) for r in real))
+    if progress:
+        print(f"sim-vs-real: {len(cells)} cells simulated again ({n} seeds each)", flush=True)
+    sims = [sim_run(c, t, s, size) for c, t, size in cells for s in range(1, n + 1)]
+    micro = json.loads((out / "micro.json").read_text()) if (out / "micro.json").is_file() else []
+    micro_real_rows = [r for r in micro if r["side"] == "real"]
+    micro = [x for r in micro_real_rows for x in (micro_sim(r["cell"]), r)]
+    return finish(out, real + sims, micro)
+
+
 def reproduce(
     out: Path, quick: bool = False, scheduler=None, workers=None, progress=True, cells=None, tcps=None
 ) -> list[dict]:
@@ -594,11 +626,4 @@ def reproduce(
                 if progress:
                     print(f"sim-vs-real: micro-cell {name} ...", flush=True)
                 micro_rows += [micro_sim(name), micro_real(name, work)]
-            (out / "micro.json").write_text(json.dumps(micro_rows, indent=2) + "\n")
-    summary = summarize(rows)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (out / "table.md").write_text(_table(summary))
-    _plot(rows, summary, out)
-    claims = claims_of(summary) + micro_claims(micro_rows)
-    write_claims(out, claims)
-    return claims
+    return finish(out, rows, micro_rows)
