@@ -460,3 +460,20 @@ fn sack_rtt_samples_keep_the_timer_behind_a_growing_queue() {
     let s = p.ep[1].stats();
     assert_eq!((s.timeouts, s.fast_retransmits, s.lost_retransmits, s.retransmits), (0, 1, 1, 2), "{s:?}");
 }
+
+/// Linux schedules the loss probe after every burst it sends (`tcp_write_xmit`
+/// ends with `tcp_schedule_loss_probe`), not only on ACKs. On a 9.6 kbit/s link
+/// the first flight of ten segments takes about 13 s to drain: 2·SRTT after it
+/// was sent, with no ACK yet, the probe goes — new data — and restarts the timer
+/// (on seed 000's GSM link the timer would otherwise fire first: sim-vs-real's
+/// `gsm-rlp-vj` cell). Scheduled only on ACKs, no probe goes at all.
+#[test]
+fn the_first_flight_is_probed_before_the_timer() {
+    let server = TcpConfig { initial_window: 10, min_rto: Duration::from_millis(200), ..rack(linux(cfg())) };
+    let mut p =
+        TcpPair::new(sack(cfg()), server, Some(15_000), 9_600, Duration::from_millis(250), TcpPair::drop_none());
+    p.run(Duration::from_secs(120));
+    assert_eq!(p.ep[0].delivered(), 15_000);
+    let s = p.ep[1].stats();
+    assert_eq!((s.timeouts, s.loss_probes, s.retransmits), (0, 1, 0), "{s:?}");
+}

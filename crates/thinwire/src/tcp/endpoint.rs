@@ -541,8 +541,9 @@ impl Tcp {
                     self.rtt.on_timeout();
                 }
                 // Linux marks the SYN it had sent again lost again
-                // (`tcp_mark_skb_lost`: `TCPLostRetransmit`).
-                if self.syn_rexmits > 0 && self.cfg.rto == RtoKind::Linux {
+                // (`tcp_mark_skb_lost`: `TCPLostRetransmit`; a SYN-ACK is the
+                // request socket's, which counts no such thing).
+                if self.state == State::SynSent && self.syn_rexmits > 0 && self.cfg.rto == RtoKind::Linux {
                     self.tcb.stats.lost_retransmits += 1;
                 }
                 self.tcb.stats.timeouts += 1;
@@ -758,10 +759,15 @@ impl Tcp {
                 // The end of a burst (Linux `tcp_write_xmit`): was the window the
                 // limit? (Only Linux's controllers ask.)
                 let limited = self.tcb.flight() >= self.tcb.cwnd;
+                if self.sent_burst && self.tcb.track_sent {
+                    // Linux schedules the loss probe after every burst too.
+                    self.tcb.rto_in = self.rto_deadline.map_or(Duration::ZERO, |d| d - now);
+                    self.recovery.on_sent(&mut self.tcb, now);
+                }
                 if (self.sent_burst || limited) && self.cc.kind() != super::CcKind::Rfc5681 {
-                    self.sent_burst = false;
                     self.tcb.cwnd_validate(limited);
                 }
+                self.sent_burst = false;
             }
             _ => {}
         }

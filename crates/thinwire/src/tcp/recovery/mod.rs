@@ -60,6 +60,9 @@ crate::registry! {
     /// segments (`tcb.sent`, `tcb.delivered_segs`) are updated and before
     /// `on_dupack` / `on_recovery_ack` (time-based loss detection: RACK).
     fn on_ack(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant);
+    /// A burst of segments has been sent (the end of Linux's `tcp_write_xmit`,
+    /// where the loss probe is scheduled).
+    fn on_sent(&mut self, tcb: &mut Tcb, now: Instant);
     /// `tcb.recovery_deadline` has come (RACK's reordering timer).
     fn on_timer(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant);
     /// An ACK with ECE outside any reduction (RFC 3168 §6.1.2, Linux
@@ -79,6 +82,7 @@ crate::registry! {
 macro_rules! no_time_based_detection {
     () => {
         fn on_ack(&mut self, _: &mut Tcb, _: &mut crate::tcp::cc::Cc, _: Instant) {}
+        fn on_sent(&mut self, _: &mut Tcb, _: Instant) {}
         fn on_timer(&mut self, _: &mut Tcb, _: &mut crate::tcp::cc::Cc, _: Instant) {}
         fn on_rto(&mut self, _: &mut Tcb, _: Instant) -> bool {
             false

@@ -209,6 +209,13 @@ impl LossRecovery for Rack {
         self.schedule_probe(tcb, now);
     }
 
+    /// Linux `tcp_write_xmit` ends with `tcp_schedule_loss_probe`: the probe timer
+    /// restarts after every burst, and the first flight of a connection (no ACK
+    /// yet) is probed too.
+    fn on_sent(&mut self, tcb: &mut Tcb, now: Instant) {
+        self.schedule_probe(tcb, now);
+    }
+
     fn on_timer(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant) {
         if std::mem::take(&mut self.pto) {
             tcb.probe = true;
