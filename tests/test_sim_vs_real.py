@@ -31,6 +31,28 @@ def test_netstat_pairs_names_with_values():
     assert k["TcpExt.TCPTimeouts"] == 3 and k["TcpExt.TCPSackRecovery"] == 7 and k["Tcp.RetransSegs"] == 12
 
 
+def test_a_run_is_rejected_when_over_one_percent_of_its_outputs_are_late():
+    """p99 over 2 ms where a p99 can be estimated; one late output in a short run
+    (a GSM download writes 28) is allowed, two are not."""
+    assert not sim_vs_real.rejected(0, 28) and not sim_vs_real.rejected(1, 28)
+    assert sim_vs_real.rejected(2, 28)
+    assert not sim_vs_real.rejected(30, 3000) and sim_vs_real.rejected(31, 3000)
+
+
+def test_the_ratio_interval_holds_the_ratio_and_narrows_with_more_runs():
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    real = list(np.exp(rng.normal(3.5, 0.6, 10)))
+    sim = list(np.exp(rng.normal(3.5, 0.6, 30)))
+    lo, hi = sim_vs_real.ratio_ci(sim, real)
+    r = float(np.median(sim) / np.median(real))
+    assert lo < r < hi
+    lo2, hi2 = sim_vs_real.ratio_ci(sim * 10, real * 10)
+    assert hi2 - lo2 < hi - lo
+    assert sim_vs_real.ratio_ci(sim, real) == (lo, hi), "a fixed seed: the same rows, the same interval"
+
+
 def test_the_pass_band():
     """Ratio 0.9–1.1, the real median inside the simulated 10th–90th percentile,
     counters within ±max(2, 30 %); rejected real runs do not count."""
