@@ -120,3 +120,13 @@ def test_quick_study_over_the_emulator(tmp_path):
     micro = json.loads((out / "micro.json").read_text())
     assert {r["side"] for r in micro} == {"real", "sim"}
     assert all(r["server_rexmit_s"] for r in micro), micro
+    # ss -tin samples of the sender beside the simulated sender, on one time axis.
+    (st,) = json.loads((out / "sender_state.json").read_text())
+    assert (out / "sender_state.png").is_file()
+    real = [r for r in st["real"] if r["cwnd_bytes"]]
+    assert len(real) > 10, st["real"][:5]
+    # Samples fall within the download (the clocks were mapped), RTOs of a
+    # 100 ms path are above Linux's 200 ms floor.
+    assert all(-0.5 < r["t_s"] < st["real_completion_s"] + 1.0 for r in real)
+    assert all(0.2 <= r["rto_s"] < 5 for r in real if r["rto_s"])
+    assert st["sim"]["cwnd"] and st["sim"]["rto"]

@@ -82,6 +82,10 @@ pub struct Lateness {
 /// What an emulation did.
 pub struct Report {
     pub duration_s: f64,
+    /// Unix time (real-time clock) at the emulation's time zero, so samples a host
+    /// stamps with Unix time (`date +%s.%N` before `ss -tin`) can be put on the
+    /// emulation's time axis.
+    pub start_unix_s: f64,
     /// Why it ended: "command exited", "duration", "signal N".
     pub ended: String,
     /// The mobile command's exit status, 128 + N if signal N killed it (None: still
@@ -289,6 +293,7 @@ fn run_loop(
     }
     sys::set_timer_slack(1);
     let start = sys::monotonic_ns();
+    let start_unix_s = sys::realtime_ns() as f64 / 1e9;
     let now = || Instant(sys::monotonic_ns() - start);
     let end_at = opts.duration.map(|d| Instant::ZERO + d);
     let mut lateness: Vec<i64> = Vec::new();
@@ -391,6 +396,7 @@ fn run_loop(
     let run_s = t_end.as_secs_f64();
     Ok(Report {
         duration_s: run_s,
+        start_unix_s,
         ended,
         mobile_status: None,
         server_status: None,

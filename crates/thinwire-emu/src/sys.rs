@@ -21,6 +21,14 @@ pub fn monotonic_ns() -> i64 {
     ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 }
 
+/// The real-time clock (Unix time) in ns.
+pub fn realtime_ns() -> i64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+}
+
 /// Timer slack of this thread in ns (1 = as precise as the kernel allows).
 pub fn set_timer_slack(ns: u64) {
     // SAFETY: prctl with PR_SET_TIMERSLACK takes an integer argument.

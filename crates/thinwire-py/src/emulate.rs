@@ -45,6 +45,7 @@ pub fn emulate<'py>(
     })?;
     let d = PyDict::new(py);
     d.set_item("duration_s", r.duration_s)?;
+    d.set_item("start_unix_s", r.start_unix_s)?;
     d.set_item("ended", &r.ended)?;
     d.set_item("mobile_status", r.mobile_status)?;
     d.set_item("server_status", r.server_status)?;

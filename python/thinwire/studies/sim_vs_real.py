@@ -123,6 +123,10 @@ QUICK = {"cells": {"raw-lossy": 300_000}, "tcps": ["cubic"], "real": 3, "sim": 1
 FULL = {"real": 10, "sim": 30, "micro": None}
 LATE_P99_MS = 2.0
 ATTEMPTS = 5
+# Cells whose sender state (cwnd, RTO) one more real run samples with `ss -tin`
+# beside the simulated trace of the same seed (`sender_state.png`), and how often.
+SS_CELLS = [("raw-lossy", "cubic"), ("rlc-uniform", "cubic")]
+SS_EVERY_S = 0.05
 
 
 def rejected(late: int, outputs: int) -> bool:
@@ -195,9 +199,11 @@ def download_time(summary: dict, out: Path) -> tuple[dict, float]:
     return f, float(rcv["time_s"].max()) - f["start_s"]
 
 
-def real_run(cell: str, tcp: str, seed: int, work: Path, size: int | None = None) -> dict:
+def real_run(cell: str, tcp: str, seed: int, work: Path, size: int | None = None, sample_ss: bool = False) -> dict:
     """One real download over the emulated link (seed `seed`): completion, the
-    server kernel's counters and the emulator's lateness."""
+    server kernel's counters and the emulator's lateness. `sample_ss`: also the
+    server's `ss -tin` samples of the download, every `SS_EVERY_S`, as
+    row["sender_state"] (time from the SYN, cwnd in bytes, RTO and SRTT in s)."""
     from ..emulate import emulate
 
     text, over, size = cell_text(cell, size)
@@ -210,6 +216,11 @@ def real_run(cell: str, tcp: str, seed: int, work: Path, size: int | None = None
     tune = _TUNE.format(cc=TCPS[tcp][0])
     pid = run / "server.pid"
     server = f"echo $$ > {pid}; {tune} && exec python3 -m http.server 8000 --bind $THINWIRE_ADDR --directory {www} 2>/dev/null"
+    ss_log = run / "ss.log"
+    if sample_ss:
+        # Unix time, then the sockets of port 8000; the loop ends with the server.
+        loop = f"while sleep {SS_EVERY_S} && kill -0 $$ 2>/dev/null; do date +%s.%N; ss -tin sport = :8000; done"
+        server = f"({loop}) > {ss_log} 2>/dev/null & {server}"
     # After the download the mobile reads the server namespace's counters.
     stats = f"cat /proc/$(cat {pid})/net/netstat /proc/$(cat {pid})/net/snmp > {run}/server.netstat"
     mobile = f"{tune} && {_CURL} && {stats}"
@@ -242,7 +253,48 @@ def real_run(cell: str, tcp: str, seed: int, work: Path, size: int | None = None
     }
     for name, (_, keys) in COUNTERS.items():
         row[name] = sum(k.get(f"TcpExt.{x}", 0) for x in keys)
+    if sample_ss:
+        row["sender_state"] = _ss_series(ss_log, s, f)
     return row
+
+
+def _ss_series(path: Path, s: dict, f: dict) -> list[dict]:
+    """The `ss -tin` samples of the download flow `f` on the emulation's time
+    axis, from its SYN (the emulator's `start_unix_s` maps Unix time onto it)."""
+    import polars as pl
+
+    from ..analysis.sender_state import read_ss
+
+    if not path.is_file() or not path.stat().st_size:
+        return []
+    d = read_ss(path)
+    # The download's connection: the one sampled longest (a refused first try
+    # of curl's leaves at most a sample or two).
+    port = d["dport"].value_counts(sort=True)["dport"][0]
+    d = d.filter(pl.col("dport") == port).sort("time_s")
+    t = d["time_s"].to_numpy() - s["start_unix_s"] - f["start_s"]
+    return [
+        {"t_s": round(float(ti), 4), "cwnd_bytes": c, "srtt_s": r, "rto_s": o}
+        for ti, c, r, o in zip(t, d["cwnd_bytes"].to_list(), d["srtt_s"].to_list(), d["rto_s"].to_list())
+    ]
+
+
+def sim_sender_state(cell: str, tcp: str, seed: int, size: int | None = None) -> dict:
+    """The simulated sender's cwnd (bytes) and RTO (s) over time from its SYN."""
+    import polars as pl
+
+    import thinwire
+
+    text, over, size = cell_text(cell, size)
+    r = thinwire.run(text, seed=seed, set=over + [f"flow.0.tcp={TCPS[tcp][1]}"], trace=["tcp"])
+    t = r.trace.filter((pl.col("layer") == "tcp") & (pl.col("flow") == 0))
+    syn = t.filter(pl.col("node") == "mobile")["time_s"].min()
+    out = {}
+    for ev, scale in (("cwnd", 1.0), ("rto", 1e-9)):
+        e = t.filter((pl.col("node") == "server") & (pl.col("event") == ev))
+        out[ev] = [[round(a - syn, 6), b * scale] for a, b in zip(e["time_s"].to_list(), e["value"].to_list())]
+    out["completion_s"] = r.flows.row(0, named=True)["completion_s"]
+    return out
 
 
 def sim_run(cell: str, tcp: str, seed: int, size: int | None = None) -> dict:
@@ -400,6 +452,51 @@ def _plot(rows: list[dict], summary: list[dict], out: Path) -> None:
     for ax in list(axes.flat)[len(keys) :]:
         ax.set_visible(False)
     finish_figure(fig, out, "completion_cdf", [])
+
+
+def _plot_sender_state(states: list[dict], out: Path) -> None:
+    """cwnd and RTO of one real run (`ss -tin` samples) against the simulated
+    trace of the same cell and seed, one row per cell."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(states), 2, figsize=(10, 3.0 * len(states)), squeeze=False)
+    for (a_cwnd, a_rto), st in zip(axes, states):
+        real, sim = st["real"], st["sim"]
+        for ax, key, ev, scale, unit in (
+            (a_cwnd, "cwnd_bytes", "cwnd", 1e-3, "cwnd (KB)"),
+            (a_rto, "rto_s", "rto", 1.0, "RTO (s)"),
+        ):
+            pts = [(r["t_s"], r[key]) for r in real if r[key] is not None and r["t_s"] >= 0]
+            if sim[ev]:
+                x, y = zip(*sim[ev])
+                ax.step(x, [v * scale for v in y], where="post", lw=1, label=f"simulated (seed {st['seed']})")
+            if pts:
+                x, y = zip(*pts)
+                ax.plot(x, [v * scale for v in y], ".", ms=3, label=f"real, ss -tin every {SS_EVERY_S * 1e3:.0f} ms")
+            label(ax, "time from the SYN (s)", unit, f"{st['cell']}, {st['tcp']}: {unit.split(' ')[0]}")
+            ax.legend(fontsize=7)
+    finish_figure(fig, out, "sender_state", [])
+
+
+def sender_states(work: Path, pairs: list[tuple[str, str, int | None]], seed: int = 1) -> list[dict]:
+    """One real run per (cell, TCP, size) with `ss -tin` sampling, beside the
+    simulated sender of the same seed."""
+    out = []
+    for cell, tcp, size in pairs:
+        r = real_run(cell, tcp, seed, work, size, sample_ss=True)
+        out.append(
+            {
+                "cell": cell,
+                "tcp": tcp,
+                "seed": seed,
+                "size": size,
+                "late_p99_ms": r["late_p99_ms"],
+                "real_completion_s": r["completion_s"],
+                "real": r["sender_state"],
+                "sim": sim_sender_state(cell, tcp, seed, size),
+            }
+        )
+    return out
 
 
 # Micro-cells: a clean 1.5 Mbit/s, 50 ms link and one scripted loss pattern
@@ -597,6 +694,9 @@ def finish(out: Path, rows: list[dict], micro_rows: list[dict]) -> list[dict]:
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     (out / "table.md").write_text(_table(summary))
     _plot(rows, summary, out)
+    states = out / "sender_state.json"
+    if states.is_file() and json.loads(states.read_text()):
+        _plot_sender_state(json.loads(states.read_text()), out)
     claims = claims_of(summary) + micro_claims(micro_rows)
     write_claims(out, claims)
     return claims
@@ -616,6 +716,12 @@ def refresh_sim(out: Path, progress: bool = True) -> list[dict]:
     micro = json.loads((out / "micro.json").read_text()) if (out / "micro.json").is_file() else []
     micro_real_rows = [r for r in micro if r["side"] == "real"]
     micro = [x for r in micro_real_rows for x in (micro_sim(r["cell"]), r)]
+    states = out / "sender_state.json"
+    if states.is_file():
+        st = json.loads(states.read_text())
+        for x in st:
+            x["sim"] = sim_sender_state(x["cell"], x["tcp"], x["seed"], x.get("size"))
+        states.write_text(json.dumps(st) + "\n")
     return finish(out, real + sims, micro)
 
 
@@ -657,6 +763,16 @@ def reproduce(
                             break
                 rows += [sim_run(cell, tcp, s, size) for s in range(1, plan["sim"] + 1)]
                 (out / "runs.json").write_text(json.dumps(rows, indent=2) + "\n")
+        pairs = [(c, t, sizes[c]) for c, t in SS_CELLS if c in sizes and t in tcps]
+        if pairs:
+            if progress:
+                print(f"sim-vs-real: ss -tin samples of {len(pairs)} real runs ...", flush=True)
+            states = sender_states(work, pairs)
+            old_states = out / "sender_state.json"
+            if partial and old_states.is_file():
+                done = {(x["cell"], x["tcp"]) for x in states}
+                states += [x for x in json.loads(old_states.read_text()) if (x["cell"], x["tcp"]) not in done]
+            (out / "sender_state.json").write_text(json.dumps(states) + "\n")
         micro_rows = []
         old_micro = out / "micro.json"
         if partial and old_micro.is_file():
