@@ -156,11 +156,24 @@ _CURL = "for i in $(seq 100); do curl -sf -o /dev/null http://$THINWIRE_PEER:800
 _TUNE = "ip route change $THINWIRE_PEER dev $THINWIRE_DEV congctl {cc}"
 
 
+# The real download is curl's GET of a file from Python's http.server: an 82-byte
+# request ("GET /f.bin HTTP/1.1", Host 10.0.0.1:8000, curl's User-Agent and
+# Accept), a reply header of 198 bytes plus the digits of Content-Length, the
+# file, and the server's close (HTTP/1.0). The simulated flow makes the same
+# exchange (`http`, one object), so both sides carry the same bytes each way.
+HTTP_REQUEST = 82
+HTTP_HEADER = 198
+
+
 def cell_text(cell: str, size: int | None = None) -> tuple[str, list[str], int]:
     """A cell's scenario text (its link and one download flow), overrides, size."""
     text, over, default = CELLS[cell]
     size = size or default
-    flow = f'\n[[flow]]\napp = "bulk"\nbytes = "{size}B"\ndirection = "down"\n'
+    reply = size + HTTP_HEADER + len(str(size))
+    flow = (
+        f'\n[[flow]]\napp = "http"\nobjects = 1\ntransactions = 1\nrequest = "{HTTP_REQUEST}B"\n'
+        f'bytes = "{reply}B"\ndirection = "down"\n'
+    )
     return text + flow, over, size
 
 
@@ -298,7 +311,8 @@ def sim_sender_state(cell: str, tcp: str, seed: int, size: int | None = None) ->
 
 
 def sim_run(cell: str, tcp: str, seed: int, size: int | None = None) -> dict:
-    """One simulated download of the cell (seed `seed`)."""
+    """One simulated download of the cell (seed `seed`): the request and reply
+    of the real download (`cell_text`)."""
     import thinwire
 
     text, over, size = cell_text(cell, size)
