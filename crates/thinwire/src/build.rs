@@ -307,6 +307,7 @@ pub fn tcp_config(f: &FlowCfg) -> TcpConfig {
         ecn: t.ecn.unwrap_or(d.ecn),
         quickack: t.quickack.unwrap_or(d.quickack),
         fin_with_data: t.fin_with_data.unwrap_or(d.fin_with_data),
+        ts_recent_at_ack_point: t.ts_recent_at_ack_point.unwrap_or(d.ts_recent_at_ack_point),
     }
 }
 

@@ -187,3 +187,45 @@ fn frto_keeps_a_real_loss() {
         }
     }
 }
+
+/// RFC 7323 §4.3 and Linux `tcp_replace_ts_recent` (`ts_recent_at_ack_point`):
+/// TS.Recent comes only from a segment that reaches the last ACK sent. A
+/// duplicate wholly below it (a retransmission whose original arrived, with more
+/// data after it) refreshes nothing, so its DSACK echoes the older TSval — the sender's RTT sample then spans both
+/// transmissions, as the kernel's does after a lost ACK. Under delayed ACKs the
+/// first unacknowledged segment's TSval is echoed. Without the rule every
+/// segment at or below rcv_nxt refreshes it.
+#[test]
+fn ts_recent_comes_from_the_segment_at_the_last_ack_sent() {
+    for at_ack_point in [true, false] {
+        let ts = TcpConfig { timestamps: true, ..cfg() };
+        let client = TcpConfig { dsack: true, ts_recent_at_ack_point: at_ack_point, ..ts.clone() };
+        let mut p = pair(client, ts, 1_000_000, TcpPair::drop_none());
+        p.run(Duration::from_millis(600));
+        let now = Instant::ZERO + Duration::from_millis(600);
+        // Everything that arrived is acknowledged: the server stops sending.
+        let base = p.ep[0].delivered() as u32;
+        let with_ts = |p: &TcpPair, offset: u32, tsval: u32| {
+            let (mut r, len) = data(p, offset, 1000);
+            r.timestamps = Some((tsval, 1));
+            (r, len)
+        };
+        let echo = |p: &mut TcpPair| p.ep[0].poll_transmit(now).expect("an ACK").repr.timestamps.unwrap().1;
+        // In order: TSval 5000, then 6000; the ACK after the second echoes the first.
+        let (a, la) = with_ts(&p, base, 5000);
+        p.ep[0].on_segment(now, &a, la);
+        assert!(p.ep[0].poll_transmit(now).is_none(), "a delayed ACK");
+        let (b, lb) = with_ts(&p, base + 1000, 6000);
+        p.ep[0].on_segment(now, &b, lb);
+        assert_eq!(echo(&mut p), if at_ack_point { 5000 } else { 6000 }, "at_ack_point {at_ack_point}");
+        // The first segment again (TSval 9000): a DSACK echoing what was echoed.
+        let (c, lc) = with_ts(&p, base, 9000);
+        p.ep[0].on_segment(now, &c, lc);
+        assert_eq!(echo(&mut p), if at_ack_point { 5000 } else { 9000 }, "at_ack_point {at_ack_point}");
+        // A duplicate that ends at the last ACK sent is still acceptable to Linux
+        // (`tcp_sequence`: end_seq not before rcv_wup) and refreshes it.
+        let (d, ld) = with_ts(&p, base + 1000, 9500);
+        p.ep[0].on_segment(now, &d, ld);
+        assert_eq!(echo(&mut p), 9500, "at_ack_point {at_ack_point}");
+    }
+}

@@ -117,6 +117,7 @@ pub struct TcpCfg {
     pub quickack: Option<bool>,
     #[serde(default)]
     pub fin_with_data: Option<bool>,
+    pub ts_recent_at_ack_point: Option<bool>,
 }
 
 /// `app = "bulk"`: one TCP transfer of `bytes` (or unlimited) in `direction`.

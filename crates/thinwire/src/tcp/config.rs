@@ -188,6 +188,13 @@ pub struct TcpConfig {
     /// resends both. Default false: a FIN segment of its own after the data (the
     /// seed studies' behaviour, kept).
     pub fin_with_data: bool,
+    /// The receiver's TS.Recent as RFC 7323 §4.3 and Linux
+    /// (`tcp_replace_ts_recent`) keep it: taken only from a segment that reaches
+    /// the last ACK sent (`rcv_wup`), so a delayed ACK echoes the first
+    /// unacknowledged segment's TSval and a duplicate ending before that point refreshes nothing.
+    /// Default false: every segment at or below rcv_nxt refreshes it (the seed
+    /// studies' behaviour, kept).
+    pub ts_recent_at_ack_point: bool,
 }
 
 impl TcpConfig {
@@ -231,7 +238,9 @@ impl TcpConfig {
     ///   offers; receive-buffer autotuning approximated), send buffer 4 MiB
     ///   (`tcp_wmem[2]`), DSACK (`tcp_dsack` = 1), F-RTO (`tcp_frto` = 2), ECN
     ///   accepted when the peer asks (`tcp_ecn` = 2), the kernel's quick ACKs and
-    ///   adaptive delayed-ACK timeout (`quickack`). Not yet as the kernel: pacing,
+    ///   adaptive delayed-ACK timeout (`quickack`), the FIN on the last data
+    ///   segment (`fin_with_data`), TS.Recent from the segment at the last ACK
+    ///   sent (`ts_recent_at_ack_point`). Not yet as the kernel: pacing,
     ///   the advertised window from `tcp_rmem` as the kernel scales it.
     pub fn profile(name: &str) -> Option<TcpConfig> {
         let d = TcpConfig::default();
@@ -293,6 +302,7 @@ impl TcpConfig {
                 ecn: Ecn::Accept,
                 quickack: true,
                 fin_with_data: true,
+                ts_recent_at_ack_point: true,
                 ..d
             }),
             _ => None,
@@ -330,6 +340,7 @@ impl Default for TcpConfig {
             ecn: Ecn::Off,
             quickack: false,
             fin_with_data: false,
+            ts_recent_at_ack_point: false,
         }
     }
 }

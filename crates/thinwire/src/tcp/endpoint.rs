@@ -206,6 +206,9 @@ pub struct Tcp {
     ecn_ok: bool,
     ece_pending: bool,
     ts_recent: u32,
+    /// rcv_nxt when we last sent an ACK (RFC 7323's Last.ACK.sent, Linux
+    /// `rcv_wup`).
+    rcv_wup: u64,
     snd_wscale_peer_offered: bool,
     // --- receiver ---
     irs: u32,
@@ -285,6 +288,7 @@ impl Tcp {
             ecn_ok: false,
             ece_pending: false,
             ts_recent: 0,
+            rcv_wup: 0,
             snd_wscale_peer_offered: false,
             irs: 0,
             rcv_nxt: 0,
@@ -804,6 +808,7 @@ impl Tcp {
         let repr = self.header(now, seq, flags);
         self.tcb.stats.segments_sent += 1;
         if flags & TcpFlags::ACK != 0 {
+            self.rcv_wup = self.rcv_nxt;
             self.last_adv = (repr.window as u64) << if flags & TcpFlags::SYN != 0 { 0 } else { self.rcv_wscale };
             self.ack_now = false;
             self.ack_deadline = None;
@@ -1115,7 +1120,21 @@ impl Tcp {
         }
         if let Some((v, _)) = seg.timestamps {
             let s = unwrap_seq(self.rcv_nxt, self.irs, seg.seq);
-            if s <= self.rcv_nxt {
+            let fresh = if self.cfg.ts_recent_at_ack_point {
+                // RFC 7323 §4.3 and Linux (`tcp_sequence`, then
+                // `tcp_replace_ts_recent`): only a segment that reaches the last
+                // ACK sent, SEG.SEQ <= Last.ACK.sent <= SEG.SEQ + SEG.LEN (FIN
+                // counted; the RFC has < on the right, the kernel <=). Under delayed ACKs
+                // the first unacknowledged segment's value is echoed; a
+                // duplicate ending before that point (a retransmission whose
+                // original arrived) refreshes nothing, so its DSACK echoes the
+                // older value and the sender's sample spans both transmissions.
+                let end = s + len as u64 + f.has(TcpFlags::FIN) as u64;
+                s <= self.rcv_wup && end >= self.rcv_wup
+            } else {
+                s <= self.rcv_nxt
+            };
+            if fresh {
                 self.ts_recent = v;
             }
         }
