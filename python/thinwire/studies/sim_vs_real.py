@@ -5,7 +5,9 @@ measurements of real stacks matter).
 A cell is a link and a TCP. The link runs twice: in the emulator (`thinwire
 emulate`) between two network namespaces whose kernels send and receive a download
 with `curl` from `python3 -m http.server`, and in the simulator with the `linux`
-profile; the same link seeds on both sides (1..N real, 1..M simulated).
+profile; the same link seeds on both sides (1..N real, 1..M simulated). The
+simulated flow makes the real download's exchange (`http`, one object: curl's
+82-byte request, http.server's reply header and the file, the server's close).
 
 Links (a download of `size` bytes, server → mobile):
 - `gprs`: seeds 003/004's GPRS link (33.2/11.2 kbit/s, 300 ms, 120 KB buffer), no
@@ -20,8 +22,9 @@ Links (a download of `size` bytes, server → mobile):
 - `clean-fast`: a clean 20 Mbit/s, 20 ms link with a 100-packet queue (slow start
   and HyStart), 5 MB.
 
-TCPs: `cubic` (the kernel's default, set on the route; simulated `linux`) and
-`reno` (`congctl reno`; simulated `linux` with `cc = "reno"`). Real hosts keep
+TCPs: `cubic` (the kernel's default, set on the route; simulated `linux`),
+`reno` (`congctl reno`; simulated `linux` with `cc = "reno"`) and `bbr`
+(`congctl bbr`; simulated `linux` with `cc = "bbr"`). Real hosts keep
 the machine's stock sysctls. A real run whose emulator lateness p99 exceeds 2 ms
 is rejected and run again (at most four times): more than 1 % of its outputs were
 written over 2 ms late. A p99 cannot be estimated from fewer than 100 outputs (of
@@ -33,12 +36,16 @@ retransmitted segments, and the sender's counters — from the kernel's
 `/proc/net/netstat` of the server's namespace for real runs (`TCPTimeouts`,
 `TCPLossProbes`, `TCPSackRecovery`, `TCPLostRetransmit`, the undo counters,
 `TCPDSACKRecv`, the HyStart counters), from the model's `FlowResult` for
-simulated ones. Pass band per cell: median ratio sim/real within 0.9–1.1, the
+simulated ones; per cell also a bootstrap 90 % interval of the median ratio. Pass
+band per cell: median ratio sim/real within 0.9–1.1, the
 real median inside the simulated 10th–90th percentile, and each counter's median
 within ±max(2, 30 %) of the kernel's (a band narrower than ±1 % of the
 median is widened to that: real hosts add their own processing). Micro-cells
 (`MICRO`): scripted losses on a clean link, where the kernel's events must be
-matched exactly and its retransmission times within max(4 ms, 10 %). Needs root (network namespaces); the full
+matched exactly and its retransmission times within max(4 ms, 10 %). For the
+`SS_CELLS`, one more real run samples the server's `ss -tin` every 50 ms, drawn
+against the simulated cwnd and RTO of the same seed (`sender_state.png`). Needs
+root (network namespaces); the full
 study takes about an hour of real time, `--quick` (one small lossy cell, 3 real
 runs, 10 simulated seeds) about a minute.
 """
