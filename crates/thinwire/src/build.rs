@@ -489,7 +489,7 @@ mod tests {
         let e = tcp("syn_linear_timeouts = 101").unwrap_err().to_string();
         assert_eq!(e, "flow[0].tcp.syn_linear_timeouts: must be between 0 and 100");
         let e = tcp("cc = \"vegas\"").unwrap_err().to_string();
-        assert_eq!(e, "flow[0].tcp.cc: \"vegas\" is not one of \"rfc5681\", \"reno\", \"cubic\" or \"bbr\"");
+        assert_eq!(e, "flow[0].tcp.cc: \"vegas\" is not one of \"rfc5681\", \"reno\", \"cubic\", \"bbr\" or \"clamp\"");
         // cc or recovery replace their part of a variant.
         let c = tcp("variant = \"tahoe\", recovery = \"sack\"").unwrap();
         assert_eq!((c.cc, c.recovery, c.sack), (CcKind::Rfc5681, RecoveryKind::Sack, true));

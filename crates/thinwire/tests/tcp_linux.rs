@@ -477,3 +477,42 @@ fn the_first_flight_is_probed_before_the_timer() {
     let s = p.ep[1].stats();
     assert_eq!((s.timeouts, s.loss_probes, s.retransmits), (0, 1, 0), "{s:?}");
 }
+
+/// `cc = "clamp"` (seed 003 §V): the fixed window from the first flight, kept
+/// through a loss; CUBIC starts at the initial window and reduces at the loss.
+#[test]
+fn the_clamp_controller_keeps_its_window_through_a_loss() {
+    for cc in [CcKind::Clamp, CcKind::Cubic] {
+        let server = TcpConfig { cc, cwnd_clamp: (cc == CcKind::Clamp).then_some(6000), ..rack(linux(cfg())) };
+        let client = TcpConfig { sack: true, ..cfg() };
+        let mut p = pair(client, server, 100_000, Box::new(|from, i, retx| from == 1 && i == 20 && !retx));
+        run_until(&mut p, Duration::from_secs(30), |p| p.ep[0].delivered() == 100_000);
+        let s = p.ep[1].stats();
+        assert_eq!((s.fast_retransmits, s.timeouts), (1, 0), "{cc:?}");
+        if cc == CcKind::Clamp {
+            assert_eq!(p.ep[1].cwnd(), 6000);
+            // The first flight is the clamp: six segments at once.
+            let t0 = p.log[1].iter().find(|s| s.2 > 0).unwrap().0;
+            let first: Vec<_> = p.log[1].iter().filter(|s| s.2 > 0 && s.0 == t0).collect();
+            assert_eq!(first.len(), 6);
+        } else {
+            assert!(p.ep[1].ssthresh() < 100_000, "cubic reduced at the loss");
+        }
+    }
+}
+
+/// Linux runs RACK only with SACK (`tcp_is_rack`); with a peer that does not
+/// offer it, the third duplicate ACK starts the recovery (`tcp_add_reno_sack`,
+/// `tcp_mark_head_lost`) and each partial ACK resends the next hole — two losses
+/// in one window, no timeout.
+#[test]
+fn rack_without_sack_recovers_by_duplicate_acks() {
+    for sack in [true, false] {
+        let client = TcpConfig { sack, ..cfg() };
+        let server = TcpConfig { initial_window: 10, ..rack(linux(cfg())) };
+        let mut p = pair(client, server, 100_000, Box::new(|from, i, retx| from == 1 && (i == 20 || i == 22) && !retx));
+        run_until(&mut p, Duration::from_secs(30), |p| p.ep[0].delivered() == 100_000);
+        let s = p.ep[1].stats();
+        assert_eq!((s.fast_retransmits, s.timeouts, s.retransmits), (1, 0, 2), "sack {sack}");
+    }
+}

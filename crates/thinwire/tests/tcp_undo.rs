@@ -199,7 +199,7 @@ fn frto_keeps_a_real_loss() {
 fn ts_recent_comes_from_the_segment_at_the_last_ack_sent() {
     for at_ack_point in [true, false] {
         let ts = TcpConfig { timestamps: true, ..cfg() };
-        let client = TcpConfig { dsack: true, ts_recent_at_ack_point: at_ack_point, ..ts.clone() };
+        let client = TcpConfig { dsack: true, ts_recent_at_ack_point: at_ack_point, ..ts };
         let mut p = pair(client, ts, 1_000_000, TcpPair::drop_none());
         p.run(Duration::from_millis(600));
         let now = Instant::ZERO + Duration::from_millis(600);

@@ -600,6 +600,9 @@ fn validate_tcp(t: &TcpCfg, i: usize) -> Result<(), ConfigError> {
             return Err(cerr(p(k), "must be between 64B (one minimal segment) and 1GiB"));
         }
     }
+    if t.cc == Some(crate::tcp::CcKind::Clamp) && t.cwnd_clamp.is_none() {
+        return Err(cerr(p("cc"), "\"clamp\" is a fixed window: give its size as tcp.cwnd_clamp (e.g. \"9.7KB\")"));
+    }
     // Contradictory pairs, with the profile's values for the one not given.
     let d = t.profile.as_deref().and_then(crate::tcp::TcpConfig::profile).unwrap_or_default();
     let min = t.min_rto.map_or(d.min_rto, |x| x.0);

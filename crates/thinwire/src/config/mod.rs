@@ -572,6 +572,7 @@ mod tests {
             ("flow.0.bytes=\"1e20B\"", "flow[0].bytes", "1TB"),
             ("wireless.header=\"4294967296B\"", "wireless.header", "65535B"),
             ("flow.0.tcp.cwnd_clamp=\"0B\"", "flow[0].tcp.cwnd_clamp", "64B"),
+            ("flow.0.tcp.cc=\"clamp\"", "flow[0].tcp.cc", "tcp.cwnd_clamp"),
             ("flow.0.tcp.rcv_wnd_initial=\"0B\"", "flow[0].tcp.rcv_wnd_initial", "64B"),
             ("stop=\"1e20s\"", "stop", "\"end\""),
             ("wireless.rate=\"2000Gbps\"", "wireless.rate", "1Tbps"),

@@ -11,12 +11,14 @@
 //! `tcp.variant`); `reno` (Linux 6.x's `tcp_cong.c`: packets counted, growth only
 //! while window-limited, ssthresh half the window); `cubic` (RFC 9438 as Linux
 //! 6.x's `tcp_cubic.c`, in packets); `bbr` (BBR v1 as `tcp_bbr.c`, with pacing
-//! and delivery-rate samples, `tcp/rate.rs`).
+//! and delivery-rate samples, `tcp/rate.rs`); `clamp` (seed 003 §V's fixed
+//! window, `tcp.cwnd_clamp` bytes, never reduced).
 use super::tcb::Tcb;
 use super::TcpConfig;
 use crate::time::{Duration, Instant};
 
 pub mod bbr;
+pub mod clamp;
 pub mod cubic;
 pub mod reno;
 pub mod rfc5681;
@@ -28,6 +30,7 @@ crate::registry! {
         "reno" => Reno(reno::Reno),
         "cubic" => Cubic(cubic::Cubic),
         "bbr" => Bbr(bbr::Bbr),
+        "clamp" => Clamp(clamp::Clamp),
     }
     /// The slow-start threshold after a loss is detected (entering fast recovery,
     /// or at a retransmission timeout): Linux `ssthresh`, ns-3 `GetSsThresh`.

@@ -19,8 +19,11 @@
 //! - Recovery starts when a segment is deemed lost and `snd_una` has passed the
 //!   last recovery point: ssthresh from the controller, PRR's window, the lost
 //!   segments resent in sequence order, then new data; it ends when the recovery
-//!   point is acknowledged (cwnd = ssthresh). Without SACK only RACK's timer and the
-//!   RTO find losses.
+//!   point is acknowledged (cwnd = ssthresh).
+//! - Without SACK the kernel does not run RACK (`tcp_is_rack`): the third
+//!   duplicate ACK marks the first unacknowledged segment lost and starts the
+//!   recovery, and each partial ACK in it the next (NewReno, `tcp_add_reno_sack`,
+//!   `tcp_mark_head_lost`).
 //!
 //! - At a retransmission timeout (§6.3, `tcp_timeout_mark_lost`): the first
 //!   unacknowledged segment and those unacknowledged for RACK.rtt are lost, the
@@ -187,6 +190,23 @@ impl Rack {
         lost
     }
 
+    /// The first unacknowledged segment deemed lost (without SACK); whether it
+    /// was not already.
+    fn mark_head_lost(tcb: &mut Tcb) -> bool {
+        let una = tcb.snd_una;
+        match tcb.sent.iter_mut().find(|r| r.start <= una && una < r.end) {
+            Some(r) if !r.lost => {
+                r.lost = true;
+                tcb.stats.lost_retransmits += r.retx as u64;
+                if let Some(rate) = &mut tcb.rate {
+                    rate.lost += 1;
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Marks losses; enters recovery on the first.
     fn detect_and_enter(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant) {
         if self.detect(tcb, now) && !tcb.in_recovery && tcb.snd_una >= tcb.recover {
@@ -230,11 +250,27 @@ impl LossRecovery for Rack {
         }
     }
 
-    fn on_dupack(&mut self, tcb: &mut Tcb, _cc: &mut Cc, now: Instant) {
+    fn on_dupack(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant) {
         // A duplicate ACK at a retransmitted probe: the original and the probe
         // both arrived, no loss.
         if tcb.tlp.is_some_and(|(high, retx)| retx && tcb.snd_una == high) && tcb.delivered == 0 {
             tcb.tlp = None;
+        }
+        // Without SACK the kernel does not run RACK (`tcp_is_rack` needs it): the
+        // duplicate ACKs count as SACKed segments (`tcp_add_reno_sack`) and the
+        // third marks the head lost (`tcp_time_to_recover`, `tcp_mark_head_lost`).
+        if !tcb.sack_ok && !tcb.in_recovery && tcb.dupacks >= DUP_THRESH && tcb.snd_una >= tcb.recover {
+            if Self::mark_head_lost(tcb) {
+                if !tcb.in_cwr {
+                    self.prr.start(tcb);
+                }
+                let ssthresh = super::loss_ssthresh(tcb, cc);
+                tcb.enter_recovery(now, ssthresh);
+                tcb.tlp = None;
+                let pipe = tcb.pipe_sent();
+                tcb.set_cwnd(now, pipe + tcb.smss);
+            }
+            return;
         }
         if tcb.in_recovery {
             let pipe = tcb.pipe_sent();
@@ -255,6 +291,10 @@ impl LossRecovery for Rack {
 
     fn on_recovery_ack(&mut self, tcb: &mut Tcb, now: Instant, _acked: u64) {
         if tcb.snd_una < tcb.recover {
+            if !tcb.sack_ok {
+                // NewReno without SACK: a partial ACK shows the next hole.
+                Self::mark_head_lost(tcb);
+            }
             let pipe = tcb.pipe_sent();
             self.prr.reduce_with(tcb, now, true, pipe);
             return;
