@@ -13,9 +13,13 @@
 //!   would be (plus two 4 ms jiffies, `TCP_TIMEOUT_MIN`). A retransmission is
 //!   judged by its own send time, so a lost retransmission is found like any
 //!   other loss, without a timeout.
-//! - The reordering window (`tcp_rack_reo_wnd`): no reordering is assumed (the
-//!   model's links keep order), so it is 0 in recovery and once three segments are
-//!   SACKed (the duplicate-ACK threshold), otherwise min RTT / 4.
+//! - The reordering window (`tcp_rack_reo_wnd`, RFC 8985 §6.2 steps 2 and 4):
+//!   until reordering is seen (a segment never sent again delivered below the
+//!   highest delivered before it), 0 in recovery and once three segments are
+//!   SACKed (the duplicate-ACK threshold); otherwise min RTT / 4 times a
+//!   multiplier, at most SRTT. The multiplier grows by one at a DSACK, once per
+//!   round trip (the SND.NXT of the last step acknowledged), and returns to 1
+//!   after 16 recoveries without one (`tcp_rack_update_reo_wnd`).
 //! - Recovery starts when a segment is deemed lost and `snd_una` has passed the
 //!   last recovery point: ssthresh from the controller, PRR's window, the lost
 //!   segments resent in sequence order, then new data; it ends when the recovery
@@ -45,7 +49,7 @@
 //! - After a timeout, F-RTO (`tcb.frto_new`, set by the endpoint) may ask for new
 //!   data instead of the segments deemed lost, for one ACK.
 //!
-//! Not yet: DSACK-driven reordering windows. No parameters.
+//! No parameters.
 use super::prr::Prr;
 use super::sack::new_data;
 use super::{LossRecovery, NextSeg, DUP_THRESH};
@@ -72,11 +76,62 @@ pub struct Rack {
     min_rtt: Option<Duration>,
     /// `tcb.recovery_deadline` is the probe timeout (not the reordering timer).
     pto: bool,
+    /// RFC 8985 §6.2 step 2: a segment never sent again was delivered below the
+    /// highest one delivered before it (Linux `tp->reord_seen`).
+    reordering_seen: bool,
+    /// The highest end delivered (ACKed or SACKed): `RACK.fack`.
+    fack: u64,
+    /// Step 4: the reordering window in steps of min RTT / 4, grown by one per
+    /// round with a DSACK (`reo_wnd_steps`), kept for 16 recoveries
+    /// (`reo_wnd_persist`); `dsack_round` the SND.NXT of the last step.
+    reo_wnd_mult: u32,
+    reo_wnd_persist: u32,
+    dsack_round: Option<u64>,
+    /// DSACKs received by the last update (`TcpStats::dsacks_received`: a DSACK
+    /// may come on an ACK that reaches no recovery hook; the next one counts it).
+    dsacks: u64,
+    /// In a recovery or a timeout's recovery at the last ACK (to see one end).
+    in_episode: bool,
 }
+
+/// RFC 8985 §6.2 / Linux `TCP_RACK_RECOVERY_THRESH`: recoveries a grown
+/// reordering window persists for after the last DSACK.
+const REO_WND_PERSIST: u32 = 16;
 
 impl Rack {
     pub fn new(_: &TcpConfig) -> Rack {
-        Rack::default()
+        Rack { reo_wnd_mult: 1, ..Rack::default() }
+    }
+
+    /// RFC 8985 §6.2 steps 2 and 4 (Linux `tcp_rack_update_reo_wnd`, the
+    /// reordering seen by `tcp_sacktag_one` / `tcp_clean_rtx_queue`): note
+    /// reordering, grow the window at a DSACK (once per round), and let it
+    /// shrink back after 16 recoveries without one.
+    fn update_reo_wnd(&mut self, tcb: &Tcb) {
+        let prior_fack = self.fack;
+        for &(_, end, retx) in &tcb.delivered_segs {
+            if !retx && end < prior_fack {
+                self.reordering_seen = true;
+            }
+            self.fack = self.fack.max(end);
+        }
+        self.fack = self.fack.max(tcb.snd_una);
+        if self.dsack_round.is_some_and(|r| tcb.snd_una >= r) {
+            self.dsack_round = None;
+        }
+        let episode = tcb.in_recovery || tcb.in_loss;
+        let dsack = tcb.stats.dsacks_received > std::mem::replace(&mut self.dsacks, tcb.stats.dsacks_received);
+        if dsack && self.dsack_round.is_none() {
+            self.dsack_round = Some(tcb.snd_nxt.max(tcb.snd_max));
+            self.reo_wnd_mult = (self.reo_wnd_mult + 1).min(0xFF);
+            self.reo_wnd_persist = REO_WND_PERSIST;
+        } else if self.in_episode && !episode {
+            self.reo_wnd_persist = self.reo_wnd_persist.saturating_sub(1);
+            if self.reo_wnd_persist == 0 {
+                self.reo_wnd_mult = 1;
+            }
+        }
+        self.in_episode = episode;
     }
 
     /// RFC 8985 `RACK_update` for the segments this ACK delivered.
@@ -105,12 +160,17 @@ impl Rack {
         advanced
     }
 
+    /// Linux `tcp_rack_reo_wnd`: none in recovery or with three segments SACKed
+    /// unless reordering was seen; else min RTT / 4 per step, at most SRTT.
     fn reo_wnd(&self, tcb: &Tcb) -> Duration {
-        let sacked = tcb.sent.iter().filter(|r| r.sacked).count() as u32;
-        if tcb.in_recovery || sacked >= DUP_THRESH {
-            return Duration::ZERO;
+        if !self.reordering_seen {
+            let sacked = tcb.sent.iter().filter(|r| r.sacked).count() as u32;
+            if tcb.in_recovery || tcb.in_loss || sacked >= DUP_THRESH {
+                return Duration::ZERO;
+            }
         }
-        self.min_rtt.map_or(Duration::ZERO, |m| m / 4)
+        let w = self.min_rtt.map_or(Duration::ZERO, |m| m / 4 * self.reo_wnd_mult as i64);
+        tcb.srtt.map_or(w, |s| w.min(s))
     }
 
     /// RFC 8985 §7.2 (Linux `tcp_schedule_loss_probe`): with data out, SACK on,
@@ -222,6 +282,7 @@ impl Rack {
 
 impl LossRecovery for Rack {
     fn on_ack(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant) {
+        self.update_reo_wnd(tcb);
         Self::tlp_ack(tcb, cc, now);
         if self.advance(tcb, now) {
             self.detect_and_enter(tcb, cc, now);
@@ -371,5 +432,73 @@ mod tests {
         t.cwnd = 10_000;
         t.snd_wnd = 100_000;
         assert_eq!(rack.next_segment(&mut t, 100_000), NextSeg::Send(1, 1000));
+    }
+
+    /// RFC 8985 §6.2 step 4 (Linux `tcp_rack_update_reo_wnd`): a DSACK adds
+    /// min RTT / 4 to the window, once per round trip, up to SRTT; 16 recoveries
+    /// without one bring it back. Reordering seen keeps a window in recovery.
+    #[test]
+    fn the_reordering_window_grows_with_dsacks_and_shrinks_after_16_recoveries() {
+        let mut t = Tcb::new(1000, 10_000, None);
+        t.srtt = Some(Duration::from_millis(300));
+        t.snd_una = 1;
+        t.snd_max = 20_001;
+        t.snd_nxt = 20_001;
+        let mut rack = Rack { min_rtt: Some(Duration::from_millis(100)), ..Rack::new(&TcpConfig::default()) };
+        let ms = Duration::from_millis;
+        assert_eq!(rack.reo_wnd(&t), ms(25));
+        t.stats.dsacks_received = 1;
+        rack.update_reo_wnd(&t);
+        assert_eq!(rack.reo_wnd(&t), ms(50));
+        // A second DSACK in the same round trip changes nothing; after it, one step.
+        t.stats.dsacks_received = 2;
+        rack.update_reo_wnd(&t);
+        assert_eq!(rack.reo_wnd(&t), ms(50));
+        t.snd_una = 20_001;
+        t.snd_max = 40_001;
+        t.snd_nxt = 40_001;
+        t.stats.dsacks_received = 3;
+        rack.update_reo_wnd(&t);
+        assert_eq!(rack.reo_wnd(&t), ms(75));
+        // Capped at SRTT.
+        for k in 0..20u64 {
+            t.snd_una = 40_001 + 20_000 * k;
+            t.snd_max = t.snd_una + 20_000;
+            t.snd_nxt = t.snd_max;
+            t.stats.dsacks_received += 1;
+            rack.update_reo_wnd(&t);
+        }
+        assert_eq!(rack.reo_wnd(&t), ms(300));
+        // In recovery the window is 0 until reordering is seen.
+        t.in_recovery = true;
+        assert_eq!(rack.reo_wnd(&t), Duration::ZERO);
+        rack.reordering_seen = true;
+        assert_eq!(rack.reo_wnd(&t), ms(300));
+        rack.reordering_seen = false;
+        // 16 recoveries end without a DSACK: back to one step.
+        for _ in 0..16 {
+            t.in_recovery = true;
+            rack.update_reo_wnd(&t);
+            t.in_recovery = false;
+            rack.update_reo_wnd(&t);
+        }
+        assert_eq!(rack.reo_wnd(&t), ms(25));
+    }
+
+    /// Step 2: a segment never sent again, delivered below the highest delivered
+    /// before it, is reordering; a retransmission filling a hole is not.
+    #[test]
+    fn reordering_is_seen_when_an_original_fills_a_hole() {
+        let mut t = Tcb::new(1000, 10_000, None);
+        let mut rack = Rack::new(&TcpConfig::default());
+        let at = Instant::ZERO;
+        t.delivered_segs = vec![(at, 3001, false)];
+        rack.update_reo_wnd(&t);
+        t.delivered_segs = vec![(at, 1001, true)];
+        rack.update_reo_wnd(&t);
+        assert!(!rack.reordering_seen);
+        t.delivered_segs = vec![(at, 2001, false)];
+        rack.update_reo_wnd(&t);
+        assert!(rack.reordering_seen);
     }
 }
