@@ -232,6 +232,11 @@ pub struct Tcp {
     tcb: Tcb,
     /// Segments sent since the window's use was last validated.
     sent_burst: bool,
+    /// Linux's receiver (`quickack`): an immediate ACK decided when data arrived
+    /// with nothing of ours ready to carry it goes out alone, before whatever the
+    /// application writes in reply (the kernel acknowledges in the softirq, before
+    /// the process runs: a request's ACK precedes its response).
+    ack_first: bool,
     /// Data waits for the pacing deadline (BBR).
     paced: Option<Instant>,
     cc: Cc,
@@ -275,6 +280,7 @@ impl Tcp {
                 cfg.cwnd_clamp.map(u64::from),
             ),
             sent_burst: false,
+            ack_first: false,
             paced: None,
             cc: cfg.cc.make(&cfg),
             recovery: cfg.recovery.make(&cfg),
@@ -756,6 +762,15 @@ impl Tcp {
                 return Some(self.emit(now, 0, 0, flags, retx));
             }
             State::Established => {
+                if std::mem::take(&mut self.ack_first) && self.ack_now {
+                    return Some(self.emit(
+                        now,
+                        self.tcb.snd_nxt.max(1).min(self.tcb.snd_max.max(1)),
+                        0,
+                        TcpFlags::ACK,
+                        false,
+                    ));
+                }
                 if let Some(s) = self.next_data(now) {
                     self.sent_burst = true;
                     return Some(s);
@@ -1146,6 +1161,14 @@ impl Tcp {
         }
         if len > 0 || f.has(TcpFlags::FIN) {
             self.on_data(now, seg, len);
+            // Not for a FIN: the kernel then waits for the application's close
+            // (`tcp_fin` enters pingpong mode, which ends the quick ACKs), and
+            // its FIN carries the ACK.
+            self.ack_first = self.cfg.quickack
+                && self.ack_now
+                && len > 0
+                && !f.has(TcpFlags::FIN)
+                && self.tcb.snd_max >= self.data_end();
         }
         self.check_done();
     }
