@@ -478,7 +478,12 @@ def _plot(rows: list[dict], summary: list[dict], out: Path) -> None:
                 ax.plot(v, [(i + 1) / len(v) for i in range(len(v))], style, ms=3, label=f"{side} (n={len(v)})")
                 spread = max(spread, v[-1] / v[0])
         if spread > 4:
+            from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
+
             ax.set_xscale("log")  # heavy tails (RLC with uniform losses)
+            ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            ax.xaxis.set_major_formatter(ScalarFormatter())
+            ax.xaxis.set_minor_formatter(NullFormatter())
         label(ax, "completion (s)", "CDF", f"{cell}, {tcp}")
     for ax in list(axes.flat)[len(keys) :]:
         ax.set_visible(False)
@@ -740,7 +745,8 @@ def refresh_sim(out: Path, progress: bool = True) -> list[dict]:
     rows = json.loads((out / "runs.json").read_text())
     real = [r for r in rows if r["side"] == "real"]
     n = max((r["seed"] for r in rows if r["side"] == "sim"), default=FULL["sim"])
-    cells = list(dict.fromkeys((r["cell"], r["tcp"], r.get("size")) for r in real))
+    # Rows recorded before rows carried their size are of the cell's default size.
+    cells = list(dict.fromkeys((r["cell"], r["tcp"], r.get("size") or CELLS[r["cell"]][2]) for r in real))
     if progress:
         print(f"sim-vs-real: {len(cells)} cells simulated again ({n} seeds each)", flush=True)
     sims = [sim_run(c, t, s, size) for c, t, size in cells for s in range(1, n + 1)]
