@@ -46,7 +46,7 @@ matched exactly and its retransmission times within max(4 ms, 10 %). For the
 `SS_CELLS`, one more real run samples the server's `ss -tin` every 50 ms, drawn
 against the simulated cwnd and RTO of the same seed (`sender_state.png`). Needs
 root (network namespaces); the full
-study takes about an hour of real time, `--quick` (one small lossy cell, 3 real
+study takes about two hours of real time (rlc-uniform's long runs), `--quick` (one small lossy cell, 3 real
 runs, 10 simulated seeds) about a minute.
 """
 

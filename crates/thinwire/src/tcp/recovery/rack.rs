@@ -320,7 +320,7 @@ impl LossRecovery for Rack {
         // Without SACK the kernel does not run RACK (`tcp_is_rack` needs it): the
         // duplicate ACKs count as SACKed segments (`tcp_add_reno_sack`) and the
         // third marks the head lost (`tcp_time_to_recover`, `tcp_mark_head_lost`).
-        if !tcb.sack_ok && !tcb.in_recovery && tcb.dupacks >= DUP_THRESH && tcb.snd_una >= tcb.recover {
+        if !tcb.sack_ok && !tcb.in_recovery && !tcb.in_loss && tcb.dupacks >= DUP_THRESH && tcb.snd_una >= tcb.recover {
             if Self::mark_head_lost(tcb) {
                 if !tcb.in_cwr {
                     self.prr.start(tcb);
