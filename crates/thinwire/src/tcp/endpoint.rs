@@ -763,13 +763,7 @@ impl Tcp {
             }
             State::Established => {
                 if std::mem::take(&mut self.ack_first) && self.ack_now {
-                    return Some(self.emit(
-                        now,
-                        self.tcb.snd_nxt.max(1).min(self.tcb.snd_max.max(1)),
-                        0,
-                        TcpFlags::ACK,
-                        false,
-                    ));
+                    return Some(self.pure_ack(now));
                 }
                 if let Some(s) = self.next_data(now) {
                     self.sent_burst = true;
@@ -791,9 +785,14 @@ impl Tcp {
             _ => {}
         }
         if self.ack_now && matches!(self.state, State::Established | State::Done) {
-            return Some(self.emit(now, self.tcb.snd_nxt.max(1).min(self.tcb.snd_max.max(1)), 0, TcpFlags::ACK, false));
+            return Some(self.pure_ack(now));
         }
         None
+    }
+
+    /// An ACK without data, at the next sequence number.
+    fn pure_ack(&mut self, now: Instant) -> Segment {
+        self.emit(now, self.tcb.snd_nxt.max(1).min(self.tcb.snd_max.max(1)), 0, TcpFlags::ACK, false)
     }
 
     fn emit(&mut self, now: Instant, seq: u64, len: u32, mut flags: u8, retransmission: bool) -> Segment {

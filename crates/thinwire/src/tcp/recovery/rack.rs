@@ -54,8 +54,9 @@ use super::prr::Prr;
 use super::sack::new_data;
 use super::{LossRecovery, NextSeg, DUP_THRESH};
 use crate::tcp::cc::{Cc, CongestionControl};
-use crate::tcp::tcb::Tcb;
-use crate::tcp::TcpConfig;
+use crate::tcp::rate::RateState;
+use crate::tcp::tcb::{Sent, Tcb};
+use crate::tcp::{TcpConfig, TcpStats};
 use crate::time::{Duration, Instant};
 
 /// Linux `TCP_TIMEOUT_MIN`: two jiffies of slack on the reordering timer.
@@ -92,6 +93,17 @@ pub struct Rack {
     dsacks: u64,
     /// In a recovery or a timeout's recovery at the last ACK (to see one end).
     in_episode: bool,
+}
+
+/// Linux `tcp_mark_skb_lost`: the segment is lost; a retransmission lost again
+/// counts as a lost retransmission (`TCPLostRetransmit`), and the delivery-rate
+/// sample notes the loss.
+fn mark_lost(r: &mut Sent, stats: &mut TcpStats, rate: &mut Option<RateState>) {
+    r.lost = true;
+    stats.lost_retransmits += r.retx as u64;
+    if let Some(rate) = rate {
+        rate.lost += 1;
+    }
 }
 
 /// RFC 8985 §6.2 / Linux `TCP_RACK_RECOVERY_THRESH`: recoveries a grown
@@ -232,12 +244,8 @@ impl Rack {
             }
             let waited = now - r.xmit;
             if waited >= wait {
-                r.lost = true;
+                mark_lost(r, &mut tcb.stats, &mut tcb.rate);
                 lost = true;
-                tcb.stats.lost_retransmits += r.retx as u64;
-                if let Some(rate) = &mut tcb.rate {
-                    rate.lost += 1;
-                }
             } else {
                 let left = wait - waited;
                 timer = Some(timer.map_or(left, |t| t.max(left)));
@@ -256,11 +264,7 @@ impl Rack {
         let una = tcb.snd_una;
         match tcb.sent.iter_mut().find(|r| r.start <= una && una < r.end) {
             Some(r) if !r.lost => {
-                r.lost = true;
-                tcb.stats.lost_retransmits += r.retx as u64;
-                if let Some(rate) = &mut tcb.rate {
-                    rate.lost += 1;
-                }
+                mark_lost(r, &mut tcb.stats, &mut tcb.rate);
                 true
             }
             _ => false,
@@ -371,13 +375,8 @@ impl LossRecovery for Rack {
         let una = tcb.snd_una;
         for r in tcb.sent.iter_mut().filter(|r| !r.sacked) {
             if !r.lost && (r.start <= una || now - r.xmit >= self.rtt) {
-                r.lost = true;
-                // A retransmission lost again (Linux `tcp_mark_skb_lost` counts
-                // it as `TCPLostRetransmit` at a timeout too).
-                tcb.stats.lost_retransmits += r.retx as u64;
-                if let Some(rate) = &mut tcb.rate {
-                    rate.lost += 1;
-                }
+                // A retransmission lost again counts at a timeout too.
+                mark_lost(r, &mut tcb.stats, &mut tcb.rate);
             }
         }
         (tcb.recovery_deadline, self.pto) = (None, false);
@@ -401,7 +400,6 @@ impl LossRecovery for Rack {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tcp::tcb::Sent;
 
     /// RFC 8985 §6.3: at a timeout the first unacknowledged segment and those
     /// unacknowledged for RACK.rtt are lost; the recently sent ones and the SACKed
