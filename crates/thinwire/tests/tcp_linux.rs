@@ -549,3 +549,46 @@ fn a_request_is_acknowledged_before_the_reply() {
         assert!(next.len > 0, "then the reply");
     }
 }
+
+/// Linux `tcp_fastretrans_alert`: in the Loss state that a timeout starts, a
+/// retransmission that RACK finds lost again (`FLAG_LOST_RETRANS`) starts a fast
+/// recovery (`tcp_enter_recovery`, counted in `TCPSackRecovery`), and its
+/// reduction takes the controller's threshold from the window the timeout left
+/// (`tcp_init_cwnd_reduction`): the threshold falls to its floor. A window of
+/// originals is lost (a timeout), then the second retransmission after it.
+/// Before this rule: no recovery, and the threshold stayed at the timeout's
+/// 21,000 B.
+#[test]
+fn a_lost_retransmission_after_a_timeout_starts_a_fast_recovery() {
+    let run = || {
+        let mut rx = 0;
+        let drop: DropFn = Box::new(move |from, i, retx| {
+            if from != 1 {
+                return false;
+            }
+            if retx {
+                rx += 1;
+                return rx == 2;
+            }
+            (30..62).contains(&i)
+        });
+        let server = linux(rack(TcpConfig { cc: CcKind::Cubic, ..cfg() }));
+        let mut p = pair(sack(cfg()), server, 200_000, drop);
+        let mut low = u64::MAX;
+        let mut t = Duration::ZERO;
+        while t < Duration::from_secs(60) && p.ep[0].delivered() < 200_000 {
+            t += Duration::from_millis(1);
+            p.run(t);
+            if p.ep[1].stats().timeouts > 0 {
+                low = low.min(p.ep[1].ssthresh());
+            }
+        }
+        assert_eq!(p.ep[0].delivered(), 200_000);
+        let s = p.ep[1].stats();
+        (s.timeouts, s.fast_retransmits, s.lost_retransmits, low)
+    };
+    let (timeouts, recoveries, lost, low) = run();
+    assert_eq!((timeouts, lost), (1, 1));
+    assert_eq!(recoveries, 1, "the lost retransmission starts a recovery");
+    assert_eq!(low, 2 * 1000, "cubic's floor, from the window after the timeout");
+}

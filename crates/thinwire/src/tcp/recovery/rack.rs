@@ -271,9 +271,23 @@ impl Rack {
         }
     }
 
-    /// Marks losses; enters recovery on the first.
-    fn detect_and_enter(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant) {
-        if self.detect(tcb, now) && !tcb.in_recovery && tcb.snd_una >= tcb.recover {
+    /// Marks losses; enters recovery on the first. In a timeout's loss episode
+    /// (the kernel's Loss state) a fast recovery starts too when a retransmission
+    /// is found lost again (`tcp_fastretrans_alert`: `FLAG_LOST_RETRANS` falls
+    /// through to `tcp_enter_recovery`), or when the reordering timer finds any
+    /// loss (`by_timer`, `tcp_rack_reo_timeout`: any state but Recovery). Its
+    /// reduction (`tcp_init_cwnd_reduction`) takes the controller's threshold
+    /// from the window the timeout left: a second reduction, to the floor.
+    fn detect_and_enter(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant, by_timer: bool) {
+        let lost_retx = tcb.stats.lost_retransmits;
+        if !self.detect(tcb, now) || tcb.in_recovery {
+            return;
+        }
+        let from_loss = tcb.in_loss && (by_timer || tcb.stats.lost_retransmits > lost_retx);
+        if tcb.snd_una >= tcb.recover || from_loss {
+            if from_loss {
+                (tcb.in_loss, tcb.frto, tcb.frto_new) = (false, false, false);
+            }
             if !tcb.in_cwr {
                 self.prr.start(tcb);
             }
@@ -289,7 +303,7 @@ impl LossRecovery for Rack {
         self.update_reo_wnd(tcb);
         Self::tlp_ack(tcb, cc, now);
         if self.advance(tcb, now) {
-            self.detect_and_enter(tcb, cc, now);
+            self.detect_and_enter(tcb, cc, now, false);
         }
         self.schedule_probe(tcb, now);
     }
@@ -307,7 +321,7 @@ impl LossRecovery for Rack {
             return;
         }
         let was = tcb.in_recovery;
-        self.detect_and_enter(tcb, cc, now);
+        self.detect_and_enter(tcb, cc, now, true);
         if tcb.in_recovery && !was {
             // Nothing was delivered: PRR's first packet, the retransmission.
             let pipe = tcb.pipe_sent();
