@@ -308,6 +308,9 @@ pub fn tcp_config(f: &FlowCfg) -> TcpConfig {
         quickack: t.quickack.unwrap_or(d.quickack),
         fin_with_data: t.fin_with_data.unwrap_or(d.fin_with_data),
         ts_recent_at_ack_point: t.ts_recent_at_ack_point.unwrap_or(d.ts_recent_at_ack_point),
+        rwnd: t.rwnd.unwrap_or(d.rwnd),
+        rcv_buf_max: t.rcv_buf_max.map(|x| x.0.min(1 << 30) as u32).unwrap_or(d.rcv_buf_max),
+        autotune: t.autotune.unwrap_or(d.autotune),
     }
 }
 

@@ -126,7 +126,13 @@ TCPS = {
     "reno": ("reno", '{profile="linux", cc="reno"}'),
     "bbr": ("bbr", '{profile="linux", cc="bbr"}'),
 }
-QUICK = {"cells": {"raw-lossy": 300_000}, "tcps": ["cubic"], "real": 3, "sim": 10, "micro": ["last-segment"]}
+QUICK = {
+    "cells": {"raw-lossy": 300_000},
+    "tcps": ["cubic"],
+    "real": 3,
+    "sim": 10,
+    "micro": ["last-segment", "rwnd-65535"],
+}
 # rlc-uniform's completion times spread over an order of magnitude (20 s to
 # minutes, by how many timeouts back off): ten real runs pin its median ratio only
 # to about ±25 % (the bootstrap interval), so it gets thirty.
@@ -595,6 +601,8 @@ def micro_sim(name: str) -> dict:
 
     import thinwire
 
+    if name in RWND:
+        return rwnd_sim(name)
     rexmit = None
     if "rexmit" in MICRO[name][1]:
         # Where the first retransmission falls without its own loss.
@@ -629,17 +637,17 @@ def _first_retransmission(trace) -> int:
     return t["event"].to_list().index("retransmit")
 
 
-def micro_real(name: str, work: Path) -> dict:
-    """The same micro-cell over the emulator with real kernels. A loss named
-    "rexmit" falls on the kernel's own first retransmission (found in a run of
-    the pattern without it), wherever its index is."""
+def _transfer_real(name: str, over: list[str], d: Path, mobile_tune: str = "") -> tuple[dict, object]:
+    """One real transfer of micro-cell `name`'s size over the emulated link
+    (a Python socket server sends it, a reader drains it), the server's and the
+    mobile's kernel counters kept in `d` (server.netstat, mobile.netstat):
+    the emulation's summary and trace."""
     import polars as pl
 
     from ..emulate import emulate
 
-    size = MICRO[name][0]
+    size = _micro_size(name)
     tune = _TUNE.format(cc="cubic")
-    run = work / f"micro-{name}"
     serve = (
         "import socket,sys\ns=socket.socket()\ns.setsockopt(1,2,1)\ns.bind((sys.argv[1],9000))\ns.listen()\n"
         f"c,_=s.accept()\nc.sendall(b'x'*{size})\nc.close()\nimport time\ntime.sleep(30)"
@@ -647,29 +655,37 @@ def micro_real(name: str, work: Path) -> dict:
     fetch = (
         "import socket,sys\nc=socket.create_connection((sys.argv[1],9000),timeout=60)\nwhile c.recv(65536):\n    pass"
     )
+    d.mkdir(parents=True, exist_ok=True)
+    pid = d / "server.pid"
+    server = f'echo $$ > {pid}; {tune} && exec python3 -c "{serve}" $THINWIRE_ADDR'
+    stats = f"cat /proc/$(cat {pid})/net/netstat /proc/$(cat {pid})/net/snmp > {d}/server.netstat"
+    mobile = (
+        f'{tune}{mobile_tune} && sleep 1 && python3 -c "{fetch}" $THINWIRE_PEER && {stats} '
+        f"&& cat /proc/net/netstat > {d}/mobile.netstat"
+    )
+    text = _rwnd_text(name)[0] if name in RWND else _micro_text(name, 0)[0]
+    s = emulate(text, set=over, mobile=mobile, server=server, out=d / "out", commands_to_stderr=True)
+    if s.get("mobile_status") != 0:
+        raise ScenarioError(f"sim-vs-real: the real transfer of micro-cell {name} failed")
+    return s, pl.read_parquet(d / "out" / "trace.parquet")
 
-    def once(over: list[str], tag: str):
-        d = run / tag
-        d.mkdir(parents=True, exist_ok=True)
-        pid = d / "server.pid"
-        server = f'echo $$ > {pid}; {tune} && exec python3 -c "{serve}" $THINWIRE_ADDR'
-        stats = f"cat /proc/$(cat {pid})/net/netstat /proc/$(cat {pid})/net/snmp > {d}/server.netstat"
-        mobile = (
-            f'{tune} && sleep 1 && python3 -c "{fetch}" $THINWIRE_PEER && {stats} '
-            f"&& cat /proc/net/netstat > {d}/mobile.netstat"
-        )
-        text, _, _ = _micro_text(name, 0)
-        s = emulate(text, set=over, mobile=mobile, server=server, out=d / "out", commands_to_stderr=True)
-        if s.get("mobile_status") != 0:
-            raise ScenarioError(f"sim-vs-real: the real transfer of micro-cell {name} failed")
-        return s, pl.read_parquet(d / "out" / "trace.parquet"), d
 
+def micro_real(name: str, work: Path) -> dict:
+    """The same micro-cell over the emulator with real kernels. A loss named
+    "rexmit" falls on the kernel's own first retransmission (found in a run of
+    the pattern without it), wherever its index is."""
+    import polars as pl
+
+    if name in RWND:
+        return rwnd_real(name, work)
+    run = work / f"micro-{name}"
     rexmit = None
     if "rexmit" in MICRO[name][1]:
-        _, t, _ = once(_micro_text("middle")[1], "first")
+        _, t = _transfer_real(name, _micro_text("middle")[1], run / "first")
         rexmit = _first_retransmission(t)
     over = _micro_text(name, rexmit)[1]
-    s, t, d = once(over, "run")
+    d = run / "run"
+    s, t = _transfer_real(name, over, d)
     tcp = t.filter(pl.col("layer") == "tcp")
     syn = tcp.filter(pl.col("node") == "mobile")["time_s"].min()
     done = tcp.filter((pl.col("node") == "mobile") & (pl.col("event") == "recv") & (pl.col("len") > 0))["time_s"].max()
@@ -689,12 +705,115 @@ def micro_real(name: str, work: Path) -> dict:
     return row
 
 
+# Receive-window micro-cells: a clean 300 KB download to a mobile whose kernel
+# keeps the stock buffers (`tcp_rmem` 4096 131072 33554432) or is tuned to
+# `tcp_rmem` = 4096 65535 65535 (the simulated mobile: `rcv_buf` =
+# `rcv_buf_max` = 65,535 B), with window scaling or without
+# (`tcp_window_scaling` = 0; `window_scaling = false`); the windows its ACKs
+# advertise are compared where the transfer has had RWND_AT segments
+# acknowledged: the SYN's window and scale, the growth of `rcv_ssthresh`, the
+# ceiling from the buffer's memory accounting, the rounding to the MSS without
+# scaling, and autotuning (`tcp/rwnd.rs`). Name -> (tcp_rmem, window scaling).
+RWND: dict[str, tuple[int | None, bool]] = {
+    "rwnd-stock": (None, True),
+    "rwnd-65535": (65_535, True),
+    "rwnd-65535-noscale": (65_535, False),
+}
+RWND_SIZE = 300_000
+RWND_AT = [0, 1, 2, 3, 5, 8, 10, 15, 20, 30, 50, 100, 150, 200]
+RWND_RUNS = 3
+
+
+def _micro_size(name: str) -> int:
+    return RWND_SIZE if name in RWND else MICRO[name][0]
+
+
+def _rwnd_text(name: str) -> tuple[str, list[str], int]:
+    flow = f'\n[[flow]]\napp = "bulk"\nbytes = "{RWND_SIZE}B"\ndirection = "down"\n'
+    return MICRO_LINK + flow, [], RWND_SIZE
+
+
+def ack_windows(pcap: Path) -> list[int]:
+    """The windows (scaled, bytes) a capture's receiver advertised in the
+    download's connection, at RWND_AT segments acknowledged: each the window of
+    the last ACK up to that point (0: the SYN's)."""
+    import polars as pl
+
+    from ..analysis.capture import analyze_capture
+
+    p = analyze_capture(pcap).packets
+    conn = p.group_by("conn").agg(pl.col("len").sum()).sort("len")["conn"][-1]
+    p = p.filter(pl.col("conn") == conn)
+    data_dir = p.group_by("dir").agg(pl.col("len").sum()).sort("len")["dir"][-1]
+    acks = p.filter(pl.col("dir") != data_dir).sort("time_s")
+    syn = acks.filter(pl.col("ack") < 0)["win"]
+    out = []
+    for n in RWND_AT:
+        if n == 0:
+            out.append(int(syn[0]) if len(syn) else -1)
+            continue
+        w = acks.filter((pl.col("ack") >= 0) & (pl.col("ack") <= n * MICRO_SEG + 1))["win"]
+        out.append(int(w[-1]) if len(w) else -1)
+    return out
+
+
+def rwnd_sim(name: str) -> dict:
+    """A receive-window micro-cell in the simulator (`linux` profile)."""
+    import thinwire
+
+    text, _, _ = _rwnd_text(name)
+    rmem, scale = RWND[name]
+    tcp = TCPS["cubic"][1][:-1]
+    if rmem:
+        tcp += f', rcv_buf="{rmem}B", rcv_buf_max="{rmem}B"'
+    if not scale:
+        tcp += ", window_scaling=false"
+    tcp += "}"
+    with tempfile.TemporaryDirectory() as d:
+        thinwire.run(text, set=[f"flow.0.tcp={tcp}"], trace=["tcp"], pcap=True, out=d)
+        return {"cell": name, "side": "sim", "windows": ack_windows(Path(d) / "mobile.pcap")}
+
+
+def rwnd_real(name: str, work: Path) -> dict:
+    """The same over the emulator, the mobile's kernel tuned as the cell says,
+    RWND_RUNS times: autotuning acts when the application reads, so where it
+    starts moves by a segment or two from run to run (at 50 segments, 117,760 or
+    134,144 B in three stock runs)."""
+    rmem, scale = RWND[name]
+    tune = f" && sysctl -qw net.ipv4.tcp_rmem='4096 {rmem} {rmem}'" if rmem else ""
+    if not scale:
+        tune += " && sysctl -qw net.ipv4.tcp_window_scaling=0"
+    runs, late = [], []
+    for i in range(RWND_RUNS):
+        d = work / f"micro-{name}-{i}"
+        s, _ = _transfer_real(name, [], d, mobile_tune=tune)
+        runs.append(ack_windows(d / "out" / "mobile.pcap"))
+        late.append(s["lateness"]["p99_ms"])
+    return {"cell": name, "side": "real", "windows_runs": runs, "late_p99_ms": max(late)}
+
+
 def micro_claims(rows: list[dict]) -> list[dict]:
     """Exact event counts, retransmission times within max(4 ms, 10 %)."""
     cl = []
     for name in dict.fromkeys(r["cell"] for r in rows):
         sim = next(r for r in rows if r["cell"] == name and r["side"] == "sim")
         real = next(r for r in rows if r["cell"] == name and r["side"] == "real")
+        if name in RWND:
+            lo = [min(w) for w in zip(*real["windows_runs"])]
+            hi = [max(w) for w in zip(*real["windows_runs"])]
+            b = sim["windows"]
+            span = [f"{x}" if x == y else f"{x}–{y}" for x, y in zip(lo, hi)]
+            cl.append(
+                {
+                    "section": f"micro {name}",
+                    "claim": f"the mobile's advertised window (B) at {RWND_AT} segments acknowledged",
+                    "expected": f"[{', '.join(span)}] (the real runs' range) within max(2 %, 128 B)",
+                    "measured": f"{b}",
+                    "pass": len(lo) == len(b)
+                    and all(x - max(0.02 * x, 128) <= w <= y + max(0.02 * y, 128) for x, y, w in zip(lo, hi, b)),
+                }
+            )
+            continue
         ev = {k: (real[k], sim[k]) for k in MICRO_EVENTS}
         cl.append(
             {
@@ -816,7 +935,7 @@ def reproduce(
         if partial and old_micro.is_file():
             micro_rows = json.loads(old_micro.read_text())
         else:
-            for name in plan["micro"] or list(MICRO):
+            for name in plan["micro"] or list(MICRO) + list(RWND):
                 if progress:
                     print(f"sim-vs-real: micro-cell {name} ...", flush=True)
                 micro_rows += [micro_sim(name), micro_real(name, work)]

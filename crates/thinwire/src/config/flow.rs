@@ -118,6 +118,12 @@ pub struct TcpCfg {
     #[serde(default)]
     pub fin_with_data: Option<bool>,
     pub ts_recent_at_ack_point: Option<bool>,
+    #[serde(default)]
+    pub rwnd: Option<crate::tcp::Rwnd>,
+    #[serde(default)]
+    pub rcv_buf_max: Option<Size>,
+    #[serde(default)]
+    pub autotune: Option<bool>,
 }
 
 /// `app = "bulk"`: one TCP transfer of `bytes` (or unlimited) in `direction`.
@@ -595,7 +601,7 @@ fn validate_tcp(t: &TcpCfg, i: usize) -> Result<(), ConfigError> {
     }
     // A window below one minimal segment never lets a byte through (a run that
     // once ended at once with exit 0).
-    for (k, v) in [("rcv_wnd_initial", t.rcv_wnd_initial), ("cwnd_clamp", t.cwnd_clamp)] {
+    for (k, v) in [("rcv_wnd_initial", t.rcv_wnd_initial), ("cwnd_clamp", t.cwnd_clamp), ("rcv_buf_max", t.rcv_buf_max)] {
         if v.is_some_and(|Size(b)| !(64..=1 << 30).contains(&b)) {
             return Err(cerr(p(k), "must be between 64B (one minimal segment) and 1GiB"));
         }

@@ -195,6 +195,27 @@ pub struct TcpConfig {
     /// Default false: every segment at or below rcv_nxt refreshes it (the seed
     /// studies' behaviour, kept).
     pub ts_recent_at_ack_point: bool,
+    /// How the receiver computes the window it advertises: `buffer` (the free
+    /// space of `rcv_buf`, as BSD's `sbspace`, from `rcv_wnd_initial` when set)
+    /// or `linux` (`tcp/rwnd.rs`: Linux 6.x's memory accounting of `rcv_buf`
+    /// as `tcp_rmem[1]`, `rcv_ssthresh` growth, no shrinking, and with
+    /// `autotune` the buffer's growth up to `rcv_buf_max`). Default `buffer`.
+    pub rwnd: Rwnd,
+    /// The largest receive buffer autotuning may reach (Linux `tcp_rmem[2]`);
+    /// with `rwnd = "linux"` it also sets the window scale offered. Default 32 MiB.
+    pub rcv_buf_max: u32,
+    /// Receive-buffer autotuning (Linux `tcp_moderate_rcvbuf`, dynamic
+    /// right-sizing); only with `rwnd = "linux"`. Default false.
+    pub autotune: bool,
+}
+
+/// The receiver's window computation (`tcp.rwnd`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Rwnd {
+    #[default]
+    Buffer,
+    Linux,
 }
 
 impl TcpConfig {
@@ -231,17 +252,16 @@ impl TcpConfig {
     ///   (RFC 6928), `rto = "linux"` (min 200 ms, max 120 s, initial 1 s, 3 s
     ///   fallback), linear SYN timeouts (4), limited transmit, 4 ms timer ticks
     ///   (`CONFIG_HZ=250`), delayed ACKs after 2 segments or 40 ms (`TCP_ATO_MIN`),
-    ///   slow-start restart after idle (`tcp_slow_start_after_idle` = 1), an
-    ///   advertised window of 64,240 B at first (44 × 1460: 64 KiB rounded to the
-    ///   MSS) growing by two segments per segment received up to `tcp_rmem[2]` =
-    ///   32 MiB (`tcp_rmem[2]` of Linux 6.18, so window scale 10 as the kernel
-    ///   offers; receive-buffer autotuning approximated), send buffer 4 MiB
+    ///   slow-start restart after idle (`tcp_slow_start_after_idle` = 1), the
+    ///   kernel's receive window (`rwnd = "linux"`, `tcp/rwnd.rs`) from a
+    ///   131,072-byte buffer (`tcp_rmem[1]`: 64,240 B in the SYN, window scale 10)
+    ///   autotuned up to 32 MiB (`tcp_rmem[2]` of Linux 6.18), send buffer 4 MiB
     ///   (`tcp_wmem[2]`), DSACK (`tcp_dsack` = 1), F-RTO (`tcp_frto` = 2), ECN
     ///   accepted when the peer asks (`tcp_ecn` = 2), the kernel's quick ACKs and
     ///   adaptive delayed-ACK timeout (`quickack`), the FIN on the last data
     ///   segment (`fin_with_data`), TS.Recent from the segment at the last ACK
-    ///   sent (`ts_recent_at_ack_point`). Not yet as the kernel: pacing,
-    ///   the advertised window from `tcp_rmem` as the kernel scales it.
+    ///   sent (`ts_recent_at_ack_point`). Only BBR paces (the kernel paces CUBIC
+    ///   and Reno only under the `fq` qdisc, which the emulator's hosts do not use).
     pub fn profile(name: &str) -> Option<TcpConfig> {
         let d = TcpConfig::default();
         match name {
@@ -290,9 +310,12 @@ impl TcpConfig {
                 min_rto: Duration::from_millis(200),
                 max_rto: Duration::from_secs(120),
                 timer_granularity: Duration::from_millis(4),
-                rcv_buf: 32 << 20,
+                rcv_buf: 131_072,
                 snd_buf: 4 << 20,
-                rcv_wnd_initial: Some(64_240),
+                rcv_wnd_initial: None,
+                rwnd: Rwnd::Linux,
+                rcv_buf_max: 32 << 20,
+                autotune: true,
                 slow_start_after_idle: true,
                 rto: RtoKind::Linux,
                 syn_linear_timeouts: 4,
@@ -341,6 +364,9 @@ impl Default for TcpConfig {
             quickack: false,
             fin_with_data: false,
             ts_recent_at_ack_point: false,
+            rwnd: Rwnd::Buffer,
+            rcv_buf_max: 32 << 20,
+            autotune: false,
         }
     }
 }

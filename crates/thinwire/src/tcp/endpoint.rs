@@ -33,6 +33,7 @@ use super::config::TcpConfig;
 use super::ranges::Ranges;
 use super::recovery::{LossRecovery, NextSeg, Recovery};
 use super::rtt::{RtoKind, RttEstimator};
+use super::rwnd::{skb_truesize, LinuxRwnd};
 use super::tcb::{Sent, Tcb};
 use crate::time::{Duration, Instant};
 use crate::wire::{TcpFlags, TcpRepr};
@@ -178,6 +179,11 @@ pub struct Tcp {
     wnd_cap: Option<u64>,
     /// The window last advertised (to send a window update when it opens).
     last_adv: u64,
+    /// Linux's receive window (`rwnd = "linux"`), and the memory of the last
+    /// in-order segment until an ACK has gone out (the kernel acknowledges
+    /// before the application reads it).
+    lrw: Option<Box<LinuxRwnd>>,
+    rx_held: u64,
     /// When data was last sent (for slow-start restart after idle).
     last_data_sent: Option<Instant>,
     local_port: u16,
@@ -263,6 +269,9 @@ impl Tcp {
             last_data_sent: None,
             wnd_cap: None,
             last_adv: 0,
+            lrw: (cfg.rwnd == super::Rwnd::Linux)
+                .then(|| Box::new(LinuxRwnd::new(cfg.rcv_buf, cfg.rcv_buf_max, cfg.autotune))),
+            rx_held: 0,
             cfg,
             state: State::Closed,
             local_port,
@@ -384,11 +393,12 @@ impl Tcp {
     /// A segment with its payload bytes (byte buffers), or without (then its
     /// length alone counts, as in [`on_segment`](Self::on_segment)).
     pub fn on_segment_data(&mut self, now: Instant, seg: &TcpRepr, payload: &[u8]) {
+        let space = self.rcv_space();
         if let Some(r) = &mut self.rbuf {
             if !payload.is_empty() && matches!(self.state, State::SynRcvd | State::Established | State::Done) {
                 let s = unwrap_seq(self.rcv_nxt, self.irs, seg.seq);
                 let e = s + payload.len() as u64;
-                if e > self.rcv_nxt && e - self.rcv_nxt <= self.cfg.rcv_buf as u64 && s >= 1 {
+                if e > self.rcv_nxt && e - self.rcv_nxt <= space && s >= 1 {
                     r.insert(s - 1, payload);
                 }
             }
@@ -642,6 +652,12 @@ impl Tcp {
     /// With `rcv_wnd_initial` the window offered starts smaller and grows as data
     /// arrives (Linux's `rcv_ssthresh`).
     fn adv_window(&self) -> u16 {
+        if let Some(l) = &self.lrw {
+            let held = self.rx_held + l.held(self.ooo.bytes() + self.readable() as u64, self.hdr_len());
+            let cur = (self.rcv_wup + self.last_adv).saturating_sub(self.rcv_nxt);
+            let w = l.select(held, cur, self.last_adv, self.rcv_wscale).min(self.wnd_cap.unwrap_or(u64::MAX));
+            return (w >> self.rcv_wscale).min(65535) as u16;
+        }
         let mut w = self.rcv_ssthresh.min(self.wnd_cap.unwrap_or(u64::MAX));
         if let Some(r) = &self.rbuf {
             // With byte buffers the application may read late: unread bytes
@@ -687,7 +703,14 @@ impl Tcp {
         let syn = flags & TcpFlags::SYN != 0;
         if syn {
             r.mss = Some(self.cfg.mss as u16);
-            r.window = self.rcv_ssthresh.min(65535) as u16;
+            r.window = match &self.lrw {
+                // The passive side rounds to its MSS less the timestamp option.
+                Some(l) => {
+                    let ts = self.state == State::SynRcvd && self.ts_ok;
+                    l.syn_window(self.cfg.mss as u64 - 12 * ts as u64) as u16
+                }
+                None => self.rcv_ssthresh.min(65535) as u16,
+            };
             let offer_ws = self.cfg.window_scaling && (self.state == State::SynSent || self.snd_wscale_offered());
             if offer_ws {
                 r.wscale = Some(self.rcv_wscale_for_buf());
@@ -736,6 +759,9 @@ impl Tcp {
         self.snd_wscale_peer_offered
     }
     fn rcv_wscale_for_buf(&self) -> u8 {
+        if let Some(l) = &self.lrw {
+            return l.wscale();
+        }
         let mut s = 0u8;
         while s < 14 && (self.cfg.rcv_buf as u64 >> s) > 65535 {
             s += 1;
@@ -821,8 +847,13 @@ impl Tcp {
         }
         let repr = self.header(now, seq, flags);
         self.tcb.stats.segments_sent += 1;
+        if flags & (TcpFlags::ACK | TcpFlags::SYN) == TcpFlags::SYN && self.lrw.is_some() {
+            // The SYN's window is the first `rcv_wnd` (Linux `tcp_connect_init`).
+            self.last_adv = repr.window as u64;
+        }
         if flags & TcpFlags::ACK != 0 {
             self.rcv_wup = self.rcv_nxt;
+            self.rx_held = 0;
             self.last_adv = (repr.window as u64) << if flags & TcpFlags::SYN != 0 { 0 } else { self.rcv_wscale };
             self.ack_now = false;
             self.ack_deadline = None;
@@ -1314,6 +1345,44 @@ impl Tcp {
             }
         }
         self.cc.init(&mut self.tcb, now);
+        if let Some(l) = self.lrw.as_deref_mut() {
+            let advmss = self.cfg.mss as u64 - 12 * self.ts_ok as u64;
+            l.established(now, advmss, self.rcv_wscale, self.last_adv, self.delivered);
+        }
+    }
+
+    /// IP and TCP header bytes of a data segment (with the timestamp option).
+    fn hdr_len(&self) -> u64 {
+        40 + 12 * self.ts_ok as u64
+    }
+    /// How far beyond `rcv_nxt` a segment is kept: the receive buffer.
+    fn rcv_space(&self) -> u64 {
+        self.lrw.as_ref().map_or(self.cfg.rcv_buf as u64, |l| l.rcvbuf())
+    }
+
+    /// Linux's receive window after a data segment (`tcp_event_data_recv`,
+    /// `tcp_data_queue_ofo`, then `tcp_rcv_space_adjust` as the application
+    /// reads): true if the window grew, which asks for a quick ACK.
+    fn linux_rwnd_data(&mut self, now: Instant, seg: &TcpRepr, len: u32, in_order: bool) -> bool {
+        let hdr = self.hdr_len();
+        let unread = self.readable() as u64;
+        let Some(l) = self.lrw.as_deref_mut() else { return false };
+        let this = if in_order { skb_truesize(len as u64, hdr) } else { 0 };
+        let held = this + l.held(self.ooo.bytes() + unread, hdr);
+        let tsecr = seg.timestamps.map_or(0, |(_, e)| e);
+        let ts = super::tcb::ts_clock(now);
+        let grew = l.on_data(now, len as u64, hdr, in_order, held, self.last_adv, tsecr, ts, self.rcv_nxt);
+        if in_order {
+            self.rx_held = this;
+            l.on_read(now, self.delivered - unread);
+        }
+        // Out of order the ACK goes at once; the quick ACK asked for is the next.
+        if grew && !in_order {
+            if let Some(a) = &mut self.acks {
+                a.quick |= 1;
+            }
+        }
+        grew
     }
 
     /// `logged`: the RTT of the oldest segment the ACK covers, from the sent
@@ -1616,7 +1685,7 @@ impl Tcp {
         let s = unwrap_seq(self.rcv_nxt, self.irs, seg.seq);
         let e = s + len as u64;
         let had_holes = !self.ooo.is_empty();
-        if len > 0 && e > self.rcv_nxt {
+        if len > 0 && e > self.rcv_nxt && self.lrw.is_none() {
             // Linux tcp_grow_window: two segments more per data segment, up to the buffer.
             self.rcv_ssthresh = (self.rcv_ssthresh + 2 * self.cfg.mss as u64).min(self.cfg.rcv_buf as u64);
         }
@@ -1630,8 +1699,9 @@ impl Tcp {
             }
             let data_end = self.rcv_nxt;
             self.delivered = data_end - 1;
+            let grew = len > 0 && self.lrw.is_some() && self.linux_rwnd_data(now, seg, len, true);
             if self.acks.is_some() {
-                self.linux_ack(now, had_holes, len);
+                self.linux_ack(now, had_holes, len, grew);
             } else if had_holes {
                 self.ack_now = true;
             } else {
@@ -1643,7 +1713,10 @@ impl Tcp {
                 }
             }
         } else if s > self.rcv_nxt && len > 0 {
-            if e - self.rcv_nxt <= self.cfg.rcv_buf as u64 {
+            if e - self.rcv_nxt <= self.rcv_space() {
+                if self.sack_ok && self.lrw.is_some() && !self.ooo.contains(s) {
+                    self.linux_rwnd_data(now, seg, len, false);
+                }
                 if let Some(held) = self.ooo.end_of(s) {
                     self.note_dsack(s, e.min(held));
                 }
@@ -1684,10 +1757,14 @@ impl Tcp {
     /// filled, in quick-ACK mode, or at the `delack_count`-th segment; else by the
     /// adaptive timer, an earlier deadline kept (or the ACK sent at once if that
     /// deadline is within a quarter of the new timeout).
-    fn linux_ack(&mut self, now: Instant, had_holes: bool, len: u32) {
+    fn linux_ack(&mut self, now: Instant, had_holes: bool, len: u32, grew: bool) {
         let (rto, srtt, w, mss) = (self.rtt.rto(), self.rtt.srtt, self.last_adv, self.cfg.mss as u64);
         let Some(a) = &mut self.acks else { return };
         a.on_data(now, rto, w, mss);
+        if grew {
+            // tcp_grow_window: `icsk_ack.quick |= 1`.
+            a.quick |= 1;
+        }
         self.unacked_segs += 1;
         if had_holes || a.quick > 0 || self.unacked_segs >= self.cfg.delack_count {
             self.ack_now = true;

@@ -10,10 +10,11 @@ pub mod ranges;
 pub mod rate;
 pub mod recovery;
 pub mod rtt;
+pub mod rwnd;
 pub mod tcb;
 
 pub use cc::CcKind;
-pub use config::{Ecn, TcpConfig, Variant};
+pub use config::{Ecn, Rwnd, TcpConfig, Variant};
 pub use endpoint::{Segment, State, Tcp, TcpStats, TcpVar, VarEvent};
 pub use recovery::RecoveryKind;
 pub use tcb::Tcb;
