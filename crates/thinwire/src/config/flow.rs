@@ -601,7 +601,8 @@ fn validate_tcp(t: &TcpCfg, i: usize) -> Result<(), ConfigError> {
     }
     // A window below one minimal segment never lets a byte through (a run that
     // once ended at once with exit 0).
-    for (k, v) in [("rcv_wnd_initial", t.rcv_wnd_initial), ("cwnd_clamp", t.cwnd_clamp), ("rcv_buf_max", t.rcv_buf_max)] {
+    for (k, v) in [("rcv_wnd_initial", t.rcv_wnd_initial), ("cwnd_clamp", t.cwnd_clamp), ("rcv_buf_max", t.rcv_buf_max)]
+    {
         if v.is_some_and(|Size(b)| !(64..=1 << 30).contains(&b)) {
             return Err(cerr(p(k), "must be between 64B (one minimal segment) and 1GiB"));
         }

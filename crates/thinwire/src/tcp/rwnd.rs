@@ -12,7 +12,7 @@
 //!   (`tcp_measure_rcv_mss`). The truesize here is that of a linear skb as a TUN
 //!   or veth device allocates it: `NET_SKB_PAD` (64) + the IP packet, aligned to
 //!   64, + `skb_shared_info` (320), in a kmalloc bucket (powers of two, 96, 192),
-//!   + 256 for `struct sk_buff`: 2,304 B for a 1,500-byte packet, ratio 160 for
+//!   plus 256 for `struct sk_buff`: 2,304 B for a 1,500-byte packet, ratio 160 for
 //!   1,448 B of payload. Measured over the emulator's TUN path (`ss -tinm`:
 //!   `r2304` for one queued segment).
 //! - The SYN's window: the buffer at 50 %, rounded down to the MSS (the
