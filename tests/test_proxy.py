@@ -64,6 +64,10 @@ def test_web_sessions_through_the_proxy_deliver_everything():
         ('clamp = "1B"', "proxy.clamp"),
         ("headroom = -1.0", "proxy.headroom"),
         ("retransmit_at = 0", "proxy.retransmit_at"),
+        ('cc = "bbr"', "proxy.cc"),
+        ('cc = "vegas"', "proxy.cc"),
+        ('cc = "cubic"\nestimate_clamp = true', "proxy.estimate_clamp"),
+        ("initial_window = 0", "proxy.initial_window"),
         ("classes = [{ port = 23, tickets = 0 }]", "proxy.classes[0].tickets"),
         ("bogus = 1", "proxy"),
     ],
@@ -71,6 +75,18 @@ def test_web_sessions_through_the_proxy_deliver_everything():
 def test_bad_proxy_fields_name_the_field(bad, field):
     with pytest.raises(thinwire.ScenarioError, match=re.escape(field)):
         thinwire.run(LINK + "[proxy]\n" + bad + "\n" + BULK.format("10KB", "0s"))
+
+
+def test_the_aggregate_takes_a_congestion_controller():
+    """`proxy.cc`: CUBIC over the GPRS link grows the aggregate's window past the
+    seeds' fixed one (its summary's `clamp` is the last window), and the
+    download completes."""
+    flow = BULK.format("200KB", "0s")
+    fixed = thinwire.run(LINK + "[proxy]\n" + flow).raw
+    cubic = thinwire.run(LINK + '[proxy]\ncc = "cubic"\n' + flow).raw
+    for r in (fixed, cubic):
+        assert r["flows"][0]["bytes_delivered"] == 200_000
+    assert cubic["proxy"]["clamp"] > fixed["proxy"]["clamp"]
 
 
 def test_multilayer_plot_shows_the_proxy(tmp_path):

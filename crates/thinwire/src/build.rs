@@ -406,6 +406,12 @@ pub fn proxy_config_from(p: &crate::config::ProxyCfg, down: Option<u64>) -> crat
         c.headroom = h;
     }
     c.clamp = p.clamp.map(|s| s.0);
+    if let Some(cc) = p.cc {
+        c.cc = cc;
+    }
+    if let Some(w) = p.initial_window {
+        c.initial_window = w;
+    }
     c.estimate_clamp = p.estimate_clamp.unwrap_or(false);
     if let Some(o) = p.overprovision {
         c.overprovision = o;

@@ -4,7 +4,7 @@
 //! only through its sans-IO interface.
 use std::collections::BTreeMap;
 use thinwire::proxy::{EventKind, Proxy, ProxyConfig, Side};
-use thinwire::tcp::{Tcp, TcpConfig};
+use thinwire::tcp::{CcKind, Tcp, TcpConfig};
 use thinwire::time::{Duration, Instant};
 use thinwire::wire::{Packet, TcpFlags, L4};
 
@@ -514,4 +514,66 @@ fn the_clamp_can_be_estimated_from_the_minimum_rtt() {
     // Starting from a 30 KB guess, the window comes down to the estimate at once.
     let cw = net.events(EventKind::Cwnd);
     assert!(cw.first().is_some_and(|e| e.value as u64 == want || e.value < 30_000));
+}
+
+/// The aggregate's window is a congestion controller's (`proxy.cc`): the seeds'
+/// `clamp` keeps the fixed window through a loss; Linux's Reno starts from ten
+/// segments, grows while the window is the limit, and halves once at the loss
+/// (one reduction for the episode); CUBIC grows and reduces by 0.7.
+#[test]
+fn the_aggregate_runs_any_congestion_controller() {
+    for cc in [CcKind::Clamp, CcKind::Reno, CcKind::Cubic] {
+        let loss: Loss = Box::new(|d, i, _| d == 0 && i == 60);
+        let cfg = ProxyConfig { cc, ..ProxyConfig::default() };
+        let clamp = cfg.clamp_bytes();
+        let mut net = Net::new(Some(cfg), loss);
+        net.conn(200_000, 0, 5001);
+        let mut w = vec![];
+        for k in 1..1000 {
+            net.run_until(Instant::ZERO + Duration::from_millis(250 * k), |n| n.all_closed());
+            w.push(net.proxy.as_ref().unwrap().stats().clamp);
+            if net.all_closed() {
+                break;
+            }
+        }
+        net.assert_exact(&[(200_000, 0)]);
+        let p = net.proxy.as_ref().unwrap();
+        assert_eq!((p.stats.retransmits, p.stats.timeouts), (1, 0), "{cc:?}");
+        let drops: Vec<(u64, u64)> = w.windows(2).filter(|x| x[1] < x[0]).map(|x| (x[0], x[1])).collect();
+        if cc == CcKind::Clamp {
+            assert!(w.iter().all(|&x| x == clamp), "{w:?}");
+            continue;
+        }
+        assert_eq!(w[0], 10 * 1460, "{cc:?}: the initial window");
+        assert!(w.iter().max() > Some(&(2 * w[0])), "{cc:?} grows: {w:?}");
+        let [(before, after)] = drops[..] else { panic!("{cc:?}: one reduction, {drops:?}") };
+        let beta = if cc == CcKind::Reno { 0.5 } else { 0.7 };
+        assert!((after as f64 - beta * before as f64).abs() <= 1460.0, "{cc:?}: {before} -> {after}");
+    }
+}
+
+/// A stall under a controller other than `clamp`: the first timeout takes the
+/// controller's threshold and the window restarts from one segment when the
+/// probe is answered (Linux `tcp_enter_loss`), then slow start regrows it; the
+/// seeds' `clamp` returns to its full window at once.
+#[test]
+fn after_a_stall_a_controller_restarts_from_one_segment() {
+    for (cc, restart) in [(CcKind::Clamp, None), (CcKind::Reno, Some(1460))] {
+        let loss: Loss = Box::new(|_, _, t| {
+            t >= Instant::ZERO + Duration::from_secs(10) && t < Instant::ZERO + Duration::from_secs(40)
+        });
+        let cfg = ProxyConfig { cc, ..ProxyConfig::default() };
+        let clamp = cfg.clamp_bytes();
+        let mut net = Net::new(Some(cfg), loss);
+        net.conn(200_000, 0, 5001);
+        net.run(600);
+        net.assert_exact(&[(200_000, 0)]);
+        let stall = net.events(EventKind::Stall);
+        let back = stall.iter().find(|e| e.value == 0).expect("recovered").at;
+        let cw = net.events(EventKind::Cwnd);
+        let at_back = cw.iter().rfind(|e| e.at <= back).unwrap().value as u64;
+        assert_eq!(at_back, restart.unwrap_or(clamp), "{cc:?}");
+        let end = net.proxy.as_ref().unwrap().stats().clamp;
+        assert!(end > at_back || restart.is_none(), "{cc:?}: slow start after the stall, {at_back} -> {end}");
+    }
 }

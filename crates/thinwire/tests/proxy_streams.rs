@@ -385,7 +385,7 @@ fn several_connections_of_one_mobile_share_one_window() {
         assert!(net.got[i] == *f, "connection {i}: {} of {} bytes", net.got[i].len(), f.len());
     }
     let a = net.proxy.aggregate(MOBILE.into()).unwrap();
-    assert_eq!(a.clamp, ProxyConfig::default().clamp_bytes());
+    assert_eq!(a.window(), ProxyConfig::default().clamp_bytes());
     assert_eq!(net.proxy.stats().connections, 6);
 }
 

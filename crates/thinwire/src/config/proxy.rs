@@ -9,6 +9,13 @@ use serde::Deserialize;
 #[derive(Clone, Debug, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct ProxyCfg {
+    /// The aggregate's congestion controller (`tcp.cc`'s names but `bbr`);
+    /// default `clamp`, the seeds' fixed window.
+    #[serde(default)]
+    pub cc: Option<crate::tcp::CcKind>,
+    /// Initial window of a controller other than `clamp`, in segments; default 10.
+    #[serde(default)]
+    pub initial_window: Option<u32>,
     /// Fixed wireless-side window; default (1 + headroom)·link_rate·link_rtt.
     #[serde(default)]
     pub clamp: Option<Size>,
@@ -93,6 +100,16 @@ pub(super) fn validate_proxy(p: &ProxyCfg) -> Result<(), ConfigError> {
     }
     if p.retransmit_at.is_some_and(|n| n == 0 || n > 100) {
         return Err(cerr("proxy.retransmit_at", "must be between 1 and 100"));
+    }
+    if p.cc == Some(crate::tcp::CcKind::Bbr) {
+        return Err(cerr("proxy.cc", "\"bbr\" needs delivery-rate samples the aggregate does not keep; use \"clamp\", \"cubic\", \"reno\" or \"rfc5681\""));
+    }
+    let fixed = p.cc.is_none_or(|c| c == crate::tcp::CcKind::Clamp);
+    if p.estimate_clamp == Some(true) && !fixed {
+        return Err(cerr("proxy.estimate_clamp", "estimates the fixed window of cc = \"clamp\" only"));
+    }
+    if p.initial_window.is_some_and(|w| w == 0 || w > 1000) {
+        return Err(cerr("proxy.initial_window", "must be between 1 and 1000 segments"));
     }
     if let Some(m) = p.mss {
         if !(64..=65495).contains(&m) {

@@ -1,6 +1,7 @@
 //! The Aggregate Control Block (seed 004 §IV-B, Fig. 6): the wireless-side state
-//! shared by every connection to one mobile host — one fixed congestion window
-//! (the clamp, §IV-C / seed 003 §V), one RTT estimate and retransmission timer,
+//! shared by every connection to one mobile host — one congestion window (the
+//! seeds' fixed window, the clamp of §IV-C / seed 003 §V, by default; any
+//! controller of `tcp/cc/` with `proxy.cc`), one RTT estimate and retransmission timer,
 //! and one list of unacknowledged segments of all its connections in sending
 //! order — with the aggregate loss recovery of §IV-E:
 //!
@@ -24,7 +25,20 @@
 //! - A segment whose counter reaches `retransmit_at` (3) is retransmitted, the
 //!   window unchanged; SACKed segments are never retransmitted.
 //! - On a timeout the window drops to one probe segment (the oldest unSACKed one,
-//!   resent); any ACK or SACK then restores the full window. Consecutive timeouts
+//!   resent); any ACK or SACK then restores the full window.
+//!
+//! The window's controller (`proxy.cc`, default `clamp`): the aggregate is one
+//! sender to the controller, its sequence space the bytes first sent and the
+//! bytes delivered (ACKed or SACKed) over all its connections. Each delivery
+//! outside a loss episode is an ACK (`on_ack`, with the RTT sample first,
+//! `on_rtt`); the first segment due for retransmission starts an episode that
+//! lasts until what was sent before it is delivered — one reduction per episode,
+//! cwnd = ssthresh = the controller's threshold (Linux's reduction without
+//! PRR's pacing of it); the first timeout of a stall takes the threshold too and
+//! the window restarts from one segment (`on_rto`), growing from there once the
+//! probe is answered. With `clamp` every one of these leaves the window as it
+//! is, so the seeds' proxy is unchanged. Not with `bbr`, which needs
+//! delivery-rate samples the aggregate does not keep (refused in configuration). Consecutive timeouts
 //!   back off linearly: the k-th waits k·max(SRTT, `min_rto`) (capped at
 //!   `max_rto`) instead of doubling. The timeout is also the "wireless link
 //!   timeout" of §IV-D that zeroes the advertised windows until recovery.
@@ -48,7 +62,10 @@
 //! allowances converge to equal shares. W_c stays within [2·MSS, 64 KB]; α
 //! defaults to one BDP per second.
 use super::sched::Stride;
+use crate::tcp::cc::{Cc, CcKind, CongestionControl};
 use crate::tcp::rtt::RttEstimator;
+use crate::tcp::tcb::Tcb;
+use crate::tcp::TcpConfig;
 use crate::time::{Duration, Instant};
 use crate::wire::IpAddress;
 
@@ -79,7 +96,12 @@ impl Entry {
 
 pub struct Acb {
     pub mobile: IpAddress,
-    pub clamp: u64,
+    /// The window (`tcb.cwnd`) and threshold its controller keeps; the
+    /// aggregate's bytes sent and delivered as `snd_max` and `snd_una`.
+    pub tcb: Tcb,
+    cc: Cc,
+    /// Delivered bytes that end the current loss episode (None: none open).
+    recover: Option<u64>,
     /// One-segment probing after a timeout.
     pub probing: bool,
     pub backoff: u32,
@@ -106,10 +128,19 @@ pub struct Feedback {
 }
 
 impl Acb {
-    pub fn new(mobile: IpAddress, clamp: u64, rtt: RttEstimator) -> Acb {
+    /// `clamp`: the fixed window of the `clamp` controller; the others start from
+    /// `initial_window` segments of `mss`.
+    pub fn new(mobile: IpAddress, cc: CcKind, clamp: u64, mss: u64, initial_window: u32, rtt: RttEstimator) -> Acb {
+        let cfg = Self::cc_config(cc, clamp, mss, initial_window);
+        let fixed = (cc == CcKind::Clamp).then_some(clamp);
+        let mut tcb = Tcb::new(mss, fixed.unwrap_or(mss * initial_window as u64), fixed);
+        let mut cc = cc.make(&cfg);
+        cc.init(&mut tcb, Instant::ZERO);
         Acb {
             mobile,
-            clamp,
+            tcb,
+            cc,
+            recover: None,
             probing: false,
             backoff: 0,
             stalled: false,
@@ -123,12 +154,38 @@ impl Acb {
         }
     }
 
+    fn cc_config(cc: CcKind, clamp: u64, mss: u64, initial_window: u32) -> TcpConfig {
+        TcpConfig { cc, mss: mss as u32, initial_window, cwnd_clamp: Some(clamp as u32), ..TcpConfig::default() }
+    }
+
+    /// The window now.
+    pub fn window(&self) -> u64 {
+        self.tcb.cwnd
+    }
+
+    /// A new fixed window (`estimate_clamp`; only with the `clamp` controller).
+    pub fn set_clamp(&mut self, w: u64, now: Instant) {
+        if self.cc.kind() == CcKind::Clamp {
+            self.cc = CcKind::Clamp.make(&Self::cc_config(CcKind::Clamp, w, self.tcb.smss, 1));
+            self.tcb.clamp = Some(w);
+            self.tcb.force_cwnd(now, w);
+        }
+    }
+
+    /// After a round of sending (Linux `tcp_cwnd_validate`): `limited` when the
+    /// window stopped it.
+    pub fn sent_until(&mut self, limited: bool) {
+        self.tcb.cwnd_validate(limited);
+    }
+
     /// Bytes in flight: unSACKed entries' payload.
     pub fn outstanding(&self) -> u64 {
         self.list.iter().filter(|e| !e.sacked).map(|e| e.payload()).sum()
     }
 
     pub fn push(&mut self, conn: usize, start: u64, end: u64, fin: bool, now: Instant) {
+        self.tcb.snd_max += end - start - fin as u64;
+        self.tcb.snd_nxt = self.tcb.snd_max;
         let order = self.next_order;
         self.next_order += 1;
         self.list.push(Entry {
@@ -160,9 +217,13 @@ impl Acb {
         let mut newest: Option<u64> = None;
         let mut newest_sent = Instant::ZERO;
         let mut sample: Option<(u64, Duration)> = None;
+        let mut delivered = 0;
         for e in self.list.iter_mut().filter(|e| e.conn == conn) {
             let acked_now = e.end <= acked;
             let sacked_now = !acked_now && !e.sacked && sacks.iter().any(|&(l, r)| l <= e.start && e.end <= r);
+            if (acked_now && !e.sacked) || sacked_now {
+                delivered += e.payload();
+            }
             if acked_now || sacked_now {
                 if newest.is_none_or(|n| e.order > n) {
                     newest = Some(e.order);
@@ -184,7 +245,17 @@ impl Acb {
             self.rtt.sample(r);
             self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
             fb.rtt = Some(r);
+            (self.tcb.srtt, self.tcb.min_rtt) = (self.rtt.srtt, self.min_rtt);
+            self.cc.on_rtt(&mut self.tcb, now, r);
         }
+        self.tcb.snd_una = (self.tcb.snd_una + delivered).min(self.tcb.snd_max);
+        if self.recover.is_some_and(|r| self.tcb.snd_una >= r) {
+            self.recover = None;
+        }
+        if self.recover.is_none() && !self.probing && delivered > 0 {
+            self.cc.on_ack(&mut self.tcb, now, delivered);
+        }
+        let mut lost = false;
         for e in self.list.iter_mut().filter(|e| e.order < newest && !e.sacked) {
             if e.conn != conn && newest_sent - e.sent_at < delack {
                 continue; // its own ACK may still be delayed
@@ -193,7 +264,15 @@ impl Acb {
             fb.counters.push((e.conn, e.start, e.counter));
             if e.counter >= retransmit_at {
                 e.due = true;
+                lost = true;
             }
+        }
+        if lost && self.recover.is_none() {
+            // A loss episode: one reduction until what is out now is delivered.
+            self.recover = Some(self.tcb.snd_max);
+            let ssthresh = self.cc.ssthresh(&self.tcb);
+            self.tcb.set_ssthresh(now, ssthresh);
+            self.tcb.set_cwnd(now, ssthresh);
         }
         fb
     }
@@ -220,6 +299,16 @@ impl Acb {
     /// the probe. Returns it, or None if nothing was outstanding.
     pub fn on_timeout(&mut self, now: Instant, min_rto: Duration, max_rto: Duration) -> Option<Entry> {
         let i = self.list.iter().position(|e| !e.sacked)?;
+        if self.backoff == 0 && !self.stalled {
+            // The stall's first timeout: the controller's threshold, and the
+            // window from one segment once the probe is answered.
+            let ssthresh = if self.recover.is_some() { self.tcb.ssthresh } else { self.cc.ssthresh(&self.tcb) };
+            self.tcb.set_ssthresh(now, ssthresh);
+            let one = self.tcb.smss;
+            self.tcb.force_cwnd(now, one);
+            self.cc.on_rto(&mut self.tcb);
+            self.recover = Some(self.tcb.snd_max);
+        }
         self.backoff += 1;
         self.probing = true;
         self.stalled = true;
@@ -254,7 +343,7 @@ impl Acb {
     /// Room for another segment of `mss`: outstanding data at least one MSS below
     /// the window; while probing, none beyond the probe.
     pub fn has_room(&self, mss: u64) -> bool {
-        !self.probing && self.outstanding() + mss <= self.clamp
+        !self.probing && self.outstanding() + mss <= self.tcb.cwnd
     }
 }
 
@@ -270,7 +359,10 @@ mod tests {
     fn acb() -> Acb {
         Acb::new(
             [0; 4].into(),
+            CcKind::Clamp,
             10_000,
+            1000,
+            10,
             RttEstimator::new(
                 Duration::from_secs(3),
                 Duration::from_millis(10),

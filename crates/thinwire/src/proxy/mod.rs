@@ -55,7 +55,7 @@ pub mod wired;
 use crate::fx::FxMap;
 use crate::tcp::buffer::{RecvBuf, SendBuf};
 use crate::tcp::rtt::RttEstimator;
-use crate::tcp::{RecoveryKind, TcpConfig};
+use crate::tcp::{CcKind, RecoveryKind, TcpConfig};
 use crate::time::{Duration, Instant};
 use crate::wire::IpAddress;
 use crate::wire::{Packet, TcpFlags, TcpRepr, L4};
@@ -80,6 +80,11 @@ pub struct ProxyConfig {
     /// Typical round-trip time over the wireless link.
     pub link_rtt: Duration,
     pub headroom: f64,
+    /// The aggregate's congestion controller (acb.rs); default `clamp`, the
+    /// seeds' fixed window.
+    pub cc: CcKind,
+    /// Initial window of a controller other than `clamp`, in segments; default 10.
+    pub initial_window: u32,
     /// Fixed window; default (1 + headroom)·link_rate·link_rtt.
     pub clamp: Option<u64>,
     /// Estimate the clamp on line: (1 + headroom)·link_rate·(minimum RTT sampled
@@ -116,6 +121,8 @@ impl Default for ProxyConfig {
             link_rate: 4150,
             link_rtt: Duration::from_millis(1800),
             headroom: 0.3,
+            cc: CcKind::Clamp,
+            initial_window: 10,
             clamp: None,
             estimate_clamp: false,
             overprovision: 0.5,
@@ -277,7 +284,7 @@ impl Proxy {
     pub fn stats(&self) -> ProxyStats {
         let s = &self.stats;
         ProxyStats {
-            clamp: self.acbs.last().map_or(self.cfg.clamp_bytes(), |a| a.clamp),
+            clamp: self.acbs.last().map_or(self.cfg.clamp_bytes(), |a| a.window()),
             rtt_avg_s: (s.rtt_samples > 0).then(|| s.rtt_sum_ns as f64 * 1e-9 / s.rtt_samples as f64),
             ..s.clone()
         }
@@ -385,7 +392,8 @@ impl Proxy {
                     self.cfg.min_rto,
                     self.cfg.max_rto,
                 );
-                self.acbs.push(Acb::new(mobile, self.cfg.clamp_bytes(), rtt));
+                let (cc, iw, mss) = (self.cfg.cc, self.cfg.initial_window, self.cfg.mss as u64);
+                self.acbs.push(Acb::new(mobile, cc, self.cfg.clamp_bytes(), mss, iw, rtt));
                 self.by_mobile.insert(mobile, self.acbs.len() - 1);
                 self.acbs.len() - 1
             }
@@ -554,8 +562,8 @@ impl Proxy {
                     let min = self.acbs[a].min_rtt.unwrap_or(Duration::MAX);
                     let w = ((1.0 + self.cfg.headroom) * self.cfg.link_rate as f64 * min.as_secs_f64()).round() as u64;
                     let w = w.max(2 * self.cfg.mss as u64);
-                    if w != self.acbs[a].clamp {
-                        self.acbs[a].clamp = w;
+                    if w != self.acbs[a].window() {
+                        self.acbs[a].set_clamp(w, now);
                         self.log(now, EventKind::Cwnd, -1, -1, 0, w as i64);
                     }
                 }
@@ -566,7 +574,7 @@ impl Proxy {
             }
             if fb.progress && self.acbs[a].on_progress(now) {
                 self.log(now, EventKind::Stall, -1, -1, 0, 0);
-                let w = self.acbs[a].clamp as i64;
+                let w = self.acbs[a].window() as i64;
                 self.log(now, EventKind::Cwnd, -1, -1, 0, w);
             }
         }
@@ -681,6 +689,7 @@ impl Proxy {
         loop {
             let mss = self.cfg.mss as u64;
             if !self.acbs[a].has_room(mss) {
+                self.acbs[a].sent_until(true);
                 break;
             }
             if let Some(e) = self.acbs[a].take_due(now) {
@@ -693,7 +702,10 @@ impl Proxy {
                 .filter(|&&c| self.conns[c].sendable().is_some())
                 .map(|&c| (c, self.conns[c].class, self.acbs[a].sched.join(self.conns[c].class, self.conns[c].pass)))
                 .collect();
-            let Some((c, class, pass)) = self.acbs[a].sched.pick(&cands) else { break };
+            let Some((c, class, pass)) = self.acbs[a].sched.pick(&cands) else {
+                self.acbs[a].sent_until(false);
+                break;
+            };
             let (s, e, fin) = self.conns[c].sendable().unwrap();
             let conn = &mut self.conns[c];
             conn.pass = Stride::charge(pass, conn.tickets, (e - s).max(1), conn.mss);

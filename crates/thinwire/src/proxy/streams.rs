@@ -204,7 +204,7 @@ impl Proxy {
             .filter(|a| !a.conns.is_empty())
             .map(|a| MobileSnapshot {
                 mobile: a.mobile,
-                window: a.clamp,
+                window: a.window(),
                 queued: a.conns.iter().map(|&c| self.conns[c].unsent()).sum(),
                 in_flight: a.outstanding(),
                 srtt: a.rtt.srtt,

@@ -144,7 +144,7 @@ pub struct Tcb {
     /// connection.
     pub rand: u64,
     /// A fixed window (seed 003 §V "TCP clamp"): every change of cwnd is ignored.
-    pub(super) clamp: Option<u64>,
+    pub(crate) clamp: Option<u64>,
     /// Linux `tcp_cwnd_validate`: whether the sender used its whole window in the
     /// current window of data (`is_cwnd_limited`), the most bytes in flight
     /// otherwise (`max_packets_out`), and where that window ends (`cwnd_usage_seq`).
@@ -156,7 +156,7 @@ pub struct Tcb {
 }
 
 impl Tcb {
-    pub(super) fn new(smss: u64, cwnd: u64, clamp: Option<u64>) -> Tcb {
+    pub(crate) fn new(smss: u64, cwnd: u64, clamp: Option<u64>) -> Tcb {
         Tcb {
             smss,
             cwnd,
