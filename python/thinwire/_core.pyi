@@ -38,7 +38,7 @@ def run(
 
     Keys: events, sim_time_s, flows (list of dicts, see RESULT_FIELDS["flow"]),
     link ({"down", "up"}: dicts, see RESULT_FIELDS["link"]), proxy (dict or None),
-    wired_queue_drops, media_delays ({flow id: little-endian i64 ns bytes}), trace
+    wired_queue_drops, wired_queue_aqm_drops, wired_queue_marks ([down, up]), media_delays ({flow id: little-endian i64 ns bytes}), trace
     (column bytes and "rows"), pcap_server / pcap_mobile (bytes, if recorded), files
     (names streamed into `out_dir`: trace.parquet, server.pcap, mobile.pcap,
     mm-down.log, mm-up.log; their columns/bytes are then absent or empty), wall_s,

@@ -121,7 +121,11 @@ class RunResult:
             "unfinished_flows": r["unfinished"],
             "flows": r["flows"],
             "link": r["link"],
+            # [down, up]: drops at the wired queues (full, or the discipline's
+            # decision), of those the discipline's own, and ECN marks.
             "wired_queue_drops": r["wired_queue_drops"],
+            "wired_queue_aqm_drops": r["wired_queue_aqm_drops"],
+            "wired_queue_marks": r["wired_queue_marks"],
             "proxy": r.get("proxy"),
         }
 

@@ -63,6 +63,8 @@ fn result_to_py<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDi
     }
     d.set_item("link", link)?;
     d.set_item("wired_queue_drops", r.wired_drops.to_vec())?;
+    d.set_item("wired_queue_aqm_drops", r.wired.map(|w| w.aqm_drops).to_vec())?;
+    d.set_item("wired_queue_marks", r.wired.map(|w| w.marks).to_vec())?;
     let tr = trace_to_py(py, &r.trace)?;
     tr.set_item("rows", r.trace_rows)?;
     d.set_item("trace", tr)?;

@@ -21,10 +21,11 @@ use crate::link::{
     rlc_am::{Rlc, RlcConfig},
     rlp_gsm::{OnN2, RlpConfig},
     sr::{Sr, SrConfig},
-    wireless::{DirConfig, Mux, Scheduler, WirelessConfig, WirelessLink},
+    wireless::{DirConfig, Mux, Scheduler, Session, WirelessConfig, WirelessLink},
     Arq,
 };
 use crate::queue::wired::WiredLink;
+use crate::queue::{QdiscConfig, Queue};
 use crate::rng::Rng;
 use crate::tcp::{TcpConfig, Variant};
 use crate::time::{Duration, Instant};
@@ -42,8 +43,73 @@ pub const FRAME_QUEUE: usize = 50;
 /// Upper bound on simulated time when `stop = "end"`.
 pub use crate::config::MAX_TIME;
 
-pub fn limit(q: &Option<QueueCfg>, default: Limit) -> Limit {
-    q.as_ref().map(|q| q.limit).unwrap_or(default)
+/// A queue's discipline from its settings (`None`: drop-tail), with the
+/// position's `default` limit and the link's `rate` (RED's idle decay). Each
+/// discipline's other parameters keep the model's defaults unless set.
+pub fn qdisc_config(q: Option<&QueueCfg>, default: Limit, rate: u64) -> QdiscConfig {
+    let limit = q.and_then(|q| q.limit()).unwrap_or(default);
+    let Some(q) = q else { return QdiscConfig::droptail(limit) };
+    let mut c = QdiscConfig::new(q.kind(), limit);
+    let dur = |d: Option<crate::config::Dur>, def: Duration| d.map_or(def, |d| d.0);
+    match q {
+        QueueCfg::DropTail(_) => {}
+        QueueCfg::Red(r) => {
+            c.ecn = r.ecn.unwrap_or(c.ecn);
+            let avpkt = r.avpkt.map_or(1000, |s| s.0 as u32);
+            // Thresholds count what the limit counts; the other unit converts
+            // through avpkt (as tc-red's bytes and ns-3's packets do).
+            let unit = |l: Limit| match (l, limit) {
+                (Limit::Packets(n), Limit::Packets(_)) => n as f64,
+                (Limit::Bytes(b), Limit::Bytes(_)) => b as f64,
+                (Limit::Packets(n), Limit::Bytes(_)) => n as f64 * avpkt as f64,
+                (Limit::Bytes(b), Limit::Packets(_)) => b as f64 / avpkt as f64,
+            };
+            c.red = crate::queue::red::RedConfig {
+                min: r.min.map(unit),
+                max: r.max.map(unit),
+                max_p: r.probability,
+                avpkt: Some(avpkt),
+                burst: r.burst,
+                bandwidth: Some(r.bandwidth.map_or(rate, |b| b.0)),
+                gentle: r.gentle,
+                harddrop: r.harddrop,
+            };
+        }
+        QueueCfg::Codel(k) => {
+            c.ecn = k.ecn.unwrap_or(c.ecn);
+            let d = &mut c.codel;
+            d.target = dur(k.target, d.target);
+            d.interval = dur(k.interval, d.interval);
+            d.mtu = k.mtu.map_or(d.mtu, |s| s.0 as u32);
+        }
+        QueueCfg::FqCodel(f) => {
+            c.ecn = f.ecn.unwrap_or(c.ecn);
+            let d = &mut c.codel;
+            d.target = dur(f.target, d.target);
+            d.interval = dur(f.interval, d.interval);
+            d.mtu = f.mtu.map_or(d.mtu, |s| s.0 as u32);
+            c.fq.flows = f.flows.unwrap_or(c.fq.flows);
+            c.fq.quantum = f.quantum.map_or(c.fq.quantum, |s| s.0 as u32);
+            c.fq.drop_batch = f.drop_batch.unwrap_or(c.fq.drop_batch);
+        }
+        QueueCfg::Pie(k) => {
+            c.ecn = k.ecn.unwrap_or(c.ecn);
+            let d = &mut c.pie;
+            d.target = dur(k.target, d.target);
+            d.t_update = dur(k.t_update, d.t_update);
+            d.alpha = k.alpha.unwrap_or(d.alpha);
+            d.beta = k.beta.unwrap_or(d.beta);
+            d.max_burst = dur(k.max_burst, d.max_burst);
+            d.mean_pkt_size = k.mean_pkt_size.map_or(d.mean_pkt_size, |s| s.0 as u32);
+            d.ecn_threshold = k.ecn_threshold.unwrap_or(d.ecn_threshold);
+        }
+    }
+    c
+}
+
+/// A queue of `cfg` with its own random stream `queue.<label>`.
+fn queue(sc: &Scenario, cfg: QdiscConfig, label: &str) -> Queue {
+    Queue::new(cfg, Rng::stream(sc.seed, sc.run, &format!("queue.{label}")))
 }
 
 /// When the run ends at the latest.
@@ -52,19 +118,20 @@ pub fn max_time(sc: &Scenario) -> Instant {
 }
 
 /// The wired link of direction `d` (0 = down, from the server).
-pub fn wired(sc: &Scenario) -> WiredLink {
-    WiredLink::new(sc.wired.rate.0, sc.wired.delay.0, limit(&sc.wired.queue, WIRED_QUEUE))
+pub fn wired(sc: &Scenario, d: usize) -> WiredLink {
+    let (rate, delay) = (sc.wired.rate.0, sc.wired.delay.0);
+    let cfg = qdisc_config(sc.wired.queue(d), WIRED_QUEUE, rate);
+    WiredLink::with_queue(rate, delay, queue(sc, cfg, &format!("wired.{}", DIR_NAMES[d])))
 }
 
 /// The wireless link of `[wireless]`: per-direction rate, delay, channel and IP
 /// queue, the configured protocol at both ends and the multiplexer.
 pub fn wireless(sc: &Scenario) -> WirelessLink {
     let w = &sc.wireless;
-    let queue = wireless_queue(sc);
     let dir = |d: usize| {
         let rate = dir_rate(sc, d);
         let delay = w.dir(d).and_then(|s| s.delay).map(|r| r.0).unwrap_or(w.delay.0);
-        DirConfig { rate, delay, queue }
+        DirConfig { rate, delay, queue: wireless_queue(sc, d).limit }
     };
     let dirs = [dir(0), dir(1)];
     let scheduler = match w.scheduler.unwrap_or_default() {
@@ -80,18 +147,23 @@ pub fn wireless(sc: &Scenario) -> WirelessLink {
     let airtime = |d: usize| Duration::transmission(w.frame.0 + w.header.0, dirs[d].rate);
     let mut link =
         WirelessLink::new(cfg, [arq(sc, 0), arq(sc, 1)], [channel(sc, 0, airtime(0)), channel(sc, 1, airtime(1))]);
-    for d in 0..2 {
+    for (d, dname) in DIR_NAMES.iter().enumerate() {
         if let Some((t, s)) = w.dir(d).and_then(|s| s.delivery.clone().map(|t| (t, s))) {
             link.set_capacity(d, crate::link::capacity::TraceCapacity::new(t, s.delivery_repeats()));
+        }
+        for (session, name) in [(Session::Arq, "arq"), (Session::Bypass, "bypass")] {
+            let label = format!("wireless.{dname}.{name}");
+            link.set_queue(d, session, queue(sc, wireless_queue(sc, d), &label));
         }
     }
     link
 }
 
-/// Each session's IP queue on the wireless link (default 50 packets, GPRS 120 KB).
-fn wireless_queue(sc: &Scenario) -> Limit {
+/// Each session's IP queue of wireless direction `d` (default drop-tail of 50
+/// packets, GPRS 120 KB).
+pub fn wireless_queue(sc: &Scenario, d: usize) -> QdiscConfig {
     let gprs = matches!(sc.wireless.arq, Some(LinkCfg::Gprs(_)));
-    limit(&sc.wireless.queue, if gprs { GPRS_QUEUE } else { WIRELESS_QUEUE })
+    qdisc_config(sc.wireless.queue(d), if gprs { GPRS_QUEUE } else { WIRELESS_QUEUE }, dir_rate(sc, d))
 }
 
 /// mm-link-format logs of both directions of the wireless link (`trace::mahimahi`),
@@ -102,12 +174,13 @@ pub fn mm_logs<W: std::io::Write>(
     command: &str,
 ) -> std::io::Result<crate::trace::mahimahi::MmLogs<W>> {
     use crate::trace::mahimahi::{Capacity, MmLog, MmLogs};
-    let queue = match wireless_queue(sc) {
-        Limit::Packets(n) => format!("droptail [packets={n}]"),
-        Limit::Bytes(n) => format!("droptail [bytes={n}]"),
-    };
     let [w0, w1] = w;
     let log = |d: usize, w: W| {
+        let q = wireless_queue(sc, d);
+        let queue = match q.limit {
+            Limit::Packets(n) => format!("{} [packets={n}]", q.kind.name()),
+            Limit::Bytes(n) => format!("{} [bytes={n}]", q.kind.name()),
+        };
         let traced = sc.wireless.dir(d).and_then(|s| s.delivery.clone().map(|t| (t, s)));
         let (source, cap) = match traced {
             Some((t, s)) => {

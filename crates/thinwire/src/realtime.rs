@@ -56,7 +56,9 @@ pub struct Output {
 pub enum Decision {
     /// Offered at `at` by `from`.
     In { at: Instant, from: End, len: u32, hash: u64 },
-    /// Dropped at a full queue: the wired link's, or the wireless link's IP queue.
+    /// Dropped by a queue at its arrival (full, or the discipline's decision):
+    /// the wired link's, or the wireless link's IP queue; for the wired link also
+    /// a drop after queueing (CoDel at dequeue).
     Drop { at: Instant, len: u32, hash: u64, wired: bool },
     /// Left the path toward `to`.
     Out { at: Instant, to: End, len: u32, hash: u64 },
@@ -104,6 +106,9 @@ enum Ev {
     Link(LinkTimer),
     /// The oldest packet in flight on the wired link in direction `.0` arrives.
     Wired(u8),
+    /// The wired transmitter of direction `.0` is free (disciplines that decide
+    /// at dequeue).
+    WiredTx(u8),
 }
 
 impl From<LinkTimer> for Ev {
@@ -128,7 +133,6 @@ pub struct RealtimePath {
     /// False when a real gateway joins the link's far end to the server (the
     /// emulator's `--gateway`): packets go straight between link and `End::Server`.
     wired_on: bool,
-    wired_flight: [VecDeque<Packet>; 2],
     q: EventQueue<Ev>,
     out: VecDeque<Output>,
     decisions: Option<Vec<Decision>>,
@@ -153,16 +157,19 @@ impl RealtimePath {
     /// `trace`: record link, queue and channel rows.
     pub fn new(sc: &Scenario, trace: bool) -> RealtimePath {
         let mut link = build::wireless(sc);
-        link.set_trace(LinkTrace { link: trace, queue: trace, channel: trace });
+        link.set_trace(LinkTrace { link: trace, queue: trace, sojourn: false, channel: trace });
         let layers = ["tcp", "link", "queue", "channel"];
         let mask = crate::trace::LayerMask::from_names(
             &(if trace { layers.iter().map(|l| l.to_string()).collect() } else { vec![] }),
         );
         RealtimePath {
             link,
-            wired: [build::wired(sc), build::wired(sc)],
+            wired: [0, 1].map(|d| {
+                let mut w = build::wired(sc, d);
+                w.set_trace(true, false);
+                w
+            }),
             wired_on: true,
-            wired_flight: Default::default(),
             q: EventQueue::new(),
             out: VecDeque::new(),
             decisions: None,
@@ -253,8 +260,13 @@ impl RealtimePath {
                     self.link.resume_with(&mut self.q);
                     self.drain_trace();
                 }
+                Ev::WiredTx(d) => {
+                    let step = self.wired[d as usize].handle_timeout(t);
+                    self.wired_step(d as usize, step);
+                }
                 Ev::Wired(d) => {
-                    let p = self.wired_flight[d as usize].pop_front().expect("a packet in flight");
+                    let p = self.wired[d as usize].poll_arrival(t).expect("a packet in flight");
+                    self.wired_events(d as usize);
                     if d == 1 {
                         self.emit(t, End::Server, p);
                     } else {
@@ -326,15 +338,35 @@ impl RealtimePath {
             return if d == 0 { self.link_offer(now, 0, p) } else { self.emit(now, End::Server, p) };
         }
         let (len, hash) = (p.size(), if self.decisions.is_some() { packet_hash(&p) } else { 0 });
-        match self.wired[d].offer(now, len) {
-            Some(t) => {
-                self.wired_flight[d].push_back(p);
-                self.q.schedule(t, Ev::Wired(d as u8));
+        let (verdict, step) = self.wired[d].offer(now, p);
+        if let crate::queue::Verdict::Dropped(_) = verdict {
+            self.stats.wired_drops += 1;
+            if let Some(dec) = &mut self.decisions {
+                dec.push(Decision::Drop { at: now, len, hash, wired: true });
             }
-            None => {
+        }
+        self.wired_step(d, step);
+    }
+
+    fn wired_step(&mut self, d: usize, step: crate::queue::wired::Step) {
+        if let Some(t) = step.arrival {
+            self.q.schedule(t, Ev::Wired(d as u8));
+        }
+        if let Some(t) = step.wake {
+            self.q.schedule(t, Ev::WiredTx(d as u8));
+        }
+        self.wired_events(d);
+    }
+
+    /// Drops by the wired discipline after queueing (CoDel at dequeue,
+    /// FQ-CoDel's head drops) count and enter the schedule.
+    fn wired_events(&mut self, d: usize) {
+        use crate::queue::{wired::WiredEvent, QdiscEvent};
+        while let Some(e) = self.wired[d].poll_event() {
+            if let WiredEvent::Queue { ev: QdiscEvent::Drop { at, packet, .. }, .. } = e {
                 self.stats.wired_drops += 1;
                 if let Some(dec) = &mut self.decisions {
-                    dec.push(Decision::Drop { at: now, len, hash, wired: true });
+                    dec.push(Decision::Drop { at, len: packet.size(), hash: packet_hash(&packet), wired: true });
                 }
             }
         }

@@ -15,28 +15,38 @@
 //! and smoltcp's sockets (an enum paired with a trait).
 
 /// `registry! { trait Trait(Arg) for Enum, Kind { "name" => Variant(module::Type), … }
-/// fn method(&mut self, arg: T, …) -> R; … }` — see the module documentation. The
-/// macro declares the trait with those methods (each may carry doc comments), so
-/// a signature is written once. Every algorithm type has `fn new(arg: &Arg) -> Self`.
+/// fn method(&mut self, arg: T, …) -> R; … ref { fn query(&self, …) -> R; … } }` —
+/// see the module documentation. The macro declares the trait with those methods
+/// (each may carry doc comments; methods taking `&self` go in the optional `ref`
+/// block after the others), so a signature is written once. Every algorithm type has `fn new(arg: &Arg) -> Self`.
 #[macro_export]
 macro_rules! registry {
     (
         $(#[$meta:meta])*
         trait $tr:ident($arg:ty) for $en:ident, $kind:ident $variants:tt
         $( $(#[$fmeta:meta])* fn $f:ident(&mut self $(, $a:ident: $t:ty)* ) $(-> $r:ty)?; )*
+        $( ref { $( $(#[$gmeta:meta])* fn $g:ident(&self $(, $b:ident: $u:ty)* ) $(-> $s:ty)?; )* } )?
     ) => {
         $(#[$meta])*
         pub trait $tr {
             $( $(#[$fmeta])* fn $f(&mut self $(, $a: $t)*) $(-> $r)?; )*
+            $( $( $(#[$gmeta])* fn $g(&self $(, $b: $u)*) $(-> $s)?; )* )?
         }
         $crate::registry!(@types $en $kind $arg $variants);
         impl $tr for $en {
             $( $crate::registry!(@method $en $variants fn $f($($a: $t),*) $(-> $r)?); )*
+            $( $( $crate::registry!(@ref_method $en $variants fn $g($($b: $u),*) $(-> $s)?); )* )?
         }
     };
     (@method $en:ident $variants:tt fn $f:ident($($a:ident: $t:ty),*) $(-> $r:ty)?) => {
         #[inline]
         fn $f(&mut self, $($a: $t),*) $(-> $r)? {
+            $crate::registry!(@match self, $en, $f, ($($a),*), $variants)
+        }
+    };
+    (@ref_method $en:ident $variants:tt fn $f:ident($($a:ident: $t:ty),*) $(-> $r:ty)?) => {
+        #[inline]
+        fn $f(&self, $($a: $t),*) $(-> $r)? {
             $crate::registry!(@match self, $en, $f, ($($a),*), $variants)
         }
     };

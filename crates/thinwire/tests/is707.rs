@@ -188,7 +188,7 @@ fn a_link_that_runs_down_reports_its_last_silent_arrival() {
         let dir = DirConfig { rate: 9600, delay: Duration::from_millis(10), queue: Limit::Packets(50) };
         let cfg = WirelessConfig { dirs: [dir, dir], frame: 19, header: 5, mux: Mux::default() };
         let mut l = WirelessLink::new(cfg, [is707(Some(4)), is707(Some(4))], [Channel::None, Channel::None]);
-        l.set_trace(LinkTrace { link: trace, queue: false, channel: false });
+        l.set_trace(LinkTrace { link: trace, queue: false, sojourn: false, channel: false });
         for i in 0..3 {
             l.offer(Instant::ZERO, 0, Session::Arq, pkt(i));
         }

@@ -21,13 +21,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("wire", &["time"]),
     // Models: sans-IO machines.
     ("channel", &["rng", "time"]),
-    ("queue", &["time", "wire"]),
+    ("queue", &["fx", "registry", "rng", "time", "wire"]),
     ("tcp", &["registry", "time", "wire"]),
     ("app", &["rng", "time"]),
     ("link", &["channel", "queue", "rng", "sched", "time", "wire"]),
     ("proxy", &["fx", "tcp", "time", "wire"]),
     // Observing models: trace rows and pcap; capture analysis.
-    ("trace", &["link", "tcp", "proxy", "wire", "time"]),
+    ("trace", &["link", "queue", "tcp", "proxy", "wire", "time"]),
     ("analysis", &["fx", "pcap", "tcp", "time", "wire"]),
     // Scenario schema (names models' presets) and the builder (scenario -> models).
     ("config", &["time", "units", "queue", "link", "tcp", "trace"]),

@@ -34,7 +34,7 @@ fn link(mux: Mux, arq: [Arq; 2], queue: Limit, channels: [Channel; 2]) -> Wirele
     let dir = DirConfig { rate: RATE, delay: Duration::from_millis(50), queue };
     let cfg = WirelessConfig { dirs: [dir, dir], frame: 250, header: 4, mux };
     let mut l = WirelessLink::new(cfg, arq, channels);
-    l.set_trace(LinkTrace { link: true, queue: true, channel: true });
+    l.set_trace(LinkTrace { link: true, queue: true, sojourn: false, channel: true });
     l
 }
 

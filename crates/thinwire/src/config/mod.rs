@@ -14,12 +14,14 @@ pub mod daemon;
 pub mod flow;
 pub mod link;
 pub mod proxy;
+pub mod queue;
 pub mod units;
 
 pub use flow::{Direction, FlowCfg, LinkSession, TcpCfg};
 pub use link::{parse_policy, ChannelCfg, LinkCfg};
 pub use proxy::{ProxyCfg, ProxyClass};
-pub use units::{Bytes, Dur, DurRange, Limit, QueueCfg, Rate, Size, Stop, Timer};
+pub use queue::QueueCfg;
+pub use units::{Bytes, Dur, DurRange, Limit, Rate, Size, Stop, Timer};
 
 use crate::time::Duration;
 use serde::Deserialize;
@@ -30,13 +32,34 @@ use std::path::Path;
 pub struct Wired {
     pub rate: Rate,
     pub delay: Dur,
-    /// Default 1000 packets.
+    /// Both directions' queue (default drop-tail of 1000 packets).
     #[serde(default)]
     pub queue: Option<QueueCfg>,
+    /// `[wired.down]` / `[wired.up]`: one direction's queue instead.
+    #[serde(default)]
+    pub down: Option<WiredDir>,
+    #[serde(default)]
+    pub up: Option<WiredDir>,
 }
 impl Default for Wired {
     fn default() -> Self {
-        Wired { rate: Rate(10_000_000), delay: Dur(Duration::from_millis(1)), queue: None }
+        Wired { rate: Rate(10_000_000), delay: Dur(Duration::from_millis(1)), queue: None, down: None, up: None }
+    }
+}
+
+/// One direction of the wired link (0 = down, from the server).
+#[derive(Clone, Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct WiredDir {
+    #[serde(default)]
+    pub queue: Option<QueueCfg>,
+}
+
+impl Wired {
+    /// Direction `d`'s queue settings: its own, else `[wired] queue`.
+    pub fn queue(&self, d: usize) -> Option<&QueueCfg> {
+        let own = if d == 0 { &self.down } else { &self.up };
+        own.as_ref().and_then(|o| o.queue.as_ref()).or(self.queue.as_ref())
     }
 }
 
@@ -50,6 +73,9 @@ pub struct DirCfg {
     pub delay: Option<Dur>,
     #[serde(default)]
     pub channel: Option<ChannelCfg>,
+    /// This direction's IP queues instead of `[wireless] queue`.
+    #[serde(default)]
+    pub queue: Option<QueueCfg>,
     /// A Mahimahi packet-delivery trace (file path) driving this direction's
     /// capacity instead of `rate` (`link::capacity`).
     #[serde(default)]
@@ -107,7 +133,8 @@ pub struct Wireless {
     /// Link-layer header per frame (default 4 B).
     #[serde(default = "default_header")]
     pub header: Size,
-    /// Each session's IP queue (default 50 packets; GPRS 120 KB).
+    /// Each session's IP queue, both directions (default drop-tail of 50
+    /// packets; GPRS 120 KB).
     #[serde(default)]
     pub queue: Option<QueueCfg>,
     #[serde(default)]
@@ -146,6 +173,11 @@ impl Wireless {
         }
     }
 
+    /// Direction `d`'s IP queue settings: its own, else `[wireless] queue`.
+    pub fn queue(&self, d: usize) -> Option<&QueueCfg> {
+        self.dir(d).and_then(|s| s.queue.as_ref()).or(self.queue.as_ref())
+    }
+
     /// The link protocol (raw when `[wireless.arq]` is absent).
     pub fn link(&self) -> LinkCfg {
         self.arq.clone().unwrap_or_default()
@@ -155,7 +187,7 @@ impl Wireless {
 #[derive(Clone, Debug, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct TraceCfg {
-    /// Layers to record: any of "tcp", "link", "queue", "channel", "proxy".
+    /// Layers to record: any of `trace::LAYERS` ("tcp", "link", "queue", "channel", "proxy", "sojourn").
     #[serde(default)]
     pub layers: Vec<String>,
     /// Record pcap taps at the server and the mobile host.
@@ -467,6 +499,19 @@ fn validate(sc: &Scenario, flows_run: bool) -> Result<(), ConfigError> {
     if w.frame_queue == Some(0) {
         return Err(cerr("wireless.frame_queue", "must be at least 1 frame"));
     }
+    let queues = [
+        ("wired.queue", sc.wired.queue.as_ref()),
+        ("wired.down.queue", sc.wired.down.as_ref().and_then(|d| d.queue.as_ref())),
+        ("wired.up.queue", sc.wired.up.as_ref().and_then(|d| d.queue.as_ref())),
+        ("wireless.queue", w.queue.as_ref()),
+        ("wireless.down.queue", w.down.as_ref().and_then(|d| d.queue.as_ref())),
+        ("wireless.up.queue", w.up.as_ref().and_then(|d| d.queue.as_ref())),
+    ];
+    for (path, q) in queues {
+        if let Some(q) = q {
+            queue::validate_queue(q, path)?;
+        }
+    }
     let end = sc.end_time();
     for (i, f) in sc.flow.iter().enumerate() {
         f.validate(i, flows_run && sc.stop == Stop::End)?;
@@ -492,7 +537,10 @@ fn validate(sc: &Scenario, flows_run: bool) -> Result<(), ConfigError> {
         if !crate::trace::LAYERS.contains(&t.as_str()) {
             return Err(cerr(
                 "trace.layers",
-                format!("{t:?} is not a layer; use \"tcp\", \"link\", \"queue\", \"channel\", \"proxy\""),
+                format!(
+                    "{t:?} is not a layer; use {}",
+                    crate::trace::LAYERS.iter().map(|l| format!("{l:?}")).collect::<Vec<_>>().join(", ")
+                ),
             ));
         }
     }

@@ -58,12 +58,6 @@ impl<'de> Deserialize<'de> for Limit {
     }
 }
 
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct QueueCfg {
-    pub limit: Limit,
-}
-
 /// `bytes = "10MB"` or `bytes = "unlimited"`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Bytes(pub Option<u64>);

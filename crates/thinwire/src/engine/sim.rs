@@ -42,6 +42,9 @@ enum Event {
     WebNext(u16),
     Tick(u16),
     WiredArrive(u8),
+    /// The wired transmitter of direction `.0` is free (disciplines that decide
+    /// at dequeue).
+    WiredTx(u8),
     Link(LinkTimer),
     ProxyTimer,
 }
@@ -50,11 +53,6 @@ impl From<LinkTimer> for Event {
     fn from(t: LinkTimer) -> Event {
         Event::Link(t)
     }
-}
-
-struct Wire {
-    link: WiredLink,
-    in_flight: VecDeque<Packet>,
 }
 
 pub use crate::link::wireless::LinkStats;
@@ -294,6 +292,8 @@ pub struct RunResult {
     pub flows: Vec<FlowResult>,
     pub link: [LinkStats; 2],
     pub wired_drops: [u64; 2],
+    /// The wired queues' counters (drops, the discipline's drops, ECN marks).
+    pub wired: [crate::queue::wired::WiredStats; 2],
     /// Trace rows, when kept in memory (empty when streamed to `trace.parquet`).
     pub trace: TraceTable,
     /// Trace rows recorded, in memory or streamed.
@@ -314,7 +314,7 @@ pub struct RunResult {
 
 pub struct Sim {
     q: EventQueue<Event>,
-    wired: [Wire; 2],
+    wired: [WiredLink; 2],
     link: WirelessLink,
     flows: Vec<Flow>,
     media: Vec<Media>,
@@ -339,14 +339,19 @@ pub struct Sim {
 
 impl Sim {
     pub fn new(sc: &Scenario) -> Sim {
-        let mk_wired = |_d: usize| Wire { link: build::wired(sc), in_flight: VecDeque::new() };
         let mask = LayerMask::from_names(&sc.trace.layers);
+        let mk_wired = |d: usize| {
+            let mut w = build::wired(sc, d);
+            w.set_trace(mask.has(Layer::Queue), mask.has(Layer::Sojourn));
+            w
+        };
         let mut link = build::wireless(sc);
         // mm-link logs are made from the link's queue and delivery events.
         let mm = sc.trace.mahimahi;
         let link_trace = LinkTrace {
             link: mask.has(Layer::Link) || mm,
             queue: mask.has(Layer::Queue) || mm,
+            sojourn: mask.has(Layer::Sojourn),
             channel: mask.has(Layer::Channel),
         };
         link.set_trace(link_trace);
@@ -579,8 +584,16 @@ impl Sim {
             Event::MediaNext(m) => self.media_send(m as usize),
             Event::WebNext(w) => self.web_next(w as usize),
             Event::Tick(f) => self.chat_tick(f as usize),
+            Event::WiredTx(d) => {
+                let now = self.now();
+                let step = self.wired[d as usize].handle_timeout(now);
+                self.wired_step(d as usize, step);
+                self.wired_events(d as usize);
+            }
             Event::WiredArrive(d) => {
-                let p = self.wired[d as usize].in_flight.pop_front().expect("packet in flight");
+                let now = self.now();
+                let p = self.wired[d as usize].poll_arrival(now).expect("packet in flight");
+                self.wired_events(d as usize);
                 if d == 1 {
                     self.to_endpoint(0, p);
                 } else if self.proxy.is_some() {
@@ -758,15 +771,39 @@ impl Sim {
     fn enqueue_wired(&mut self, d: usize, p: Packet) {
         let now = self.now();
         let (flow, len) = (p.meta.flow as i32, p.size());
-        let w = &mut self.wired[d];
-        let arrival = w.link.offer(now, p.size());
-        if let Some(t) = arrival {
-            w.in_flight.push_back(p);
+        let (verdict, step) = self.wired[d].offer(now, p);
+        self.wired_step(d, step);
+        if self.rec.wants(Layer::Queue) {
+            let qlen = self.wired[d].queue_len(now) as u64;
+            self.rec.wired_queue(now, d as u8, flow, len, qlen, verdict);
+        }
+        self.wired_events(d);
+    }
+
+    fn wired_step(&mut self, d: usize, step: crate::queue::wired::Step) {
+        if let Some(t) = step.arrival {
             self.q.schedule(t, Event::WiredArrive(d as u8));
         }
-        if self.rec.wants(Layer::Queue) {
-            let qlen = self.wired[d].link.queue_len(now) as u64;
-            self.rec.wired_queue(now, d as u8, flow, len, qlen, arrival.is_none());
+        if let Some(t) = step.wake {
+            self.q.schedule(t, Event::WiredTx(d as u8));
+        }
+    }
+
+    /// The wired queue's trace events (drops and marks after queueing, sojourn times).
+    fn wired_events(&mut self, d: usize) {
+        use crate::queue::{wired::WiredEvent, QdiscEvent};
+        while let Some(e) = self.wired[d].poll_event() {
+            match e {
+                WiredEvent::Queue { ev: QdiscEvent::Drop { at, packet, reason }, qlen } => {
+                    self.rec.wired_aqm(at, d as u8, packet.meta.flow as i32, packet.size(), qlen as u64, Some(reason))
+                }
+                WiredEvent::Queue { ev: QdiscEvent::Mark { at, flow, len }, qlen } => {
+                    self.rec.wired_aqm(at, d as u8, flow as i32, len, qlen as u64, None)
+                }
+                WiredEvent::Dequeue { at, flow, len, sojourn } => {
+                    self.rec.wired_dequeue(at, d as u8, flow as i32, len, sojourn)
+                }
+            }
         }
     }
 
@@ -927,7 +964,8 @@ impl Sim {
             sim_time_s: end.as_secs_f64(),
             flows,
             link: self.link.stats_at_end(end.as_secs_f64()),
-            wired_drops: [self.wired[0].link.drops, self.wired[1].link.drops],
+            wired_drops: [self.wired[0].stats.drops, self.wired[1].stats.drops],
+            wired: [self.wired[0].stats, self.wired[1].stats],
             trace,
             trace_rows,
             pcap_server,

@@ -48,7 +48,7 @@
 //! Trace events come from [`WirelessLink::poll_event`] when enabled.
 use super::{capacity::TraceCapacity, raw::Raw, Arq, Frame, FrameKind};
 use crate::channel::Channel;
-use crate::queue::{DropTail, Limit};
+use crate::queue::{DropReason, Limit, Qdisc, QdiscEvent, Queue, Verdict};
 use crate::sched::{EventQueue, Timers};
 use crate::time::{Duration, Instant};
 use crate::wire::Packet;
@@ -96,7 +96,8 @@ pub struct DirConfig {
     pub rate: u64,
     /// One-way propagation delay.
     pub delay: Duration,
-    /// Each session's IP queue.
+    /// Each session's IP queue: drop-tail of this limit (another discipline:
+    /// [`WirelessLink::set_queue`]).
     pub queue: Limit,
 }
 
@@ -115,7 +116,7 @@ pub struct WirelessConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Offer {
     Queued,
-    /// The session's IP queue was full (drop-tail).
+    /// The session's IP queue dropped it (full, or the AQM's decision).
     QueueFull,
 }
 
@@ -146,9 +147,16 @@ pub enum FrameEvent {
 /// `flow` is `None` for frames that carry no packet's bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LinkEvent {
-    /// A packet offered to direction `dir`'s IP queue: queued or dropped; `qlen` is
-    /// the session queue's length after the event.
-    Enqueue { at: Instant, dir: u8, flow: u16, len: u32, qlen: u32, dropped: bool },
+    /// A packet offered to direction `dir`'s IP queue: queued, marked CE or
+    /// dropped; `qlen` is the session queue's length after the event.
+    Enqueue { at: Instant, dir: u8, flow: u16, len: u32, qlen: u32, verdict: Verdict },
+    /// A packet the IP queue's discipline dropped or marked after it was queued
+    /// (CoDel at dequeue, FQ-CoDel's drops from the fattest flow): `reason` None
+    /// for a mark.
+    QueueAqm { at: Instant, dir: u8, flow: u16, len: u32, qlen: u32, reason: Option<DropReason> },
+    /// A packet left direction `dir`'s IP queue for the link layer after
+    /// `sojourn` (trace layer `sojourn`).
+    Dequeue { at: Instant, dir: u8, flow: u16, len: u32, sojourn: Duration },
     /// A frame lost at the full shared frame queue.
     FrameQueueDrop { at: Instant, dir: u8, flow: Option<u16>, seq: u32, len: u32, limit: u32 },
     /// A frame handed to the radio (`lost`: the channel destroys it).
@@ -177,6 +185,8 @@ pub enum LinkEvent {
 pub struct LinkTrace {
     pub link: bool,
     pub queue: bool,
+    /// Every packet's departure from an IP queue, with its sojourn time.
+    pub sojourn: bool,
     pub channel: bool,
 }
 
@@ -200,8 +210,12 @@ crate::described! {
         pub sdu_discards: u64 => (metric, "count", "discard", ""),
         /// Retransmission timer expiries (SR/ASR), poll timer expiries (RLC), polls (GSM RLP).
         pub arq_timeouts: u64 => (metric, "count", "ARQ RTOs", ""),
-        /// Packets dropped at a full IP queue.
+        /// Packets dropped at the IP queue: full, or the AQM's decision.
         pub queue_drops: u64 => (metric, "count", "q drops", ""),
+        /// Of those, the AQM's drops (RED, PIE, CoDel; `[wireless] queue`).
+        pub queue_aqm_drops: u64 => (info, "count", "", ""),
+        /// Packets the IP queue marked Congestion Experienced (ECN) instead.
+        pub queue_marks: u64 => (info, "count", "", ""),
         /// Longest IP queue seen (packets).
         pub queue_max: u64 => (info, "count", "q max", ""),
         /// Frames dropped at a full shared frame queue (`mux = "shared-queue"`).
@@ -244,7 +258,7 @@ crate::described! {
 }
 
 struct Radio {
-    qs: [DropTail; 2],
+    qs: [Queue; 2],
     rr: usize,
     shared: Option<(VecDeque<Frame>, usize)>,
     /// Shared-queue mode: the sessions had no frame at the last fill, and nothing
@@ -298,7 +312,7 @@ impl WirelessLink {
         let radio = |d: usize, channel: Channel| {
             let dc = cfg.dirs[d];
             Radio {
-                qs: [DropTail::new(dc.queue), DropTail::new(dc.queue)],
+                qs: [Queue::droptail(dc.queue), Queue::droptail(dc.queue)],
                 rr: 0,
                 shared: match cfg.mux {
                     Mux::SharedQueue { limit } => Some((VecDeque::new(), limit)),
@@ -387,6 +401,12 @@ impl WirelessLink {
         &self.arq[e]
     }
 
+    /// Replaces direction `dir`'s IP queue of `session` (empty) with another
+    /// discipline.
+    pub fn set_queue(&mut self, dir: usize, session: Session, q: Queue) {
+        self.radio[dir].qs[session as usize] = q;
+    }
+
     /// Packets waiting in direction `dir`'s IP queue of `session`.
     pub fn queue_len(&self, dir: usize, session: Session) -> usize {
         self.radio[dir].qs[session as usize].len()
@@ -460,9 +480,14 @@ impl WirelessLink {
         let (flow, len) = (p.meta.flow, p.size());
         let r = &mut self.radio[dir];
         r.drained = false;
-        let dropped = !r.qs[sess].push(p);
-        if dropped {
-            r.stats.queue_drops += 1;
+        let verdict = r.qs[sess].enqueue(now, p);
+        match verdict {
+            Verdict::Queued => {}
+            Verdict::Marked => r.stats.queue_marks += 1,
+            Verdict::Dropped(why) => {
+                r.stats.queue_drops += 1;
+                r.stats.queue_aqm_drops += (why == DropReason::Aqm) as u64;
+            }
         }
         let qlen = r.qs[sess].len();
         r.stats.queue_max = r.stats.queue_max.max(qlen as u64);
@@ -473,14 +498,51 @@ impl WirelessLink {
                 flow,
                 len,
                 qlen: qlen as u32,
-                dropped,
+                verdict,
             });
         }
-        if dropped {
+        self.queue_events(now, dir, sess);
+        if let Verdict::Dropped(_) = verdict {
             Offer::QueueFull
         } else {
             Offer::Queued
         }
+    }
+
+    /// Counts (and traces) what direction `dir`'s queue of session `sess` did
+    /// besides its verdicts: drops and marks at dequeue, head drops.
+    #[inline]
+    fn queue_events(&mut self, now: Instant, dir: usize, sess: usize) {
+        while let Some(e) = self.radio[dir].qs[sess].poll_event() {
+            let r = &mut self.radio[dir];
+            let qlen = r.qs[sess].len() as u32;
+            let (flow, len, reason) = match e {
+                QdiscEvent::Drop { packet, reason, .. } => {
+                    r.stats.queue_drops += 1;
+                    r.stats.queue_aqm_drops += (reason == DropReason::Aqm) as u64;
+                    (packet.meta.flow, packet.size(), Some(reason))
+                }
+                QdiscEvent::Mark { flow, len, .. } => {
+                    r.stats.queue_marks += 1;
+                    (flow, len, None)
+                }
+            };
+            if self.trace.queue {
+                self.events.push_back(LinkEvent::QueueAqm { at: now, dir: dir as u8, flow, len, qlen, reason });
+            }
+        }
+    }
+
+    /// The next packet from direction `d`'s queue of session `sess` at `now`.
+    #[inline]
+    fn dequeue(&mut self, d: usize, sess: usize, now: Instant) -> Option<Packet> {
+        let p = self.radio[d].qs[sess].dequeue(now);
+        self.queue_events(now, d, sess);
+        if let (true, Some(p)) = (self.trace.sojourn, &p) {
+            let (flow, len, sojourn) = (p.meta.flow, p.size(), now - p.meta.queued);
+            self.events.push_back(LinkEvent::Dequeue { at: now, dir: d as u8, flow, len, sojourn });
+        }
+        p
     }
 
     /// A timer scheduled through `timers` has fired at `now`.
@@ -615,7 +677,7 @@ impl WirelessLink {
                     if self.radio[d].qs[1].is_empty() {
                         continue;
                     }
-                    self.feed_bypass(d);
+                    self.feed_bypass(d, now);
                 }
                 self.bypass[d].poll_transmit(now)
             };
@@ -631,10 +693,9 @@ impl WirelessLink {
     /// Hands direction `d`'s queued packets to its ARQ session while it wants them.
     #[inline(never)]
     fn feed_arq(&mut self, d: usize, now: Instant) {
-        let (q, arq) = (&mut self.radio[d].qs[0], &mut self.arq[d]);
-        while arq.wants_packet() {
-            match q.pop() {
-                Some(p) => arq.send(now, p),
+        while self.arq[d].wants_packet() {
+            match self.dequeue(d, 0, now) {
+                Some(p) => self.arq[d].send(now, p),
                 None => break,
             }
         }
@@ -642,8 +703,8 @@ impl WirelessLink {
 
     /// Hands the bypass session of direction `d` its next queued packet.
     #[inline(never)]
-    fn feed_bypass(&mut self, d: usize) {
-        if let Some(p) = self.radio[d].qs[1].pop() {
+    fn feed_bypass(&mut self, d: usize, now: Instant) {
+        if let Some(p) = self.dequeue(d, 1, now) {
             self.bypass[d].send(p);
         }
     }

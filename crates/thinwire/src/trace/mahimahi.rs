@@ -110,6 +110,13 @@ impl<W: Write> MmLog<W> {
         }
     }
 
+    /// A queued packet dropped later (an AQM at dequeue, FQ-CoDel's head drops).
+    pub fn drop_queued(&mut self, at: Instant, len: u32) {
+        self.until(at);
+        let m = ms(at);
+        self.line(format_args!("{m} d 1 {len}\n"));
+    }
+
     pub fn departure(&mut self, at: Instant, len: u32, queued: Instant) {
         self.until(at);
         let (m, q) = (ms(at), ms(queued));
@@ -136,7 +143,10 @@ impl<W: Write> MmLogs<W> {
     /// Takes the events that matter (queue arrivals and drops, deliveries).
     pub fn link(&mut self, e: &LinkEvent) {
         match *e {
-            LinkEvent::Enqueue { at, dir, len, dropped, .. } => self.dirs[dir as usize].arrival(at, len, dropped),
+            LinkEvent::Enqueue { at, dir, len, verdict, .. } => {
+                self.dirs[dir as usize].arrival(at, len, matches!(verdict, crate::queue::Verdict::Dropped(_)))
+            }
+            LinkEvent::QueueAqm { at, dir, len, reason: Some(_), .. } => self.dirs[dir as usize].drop_queued(at, len),
             LinkEvent::Deliver { at, dir, len, queued, .. } => self.dirs[dir as usize].departure(at, len, queued),
             _ => {}
         }

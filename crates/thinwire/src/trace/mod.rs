@@ -4,7 +4,8 @@
 //! |---|---|
 //! | `tcp` | `send`, `retransmit` (any segment sent again: data, SYN or FIN), `recv`, variable changes `cwnd`, `ssthresh`, `srtt`, `rttvar`, `rto` (value column), and sender events `timeout`, `fast_retransmit`, `ecn_reduction` (an ECE answered, RFC 3168), `loss_probe` (RACK-TLP), `undo` (a needless reduction undone), `hystart_exit` (value = running count), `pacing_rate` (bytes/s; BBR) |
 //! | `link` | `frame_send`, `frame_retransmit`, `frame_lost` (channel), `frame_recv`, `ack_send`, `nack_send`, `status_send` (RLC Status PDU), `idle_send` (IS-707 idle frame), `packet_deliver` |
-//! | `queue` | `enqueue`, `drop` (value = queue length after the event) |
+//! | `queue` | `enqueue`, `drop` (at a full queue), `aqm_drop` (the discipline's decision: RED's or PIE's at arrival, CoDel's at departure), `mark` (CE instead of a drop, RFC 3168) (value = queue length after the event) |
+//! | `sojourn` | `dequeue`: a packet leaves a queue for the transmitter (value = its sojourn time, ns) |
 //! | `channel` | `state` (value 1 = entered the bad state, 0 = the good one; two-state model; logged lazily as frames are sent, stamped with the exact transition time) |
 //! | `proxy` | split-TCP proxy decisions at the gateway: `queue_len` (a connection's unsent bytes), `adv_window` (window advertised to its wired sender), `pick` (scheduler sent seq/len; value = priority class), `loss_counter` (value = the segment's counter), `retransmit` (value = transmissions), `timeout` (value = consecutive timeouts), `stall` (1 = link stalled, 0 = recovered), `cwnd` (the aggregate's usable window), `rtt` (an RTT sample over the wireless leg, ns) |
 //!
@@ -22,7 +23,7 @@ pub mod recorder;
 
 pub use recorder::{Recorder, SegEvent, Sink};
 
-pub const LAYERS: &[&str] = &["tcp", "link", "queue", "channel", "proxy"];
+pub const LAYERS: &[&str] = &["tcp", "link", "queue", "channel", "proxy", "sojourn"];
 pub const EVENTS: &[&str] = &[
     "send",
     "retransmit",
@@ -58,6 +59,9 @@ pub const EVENTS: &[&str] = &[
     "undo",
     "hystart_exit",
     "pacing_rate",
+    "mark",
+    "aqm_drop",
+    "dequeue",
 ];
 pub const NODES: &[&str] = &["server", "gateway", "mobile"];
 pub const DIRS: &[&str] = &["down", "up", "-"];
@@ -70,6 +74,7 @@ pub enum Layer {
     Queue = 2,
     Channel = 3,
     Proxy = 4,
+    Sojourn = 5,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,6 +114,9 @@ pub enum Ev {
     Undo,
     HystartExit,
     PacingRate,
+    Mark,
+    AqmDrop,
+    Dequeue,
 }
 
 /// Which layers to record.

@@ -6,8 +6,9 @@
 //! and the mobile host. Directions: 0 = down (toward the mobile), 1 = up.
 use super::{Ev, Layer, LayerMask, Row, TraceTable, NODE_GATEWAY, NODE_MOBILE, NODE_SERVER};
 use crate::link::wireless::{FrameEvent, LinkEvent};
+use crate::queue::{DropReason, Verdict};
 use crate::tcp::{TcpVar, VarEvent};
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 
 /// Where rows go: a table in memory, or a writer that streams them out.
 pub trait Sink {
@@ -136,22 +137,31 @@ impl<S: Sink> Recorder<S> {
 
     /// A packet offered to the wired link's queue in direction `dir` (sent by the
     /// server when down, by the gateway when up); `qlen` after the event.
-    pub fn wired_queue(&mut self, at: Instant, dir: u8, flow: i32, len: u32, qlen: u64, dropped: bool) {
+    pub fn wired_queue(&mut self, at: Instant, dir: u8, flow: i32, len: u32, qlen: u64, verdict: Verdict) {
         if !self.wants(Layer::Queue) {
             return;
         }
-        self.sink.push(Row {
-            t: at.nanos(),
-            layer: Layer::Queue,
-            ev: if dropped { Ev::Drop } else { Ev::Enqueue },
-            node: if dir == 0 { NODE_SERVER } else { NODE_GATEWAY },
-            dir,
-            flow,
-            seq: -1,
-            ack: -1,
-            len: len as i64,
-            value: qlen as i64,
-        });
+        let node = if dir == 0 { NODE_SERVER } else { NODE_GATEWAY };
+        queue_rows(at, node, dir, flow, len, qlen as u32, verdict, |r| self.sink.push(r));
+    }
+
+    /// A packet the wired link's discipline dropped or marked after queueing it
+    /// (`reason` None: a mark).
+    pub fn wired_aqm(&mut self, at: Instant, dir: u8, flow: i32, len: u32, qlen: u64, reason: Option<DropReason>) {
+        if !self.wants(Layer::Queue) {
+            return;
+        }
+        let node = if dir == 0 { NODE_SERVER } else { NODE_GATEWAY };
+        self.sink.push(aqm_row(at, node, dir, flow, len, qlen as u32, reason));
+    }
+
+    /// A packet left the wired link's queue in direction `dir` after `sojourn`.
+    pub fn wired_dequeue(&mut self, at: Instant, dir: u8, flow: i32, len: u32, sojourn: Duration) {
+        if !self.wants(Layer::Sojourn) {
+            return;
+        }
+        let node = if dir == 0 { NODE_SERVER } else { NODE_GATEWAY };
+        self.sink.push(dequeue_row(at, node, dir, flow, len, sojourn));
     }
 
     /// A decision of the split-TCP proxy at the gateway.
@@ -188,7 +198,8 @@ impl<S: Sink> Recorder<S> {
     /// An event of the wireless link (its layer: link, queue or channel).
     pub fn link(&mut self, ev: &LinkEvent) {
         let layer = match ev {
-            LinkEvent::Enqueue { .. } | LinkEvent::FrameQueueDrop { .. } => Layer::Queue,
+            LinkEvent::Enqueue { .. } | LinkEvent::FrameQueueDrop { .. } | LinkEvent::QueueAqm { .. } => Layer::Queue,
+            LinkEvent::Dequeue { .. } => Layer::Sojourn,
             LinkEvent::Channel { .. } => Layer::Channel,
             _ => Layer::Link,
         };
@@ -208,23 +219,83 @@ pub fn wireless_sender(dir: u8) -> u8 {
     }
 }
 
+/// The rows of a packet offered to a queue: `enqueue`, `drop` (full),
+/// `aqm_drop`, or `enqueue` then `mark`; value = the queue's length after it.
+#[allow(clippy::too_many_arguments)]
+fn queue_rows(at: Instant, node: u8, dir: u8, flow: i32, len: u32, qlen: u32, v: Verdict, mut push: impl FnMut(Row)) {
+    let row = |ev| Row {
+        t: at.nanos(),
+        layer: Layer::Queue,
+        ev,
+        node,
+        dir,
+        flow,
+        seq: -1,
+        ack: -1,
+        len: len as i64,
+        value: qlen as i64,
+    };
+    match v {
+        Verdict::Queued => push(row(Ev::Enqueue)),
+        Verdict::Marked => {
+            push(row(Ev::Enqueue));
+            push(row(Ev::Mark));
+        }
+        Verdict::Dropped(DropReason::Overflow) => push(row(Ev::Drop)),
+        Verdict::Dropped(DropReason::Aqm) => push(row(Ev::AqmDrop)),
+    }
+}
+
+/// A drop or mark after queueing (`reason` None: a mark).
+fn aqm_row(at: Instant, node: u8, dir: u8, flow: i32, len: u32, qlen: u32, reason: Option<DropReason>) -> Row {
+    let ev = match reason {
+        None => Ev::Mark,
+        Some(DropReason::Overflow) => Ev::Drop,
+        Some(DropReason::Aqm) => Ev::AqmDrop,
+    };
+    Row {
+        t: at.nanos(),
+        layer: Layer::Queue,
+        ev,
+        node,
+        dir,
+        flow,
+        seq: -1,
+        ack: -1,
+        len: len as i64,
+        value: qlen as i64,
+    }
+}
+
+fn dequeue_row(at: Instant, node: u8, dir: u8, flow: i32, len: u32, sojourn: Duration) -> Row {
+    Row {
+        t: at.nanos(),
+        layer: Layer::Sojourn,
+        ev: Ev::Dequeue,
+        node,
+        dir,
+        flow,
+        seq: -1,
+        ack: -1,
+        len: len as i64,
+        value: sojourn.nanos(),
+    }
+}
+
 /// The rows of one wireless-link event.
 fn link_rows(ev: &LinkEvent, mut push: impl FnMut(Row)) {
     let flow = |f: Option<u16>| f.map_or(-1, |f| f as i32);
     let ack = |a: Option<u32>| a.map_or(-1, |a| a as i64);
     match *ev {
-        LinkEvent::Enqueue { at, dir, flow, len, qlen, dropped } => push(Row {
-            t: at.nanos(),
-            layer: Layer::Queue,
-            ev: if dropped { Ev::Drop } else { Ev::Enqueue },
-            node: wireless_sender(dir),
-            dir,
-            flow: flow as i32,
-            seq: -1,
-            ack: -1,
-            len: len as i64,
-            value: qlen as i64,
-        }),
+        LinkEvent::Enqueue { at, dir, flow, len, qlen, verdict } => {
+            queue_rows(at, wireless_sender(dir), dir, flow as i32, len, qlen, verdict, push)
+        }
+        LinkEvent::QueueAqm { at, dir, flow, len, qlen, reason } => {
+            push(aqm_row(at, wireless_sender(dir), dir, flow as i32, len, qlen, reason))
+        }
+        LinkEvent::Dequeue { at, dir, flow, len, sojourn } => {
+            push(dequeue_row(at, wireless_sender(dir), dir, flow as i32, len, sojourn))
+        }
         LinkEvent::FrameQueueDrop { at, dir, flow: f, seq, len, limit } => push(Row {
             t: at.nanos(),
             layer: Layer::Queue,

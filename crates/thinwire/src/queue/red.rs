@@ -1,0 +1,239 @@
+//! RED, Random Early Detection (Floyd & Jacobson 1993, §4's algorithm, with
+//! Floyd's 2000 "gentle" variant), with Linux `sch_red`'s parameters (`tc-red`:
+//! `min`, `max`, `probability`, `avpkt`, `burst`, `bandwidth`, `ecn`,
+//! `harddrop`).
+//!
+//! At each arrival the average queue `avg` is updated — `avg += w·(q − avg)`
+//! while the queue is busy; after an idle period `avg ·= (1 − w)^m`, `m` the
+//! packets of `avpkt` bytes the link could have sent meanwhile at `bandwidth` —
+//! then:
+//! - `avg < min`: enqueue (`count = −1`);
+//! - `min ≤ avg < max`: `count += 1`, `pb = max_p·(avg − min)/(max − min)`,
+//!   `pa = pb/(1 − count·pb)`; with probability `pa` mark or drop, `count = 0`;
+//! - gentle, `max ≤ avg < 2·max`: the same with `pb = max_p + (1 − max_p)·(avg −
+//!   max)/max`;
+//! - above (`avg ≥ max` without gentle, `≥ 2·max` with it): drop (`count = 0`);
+//!   with `ecn` and `harddrop = false` an ECN-capable packet is marked instead.
+//!
+//! Then the hard limit applies (a tail drop), as Linux's child FIFO does.
+//!
+//! `avg`, `min` and `max` count bytes when the limit is in bytes and packets when
+//! it is in packets (ns-3's two modes; Linux counts bytes). The queue is idle
+//! from the dequeue that empties it (Linux: from the dequeue that finds it
+//! empty) until the next arrival.
+//!
+//! Defaults: `max` = limit/4, `min` = max/3 (`tc-red`), `probability` (max_p)
+//! 0.02, `avpkt` 1000 B, `burst` (2·min + max)/(3·avpkt) packets, from which the
+//! weight `w` = 2^−k for the least k with `burst + 1 − min/avpkt ≤ (1 − (1 −
+//! w)^burst)/w` (`tc_red_eval_ewma`), `bandwidth` the link's rate, `gentle`
+//! on (Floyd's recommendation; ns-3's default), `harddrop` on (ns-3's
+//! `UseHardDrop`; Linux's default is off), `ecn` off. Not modelled: adaptive RED.
+use super::{try_mark, DropReason, Fifo, Init, Limit, Qdisc, QdiscEvent, Verdict};
+use crate::rng::Rng;
+use crate::time::{Duration, Instant};
+use crate::wire::Packet;
+
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct RedConfig {
+    /// Lower threshold, in the limit's unit (default max/3).
+    pub min: Option<f64>,
+    /// Upper threshold (default limit/4).
+    pub max: Option<f64>,
+    /// max_p (default 0.02).
+    pub max_p: Option<f64>,
+    /// Average packet size in bytes (default 1000).
+    pub avpkt: Option<u32>,
+    /// Burst in packets that the average absorbs (default (2·min + max)/(3·avpkt)).
+    pub burst: Option<u32>,
+    /// Link rate for the idle decay, bit/s (default: the link's; set by `build`).
+    pub bandwidth: Option<u64>,
+    /// Gentle mode (default true).
+    pub gentle: Option<bool>,
+    /// Drop above the upper region even ECN-capable packets (default true).
+    pub harddrop: Option<bool>,
+}
+
+/// The parameters as RED runs them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RedParams {
+    pub min: f64,
+    pub max: f64,
+    pub max_p: f64,
+    pub w: f64,
+    /// Time to send `avpkt` bytes at `bandwidth` (the idle decay's unit).
+    pub avpkt_time: Duration,
+    pub gentle: bool,
+    pub harddrop: bool,
+    /// Thresholds and average in bytes (true) or packets.
+    pub bytes: bool,
+}
+
+/// `tc_red_eval_ewma`: the weight 2^−k for the least k such that a burst of
+/// `burst` packets arriving at an empty queue does not push the average past
+/// `qmin` (in `avpkt` packets).
+pub fn ewma_weight(qmin_pkts: f64, burst: u32) -> f64 {
+    let a = burst as f64 + 1.0 - qmin_pkts;
+    let mut w: f64 = 0.5;
+    for _ in 1..32 {
+        if a <= (1.0 - (1.0 - w).powi(burst as i32)) / w {
+            return w;
+        }
+        w /= 2.0;
+    }
+    w
+}
+
+impl RedConfig {
+    /// Fills in the defaults for a queue of `limit` on a link of `rate_bps`.
+    pub fn resolve(&self, limit: Limit, rate_bps: u64) -> RedParams {
+        let (cap, bytes) = match limit {
+            Limit::Packets(n) => (n as f64, false),
+            Limit::Bytes(b) => (b as f64, true),
+        };
+        let max = self.max.unwrap_or(cap / 4.0);
+        let min = self.min.unwrap_or(max / 3.0);
+        let avpkt = self.avpkt.unwrap_or(1000).max(1);
+        let in_pkts = |x: f64| if bytes { x / avpkt as f64 } else { x };
+        let burst =
+            self.burst.unwrap_or_else(|| ((2.0 * in_pkts(min) + in_pkts(max)) / 3.0).ceil().max(1.0) as u32).max(1);
+        let bw = self.bandwidth.unwrap_or(rate_bps).max(1);
+        RedParams {
+            min,
+            max,
+            max_p: self.max_p.unwrap_or(0.02),
+            w: ewma_weight(in_pkts(min), burst),
+            avpkt_time: Duration::transmission(avpkt as u64, bw),
+            gentle: self.gentle.unwrap_or(true),
+            harddrop: self.harddrop.unwrap_or(true),
+            bytes,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Red {
+    fifo: Fifo,
+    limit: Limit,
+    ecn: bool,
+    p: RedParams,
+    rng: Rng,
+    avg: f64,
+    count: i64,
+    /// Since when the queue has been empty (None: busy).
+    idle_since: Option<Instant>,
+}
+
+/// What RED decides for an arrival.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RedAction {
+    Enqueue,
+    /// Early (probabilistic) mark or drop.
+    Early,
+    /// The region above the thresholds: drop (or mark without harddrop).
+    Hard,
+}
+
+impl Red {
+    pub fn new(i: &Init) -> Red {
+        Red {
+            fifo: Fifo::default(),
+            limit: i.cfg.limit,
+            ecn: i.cfg.ecn,
+            p: i.cfg.red.resolve(i.cfg.limit, i.cfg.red.bandwidth.unwrap_or(10_000_000)),
+            rng: i.rng.clone(),
+            avg: 0.0,
+            count: -1,
+            idle_since: Some(Instant::ZERO),
+        }
+    }
+
+    /// The average queue now (for tests and traces).
+    pub fn avg(&self) -> f64 {
+        self.avg
+    }
+
+    fn current(&self) -> f64 {
+        if self.p.bytes {
+            self.fifo.bytes() as f64
+        } else {
+            self.fifo.len() as f64
+        }
+    }
+
+    /// Floyd & Jacobson's per-arrival step: the average, then the decision.
+    fn action(&mut self, now: Instant) -> RedAction {
+        match self.idle_since.take() {
+            Some(t) => {
+                let m = (now - t).0 as f64 / self.p.avpkt_time.0.max(1) as f64;
+                self.avg *= (1.0 - self.p.w).powf(m);
+            }
+            None => self.avg += self.p.w * (self.current() - self.avg),
+        }
+        let (min, max, max_p) = (self.p.min, self.p.max, self.p.max_p);
+        let pb = if self.avg < min {
+            self.count = -1;
+            return RedAction::Enqueue;
+        } else if self.avg < max {
+            max_p * (self.avg - min) / (max - min)
+        } else if self.p.gentle && self.avg < 2.0 * max {
+            max_p + (1.0 - max_p) * (self.avg - max) / max
+        } else {
+            self.count = 0;
+            return RedAction::Hard;
+        };
+        self.count += 1;
+        let denom = 1.0 - self.count as f64 * pb;
+        let pa = if denom <= 0.0 { 1.0 } else { (pb / denom).min(1.0) };
+        if self.rng.uniform() < pa {
+            self.count = 0;
+            RedAction::Early
+        } else {
+            RedAction::Enqueue
+        }
+    }
+}
+
+impl Qdisc for Red {
+    fn enqueue(&mut self, now: Instant, mut p: Packet) -> Verdict {
+        let verdict = match self.action(now) {
+            RedAction::Enqueue => Verdict::Queued,
+            RedAction::Early if try_mark(self.ecn, &mut p) => Verdict::Marked,
+            RedAction::Hard if !self.p.harddrop && try_mark(self.ecn, &mut p) => Verdict::Marked,
+            RedAction::Early | RedAction::Hard => Verdict::Dropped(DropReason::Aqm),
+        };
+        let verdict = match verdict {
+            Verdict::Dropped(_) => verdict,
+            _ if !self.limit.fits(self.fifo.len(), self.fifo.bytes(), p.size()) => {
+                Verdict::Dropped(DropReason::Overflow)
+            }
+            _ => {
+                self.fifo.push(p);
+                verdict
+            }
+        };
+        if self.fifo.is_empty() {
+            // Nothing queued after all: idle again from now.
+            self.idle_since = Some(now);
+        }
+        verdict
+    }
+    fn dequeue(&mut self, now: Instant) -> Option<Packet> {
+        let p = self.fifo.pop();
+        if self.fifo.is_empty() && self.idle_since.is_none() {
+            self.idle_since = Some(now);
+        }
+        p
+    }
+    fn poll_event(&mut self) -> Option<QdiscEvent> {
+        None
+    }
+    fn len(&self) -> usize {
+        self.fifo.len()
+    }
+    fn bytes(&self) -> u64 {
+        self.fifo.bytes()
+    }
+    fn decides_at_enqueue(&self) -> bool {
+        true
+    }
+}
