@@ -790,7 +790,15 @@ impl Sim {
     }
 
     /// The wired queue's trace events (drops and marks after queueing, sojourn times).
+    #[inline]
     fn wired_events(&mut self, d: usize) {
+        if self.wired[d].has_events() {
+            self.record_wired_events(d);
+        }
+    }
+
+    #[inline(never)]
+    fn record_wired_events(&mut self, d: usize) {
         use crate::queue::{wired::WiredEvent, QdiscEvent};
         while let Some(e) = self.wired[d].poll_event() {
             match e {

@@ -480,7 +480,7 @@ impl WirelessLink {
         let (flow, len) = (p.meta.flow, p.size());
         let r = &mut self.radio[dir];
         r.drained = false;
-        let verdict = r.qs[sess].enqueue(now, p);
+        let verdict = r.qs[sess].put(now, p);
         match verdict {
             Verdict::Queued => {}
             Verdict::Marked => r.stats.queue_marks += 1,
@@ -501,7 +501,9 @@ impl WirelessLink {
                 verdict,
             });
         }
-        self.queue_events(now, dir, sess);
+        if self.radio[dir].qs[sess].has_events() {
+            self.queue_events(now, dir, sess);
+        }
         if let Verdict::Dropped(_) = verdict {
             Offer::QueueFull
         } else {
@@ -511,7 +513,7 @@ impl WirelessLink {
 
     /// Counts (and traces) what direction `dir`'s queue of session `sess` did
     /// besides its verdicts: drops and marks at dequeue, head drops.
-    #[inline]
+    #[inline(never)]
     fn queue_events(&mut self, now: Instant, dir: usize, sess: usize) {
         while let Some(e) = self.radio[dir].qs[sess].poll_event() {
             let r = &mut self.radio[dir];
@@ -534,10 +536,12 @@ impl WirelessLink {
     }
 
     /// The next packet from direction `d`'s queue of session `sess` at `now`.
-    #[inline]
+    #[inline(always)]
     fn dequeue(&mut self, d: usize, sess: usize, now: Instant) -> Option<Packet> {
-        let p = self.radio[d].qs[sess].dequeue(now);
-        self.queue_events(now, d, sess);
+        let p = self.radio[d].qs[sess].take(now);
+        if self.radio[d].qs[sess].has_events() {
+            self.queue_events(now, d, sess);
+        }
         if let (true, Some(p)) = (self.trace.sojourn, &p) {
             let (flow, len, sojourn) = (p.meta.flow, p.size(), now - p.meta.queued);
             self.events.push_back(LinkEvent::Dequeue { at: now, dir: d as u8, flow, len, sojourn });
@@ -693,6 +697,18 @@ impl WirelessLink {
     /// Hands direction `d`'s queued packets to its ARQ session while it wants them.
     #[inline(never)]
     fn feed_arq(&mut self, d: usize, now: Instant) {
+        if let (Queue::DropTail(q), false) = (&mut self.radio[d].qs[0], self.trace.sojourn) {
+            // Drop-tail without departures traced: nothing to report, the
+            // loop the link had before queue disciplines.
+            let arq = &mut self.arq[d];
+            while arq.wants_packet() {
+                match q.dequeue(now) {
+                    Some(p) => arq.send(now, p),
+                    None => break,
+                }
+            }
+            return;
+        }
         while self.arq[d].wants_packet() {
             match self.dequeue(d, 0, now) {
                 Some(p) => self.arq[d].send(now, p),
@@ -704,6 +720,12 @@ impl WirelessLink {
     /// Hands the bypass session of direction `d` its next queued packet.
     #[inline(never)]
     fn feed_bypass(&mut self, d: usize, now: Instant) {
+        if let (Queue::DropTail(q), false) = (&mut self.radio[d].qs[1], self.trace.sojourn) {
+            if let Some(p) = q.dequeue(now) {
+                self.bypass[d].send(p);
+            }
+            return;
+        }
         if let Some(p) = self.dequeue(d, 1, now) {
             self.bypass[d].send(p);
         }

@@ -171,6 +171,9 @@ impl Codel {
 }
 
 impl Qdisc for Codel {
+    // Out of line: the enum dispatch stays small enough to inline, so
+    // drop-tail's path costs what it did before the trait.
+    #[inline(never)]
     fn enqueue(&mut self, now: Instant, mut p: Packet) -> Verdict {
         if !self.limit.fits(self.fifo.len(), self.fifo.bytes(), p.size()) {
             return Verdict::Dropped(DropReason::Overflow);
@@ -179,9 +182,15 @@ impl Qdisc for Codel {
         self.fifo.push(p);
         Verdict::Queued
     }
+    #[inline(never)]
     fn dequeue(&mut self, now: Instant) -> Option<Packet> {
         self.vars.dequeue(&self.cfg, self.ecn, now, &mut self.fifo, &mut self.events)
     }
+    #[inline(never)]
+    fn pass(&mut self, now: Instant, p: Packet) -> (Verdict, Option<Packet>) {
+        super::enqueue_then_dequeue(self, now, p)
+    }
+    #[inline(never)]
     fn poll_event(&mut self) -> Option<QdiscEvent> {
         self.events.pop_front()
     }

@@ -20,10 +20,13 @@ impl DropTail {
     pub fn with_limit(limit: Limit) -> DropTail {
         DropTail { fifo: Fifo::default(), limit }
     }
+    pub fn limit(&self) -> Limit {
+        self.limit
+    }
 }
 
 impl Qdisc for DropTail {
-    #[inline]
+    #[inline(always)]
     fn enqueue(&mut self, _: Instant, p: Packet) -> Verdict {
         if !self.limit.fits(self.fifo.len(), self.fifo.bytes(), p.size()) {
             return Verdict::Dropped(DropReason::Overflow);
@@ -31,9 +34,17 @@ impl Qdisc for DropTail {
         self.fifo.push(p);
         Verdict::Queued
     }
-    #[inline]
+    #[inline(always)]
     fn dequeue(&mut self, _: Instant) -> Option<Packet> {
         self.fifo.pop()
+    }
+    #[inline]
+    fn pass(&mut self, _: Instant, p: Packet) -> (Verdict, Option<Packet>) {
+        debug_assert!(self.fifo.is_empty());
+        if !self.limit.fits(0, 0, p.size()) {
+            return (Verdict::Dropped(DropReason::Overflow), None);
+        }
+        (Verdict::Queued, Some(p))
     }
     #[inline]
     fn poll_event(&mut self) -> Option<QdiscEvent> {

@@ -143,6 +143,11 @@ crate::registry! {
     fn dequeue(&mut self, now: Instant) -> Option<Packet>;
     /// A packet dropped or marked other than at its own enqueue, oldest first.
     fn poll_event(&mut self) -> Option<QdiscEvent>;
+    /// The queue is empty and the transmitter free at `now`: offers `p` and
+    /// takes the next packet at once — what `enqueue` then `dequeue` would do
+    /// (Linux's qdisc bypass, `TCQ_F_CAN_BYPASS`, for drop-tail: the packet
+    /// never enters the FIFO).
+    fn pass(&mut self, now: Instant, p: Packet) -> (Verdict, Option<Packet>);
     ref {
         /// Packets queued.
         fn len(&self) -> usize;
@@ -165,8 +170,55 @@ impl Queue {
     pub fn droptail(limit: Limit) -> Queue {
         Queue::DropTail(DropTail::with_limit(limit))
     }
+    #[inline(always)]
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        match self {
+            Queue::DropTail(q) => q.len() == 0,
+            q => q.len_other() == 0,
+        }
+    }
+    /// Packets queued ([`Qdisc::len`], drop-tail's inline).
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        match self {
+            Queue::DropTail(q) => q.len(),
+            q => q.len_other(),
+        }
+    }
+    #[inline(never)]
+    fn len_other(&self) -> usize {
+        Qdisc::len(self)
+    }
+    /// Whether the discipline can drop or mark after queueing (all but drop-tail).
+    #[inline]
+    pub fn has_events(&self) -> bool {
+        !matches!(self, Queue::DropTail(_))
+    }
+    /// [`Qdisc::enqueue`] with drop-tail's path inline and the others' out of
+    /// line: the hot paths of the links pay for drop-tail what they paid before
+    /// the trait (measured in bench/RESULTS.md).
+    #[inline(always)]
+    pub fn put(&mut self, now: Instant, p: Packet) -> Verdict {
+        match self {
+            Queue::DropTail(q) => q.enqueue(now, p),
+            q => q.enqueue_other(now, p),
+        }
+    }
+    /// [`Qdisc::dequeue`], the same way.
+    #[inline(always)]
+    pub fn take(&mut self, now: Instant) -> Option<Packet> {
+        match self {
+            Queue::DropTail(q) => q.dequeue(now),
+            q => q.dequeue_other(now),
+        }
+    }
+    #[inline(never)]
+    fn enqueue_other(&mut self, now: Instant, p: Packet) -> Verdict {
+        Qdisc::enqueue(self, now, p)
+    }
+    #[inline(never)]
+    fn dequeue_other(&mut self, now: Instant) -> Option<Packet> {
+        Qdisc::dequeue(self, now)
     }
 }
 
@@ -205,6 +257,13 @@ impl Fifo {
     pub fn front(&self) -> Option<&Packet> {
         self.q.front()
     }
+}
+
+/// [`Qdisc::pass`] as enqueue then dequeue (every discipline but drop-tail).
+#[inline]
+pub(crate) fn enqueue_then_dequeue(q: &mut impl Qdisc, now: Instant, p: Packet) -> (Verdict, Option<Packet>) {
+    let v = q.enqueue(now, p);
+    (v, q.dequeue(now))
 }
 
 /// An AQM's congestion signal for `p`: marked (true) when ECN is on and the

@@ -194,6 +194,9 @@ impl Red {
 }
 
 impl Qdisc for Red {
+    // Out of line: the enum dispatch stays small enough to inline, so
+    // drop-tail's path costs what it did before the trait.
+    #[inline(never)]
     fn enqueue(&mut self, now: Instant, mut p: Packet) -> Verdict {
         let verdict = match self.action(now) {
             RedAction::Enqueue => Verdict::Queued,
@@ -217,6 +220,7 @@ impl Qdisc for Red {
         }
         verdict
     }
+    #[inline(never)]
     fn dequeue(&mut self, now: Instant) -> Option<Packet> {
         let p = self.fifo.pop();
         if self.fifo.is_empty() && self.idle_since.is_none() {
@@ -224,6 +228,11 @@ impl Qdisc for Red {
         }
         p
     }
+    #[inline(never)]
+    fn pass(&mut self, now: Instant, p: Packet) -> (Verdict, Option<Packet>) {
+        super::enqueue_then_dequeue(self, now, p)
+    }
+    #[inline(never)]
     fn poll_event(&mut self) -> Option<QdiscEvent> {
         None
     }
@@ -235,5 +244,161 @@ impl Qdisc for Red {
     }
     fn decides_at_enqueue(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queue::testutil::{ms, pkt};
+    use crate::queue::{QdiscConfig, QdiscKind, Queue};
+
+    fn red(limit: Limit, ecn: bool, f: impl FnOnce(&mut RedConfig)) -> Red {
+        let mut cfg = QdiscConfig::new(QdiscKind::Red, limit);
+        cfg.ecn = ecn;
+        cfg.red.bandwidth = Some(1_000_000);
+        f(&mut cfg.red);
+        match Queue::new(cfg, Rng::stream(1, 0, "red")) {
+            Queue::Red(r) => r,
+            _ => unreachable!(),
+        }
+    }
+
+    /// tc-red's weight: the least 2^−k whose EWMA lets a burst of `burst`
+    /// packets into an empty queue stay below `min` (`tc_red_eval_ewma`). For
+    /// tc-red(8)'s example (min 30 KB, max 90 KB, avpkt 1 KB, burst 55) that is
+    /// 2^−5: 2^−4 lets 56 − 30 = 26 packets' worth exceed (1 − (15/16)^55)·16
+    /// = 15.6, 2^−5 gives 27.5 ≥ 26.
+    #[test]
+    fn the_weight_follows_tc() {
+        assert_eq!(ewma_weight(30.0, 55), 1.0 / 32.0);
+        let p = RedConfig::default().resolve(Limit::Packets(60), 1_000_000);
+        // max 15, min 5, burst ⌈(10 + 15)/3⌉ = 9.
+        assert_eq!((p.min, p.max, p.max_p), (5.0, 15.0, 0.02));
+        assert_eq!(p.w, ewma_weight(5.0, 9));
+    }
+
+    /// Floyd & Jacobson §4: the average moves by w toward the queue at every
+    /// arrival while busy, and decays by (1 − w)^m over an idle period of m
+    /// packet times.
+    #[test]
+    fn the_average_follows_the_ewma_and_decays_when_idle() {
+        let mut q = red(Limit::Packets(1000), false, |c| {
+            c.min = Some(900.0);
+            c.max = Some(950.0);
+        });
+        let w = q.p.w;
+        let mut want = 0.0;
+        for i in 0..200 {
+            // The first arrival ends the initial idle period (the average stays 0).
+            let t = ms(i as f64 * 0.01);
+            if i > 0 {
+                want += w * (i as f64 - want);
+            }
+            assert_eq!(q.enqueue(t, pkt(0, 972, false)), Verdict::Queued);
+            assert!((q.avg() - want).abs() < 1e-9, "{i}: {} vs {want}", q.avg());
+        }
+        let mut t = ms(2.0);
+        while q.dequeue(t).is_some() {
+            t += Duration::from_millis(8);
+        }
+        // 1000 B at 1 Mbit/s is 8 ms: 0.8 s idle is 100 packet times.
+        let before = q.avg();
+        q.enqueue(t + Duration::from_millis(800), pkt(0, 972, false));
+        // From the last departure (8 ms before `t`): 808 ms, 101 packet times.
+        let decayed = before * (1.0 - w).powf(101.0);
+        assert!((q.avg() - decayed).abs() < 1e-9 * before, "{} vs {decayed}", q.avg());
+    }
+
+    /// Holds the average at `avg` and counts the early drops of many arrivals,
+    /// against the rate Floyd & Jacobson's rule gives: `count` packets since
+    /// the last drop (1 for the first after it), each dropped with
+    /// pb/(1 − count·pb), so the gap is uniform on 1..(1/pb − 1) and the rate
+    /// about 2·pb. (Linux's `red_action` spaces them uniformly on 1..1/pb.)
+    fn drop_rate_at(avg: f64, gentle: bool) -> (f64, f64) {
+        let mut q = red(Limit::Packets(1000), false, |c| {
+            c.min = Some(10.0);
+            c.max = Some(30.0);
+            c.max_p = Some(0.1);
+            c.gentle = Some(gentle);
+        });
+        let p = q.p.clone();
+        let pb = if avg < p.max {
+            p.max_p * (avg - p.min) / (p.max - p.min)
+        } else {
+            p.max_p + (1.0 - p.max_p) * (avg - p.max) / p.max
+        };
+        let mut drops = 0;
+        let n = 200_000;
+        for i in 0..n {
+            q.avg = avg;
+            q.idle_since = None;
+            // A queue equal to the average keeps it there.
+            while q.fifo.len() < avg as usize {
+                q.fifo.push(pkt(0, 972, false));
+            }
+            if let Verdict::Dropped(DropReason::Aqm) = q.enqueue(ms(i as f64), pkt(0, 972, false)) {
+                drops += 1;
+            }
+            while q.fifo.len() > avg as usize {
+                q.fifo.pop();
+            }
+        }
+        // The mean gap from the rule itself.
+        let (mut survive, mut mean_gap) = (1.0, 0.0);
+        for count in 1..100_000 {
+            let denom = 1.0 - count as f64 * pb;
+            let pa = if denom <= 0.0 { 1.0 } else { (pb / denom).min(1.0) };
+            mean_gap += survive * pa * count as f64;
+            survive *= 1.0 - pa;
+            if survive == 0.0 {
+                break;
+            }
+        }
+        (drops as f64 / n as f64, 1.0 / mean_gap)
+    }
+
+    #[test]
+    fn early_drops_follow_the_linear_and_gentle_regions() {
+        assert_eq!(drop_rate_at(5.0, true).0, 0.0, "below min: none");
+        for avg in [15.0, 20.0, 25.0] {
+            let (got, want) = drop_rate_at(avg, true);
+            assert!((got - want).abs() < 0.1 * want, "avg {avg}: {got} vs {want}");
+        }
+        // Gentle: between max and 2·max the probability climbs from max_p to 1.
+        for avg in [35.0, 45.0] {
+            let (got, want) = drop_rate_at(avg, true);
+            assert!((got - want).abs() < 0.1 * want, "gentle avg {avg}: {got} vs {want}");
+        }
+        assert_eq!(drop_rate_at(60.0, true).0, 1.0, "above 2·max: every packet");
+        assert_eq!(drop_rate_at(35.0, false).0, 1.0, "not gentle: every packet above max");
+    }
+
+    /// ECN-capable packets are marked instead of dropped in the early region;
+    /// above the thresholds they are dropped unless `harddrop` is off.
+    #[test]
+    fn ecn_marks_early_and_hard_drops_above() {
+        for harddrop in [true, false] {
+            let mut q = red(Limit::Packets(1000), true, |c| {
+                c.min = Some(10.0);
+                c.max = Some(30.0);
+                c.max_p = Some(0.5);
+                c.harddrop = Some(harddrop);
+            });
+            let (mut marks, mut drops) = (0, 0);
+            for i in 0..5000 {
+                match q.enqueue(ms(i as f64 * 0.01), pkt(0, 972, true)) {
+                    Verdict::Marked => marks += 1,
+                    Verdict::Dropped(DropReason::Aqm) => drops += 1,
+                    _ => {}
+                }
+            }
+            assert!(marks > 20, "{marks}");
+            if harddrop {
+                assert!(drops > 100, "the average passes 2·max: {drops}");
+            } else {
+                assert_eq!(drops, 0);
+            }
+        }
     }
 }
