@@ -10,7 +10,9 @@
 //! - serde support for the kind as its name (`"reno"`), with an error listing the
 //!   names.
 //!
-//! Adding an algorithm is one file implementing the trait and one line here. The
+//! Adding an algorithm is one file implementing the trait and one line here;
+//! `"name" => Variant(module::Type) [boxed]` keeps a large algorithm's state
+//! behind a `Box` (the enum is as large as its largest variant). The
 //! shape follows quinn-proto's `congestion/` (a controller per file behind a trait)
 //! and smoltcp's sockets (an enum paired with a trait).
 
@@ -50,14 +52,20 @@ macro_rules! registry {
             $crate::registry!(@match self, $en, $f, ($($a),*), $variants)
         }
     };
-    (@match $s:ident, $en:ident, $f:ident, $args:tt, { $( $name:literal => $var:ident($ty:ty) ),+ $(,)? }) => {
+    (@match $s:ident, $en:ident, $f:ident, $args:tt, { $( $name:literal => $var:ident($ty:ty) $([$bx:ident])? ),+ $(,)? }) => {
         match $s { $( $en::$var(x) => x.$f $args, )+ }
     };
-    (@types $en:ident $kind:ident $arg:ty { $( $name:literal => $var:ident($ty:ty) ),+ $(,)? }) => {
+    // A variant marked `[boxed]` keeps its state behind a `Box`, so a large
+    // algorithm does not make every value of the enum as large.
+    (@ty $ty:ty) => { $ty };
+    (@ty $ty:ty, boxed) => { Box<$ty> };
+    (@new $ty:ty, $a:expr) => { <$ty>::new($a) };
+    (@new $ty:ty, $a:expr, boxed) => { Box::new(<$ty>::new($a)) };
+    (@types $en:ident $kind:ident $arg:ty { $( $name:literal => $var:ident($ty:ty) $([$bx:ident])? ),+ $(,)? }) => {
         /// One algorithm of the family, with its state (enum dispatch).
         #[derive(Clone, Debug)]
         pub enum $en {
-            $( $var($ty), )+
+            $( $var($crate::registry!(@ty $ty $(, $bx)?)), )+
         }
 
         /// What a configuration names: one per algorithm of the family.
@@ -79,7 +87,7 @@ macro_rules! registry {
             }
             /// A fresh algorithm of this kind.
             pub fn make(self, arg: &$arg) -> $en {
-                match self { $( $kind::$var => $en::$var(<$ty>::new(arg)), )+ }
+                match self { $( $kind::$var => $en::$var($crate::registry!(@new $ty, arg $(, $bx)?)), )+ }
             }
             /// The names for error messages: `"a", "b" or "c"`.
             pub fn choices() -> String {

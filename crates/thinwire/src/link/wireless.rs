@@ -480,16 +480,21 @@ impl WirelessLink {
         let (flow, len) = (p.meta.flow, p.size());
         let r = &mut self.radio[dir];
         r.drained = false;
-        let verdict = r.qs[sess].put(now, p);
-        match verdict {
-            Verdict::Queued => {}
-            Verdict::Marked => r.stats.queue_marks += 1,
-            Verdict::Dropped(why) => {
-                r.stats.queue_drops += 1;
-                r.stats.queue_aqm_drops += (why == DropReason::Aqm) as u64;
-            }
-        }
-        let qlen = r.qs[sess].len();
+        let Queue::DropTail(q) = &mut r.qs[sess] else {
+            return self.push_aqm(now, dir, sess, p);
+        };
+        // Drop-tail: the path the link had before queue disciplines.
+        let verdict = q.enqueue(now, p);
+        let qlen = q.len();
+        let dropped = verdict != Verdict::Queued;
+        r.stats.queue_drops += dropped as u64;
+        self.pushed(now, dir, flow, len, qlen, verdict)
+    }
+
+    /// The rest of an offer: the longest queue, the trace, the answer.
+    #[inline(always)]
+    fn pushed(&mut self, now: Instant, dir: usize, flow: u16, len: u32, qlen: usize, verdict: Verdict) -> Offer {
+        let r = &mut self.radio[dir];
         r.stats.queue_max = r.stats.queue_max.max(qlen as u64);
         if self.trace.queue {
             self.events.push_back(LinkEvent::Enqueue {
@@ -501,14 +506,32 @@ impl WirelessLink {
                 verdict,
             });
         }
-        if self.radio[dir].qs[sess].has_events() {
-            self.queue_events(now, dir, sess);
-        }
         if let Verdict::Dropped(_) = verdict {
             Offer::QueueFull
         } else {
             Offer::Queued
         }
+    }
+
+    /// An offer to a queue of another discipline: its verdict, then what it did
+    /// besides (FQ-CoDel's drops from the fattest flow).
+    #[inline(never)]
+    fn push_aqm(&mut self, now: Instant, dir: usize, sess: usize, p: Packet) -> Offer {
+        let (flow, len) = (p.meta.flow, p.size());
+        let r = &mut self.radio[dir];
+        let verdict = r.qs[sess].put(now, p);
+        match verdict {
+            Verdict::Queued => {}
+            Verdict::Marked => r.stats.queue_marks += 1,
+            Verdict::Dropped(why) => {
+                r.stats.queue_drops += 1;
+                r.stats.queue_aqm_drops += (why == DropReason::Aqm) as u64;
+            }
+        }
+        let qlen = r.qs[sess].len();
+        let offer = self.pushed(now, dir, flow, len, qlen, verdict);
+        self.queue_events(now, dir, sess);
+        offer
     }
 
     /// Counts (and traces) what direction `dir`'s queue of session `sess` did

@@ -132,10 +132,10 @@ crate::registry! {
     /// A queue discipline, chosen by [`QdiscKind`] (`queue.discipline`).
     trait Qdisc(Init) for Queue, QdiscKind {
         "droptail" => DropTail(droptail::DropTail),
-        "red" => Red(red::Red),
-        "codel" => Codel(codel::Codel),
-        "fq_codel" => FqCodel(fq_codel::FqCodel),
-        "pie" => Pie(pie::Pie),
+        "red" => Red(red::Red) [boxed],
+        "codel" => Codel(codel::Codel) [boxed],
+        "fq_codel" => FqCodel(fq_codel::FqCodel) [boxed],
+        "pie" => Pie(pie::Pie) [boxed],
     }
     /// Offers a packet at `now`.
     fn enqueue(&mut self, now: Instant, p: Packet) -> Verdict;

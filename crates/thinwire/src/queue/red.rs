@@ -259,7 +259,7 @@ mod tests {
         cfg.red.bandwidth = Some(1_000_000);
         f(&mut cfg.red);
         match Queue::new(cfg, Rng::stream(1, 0, "red")) {
-            Queue::Red(r) => r,
+            Queue::Red(r) => *r,
             _ => unreachable!(),
         }
     }

@@ -41,6 +41,8 @@ pub struct WiredLink {
     pub delay: Duration,
     q: Queue,
     closed_form: bool,
+    /// The closed form through the discipline (departures told lazily).
+    lazy: bool,
     /// Drop-tail's road: its limit, and the waiting packets' (start, size).
     fast: Option<Limit>,
     waiting: VecDeque<(Instant, u32)>,
@@ -120,6 +122,7 @@ impl WiredLink {
             rate,
             delay,
             closed_form: q.decides_at_enqueue(),
+            lazy: q.decides_at_enqueue() && !matches!(q, Queue::DropTail(_)),
             fast: match &q {
                 Queue::DropTail(d) => Some(d.limit()),
                 _ => None,
@@ -144,6 +147,7 @@ impl WiredLink {
         self.trace = (aqm, sojourn);
         if sojourn {
             self.fast = None;
+            self.lazy = self.closed_form;
         }
     }
 
@@ -247,17 +251,17 @@ impl WiredLink {
 
     /// Offers a packet at `now`: the discipline's verdict and what to schedule.
     #[inline]
-    pub fn offer(&mut self, now: Instant, mut p: Packet) -> (Verdict, Step) {
-        p.meta.queued = now;
+    pub fn offer(&mut self, now: Instant, p: Packet) -> (Verdict, Step) {
         if let Some(limit) = self.fast {
             return self.offer_droptail(now, limit, p);
         }
         self.offer_other(now, p)
     }
 
-    /// Every other road for an offer.
+    /// Every other road for an offer (the packet stamped for its sojourn).
     #[inline(never)]
-    fn offer_other(&mut self, now: Instant, p: Packet) -> (Verdict, Step) {
+    fn offer_other(&mut self, now: Instant, mut p: Packet) -> (Verdict, Step) {
+        p.meta.queued = now;
         let mut step = Step { arrival: None, wake: None };
         if self.closed_form {
             self.catch_up(now);
@@ -324,7 +328,7 @@ impl WiredLink {
     /// The next packet at the far end by `now`, oldest first.
     #[inline]
     pub fn poll_arrival(&mut self, now: Instant) -> Option<Packet> {
-        if self.closed_form && self.fast.is_none() {
+        if self.lazy {
             self.catch_up(now);
         }
         match self.arrivals.front() {
@@ -423,6 +427,7 @@ mod tests {
         let mut b = WiredLink::new(1_000_000, Duration::from_millis(3), limit);
         if !fast {
             a.fast = None;
+            a.lazy = true;
         }
         b.fast = None;
         b.closed_form = false;
