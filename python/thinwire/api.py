@@ -265,7 +265,7 @@ def run(
 
     seed, run_index: override the scenario's root seed and run index.
     set: field overrides, {"flow.0.bytes": "1MB"} or ["flow.0.bytes=1MB"].
-    trace: layers to record ("tcp", "link", "queue", "channel", "proxy"); default: the scenario's [trace].
+    trace: layers to record ("tcp", "link", "queue", "channel", "proxy", "sojourn"); default: the scenario's [trace].
     pcap: record pcap taps at the server and the mobile host.
     mm_log: record mm-link-format logs of the wireless link (RunResult.raw["mm_down"], ["mm_up"]).
     out: write the run's outputs into this folder (as RunResult.write does); the

@@ -16,9 +16,12 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from ._core import ScenarioError
+from ._core import TRACE_LAYERS, ScenarioError
 
-LAYERS = ("tcp", "link", "queue", "channel", "proxy")
+# Every trace layer (the core's list); an output folder records all of them but
+# `sojourn` (a row per packet per queue: asked for by name).
+LAYERS = tuple(TRACE_LAYERS)
+DEFAULT_LAYERS = tuple(layer for layer in LAYERS if layer != "sojourn")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -94,7 +97,7 @@ def _cmd_run(a) -> int:
         if bad:
             _die(f"--trace: {bad[0]!r} is not a layer; use a comma-separated list of {', '.join(LAYERS)}, or 'none'")
     elif a.out or a.plot:
-        layers = list(LAYERS)
+        layers = list(DEFAULT_LAYERS)
     out = Path(a.out) if a.out else None
     if (a.pcap or a.plot or a.mm_log) and out is None:
         out = Path("thinwire-out") / Path(a.scenario).stem
@@ -550,7 +553,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     r.add_argument(
         "--trace",
-        help="layers to trace: comma list of tcp,link,queue,channel, or 'none' (default: all when --out is given)",
+        help=f"layers to trace: comma list of {','.join(LAYERS)}, or 'none' (default: all but sojourn when --out is given)",
     )
     r.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     r.add_argument(
