@@ -527,3 +527,55 @@ def test_missing_privileges_exit_2_with_one_line(tmp_path, clean):
         [*drop, str(exe), "emulate", str(sc), "--mobile", "true"], capture_output=True, text=True, timeout=60
     )
     one_line_error(p, "CAP_NET_ADMIN", "sudo")
+
+
+def _pcap_tcp(p: Path):
+    """(ECN field, TCP flags, payload length) of each IPv4 TCP packet of a
+    little-endian pcap whose link type is raw IP or Ethernet."""
+    b = p.read_bytes()
+    link = struct.unpack_from("<I", b, 20)[0]
+    skip = 14 if link == 1 else 0
+    out, i = [], 24
+    while i + 16 <= len(b):
+        incl = struct.unpack_from("<I", b, i + 8)[0]
+        pkt = b[i + 16 + skip : i + 16 + incl]
+        i += 16 + incl
+        if len(pkt) < 40 or pkt[0] >> 4 != 4 or pkt[9] != 6:
+            continue
+        ihl = (pkt[0] & 15) * 4
+        total = struct.unpack_from(">H", pkt, 2)[0]
+        doff = (pkt[ihl + 12] >> 4) * 4
+        out.append((pkt[1] & 3, pkt[ihl + 13], total - ihl - doff))
+    return out
+
+
+def test_an_aqm_marks_real_packets_and_real_linux_answers(tmp_path, clean):
+    """RFC 3168 end to end with real hosts: CoDel with ECN at the wireless
+    downlink queue marks the server's ECT(0) data CE (the packet's bytes and IPv4
+    checksum rewritten); the mobile's kernel (net.ipv4.tcp_ecn = 1) echoes ECE,
+    the server's kernel answers with CWR and reduces its window; no packet is
+    dropped by the AQM; the emulation's decisions replay exactly."""
+    wireless = """rate = "4Mbps"\ndelay = "20ms"\nframe = "1500B"
+queue = { discipline = "codel", limit = "1000pkt", ecn = true }"""
+    size = 2_000_000
+    www = served(tmp_path, size)
+    got = tmp_path / "got.bin"
+    server = f"exec {PY} -m http.server 8000 --bind 10.0.0.1 --directory {www}"
+    mobile = "sysctl -qw net.ipv4.tcp_ecn=1 && " + CURL_RETRY.format(out=got, url="http://10.0.0.1:8000/f.bin")
+    p, out = emulate(tmp_path, LINK.format(seed=1, wireless=wireless), mobile, server)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert sha(got) == sha(www / "f.bin")
+    s = json.loads(p.stdout)
+    down = s["link"]["down"]
+    assert down["queue_marks"] > 0 and down["queue_aqm_drops"] == 0, down
+    at_mobile = _pcap_tcp(out / "mobile.pcap")
+    at_server = _pcap_tcp(out / "server.pcap")
+    ce_in = sum(1 for ecn, _, n in at_mobile if ecn == 3 and n > 0)
+    ece_out = sum(1 for _, flags, n in at_mobile if flags & 0x40 and not flags & 0x02 and n == 0)
+    cwr_out = sum(1 for _, flags, n in at_server if flags & 0x80 and n > 0)
+    ect_out = sum(1 for ecn, _, n in at_server if ecn == 2 and n > 0)
+    assert ect_out > 100, "the server's data goes out ECT(0)"
+    assert ce_in == down["queue_marks"], (ce_in, down["queue_marks"])
+    assert ece_out > 0 and cwr_out > 0, (ece_out, cwr_out)
+    r = thinwire_cli("simulate-log", out, "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["identical"], r.stdout + r.stderr
