@@ -20,6 +20,8 @@ __all__ = [
     "emulate",
     "replay",
     "proxy_daemon",
+    "fit_gilbert_elliott",
+    "sample_gilbert_elliott",
 ]
 
 class ScenarioError(ValueError):
@@ -27,6 +29,13 @@ class ScenarioError(ValueError):
 
 class CaptureError(ValueError):
     """A capture file cannot be read; the message says why."""
+
+def fit_gilbert_elliott(fates: bytes, max_iter: int = ..., tol: float = ...) -> dict[str, float]:
+    """Fits a Gilbert–Elliott model to frame fates (nonzero byte = lost) by maximum
+    likelihood: {p, r, eg, eb, loglik, iterations}."""
+
+def sample_gilbert_elliott(p: float, r: float, eg: float, eb: float, n: int, seed: int) -> bytes:
+    """`n` frame fates (1 = lost) drawn from a Gilbert–Elliott model."""
 
 def run(
     toml_text: str,

@@ -223,8 +223,43 @@ fn path_overrides(toml_text: &str, scenario_file: std::path::PathBuf) -> Vec<Str
     thinwire::config::path_overrides(toml_text, &scenario_file)
 }
 
+/// Fits a Gilbert–Elliott model to frame fates (bytes, nonzero = lost) by
+/// maximum likelihood: {p, r, eg, eb, loglik, iterations}.
+#[pyfunction]
+#[pyo3(signature = (fates, max_iter=500, tol=1e-6))]
+fn fit_gilbert_elliott<'py>(py: Python<'py>, fates: &[u8], max_iter: u32, tol: f64) -> PyResult<Bound<'py, PyDict>> {
+    let seq: Vec<bool> = fates.iter().map(|&b| b != 0).collect();
+    let f = py.allow_threads(|| thinwire::channel::fit::fit(&seq, max_iter, tol));
+    let d = PyDict::new(py);
+    d.set_item("p", f.params.p)?;
+    d.set_item("r", f.params.r)?;
+    d.set_item("eg", f.params.eg)?;
+    d.set_item("eb", f.params.eb)?;
+    d.set_item("loglik", f.loglik)?;
+    d.set_item("iterations", f.iterations)?;
+    Ok(d)
+}
+
+/// `n` frame fates (bytes, 1 = lost) drawn from a Gilbert–Elliott model.
+#[pyfunction]
+fn sample_gilbert_elliott<'py>(
+    py: Python<'py>,
+    p: f64,
+    r: f64,
+    eg: f64,
+    eb: f64,
+    n: usize,
+    seed: u64,
+) -> Bound<'py, PyBytes> {
+    let m = thinwire::channel::fit::GeParams { p, r, eg, eb };
+    let v = thinwire::channel::fit::sample(&m, n, &mut thinwire::rng::Rng::stream(seed, 0, "fit-channel"));
+    PyBytes::new(py, &v.iter().map(|&x| x as u8).collect::<Vec<u8>>())
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(fit_gilbert_elliott, m)?)?;
+    m.add_function(wrap_pyfunction!(sample_gilbert_elliott, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(path_overrides, m)?)?;

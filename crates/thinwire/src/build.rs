@@ -216,6 +216,13 @@ pub fn channel(sc: &Scenario, dir: usize, frame_airtime: Duration) -> Channel {
             Channel::Fading(Fading::new(pe, fdt, Some(frame_time.map(|d| d.0).unwrap_or(frame_airtime)), rng))
         }
         ChannelCfg::DropList { frames } => Channel::droplist(frames),
+        ChannelCfg::Trace(t) => {
+            let f = t.loaded.expect("a channel trace is read when the scenario is parsed");
+            let name = t.section.as_deref().unwrap_or(DIR_NAMES[dir]);
+            let trace = if name == "down" { f.down.clone() } else { f.up.clone() };
+            let trace = trace.expect("checked when the scenario was parsed");
+            Channel::Trace { trace, repeat: t.repeat.unwrap_or(true) }
+        }
     }
 }
 

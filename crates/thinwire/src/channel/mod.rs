@@ -11,8 +11,11 @@
 //! | `two-state` | seed 002 §III "Two State" | `good = {ber, mean}`, `bad = {ber, mean}` (no defaults; seed 002 uses 1e-6/10 s and 1e-2/100..1000 ms) |
 //! | `fading` | seed 001 §III; Zorzi, Rao & Milstein (1995, 1998) | `pe`, `fdt`, optional `frame_time` (defaults to the frame's airtime) |
 //! | `droplist` | tests | `frames = [indices]` (0-based per direction) |
+//! | `trace` | seed 000 §4.1, §6 (`trace.rs`) | `file` (a recorded fate per frame, or bad intervals in time), `repeat` (true), `section` (the direction's own) |
 //! | scripted | test harness | a function of (frame index, start time, retransmission?) |
 pub mod fading;
+pub mod fit;
+pub mod trace;
 pub mod two_state;
 
 use crate::rng::Rng;
@@ -32,6 +35,11 @@ pub enum Channel {
     DropList {
         sorted: Vec<u64>,
         next: usize,
+    },
+    /// A recorded trace of fates (`trace.rs`).
+    Trace {
+        trace: std::sync::Arc<trace::FateTrace>,
+        repeat: bool,
     },
     /// A test's script: (frame index, start time, retransmission?) → lost.
     Scripted(Script),
@@ -56,6 +64,7 @@ impl Channel {
                 }
                 *next < sorted.len() && sorted[*next] == index
             }
+            Channel::Trace { trace, repeat } => trace.lost(index, start, *repeat),
             Channel::Scripted(f) => f(index, start, retx),
         }
     }

@@ -287,13 +287,101 @@ pub struct GprsCfg {
 #[derive(Clone, Debug, PartialEq)]
 pub enum ChannelCfg {
     None,
-    Uniform { p: f64 },
-    TwoState { good: StateCfg, bad: StateCfg },
-    Fading { pe: f64, fdt: f64, frame_time: Option<Dur> },
-    DropList { frames: Vec<u64> },
+    Uniform {
+        p: f64,
+    },
+    TwoState {
+        good: StateCfg,
+        bad: StateCfg,
+    },
+    Fading {
+        pe: f64,
+        fdt: f64,
+        frame_time: Option<Dur>,
+    },
+    DropList {
+        frames: Vec<u64>,
+    },
+    /// A recorded trace of frame fates (`channel/trace.rs`).
+    Trace(TraceChannelCfg),
 }
 
-pub const MODELS: &[&str] = &["none", "uniform", "two-state", "fading", "droplist"];
+pub const MODELS: &[&str] = &["none", "uniform", "two-state", "fading", "droplist", "trace"];
+
+/// `model = "trace"`: a frame-error trace file (relative to the scenario file).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TraceChannelCfg {
+    pub file: String,
+    /// Start again at the trace's end (default) or lose nothing more.
+    #[serde(default)]
+    pub repeat: Option<bool>,
+    /// The file's table to replay: `"down"` or `"up"` (default: the direction's own).
+    #[serde(default)]
+    pub section: Option<String>,
+    /// The file as read when the scenario was parsed.
+    #[serde(skip)]
+    pub loaded: Option<std::sync::Arc<ChannelTraceFile>>,
+}
+
+/// A frame-error trace file: each direction's fates.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct ChannelTraceFile {
+    pub down: Option<std::sync::Arc<crate::channel::trace::FateTrace>>,
+    pub up: Option<std::sync::Arc<crate::channel::trace::FateTrace>>,
+}
+
+impl ChannelTraceFile {
+    /// Parses the file's text (see `channel/trace.rs`).
+    pub fn parse(text: &str) -> Result<ChannelTraceFile, String> {
+        use crate::channel::trace::FateTrace;
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Dir {
+            #[serde(default)]
+            frames: Option<u64>,
+            #[serde(default)]
+            lost: Option<Vec<u64>>,
+            #[serde(default)]
+            duration: Option<Dur>,
+            #[serde(default)]
+            bad: Option<Vec<[Dur; 2]>>,
+            /// What one frame took on the air, and its bits (for `fit-channel`).
+            #[serde(default, rename = "frame_time")]
+            _frame_time: Option<Dur>,
+            #[serde(default, rename = "frame_bits")]
+            _frame_bits: Option<u64>,
+        }
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct File {
+            #[serde(default)]
+            down: Option<Dir>,
+            #[serde(default)]
+            up: Option<Dir>,
+        }
+        let v = super::toml_value(text).map_err(|e| e.to_string())?;
+        let f: File = super::deserialize(v).map_err(|e| e.to_string())?;
+        let conv = |name: &str, d: Option<Dir>| -> Result<Option<std::sync::Arc<FateTrace>>, String> {
+            let Some(d) = d else { return Ok(None) };
+            let t = match (d.frames, d.lost, d.duration, d.bad) {
+                (Some(frames), lost, None, None) => FateTrace::Frames { frames, lost: lost.unwrap_or_default() },
+                (None, None, Some(duration), bad) => FateTrace::Time {
+                    duration: duration.0,
+                    bad: bad.unwrap_or_default().into_iter().map(|[a, b]| (a.0, b.0)).collect(),
+                },
+                _ => {
+                    return Err(format!(
+                        "[{name}]: give frames (and lost) for a trace by frame, or duration (and bad) for one by time"
+                    ))
+                }
+            };
+            t.check().map_err(|m| format!("[{name}]: {m}"))?;
+            Ok(Some(std::sync::Arc::new(t)))
+        };
+        Ok(ChannelTraceFile { down: conv("down", f.down)?, up: conv("up", f.up)? })
+    }
+}
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -340,6 +428,7 @@ impl<'de> Deserialize<'de> for ChannelCfg {
                 frame_time: c.frame_time,
             })?,
             "droplist" => tagged::<Drop, _>(rest, &what).map(|c| ChannelCfg::DropList { frames: c.frames })?,
+            "trace" => ChannelCfg::Trace(tagged(rest, &what)?),
             _ => return Err(bad_tag("model", &m, "a channel model", MODELS)),
         })
     }
@@ -373,6 +462,10 @@ pub(super) fn validate_channel(c: &ChannelCfg, path: &str) -> Result<(), ConfigE
             }
             Ok(())
         }
+        ChannelCfg::Trace(t) => match t.section.as_deref() {
+            None | Some("down") | Some("up") => Ok(()),
+            Some(x) => Err(cerr(format!("{path}.section"), format!("{x:?} is not \"down\" or \"up\""))),
+        },
         _ => Ok(()),
     }
 }

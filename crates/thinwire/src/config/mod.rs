@@ -303,7 +303,13 @@ pub fn parse_links(text: &str, overrides: &[String], file: Option<&Path>) -> Res
 }
 
 /// Scenario keys holding file paths.
-pub const PATH_KEYS: [[&str; 3]; 2] = [["wireless", "down", "delivery_trace"], ["wireless", "up", "delivery_trace"]];
+pub const PATH_KEYS: &[&[&str]] = &[
+    &["wireless", "down", "delivery_trace"],
+    &["wireless", "up", "delivery_trace"],
+    &["wireless", "channel", "file"],
+    &["wireless", "down", "channel", "file"],
+    &["wireless", "up", "channel", "file"],
+];
 
 fn parse(text: &str, overrides: &[String], file: Option<&Path>, flows_run: bool) -> Result<Scenario, ConfigError> {
     let mut value = toml_value(text)?;
@@ -316,6 +322,7 @@ fn parse(text: &str, overrides: &[String], file: Option<&Path>, flows_run: bool)
     let mut sc: Scenario = deserialize(value)?;
     validate(&sc, flows_run)?;
     load_delivery_traces(&mut sc)?;
+    load_channel_traces(&mut sc)?;
     Ok(sc)
 }
 
@@ -356,10 +363,10 @@ pub(crate) fn deserialize<T: serde::de::DeserializeOwned>(value: toml::Value) ->
 fn rebase_paths(doc: &mut toml::Value, file: &Path) -> Vec<String> {
     let mut dir: Option<std::path::PathBuf> = None;
     let mut changed = vec![];
-    for key in PATH_KEYS {
+    for &key in PATH_KEYS {
         let mut v = Some(&mut *doc);
         for part in key {
-            v = v.and_then(|t| t.as_table_mut()).and_then(|t| t.get_mut(part));
+            v = v.and_then(|t| t.as_table_mut()).and_then(|t| t.get_mut(*part));
         }
         let Some(toml::Value::String(s)) = v else { continue };
         if s.is_empty() || Path::new(s.as_str()).is_absolute() {
@@ -417,6 +424,48 @@ fn load_delivery_traces(sc: &mut Scenario) -> Result<(), ConfigError> {
         })?;
         let t = crate::link::capacity::DeliveryTrace::parse(&text).map_err(|m| cerr(key, format!("{path}: {m}")))?;
         d.delivery = Some(std::sync::Arc::new(t));
+    }
+    Ok(())
+}
+
+/// Reads the frame-error traces of `model = "trace"` channels and checks that
+/// each direction served finds its table in the file.
+fn load_channel_traces(sc: &mut Scenario) -> Result<(), ConfigError> {
+    let w = &mut sc.wireless;
+    let own = [&w.down, &w.up].map(|d| d.as_ref().is_some_and(|d| d.channel.is_some()));
+    // Which directions each channel section serves.
+    let mut slots: Vec<(String, &mut ChannelCfg, Vec<usize>)> = vec![];
+    let shared: Vec<usize> = (0..2).filter(|&d| !own[d]).collect();
+    if let Some(c) = w.channel.as_mut() {
+        slots.push(("wireless.channel".into(), c, shared));
+    }
+    for (n, d, dir) in [("down", w.down.as_mut(), 0usize), ("up", w.up.as_mut(), 1)] {
+        if let Some(c) = d.and_then(|d| d.channel.as_mut()) {
+            slots.push((format!("wireless.{n}.channel"), c, vec![dir]));
+        }
+    }
+    for (path, cfg, dirs) in slots {
+        let ChannelCfg::Trace(t) = cfg else { continue };
+        let key = format!("{path}.file");
+        if t.file.is_empty() {
+            return Err(cerr(key, "must name a frame-error trace file"));
+        }
+        let text = std::fs::read_to_string(&t.file).map_err(|e| {
+            let why = if e.kind() == std::io::ErrorKind::NotFound { "no such file".to_string() } else { e.to_string() };
+            cerr(key.clone(), format!("{}: {why} (a frame-error trace: docs/scenario.md)", t.file))
+        })?;
+        let f = link::ChannelTraceFile::parse(&text).map_err(|m| cerr(key.clone(), format!("{}: {m}", t.file)))?;
+        for d in dirs {
+            let name = t.section.clone().unwrap_or_else(|| ["down", "up"][d].to_string());
+            let has = if name == "down" { f.down.is_some() } else { f.up.is_some() };
+            if !has {
+                return Err(cerr(
+                    key.clone(),
+                    format!("{} has no [{name}] table for the {} direction", t.file, ["down", "up"][d]),
+                ));
+            }
+        }
+        t.loaded = Some(std::sync::Arc::new(f));
     }
     Ok(())
 }
