@@ -30,7 +30,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("trace", &["link", "queue", "tcp", "proxy", "wire", "time"]),
     ("analysis", &["fx", "pcap", "tcp", "time", "wire"]),
     // Scenario schema (names models' presets) and the builder (scenario -> models).
-    ("config", &["time", "units", "queue", "link", "tcp", "trace"]),
+    ("config", &["time", "units", "channel", "queue", "link", "tcp", "trace"]),
     ("build", &["config", "time", "units", "rng", "channel", "queue", "link", "tcp", "app", "proxy", "wire", "trace"]),
     // Drivers.
     (
