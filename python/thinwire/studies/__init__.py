@@ -7,4 +7,5 @@ STUDIES = {
     "gprs-tcp": "thinwire.studies.gprs_tcp",
     "gprs-proxy": "thinwire.studies.gprs_proxy",
     "sim-vs-real": "thinwire.studies.sim_vs_real",
+    "aqm-wireless": "thinwire.studies.aqm_wireless",
 }

@@ -143,6 +143,11 @@ pub struct BulkCfg {
     pub bytes: Option<Bytes>,
     #[serde(default)]
     pub direction: Option<Direction>,
+    /// The mobile's application aborts the connection this long after the
+    /// flow starts (a user stopping a download): a RST, and the flow ends
+    /// unfinished (it counts as ended for `stop = "end"`).
+    #[serde(default)]
+    pub abort: Option<Dur>,
 }
 
 /// `app = "media"`: a UDP on/off speech source (seed 002 §III), bypassing the ARQ.

@@ -37,6 +37,8 @@ pub const MOBILE_ADDR: [u8; 4] = [10, 0, 1, 2];
 #[derive(Clone, Copy, Debug)]
 enum Event {
     FlowStart(u16),
+    /// The mobile's application aborts flow `.0` (`abort` of a bulk flow).
+    FlowAbort(u16),
     TcpTimer(u16, u8),
     MediaNext(u16),
     WebNext(u16),
@@ -420,6 +422,9 @@ impl Sim {
                 mobile.set_app_data(bytes, true);
             }
             q.schedule(start, Event::FlowStart(flows.len() as u16));
+            if let FlowCfg::Bulk(crate::config::flow::BulkCfg { abort: Some(a), .. }) = f {
+                q.schedule(start + a.0, Event::FlowAbort(flows.len() as u16));
+            }
             slots.push(Slot::Tcp(flows.len()));
             flows.push(Flow {
                 id: i,
@@ -569,6 +574,16 @@ impl Sim {
             Event::FlowStart(f) => {
                 let now = self.now();
                 self.flows[f as usize].ep[1].connect(now);
+                self.drain_tcp(f as usize, 1);
+            }
+            Event::FlowAbort(f) => {
+                let fl = &mut self.flows[f as usize];
+                fl.ep[1].abort();
+                if fl.completed.is_none() && fl.bytes.is_some() {
+                    // It will not finish: no longer awaited by `stop = "end"`.
+                    fl.bytes = None;
+                    self.pending_finite -= 1;
+                }
                 self.drain_tcp(f as usize, 1);
             }
             Event::TcpTimer(f, e) => {

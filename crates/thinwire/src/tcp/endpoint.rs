@@ -199,6 +199,8 @@ pub struct Tcp {
     pub rtt: RttEstimator,
     rto_deadline: Option<Instant>,
     syn_retx: bool,
+    /// The application aborted: one RST still to send (`abort`).
+    rst_pending: bool,
     /// SYNs (or SYN-ACKs) sent again.
     syn_rexmits: u32,
     /// Timeouts since `snd_una` last advanced (Linux `icsk_retransmits`).
@@ -295,6 +297,7 @@ impl Tcp {
             recovery: cfg.recovery.make(&cfg),
             rto_deadline: None,
             syn_retx: false,
+            rst_pending: false,
             syn_rexmits: 0,
             rto_retransmits: 0,
             loss_by_recovery: false,
@@ -355,6 +358,19 @@ impl Tcp {
         b.push(&data[..n]);
         self.app_limit = Some(b.end());
         n
+    }
+    /// The application aborts the connection (RFC 9293 §3.10.5 ABORT; a user
+    /// stopping a download): one RST at the next sequence number, then the
+    /// endpoint is closed — it sends, answers and times nothing more.
+    pub fn abort(&mut self) {
+        if matches!(self.state, State::Closed | State::Listen) {
+            self.state = State::Closed;
+            return;
+        }
+        self.rst_pending = true;
+        self.state = State::Closed;
+        (self.rto_deadline, self.ack_deadline, self.tcb.recovery_deadline, self.paced) = (None, None, None, None);
+        self.ack_now = false;
     }
     /// The application has no more to send: FIN after the data written.
     pub fn close(&mut self) {
@@ -772,6 +788,10 @@ impl Tcp {
     // ----- output -----
     /// The next segment to send, if any.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Segment> {
+        if std::mem::take(&mut self.rst_pending) {
+            let seq = self.tcb.snd_nxt.max(1);
+            return Some(self.emit(now, seq, 0, TcpFlags::RST, false));
+        }
         match self.state {
             State::SynSent | State::SynRcvd if self.tcb.snd_max == 0 || self.syn_retx => {
                 // SYN (active side) or SYN-ACK (passive side), first or again.

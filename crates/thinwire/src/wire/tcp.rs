@@ -137,7 +137,6 @@ impl TcpRepr {
             return Err(WireError::Checksum);
         }
         let mut r = Self::fixed(buf);
-        r.flags.0 &= 0x3f;
         r.set_options(parse_options(&buf[BASE_LEN..hl], OptionMode::Strict)?);
         Ok((r, &buf[hl..]))
     }
@@ -310,6 +309,22 @@ mod tests {
         assert_eq!(pl, &payload[..]);
         buf[30] ^= 1;
         assert_eq!(TcpRepr::parse(&buf, s, d).unwrap_err(), WireError::Checksum);
+    }
+    /// Every flag bit crosses a strict parse, ECE and CWR included (RFC 3168):
+    /// a link that rebuilds packets from their bytes (PPP over GSM RLP) once
+    /// dropped them and with them the ECN negotiation.
+    #[test]
+    fn ecn_flags_survive_a_strict_parse() {
+        let r = TcpRepr {
+            src_port: 1,
+            dst_port: 2,
+            flags: TcpFlags(TcpFlags::SYN | TcpFlags::ECE | TcpFlags::CWR),
+            ..Default::default()
+        };
+        let mut buf = vec![0u8; r.header_len()];
+        let (s, d) = ([10, 0, 0, 1].into(), [10, 0, 1, 2].into());
+        r.emit(&mut buf, &[], s, d);
+        assert_eq!(TcpRepr::parse(&buf, s, d).unwrap().0.flags, r.flags);
     }
     #[test]
     fn syn_options_roundtrip() {
