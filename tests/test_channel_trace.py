@@ -161,3 +161,16 @@ def test_bad_traces_exit_2_with_one_line(content, words, tmp_path):
     r = thinwire_cli("check", sc)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "wireless.channel.file" in r.stderr and all(w in r.stderr for w in words), r.stderr
+
+
+def test_fit_reads_a_plain_block_error_log(tmp_path):
+    """A measured log of 0s and 1s (one radio block each) fits as it is."""
+    from thinwire import _core
+
+    fates = _core.sample_gilbert_elliott(0.01, 0.2, 0.0, 0.8, 50_000, 3)
+    log = tmp_path / "blocks.txt"
+    log.write_text("\n".join(str(b) for b in fates) + "\n")
+    r = thinwire_cli("fit-channel", log, "--json")
+    assert r.returncode == 0, r.stderr
+    f = json.loads(r.stdout)["fit"]
+    assert abs(f["p"] - 0.01) < 0.003 and abs(f["r"] - 0.2) < 0.05 and abs(f["eb"] - 0.8) < 0.08, f

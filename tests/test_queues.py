@@ -120,3 +120,31 @@ def test_bad_queue_settings_exit_2_with_one_line(tmp_path):
     r = thinwire_cli("check", str(p))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "min" in r.stderr and "codel" in r.stderr
+
+
+def test_the_bypass_session_takes_its_own_queue():
+    """`bypass_queue`: the media (bypass) session's IP queue apart from the ARQ
+    session's. A 2-packet bypass queue drops a media burst the default 50-packet
+    one holds, and the TCP flow on the ARQ session is untouched by it."""
+    sc = """
+seed = 1
+stop = "30s"
+[wireless]
+rate = "64kbps"
+delay = "50ms"
+{bq}
+[wireless.arq]
+protocol = "sr"
+[[flow]]
+app = "media"
+link = "bypass"
+rate = "80kbps"
+[[flow]]
+app = "bulk"
+bytes = "20KB"
+"""
+    wide = thinwire.run(sc.format(bq="")).summary
+    narrow = thinwire.run(sc.format(bq='bypass_queue = { limit = "2pkt" }')).summary
+    assert narrow["link"]["down"]["queue_drops"] > wide["link"]["down"]["queue_drops"]
+    assert narrow["flows"][0]["loss"] > wide["flows"][0]["loss"]
+    assert narrow["flows"][1]["bytes_delivered"] == wide["flows"][1]["bytes_delivered"] == 20_000

@@ -102,12 +102,19 @@ def _duration_s(v) -> float:
 def read(path: str | Path, direction: str = "down", slot: float | None = None) -> tuple[bytes, dict]:
     """One direction of a trace file as frame fates (a byte per frame, 1 = lost)
     and its metadata. A trace by time is cut into slots of `slot` seconds, a slot
-    lost when it starts inside a bad interval."""
+    lost when it starts inside a bad interval. A file of nothing but 0s and 1s
+    (a measured block-error log, one fate per frame) is read as it is."""
     p = Path(path)
     try:
-        doc = tomllib.loads(p.read_text())
+        text = p.read_text()
     except (OSError, UnicodeDecodeError) as e:
         raise TraceError(f"{p}: {e.strerror if isinstance(e, OSError) else 'not UTF-8 text'}") from None
+    plain = "".join(text.split())
+    if plain and set(plain) <= {"0", "1"}:
+        # A measured block-error log: one fate per frame, 1 = lost (whitespace ignored).
+        return bytes(int(c) for c in plain), {}
+    try:
+        doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise TraceError(f"{p}: not a frame-error trace ({e})") from None
     t = doc.get(direction)

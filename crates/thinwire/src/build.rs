@@ -153,17 +153,30 @@ pub fn wireless(sc: &Scenario) -> WirelessLink {
         }
         for (session, name) in [(Session::Arq, "arq"), (Session::Bypass, "bypass")] {
             let label = format!("wireless.{dname}.{name}");
-            link.set_queue(d, session, queue(sc, wireless_queue(sc, d), &label));
+            let cfg = if session == Session::Bypass { wireless_bypass_queue(sc, d) } else { wireless_queue(sc, d) };
+            link.set_queue(d, session, queue(sc, cfg, &label));
         }
     }
     link
 }
 
-/// Each session's IP queue of wireless direction `d` (default drop-tail of 50
-/// packets, GPRS 120 KB).
+/// The ARQ session's IP queue of wireless direction `d` (default drop-tail of
+/// 50 packets, GPRS 120 KB).
 pub fn wireless_queue(sc: &Scenario, d: usize) -> QdiscConfig {
-    let gprs = matches!(sc.wireless.arq, Some(LinkCfg::Gprs(_)));
-    qdisc_config(sc.wireless.queue(d), if gprs { GPRS_QUEUE } else { WIRELESS_QUEUE }, dir_rate(sc, d))
+    qdisc_config(sc.wireless.queue(d), wireless_default(sc), dir_rate(sc, d))
+}
+
+/// The bypass session's IP queue of direction `d` (default: as the ARQ session's).
+pub fn wireless_bypass_queue(sc: &Scenario, d: usize) -> QdiscConfig {
+    qdisc_config(sc.wireless.bypass_queue(d), wireless_default(sc), dir_rate(sc, d))
+}
+
+fn wireless_default(sc: &Scenario) -> Limit {
+    if matches!(sc.wireless.arq, Some(LinkCfg::Gprs(_))) {
+        GPRS_QUEUE
+    } else {
+        WIRELESS_QUEUE
+    }
 }
 
 /// mm-link-format logs of both directions of the wireless link (`trace::mahimahi`),

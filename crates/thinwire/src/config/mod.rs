@@ -76,6 +76,9 @@ pub struct DirCfg {
     /// This direction's IP queues instead of `[wireless] queue`.
     #[serde(default)]
     pub queue: Option<QueueCfg>,
+    /// This direction's bypass session's IP queue instead of `[wireless] bypass_queue`.
+    #[serde(default)]
+    pub bypass_queue: Option<QueueCfg>,
     /// A Mahimahi packet-delivery trace (file path) driving this direction's
     /// capacity instead of `rate` (`link::capacity`).
     #[serde(default)]
@@ -137,6 +140,9 @@ pub struct Wireless {
     /// packets; GPRS 120 KB).
     #[serde(default)]
     pub queue: Option<QueueCfg>,
+    /// The bypass session's IP queue (media), both directions; default: as `queue`.
+    #[serde(default)]
+    pub bypass_queue: Option<QueueCfg>,
     #[serde(default)]
     pub channel: Option<ChannelCfg>,
     #[serde(default)]
@@ -176,6 +182,12 @@ impl Wireless {
     /// Direction `d`'s IP queue settings: its own, else `[wireless] queue`.
     pub fn queue(&self, d: usize) -> Option<&QueueCfg> {
         self.dir(d).and_then(|s| s.queue.as_ref()).or(self.queue.as_ref())
+    }
+
+    /// Direction `d`'s bypass-session queue settings: its own `bypass_queue`,
+    /// else `[wireless] bypass_queue`, else those of its ARQ session's queue.
+    pub fn bypass_queue(&self, d: usize) -> Option<&QueueCfg> {
+        self.dir(d).and_then(|s| s.bypass_queue.as_ref()).or(self.bypass_queue.as_ref()).or_else(|| self.queue(d))
     }
 
     /// The link protocol (raw when `[wireless.arq]` is absent).
@@ -555,6 +567,9 @@ fn validate(sc: &Scenario, flows_run: bool) -> Result<(), ConfigError> {
         ("wireless.queue", w.queue.as_ref()),
         ("wireless.down.queue", w.down.as_ref().and_then(|d| d.queue.as_ref())),
         ("wireless.up.queue", w.up.as_ref().and_then(|d| d.queue.as_ref())),
+        ("wireless.bypass_queue", w.bypass_queue.as_ref()),
+        ("wireless.down.bypass_queue", w.down.as_ref().and_then(|d| d.bypass_queue.as_ref())),
+        ("wireless.up.bypass_queue", w.up.as_ref().and_then(|d| d.bypass_queue.as_ref())),
     ];
     for (path, q) in queues {
         if let Some(q) = q {
