@@ -55,44 +55,32 @@ from .report import finish_figure, label, write_claims
 # ---------------------------------------------------------------------------
 # Links and queues
 
-GSM = """
-seed = 1
-stop = "{stop}"
-[wired]
-rate = "10Mbps"
-delay = "5ms"
-[wireless]
-rate = "12000bps"
-delay = "180ms"
-frame = "24B"
-header = "6B"
-queue = {queue}
-[wireless.channel]
-model = "uniform"
-p = 0.01
-[wireless.arq]
-protocol = "rlp-gsm"
-l2r_rate = "7680bps"
-"""
 
-GPRS = """
-seed = 1
-stop = "{stop}"
-[wired]
-rate = "10Mbps"
-delay = "20ms"
-[wireless]
-rate = "33200bps"
-delay = "300ms"
-header = "0B"
-frame = "1500B"
-queue = {queue}
-[wireless.up]
-rate = "11200bps"
-[wireless.arq]
-protocol = "gprs"
-uplink_period = "60ms"
-"""
+def gsm_link(queue: str) -> str:
+    """`gsm-multilayer`'s link (its flows left out) with `queue`, for 150 s."""
+    from .gsm_multilayer import BASE, GOOD
+
+    text = BASE.split("[[flow]]")[0].format(queue="50pkt", channel=GOOD, n2=6, hc="false")
+    return _swap(_swap(text, 'queue = { limit = "50pkt" }', f"queue = {queue}"), 'stop = "end"', 'stop = "150s"')
+
+
+def gprs_link(queue: str, ll: int | None, proxy: bool) -> str:
+    """`gprs_common`'s link with `queue`, an RLC buffer of `ll` packets (None:
+    the default 10), the proxy, for 150 s."""
+    from .gprs_common import scenario as gprs_scenario
+
+    text = _swap(
+        gprs_scenario("", proxy="" if proxy else None, stop="150s"), 'queue = { limit = "120KB" }', f"queue = {queue}"
+    )
+    if ll:
+        text = _swap(text, 'uplink_period = "60ms"', f'uplink_period = "60ms"\nrlc_buffer = {ll}')
+    return text
+
+
+def _swap(text: str, old: str, new: str) -> str:
+    assert old in text, f"the shared link no longer has {old!r}"
+    return text.replace(old, new, 1)
+
 
 # One MTU's transmission on the bottleneck, and the path's round trip.
 TARGET = {"gsm": "500ms", "gprs": "400ms"}
@@ -151,15 +139,11 @@ def scenario(link: str, c: dict, kind: str = "main") -> str:
     q = queue_table(link, c["queue"], c["ecn"])
     t = tcp(link, c["ecn"])
     if link == "gsm":
-        text = GSM.format(stop="150s", queue=q)
+        text = gsm_link(q)
         text += f'[[flow]]\napp = "bulk"\nbytes = "unlimited"\ndirection = "up"\ntcp = {{ {t} }}\n'
         text += f'[[flow]]\napp = "bulk"\nbytes = "3KB"\ndirection = "up"\nstart = "60s"\ntcp = {{ {t} }}\n'
         return text
-    text = GPRS.format(stop="150s", queue=q)
-    if c.get("ll"):
-        text += f"rlc_buffer = {c['ll']}\n"
-    if c["queue"] == "proxy":
-        text += "[proxy]\n"
+    text = gprs_link(q, c.get("ll"), c["queue"] == "proxy")
     if kind == "main":
         text += f'[[flow]]\napp = "bulk"\nbytes = "unlimited"\ntcp = {{ {t} }}\n'
         text += (

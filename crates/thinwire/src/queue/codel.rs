@@ -186,20 +186,8 @@ impl Qdisc for Codel {
     fn dequeue(&mut self, now: Instant) -> Option<Packet> {
         self.vars.dequeue(&self.cfg, self.ecn, now, &mut self.fifo, &mut self.events)
     }
-    #[inline(never)]
-    fn pass(&mut self, now: Instant, p: Packet) -> (Verdict, Option<Packet>) {
-        super::enqueue_then_dequeue(self, now, p)
-    }
-    #[inline(never)]
-    fn poll_event(&mut self) -> Option<QdiscEvent> {
-        self.events.pop_front()
-    }
-    fn len(&self) -> usize {
-        self.fifo.len()
-    }
-    fn bytes(&self) -> u64 {
-        self.fifo.bytes()
-    }
+    super::aqm_common!(events);
+    super::fifo_queries!();
     fn decides_at_enqueue(&self) -> bool {
         false
     }

@@ -226,14 +226,7 @@ impl Qdisc for FqCodel {
             }
         }
     }
-    #[inline(never)]
-    fn pass(&mut self, now: Instant, p: Packet) -> (Verdict, Option<Packet>) {
-        super::enqueue_then_dequeue(self, now, p)
-    }
-    #[inline(never)]
-    fn poll_event(&mut self) -> Option<QdiscEvent> {
-        self.events.pop_front()
-    }
+    super::aqm_common!(events);
     fn len(&self) -> usize {
         self.len
     }

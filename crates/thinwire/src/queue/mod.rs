@@ -259,6 +259,45 @@ impl Fifo {
     }
 }
 
+/// The queries of a discipline that keeps its packets in `self.fifo`.
+macro_rules! fifo_queries {
+    () => {
+        fn len(&self) -> usize {
+            self.fifo.len()
+        }
+        fn bytes(&self) -> u64 {
+            self.fifo.bytes()
+        }
+    };
+}
+pub(crate) use fifo_queries;
+
+/// An AQM's `pass` (enqueue then dequeue) and `poll_event` (from `events`, or
+/// none), out of line so that drop-tail's path stays small.
+macro_rules! aqm_common {
+    (events) => {
+        #[inline(never)]
+        fn pass(&mut self, now: Instant, p: Packet) -> (Verdict, Option<Packet>) {
+            super::enqueue_then_dequeue(self, now, p)
+        }
+        #[inline(never)]
+        fn poll_event(&mut self) -> Option<QdiscEvent> {
+            self.events.pop_front()
+        }
+    };
+    () => {
+        #[inline(never)]
+        fn pass(&mut self, now: Instant, p: Packet) -> (Verdict, Option<Packet>) {
+            super::enqueue_then_dequeue(self, now, p)
+        }
+        #[inline(never)]
+        fn poll_event(&mut self) -> Option<QdiscEvent> {
+            None
+        }
+    };
+}
+pub(crate) use aqm_common;
+
 /// [`Qdisc::pass`] as enqueue then dequeue (every discipline but drop-tail).
 #[inline]
 pub(crate) fn enqueue_then_dequeue(q: &mut impl Qdisc, now: Instant, p: Packet) -> (Verdict, Option<Packet>) {

@@ -190,20 +190,8 @@ impl Qdisc for Pie {
         self.qdelay = if self.fifo.is_empty() { Duration::ZERO } else { now - p.meta.queued };
         Some(p)
     }
-    #[inline(never)]
-    fn pass(&mut self, now: Instant, p: Packet) -> (Verdict, Option<Packet>) {
-        super::enqueue_then_dequeue(self, now, p)
-    }
-    #[inline(never)]
-    fn poll_event(&mut self) -> Option<QdiscEvent> {
-        None
-    }
-    fn len(&self) -> usize {
-        self.fifo.len()
-    }
-    fn bytes(&self) -> u64 {
-        self.fifo.bytes()
-    }
+    super::aqm_common!();
+    super::fifo_queries!();
     fn decides_at_enqueue(&self) -> bool {
         true
     }

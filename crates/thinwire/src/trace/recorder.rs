@@ -219,22 +219,18 @@ pub fn wireless_sender(dir: u8) -> u8 {
     }
 }
 
+/// A queue row: a packet (`flow`, `len`) at a queue at `node` (one of the
+/// queue layers' events), with `value`.
+#[allow(clippy::too_many_arguments)]
+fn queue_row(at: Instant, layer: Layer, ev: Ev, node: u8, dir: u8, flow: i32, len: u32, value: i64) -> Row {
+    Row { t: at.nanos(), layer, ev, node, dir, flow, seq: -1, ack: -1, len: len as i64, value }
+}
+
 /// The rows of a packet offered to a queue: `enqueue`, `drop` (full),
 /// `aqm_drop`, or `enqueue` then `mark`; value = the queue's length after it.
 #[allow(clippy::too_many_arguments)]
 fn queue_rows(at: Instant, node: u8, dir: u8, flow: i32, len: u32, qlen: u32, v: Verdict, mut push: impl FnMut(Row)) {
-    let row = |ev| Row {
-        t: at.nanos(),
-        layer: Layer::Queue,
-        ev,
-        node,
-        dir,
-        flow,
-        seq: -1,
-        ack: -1,
-        len: len as i64,
-        value: qlen as i64,
-    };
+    let row = |ev| queue_row(at, Layer::Queue, ev, node, dir, flow, len, qlen as i64);
     match v {
         Verdict::Queued => push(row(Ev::Enqueue)),
         Verdict::Marked => {
@@ -253,33 +249,11 @@ fn aqm_row(at: Instant, node: u8, dir: u8, flow: i32, len: u32, qlen: u32, reaso
         Some(DropReason::Overflow) => Ev::Drop,
         Some(DropReason::Aqm) => Ev::AqmDrop,
     };
-    Row {
-        t: at.nanos(),
-        layer: Layer::Queue,
-        ev,
-        node,
-        dir,
-        flow,
-        seq: -1,
-        ack: -1,
-        len: len as i64,
-        value: qlen as i64,
-    }
+    queue_row(at, Layer::Queue, ev, node, dir, flow, len, qlen as i64)
 }
 
 fn dequeue_row(at: Instant, node: u8, dir: u8, flow: i32, len: u32, sojourn: Duration) -> Row {
-    Row {
-        t: at.nanos(),
-        layer: Layer::Sojourn,
-        ev: Ev::Dequeue,
-        node,
-        dir,
-        flow,
-        seq: -1,
-        ack: -1,
-        len: len as i64,
-        value: sojourn.nanos(),
-    }
+    queue_row(at, Layer::Sojourn, Ev::Dequeue, node, dir, flow, len, sojourn.nanos())
 }
 
 /// The rows of one wireless-link event.
