@@ -82,3 +82,45 @@ def test_probe_latencies_first_packet_of_a_burst_pays_the_setup():
     # Only the first packet of a burst sees the set-up jitter; the others follow tightly.
     assert spread(first) > 1.0
     assert spread([d[i + 1] - d[i] for i in range(0, len(d), 4)]) < 0.1
+
+
+def test_an_aborted_download_sends_one_rst_and_the_server_stops():
+    """`abort`: at 20 s the mobile's application aborts a download — one RST
+    from the mobile; the server sends nothing new once it has it; the data
+    already queued in front of the slow link still arrives (stale data, seed 000
+    §5.2); the run ends without waiting for the unfinished flow."""
+    import polars as pl
+    import thinwire
+
+    sc = """
+seed = 1
+[wireless]
+rate = "40kbps"
+delay = "150ms"
+frame = "1500B"
+queue = { limit = "120KB" }
+[[flow]]
+app = "bulk"
+bytes = "500KB"
+abort = "20s"
+tcp = { profile = "linux" }
+[[flow]]
+app = "bulk"
+bytes = "5KB"
+start = "20s"
+"""
+    r = thinwire.run(sc, trace=["tcp", "link"])
+    tcp = r.layer("tcp").filter(pl.col("flow") == 0)
+    rst = tcp.filter(pl.col("event").is_in(["send", "retransmit"]) & ((pl.col("value") & 4) == 4))
+    assert rst["node"].to_list() == ["mobile"] and rst["time_s"].to_list() == [20.0]
+    got = tcp.filter((pl.col("node") == "server") & (pl.col("event") == "recv") & ((pl.col("value") & 4) == 4))
+    t_rst = got["time_s"].min()
+    sent = tcp.filter((pl.col("node") == "server") & pl.col("event").is_in(["send", "retransmit"]))
+    assert sent["time_s"].max() < t_rst
+    stale = r.layer("link").filter(
+        (pl.col("event") == "packet_deliver") & (pl.col("flow") == 0) & (pl.col("time_s") > 21)
+    )
+    assert stale.height > 10
+    f0, f1 = r.summary["flows"]
+    assert f0["completion_s"] is None and 0 < f0["bytes_delivered"] < 500_000
+    assert f1["bytes_delivered"] == 5_000 and r.summary["end"] == "finished"
