@@ -42,6 +42,8 @@ struct Net {
     mobile_got: Vec<Vec<(u64, u64)>>,
     fin_violation: bool,
     mobile_cfg: TcpConfig,
+    /// Rewrite the MSS option of the mobiles' SYNs (a misbehaving mobile).
+    syn_mss: Option<u16>,
 }
 
 fn linux() -> TcpConfig {
@@ -70,6 +72,7 @@ impl Net {
             mobile_got: vec![],
             fin_violation: false,
             mobile_cfg: linux(),
+            syn_mss: None,
         }
     }
 
@@ -135,7 +138,10 @@ impl Net {
                 let p = Packet::new(SERVER, MOBILE, 0, L4::Tcp(seg.repr), seg.len, i as u16, now);
                 self.from_server(p);
             }
-            while let Some(seg) = self.eps[i].1.poll_transmit(now) {
+            while let Some(mut seg) = self.eps[i].1.poll_transmit(now) {
+                if seg.repr.flags.has(TcpFlags::SYN) && self.syn_mss.is_some() {
+                    seg.repr.mss = self.syn_mss;
+                }
                 let p = Packet::new(MOBILE, SERVER, 0, L4::Tcp(seg.repr), seg.len, i as u16, now);
                 self.from_mobile(p);
             }
@@ -575,5 +581,22 @@ fn after_a_stall_a_controller_restarts_from_one_segment() {
         assert_eq!(at_back, restart.unwrap_or(clamp), "{cc:?}");
         let end = net.proxy.as_ref().unwrap().stats().clamp;
         assert!(end > at_back || restart.is_none(), "{cc:?}: slow start after the stall, {at_back} -> {end}");
+    }
+}
+
+/// RFC 9293 §3.7.1 and Linux (`tcp_parse_options`, `tcp_min_snd_mss`): a SYN's
+/// MSS option of 0 is ignored (536 B, the default), and any other is raised to
+/// 48 B at least. An MSS of 0 once made the daemon loop on zero-length pieces,
+/// frozen for every user (issue "… a proxy daemon that no mobile can stall").
+#[test]
+fn an_absurd_mss_from_a_mobile_is_sanitised() {
+    for (mss, most) in [(0u16, 536u64), (1, 48), (47, 48), (200, 200)] {
+        let mut net = Net::new(Some(ProxyConfig::default()), Box::new(|_, _, _| false));
+        net.syn_mss = Some(mss);
+        net.conn(20_000, 0, 5001);
+        net.run(600);
+        net.assert_exact(&[(20_000, 0)]);
+        let biggest = net.mobile_got[0].iter().map(|&(a, b)| b - a).max().unwrap();
+        assert_eq!(biggest, most, "MSS option {mss}");
     }
 }

@@ -59,6 +59,9 @@ use crate::tcp::{CcKind, RecoveryKind, TcpConfig};
 use crate::time::{Duration, Instant};
 use crate::wire::IpAddress;
 use crate::wire::{Packet, TcpFlags, TcpRepr, L4};
+
+/// The smallest MSS the proxy sends to a mobile (Linux `tcp_min_snd_mss`).
+const MIN_SND_MSS: u16 = 48;
 use acb::{allowance_step, Acb};
 use conn::{Conn, Phase};
 use sched::Stride;
@@ -410,7 +413,10 @@ impl Proxy {
         };
         let (class, tickets) =
             self.cfg.classes.iter().find(|c| c.0 == sport).map(|c| (c.1, c.2)).unwrap_or(self.cfg.default_class);
-        let mss = (self.cfg.mss as u64).min(r.mss.unwrap_or(536) as u64);
+        // RFC 9293 §3.7.1 as Linux reads the option (`tcp_parse_options`, and
+        // `tcp_min_snd_mss` = 48): 0 means none (536), anything else at least 48.
+        let offered = r.mss.filter(|&m| m > 0).unwrap_or(536).max(MIN_SND_MSS);
+        let mss = (self.cfg.mss as u64).min(offered as u64);
         let conn = Conn {
             flow: p.meta.flow,
             mobile,
