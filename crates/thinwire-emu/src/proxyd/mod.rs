@@ -370,17 +370,7 @@ impl Daemon {
     }
 
     fn forbidden(&self, dst: IpAddress) -> Option<&'static str> {
-        let a = IpAddr::from(dst);
-        if a.is_loopback() {
-            return Some("loopback");
-        }
-        if a.is_unspecified() || a.is_multicast() || a == IpAddr::from([255, 255, 255, 255]) {
-            return Some("not a unicast address");
-        }
-        if self.local.contains(&a) {
-            return Some("the proxy's own address");
-        }
-        None
+        forbidden(IpAddr::from(dst), &self.local)
     }
 
     fn pass(&mut self, p: Packet) {
@@ -727,4 +717,62 @@ impl Daemon {
 
 fn ip(a: IpAddress) -> String {
     IpAddr::from(a).to_string()
+}
+
+/// The IPv4 address an IPv6 one stands for, if any: IPv4-mapped
+/// (`::ffff:a.b.c.d`), IPv4-compatible (`::a.b.c.d`, RFC 4291 §2.5.5.1) and the
+/// NAT64 well-known prefix (`64:ff9b::/96`, RFC 6052) all reach an IPv4 host.
+fn embedded_v4(a: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
+    let s = a.segments();
+    let v4 = || std::net::Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
+    match s {
+        [0, 0, 0, 0, 0, 0xffff, _, _] => Some(v4()),
+        [0, 0, 0, 0, 0, 0, _, _] if s[6] != 0 => Some(v4()),
+        [0x64, 0xff9b, 0, 0, 0, 0, _, _] => Some(v4()),
+        _ => None,
+    }
+}
+
+/// Why the proxy must not connect to `a` for a mobile (None: it may): loopback,
+/// not a unicast address, or one of `local` — in any of its spellings.
+fn forbidden(a: IpAddr, local: &HashSet<IpAddr>) -> Option<&'static str> {
+    let forms = match a {
+        IpAddr::V6(v6) => [Some(a), embedded_v4(v6).map(IpAddr::V4)],
+        IpAddr::V4(_) => [Some(a), None],
+    };
+    for a in forms.into_iter().flatten() {
+        if a.is_loopback() {
+            return Some("loopback");
+        }
+        if a.is_unspecified() || a.is_multicast() || a == IpAddr::from([255, 255, 255, 255]) {
+            return Some("not a unicast address");
+        }
+        if local.contains(&a) {
+            return Some("the proxy's own address");
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_unspecified_and_own_addresses_are_refused_in_every_spelling() {
+        let local: HashSet<IpAddr> = ["10.0.0.2".parse().unwrap()].into_iter().collect();
+        let refused = |s: &str| forbidden(s.parse().unwrap(), &local);
+        for a in ["127.0.0.1", "::1", "::ffff:127.0.0.1", "::127.0.0.1", "64:ff9b::7f00:1"] {
+            assert_eq!(refused(a), Some("loopback"), "{a}");
+        }
+        for a in ["0.0.0.0", "::", "::ffff:0.0.0.0", "224.0.0.1", "::ffff:224.0.0.1", "64:ff9b::e000:1"] {
+            assert_eq!(refused(a), Some("not a unicast address"), "{a}");
+        }
+        for a in ["10.0.0.2", "::ffff:10.0.0.2", "64:ff9b::a00:2"] {
+            assert_eq!(refused(a), Some("the proxy's own address"), "{a}");
+        }
+        for a in ["10.0.0.1", "::ffff:10.0.0.1", "2001:db8::1", "64:ff9b::a00:1"] {
+            assert_eq!(refused(a), None, "{a}");
+        }
+    }
 }
