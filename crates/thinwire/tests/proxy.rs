@@ -600,3 +600,31 @@ fn an_absurd_mss_from_a_mobile_is_sanitised() {
         assert_eq!(biggest, most, "MSS option {mss}");
     }
 }
+
+/// RFC 5961 §3.2: a RST from the mobile's side resets a proxied connection only
+/// at exactly the next expected sequence number; elsewhere in the window it gets
+/// a challenge ACK, outside it nothing (a blind RST once killed the connection:
+/// the daemon reset the server's socket and the real mobile hung). Either way
+/// the download goes on and completes.
+#[test]
+fn a_blind_rst_from_the_mobile_side_does_not_reset_the_connection() {
+    for (offset, challenged) in [(1000u32, true), (3_000_000, false), (u32::MAX - 5, false)] {
+        let mut net = Net::new(Some(ProxyConfig::default()), no_loss());
+        net.conn(100_000, 0, 5001);
+        net.run_until(Instant::ZERO + Duration::from_secs(8), |_| false);
+        let m = &net.eps[0].1;
+        let h = thinwire::wire::TcpRepr {
+            src_port: m.local_port(),
+            dst_port: 5001,
+            flags: TcpFlags(TcpFlags::RST),
+            seq: m.iss().wrapping_add(1).wrapping_add(offset),
+            ..Default::default()
+        };
+        let p = Packet::new(MOBILE, SERVER, 0, L4::Tcp(h), 0, 0, net.now);
+        net.from_mobile(p);
+        net.run(600);
+        net.assert_exact(&[(100_000, 0)]);
+        let px = net.proxy.as_ref().unwrap();
+        assert_eq!((px.challenge_acks, px.rsts_ignored), (challenged as u64, !challenged as u64), "offset {offset}");
+    }
+}

@@ -250,6 +250,10 @@ pub struct Proxy {
     ident: u16,
     pub trace: Option<Vec<Event>>,
     pub stats: ProxyStats,
+    /// RSTs from mobiles answered with a challenge ACK (RFC 5961 §3.2), and
+    /// those ignored as outside the window.
+    pub challenge_acks: u64,
+    pub rsts_ignored: u64,
 }
 
 impl Proxy {
@@ -269,6 +273,8 @@ impl Proxy {
             ident: 1,
             trace: None,
             stats: ProxyStats::default(),
+            challenge_acks: 0,
+            rsts_ignored: 0,
         }
     }
 
@@ -362,6 +368,23 @@ impl Proxy {
             return;
         }
         if r.flags.has(TcpFlags::RST) {
+            if from == Side::Wireless {
+                // RFC 5961 §3.2 (as Linux `tcp_validate_incoming`): only a RST at
+                // exactly the next expected sequence number resets; one elsewhere
+                // in the window gets a challenge ACK, one outside it nothing.
+                let conn = &self.conns[c];
+                let d = r.seq.wrapping_sub(conn.irs.wrapping_add(conn.rcv_nxt as u32)) as i32;
+                if d != 0 {
+                    if d > 0 && (d as u64) < conn.window_to_mobile().max(1) as u64 {
+                        self.challenge_acks += 1;
+                        self.conns[c].ack_owed = true;
+                        self.flush_acks(c, now);
+                    } else {
+                        self.rsts_ignored += 1;
+                    }
+                    return;
+                }
+            }
             if let (Side::Wired, Some(t)) = (from, self.conns[c].wired.tcp()) {
                 t.on_segment(now, &r, 0);
             }
