@@ -71,7 +71,8 @@ def test_reproduce_unknown_study():
     p = thinwire_cli("reproduce", "no-such-study")
     assert (
         p.returncode == 2
-        and "available: gprs-proxy, gprs-tcp, gsm-multilayer, is707-idle-frames, shared-link-arq" in p.stderr
+        and "available: aqm-wireless, gprs-proxy, gprs-tcp, gsm-multilayer, is707-idle-frames, shared-link-arq, sim-vs-real\n"
+        in p.stderr
         and len(p.stderr.strip().splitlines()) == 1
     )
 
