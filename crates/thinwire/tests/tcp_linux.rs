@@ -592,3 +592,39 @@ fn a_lost_retransmission_after_a_timeout_starts_a_fast_recovery() {
     assert_eq!(recoveries, 1, "the lost retransmission starts a recovery");
     assert_eq!(low, 2 * 1000, "cubic's floor, from the window after the timeout");
 }
+
+/// RFC 9293 §3.10.7.4 as Linux applies it (`tcp_sequence` against `rcv_wup`,
+/// `tcp_send_dupack`, `tcp_oow_rate_limited`): an empty segment one byte below the
+/// window — a zero-window probe or a keep-alive — is answered with an ACK at once,
+/// at most once per 500 ms; a pure ACK at the window's edge is not answered.
+#[test]
+fn a_zero_window_probe_is_answered_at_once_and_rate_limited() {
+    use thinwire::wire::{TcpFlags, TcpRepr};
+    // The server's data stops after 20 segments (everything later is lost), so
+    // the client is open, has acknowledged all it got, and has no FIN.
+    let mut p = pair(linux(cfg()), linux(cfg()), 100_000, Box::new(|from, i, _| from == 1 && i >= 20));
+    p.run(Duration::from_secs(5));
+    let got = p.ep[0].delivered() as u32;
+    assert!(got >= 10_000, "{got}");
+    let edge = p.ep[1].iss().wrapping_add(1 + got);
+    let seg = |seq: u32| TcpRepr {
+        src_port: 80,
+        dst_port: 40000,
+        seq,
+        ack: p.ep[0].iss().wrapping_add(1),
+        flags: TcpFlags(TcpFlags::ACK),
+        window: 1000,
+        ..Default::default()
+    };
+    let (at_edge, probe) = (seg(edge), seg(edge.wrapping_sub(1)));
+    let t = |ms: i64| Instant::ZERO + Duration::from_millis(5_000 + ms);
+    let answered = |p: &mut TcpPair, ms: i64, s: &TcpRepr| {
+        p.ep[0].on_segment(t(ms), s, 0);
+        let a = p.ep[0].poll_transmit(t(ms));
+        a.map(|a| (a.repr.ack.wrapping_sub(p.ep[1].iss()), a.repr.flags.has(TcpFlags::ACK)))
+    };
+    assert_eq!(answered(&mut p, 0, &at_edge), None, "a pure ACK at the edge is acceptable");
+    assert_eq!(answered(&mut p, 0, &probe), Some((got + 1, true)), "the probe is answered");
+    assert_eq!(answered(&mut p, 300, &probe), None, "within 500 ms: rate limited");
+    assert_eq!(answered(&mut p, 600, &probe), Some((got + 1, true)));
+}

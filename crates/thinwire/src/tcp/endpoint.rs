@@ -217,6 +217,8 @@ pub struct Tcp {
     /// rcv_nxt when we last sent an ACK (RFC 7323's Last.ACK.sent, Linux
     /// `rcv_wup`).
     rcv_wup: u64,
+    /// When an unacceptable empty segment was last answered.
+    oow_ack_at: Option<Instant>,
     snd_wscale_peer_offered: bool,
     // --- receiver ---
     irs: u32,
@@ -307,6 +309,7 @@ impl Tcp {
             ece_pending: false,
             ts_recent: 0,
             rcv_wup: 0,
+            oow_ack_at: None,
             snd_wscale_peer_offered: false,
             irs: 0,
             rcv_nxt: 0,
@@ -1205,6 +1208,24 @@ impl Tcp {
         }
         if f.has(TcpFlags::ACK) {
             self.on_ack(now, seg, len);
+        }
+        if len == 0 && !f.has(TcpFlags::FIN) && self.rcv_nxt > 1 {
+            // An empty segment below the receive window — a zero-window probe
+            // or a keep-alive (one byte before the edge) — is not acceptable and
+            // is answered with an ACK that gives the window (RFC 9293 §3.10.7.4;
+            // Linux `tcp_validate_incoming` → `tcp_send_dupack`). Linux measures
+            // it against the last ACK sent (`tcp_sequence`: end_seq before
+            // rcv_wup), not rcv_nxt, so a pure ACK that crossed our data is
+            // still acceptable.
+            // At most one such answer per 500 ms (Linux `tcp_oow_rate_limited`,
+            // `tcp_invalid_ratelimit`), so two peers whose pure ACKs both went
+            // stale cannot ping-pong.
+            let s = unwrap_seq(self.rcv_nxt, self.irs, seg.seq);
+            let limited = self.oow_ack_at.is_some_and(|t| now - t < Duration::from_millis(500));
+            if s < self.rcv_wup && !self.fin_rcvd && !limited {
+                self.oow_ack_at = Some(now);
+                self.ack_now = true;
+            }
         }
         if len > 0 && self.ecn_ok {
             self.ecn_receive(seg, ce);
