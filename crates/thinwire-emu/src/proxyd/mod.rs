@@ -138,7 +138,8 @@ pub fn run(opts: Options) -> Result<(), EmuError> {
     let poll = sys::Poll::new().map_err(|e| EmuError::Failed(format!("epoll: {e}")))?;
     poll.add(tun.as_raw_fd(), TOK_TUN).map_err(|e| EmuError::Failed(format!("epoll: {e}")))?;
     poll.add(signals.fd(), TOK_SIGNAL).map_err(|e| EmuError::Failed(format!("epoll: {e}")))?;
-    let pcfg = thinwire::build::proxy_config_from(&file.proxy, None);
+    let mut pcfg = thinwire::build::proxy_config_from(&file.proxy, None);
+    pcfg.max_half_open = d.max_half_open_per_mobile;
     let rec = match &opts.out {
         Some(dir) => {
             let r = record::Recording::open(dir, &[&d.tun, &d.mobile_interface])
@@ -709,6 +710,10 @@ impl Daemon {
                 ("retransmits", st.retransmits.into()),
                 ("aggregate_timeouts", st.timeouts.into()),
                 ("stalls", st.stalls.into()),
+                ("half_open_dropped", self.proxy.half_open_dropped.into()),
+                ("challenge_acks", self.proxy.challenge_acks.into()),
+                ("rsts_ignored", self.proxy.rsts_ignored.into()),
+                ("window_probes", self.proxy.window_probes.into()),
                 ("mobiles", log::Value::Raw(format!("[{}]", mobiles.join(",")))),
             ],
         );

@@ -13,6 +13,7 @@
 //! | `setup` | true | install (and remove on exit) the routing rules and the nftables table |
 //! | `max_connections` | 4096 | proxied connections at once; beyond, new ones pass unproxied |
 //! | `max_connections_per_mobile` | 256 | the same per mobile host |
+//! | `max_half_open_per_mobile` | 128 | unfinished handshakes held per mobile host; a new SYN beyond drops the oldest (RFC 4987 §3.4), so a SYN flood cannot take the mobile's connection slots |
 //! | `max_buffer` | "64MB" | data held for all mobiles; beyond, new connections pass and servers are not read |
 //! | `server_rcvbuf` | "16KB" | the server sockets' receive buffer (SO_RCVBUF): what the kernel holds beyond the proxy's allowance |
 //! | `connect_timeout` | "10s" | a server that does not answer: RST to the mobile |
@@ -53,6 +54,8 @@ pub struct DaemonCfg {
     pub max_connections: usize,
     #[serde(default = "default_max_conns_mobile")]
     pub max_connections_per_mobile: usize,
+    #[serde(default = "default_max_half_open")]
+    pub max_half_open_per_mobile: usize,
     #[serde(default = "default_max_buffer")]
     pub max_buffer: Size,
     #[serde(default = "default_rcvbuf")]
@@ -83,6 +86,9 @@ fn default_max_conns() -> usize {
 }
 fn default_max_conns_mobile() -> usize {
     256
+}
+fn default_max_half_open() -> usize {
+    128
 }
 fn default_max_buffer() -> Size {
     Size(64 << 20)
@@ -171,8 +177,11 @@ pub fn parse_daemon(text: &str, overrides: &[String]) -> Result<DaemonFile, Conf
     if d.fwmark == 0 {
         return Err(cerr("daemon.fwmark", "must not be 0"));
     }
-    for (k, n) in [("max_connections", d.max_connections), ("max_connections_per_mobile", d.max_connections_per_mobile)]
-    {
+    for (k, n) in [
+        ("max_connections", d.max_connections),
+        ("max_connections_per_mobile", d.max_connections_per_mobile),
+        ("max_half_open_per_mobile", d.max_half_open_per_mobile),
+    ] {
         if n == 0 || n > 1_000_000 {
             return Err(cerr(format!("daemon.{k}"), "must be between 1 and 1000000"));
         }
@@ -218,6 +227,7 @@ mod tests {
     fn a_minimal_file_takes_the_defaults() {
         let f = parse_daemon("[daemon]\nmobile_interface = \"eth1\"\n", &[]).unwrap();
         assert_eq!((f.daemon.tun.as_str(), f.daemon.max_connections, f.daemon.setup), ("twproxy0", 4096, true));
+        assert_eq!(f.daemon.max_half_open_per_mobile, 128);
         assert!(f.proxy.clamp.is_none());
     }
     #[test]
@@ -225,6 +235,10 @@ mod tests {
         for (text, key) in [
             ("[daemon]\n", "daemon"),
             ("[daemon]\nmobile_interface = \"eth1\"\nmax_connections = 0\n", "daemon.max_connections"),
+            (
+                "[daemon]\nmobile_interface = \"eth1\"\nmax_half_open_per_mobile = 0\n",
+                "daemon.max_half_open_per_mobile",
+            ),
             (
                 "[daemon]\nmobile_interface = \"eth1\"\nmobile_prefixes = [\"10.0.0.0/33\"]\n",
                 "daemon.mobile_prefixes[0]",

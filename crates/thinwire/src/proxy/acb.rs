@@ -26,6 +26,13 @@
 //!   window unchanged; SACKed segments are never retransmitted.
 //! - On a timeout the window drops to one probe segment (the oldest unSACKed one,
 //!   resent); any ACK or SACK then restores the full window.
+//! - When a retransmission (a probe, or a segment resent at three) is answered —
+//!   the answer came at least the least RTT after it went out, so it is not the
+//!   original's — every unSACKed segment sent before it is due at once (RACK,
+//!   RFC 8985 §6.2, the delayed-ACK rule above as its reordering window): the
+//!   seed's counters need three later feedback events, which short connections
+//!   whose tails were lost in a burst never produce, so recovery went one
+//!   segment per timeout, backing off — minutes for a burst.
 //!
 //! The window's controller (`proxy.cc`, default `clamp`): the aggregate is one
 //! sender to the controller, its sequence space the bytes first sent and the
@@ -216,6 +223,7 @@ impl Acb {
         let mut fb = Feedback::default();
         let mut newest: Option<u64> = None;
         let mut newest_sent = Instant::ZERO;
+        let mut newest_tx = 1;
         let mut sample: Option<(u64, Duration)> = None;
         let mut delivered = 0;
         for e in self.list.iter_mut().filter(|e| e.conn == conn) {
@@ -228,6 +236,7 @@ impl Acb {
                 if newest.is_none_or(|n| e.order > n) {
                     newest = Some(e.order);
                     newest_sent = e.sent_at;
+                    newest_tx = e.tx;
                 }
                 if e.tx == 1 && sample.is_none_or(|(o, _)| e.order > o) {
                     sample = Some((e.order, now - e.sent_at));
@@ -255,12 +264,17 @@ impl Acb {
         if self.recover.is_none() && !self.probing && delivered > 0 {
             self.cc.on_ack(&mut self.tcb, now, delivered);
         }
+        // A retransmission was answered (not the original it resent: the answer
+        // took at least the least RTT, as Linux `tcp_rack_advance` checks): what
+        // was sent before it and is still unacknowledged is lost — RACK (RFC
+        // 8985 §6.2), with the delayed-ACK allowance as its reordering window.
+        let rack = newest_tx > 1 && now - newest_sent >= self.min_rtt.unwrap_or(Duration::ZERO);
         let mut lost = false;
         for e in self.list.iter_mut().filter(|e| e.order < newest && !e.sacked) {
             if e.conn != conn && newest_sent - e.sent_at < delack {
                 continue; // its own ACK may still be delayed
             }
-            e.counter += 1;
+            e.counter = if rack { e.counter.max(retransmit_at) } else { e.counter + 1 };
             fb.counters.push((e.conn, e.start, e.counter));
             if e.counter >= retransmit_at {
                 e.due = true;
@@ -440,6 +454,30 @@ mod tests {
         let fb = a.feedback(0, 1001, &[], at, 3, Duration::ZERO);
         assert!(fb.progress && a.on_progress(at));
         assert!(!a.probing && a.has_room(1000));
+    }
+
+    /// A burst lost the tails of five one-segment connections: the first timeout's
+    /// probe is answered, and the other four are due at once — not one per
+    /// timeout. An answer that comes sooner than the least RTT after the probe
+    /// is the original's, and proves nothing.
+    #[test]
+    fn an_answered_probe_makes_everything_sent_before_it_due() {
+        for (answer_after, all_due) in [(Duration::from_secs(2), true), (Duration::from_millis(100), false)] {
+            let mut a = acb();
+            a.rtt.sample(Duration::from_secs(1));
+            a.min_rtt = Some(Duration::from_secs(1));
+            for c in 0..5 {
+                a.push(c, 1, 1001, false, T0);
+            }
+            let at = T0 + Duration::from_secs(10);
+            let probe = a.on_timeout(at, Duration::from_secs(1), Duration::from_secs(60)).unwrap();
+            assert_eq!(probe.conn, 0);
+            let t = at + answer_after;
+            let fb = a.feedback(0, 1001, &[], t, 3, Duration::from_millis(200));
+            assert!(fb.progress && a.on_progress(t));
+            let due: Vec<usize> = a.list.iter().filter(|e| e.due).map(|e| e.conn).collect();
+            assert_eq!(due, if all_due { vec![1, 2, 3, 4] } else { vec![] }, "answer after {answer_after:?}");
+        }
     }
 
     #[test]

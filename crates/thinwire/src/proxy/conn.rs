@@ -34,6 +34,14 @@ pub enum Phase {
 }
 
 pub struct Conn {
+    /// The persist timer (RFC 9293 §3.8.6.1): when the next zero-window probe
+    /// goes out, and how many have gone unanswered by an open window.
+    pub persist: Option<Instant>,
+    pub persist_backoff: u32,
+    /// The SYN-ACK timer while the mobile has not completed the handshake
+    /// (Linux `reqsk_timer_handler`), and its expiries so far.
+    pub synack_at: Option<Instant>,
+    pub synack_timeouts: u32,
     pub flow: u16,
     pub mobile: IpAddress,
     pub server: IpAddress,
@@ -92,8 +100,9 @@ impl Conn {
     pub fn unsent(&self) -> u64 {
         self.avail_end().saturating_sub(self.snd_nxt.max(1))
     }
-    /// Mobile data not yet acknowledged by the server.
-    fn upload_backlog(&self) -> u64 {
+    /// Mobile data not yet acknowledged by the server (in the daemon: not yet
+    /// taken by the server socket).
+    pub fn upload_backlog(&self) -> u64 {
         (self.rcv_nxt - 1).saturating_sub(self.wired.acked_bytes())
     }
     /// The window the wireless leg offers the mobile.
@@ -128,6 +137,23 @@ impl Conn {
         r
     }
 
+    /// The mobile's SYN came but its handshake is not complete: the server is
+    /// being connected, or the SYN-ACK is not yet acknowledged.
+    pub fn half_open(&self) -> bool {
+        self.phase == Phase::Connecting || (self.phase == Phase::Open && !self.established)
+    }
+
+    /// Data or the FIN waits and nothing is in flight, but the mobile's window
+    /// is shut: only a probe can learn when it opens.
+    pub fn window_shut(&self) -> bool {
+        let fin_waits = self.fin_at.is_some_and(|f| !self.fin_sent && self.snd_nxt == f);
+        self.phase == Phase::Open
+            && self.established
+            && self.rwnd == 0
+            && self.snd_nxt == self.snd_una
+            && (self.snd_nxt < self.avail_end() || fin_waits)
+    }
+
     /// The next sendable piece for the wireless leg, if any: (start, end, fin).
     /// Data goes in segments of min(MSS, queued) within the mobile's window (a
     /// smaller piece only when nothing of this connection is in flight); the FIN
@@ -158,14 +184,20 @@ impl Conn {
         // The offset nearest the receive edge (streams longer than 4 GB).
         let d = seq.wrapping_sub(self.irs.wrapping_add(self.rcv_nxt as u32)) as i32 as i64;
         let s = (self.rcv_nxt as i64 + d).max(0) as u64;
-        let e = s + len as u64;
-        if e > self.rcv_nxt + 2 * 65535 {
-            return false; // far beyond any window offered: not the mobile's data
-        }
+        // Only what fits the window offered is taken (RFC 9293 §3.10.7.4: trim
+        // to the window; a zero window takes nothing): the right edge is the
+        // server's acknowledged upload plus 64 KB, so it never shrinks, and a
+        // mobile that ignores it is neither acknowledged nor buffered beyond it.
+        // A FIN beyond the edge waits for its retransmission.
+        let edge = self.rcv_nxt + self.window_to_mobile() as u64;
+        let full = s + len as u64;
+        let e = full.min(edge.max(s));
+        let (len, fin) = ((e - s) as u32, fin && e == full);
+        self.ack_owed = true;
         let before = (self.rcv_nxt, self.mobile_fin_in);
         if let (Some(up), Some(data)) = (&mut self.up, payload) {
-            if len > 0 && data.len() == len as usize && s >= 1 {
-                up.insert(s - 1, data);
+            if len > 0 && data.len() >= len as usize && s >= 1 {
+                up.insert(s - 1, &data[..len as usize]);
             }
         }
         if len > 0 {
@@ -187,7 +219,6 @@ impl Conn {
         if self.mobile_fin_at == Some(self.rcv_nxt) {
             self.mobile_fin_in = true;
         }
-        self.ack_owed = true;
         (self.rcv_nxt, self.mobile_fin_in) != before
     }
 }

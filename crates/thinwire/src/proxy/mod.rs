@@ -36,7 +36,20 @@
 //! `sack_mobile` true (SACK the mobile's data); `initial_rto` 6 s (also the least wait for a first segment after idle: with
 //! set-ups in both directions it can take over 3 s to be acknowledged), `max_rto` 60 s; `mss` 1460; classes: port 23 (telnet)
 //! priority 0, everything else priority 1, 100 tickets each; wired leg: SACK,
-//! initial window 2, no timestamps, 64 KB buffer, ACK every segment.
+//! initial window 2, no timestamps, 64 KB buffer, ACK every segment;
+//! `synack_retries` 5, `max_half_open` 128.
+//!
+//! Toward the mobile the wireless leg answers as a kernel would (RFC 9293, RFC
+//! 5961, Linux `tcp_input.c`, `inet_connection_sock.c`): the SYN-ACK is resent
+//! after `initial_rto`, doubling up to `max_rto`, `synack_retries` times, then
+//! the unfinished connection is dropped silently (`reqsk_timer_handler`); a new
+//! SYN beyond `max_half_open` unfinished ones of a mobile drops the oldest (RFC
+//! 4987 §3.4); the mobile's MSS option 0 counts as none (536) and any other is
+//! at least 48 (`tcp_min_snd_mss`); its data beyond the window offered is
+//! trimmed (§3.10.7.4); a shut window is probed (persist timer, §3.8.6.1, RTO
+//! doubling per unanswered probe); a RST resets only at exactly the next
+//! sequence number, elsewhere in the window it draws a challenge ACK (RFC 5961
+//! §3.2).
 //!
 //! Simplifications: the wireless leg offers neither timestamps nor window scaling, and keeps no per-connection
 //! congestion state (the aggregate's is the only one); UDP and connections the
@@ -110,6 +123,13 @@ pub struct ProxyConfig {
     pub classes: Vec<(u16, u8, u32)>,
     pub default_class: (u8, u32),
     pub wired_tcp: TcpConfig,
+    /// SYN-ACK retransmissions before a mobile's unfinished handshake is
+    /// dropped (Linux `tcp_synack_retries`); the first after `initial_rto`,
+    /// doubling, at most `max_rto`.
+    pub synack_retries: u32,
+    /// Unfinished handshakes held per mobile; a new SYN beyond drops the oldest,
+    /// so a SYN flood cannot hold a mobile's connection slots.
+    pub max_half_open: usize,
 }
 
 impl Default for ProxyConfig {
@@ -140,6 +160,8 @@ impl Default for ProxyConfig {
             classes: vec![(23, 0, 100)],
             default_class: (1, 100),
             wired_tcp: wired,
+            synack_retries: 5,
+            max_half_open: 128,
         }
     }
 }
@@ -254,6 +276,11 @@ pub struct Proxy {
     /// those ignored as outside the window.
     pub challenge_acks: u64,
     pub rsts_ignored: u64,
+    /// Unfinished handshakes dropped: SYN-ACK retransmissions exhausted, or
+    /// evicted by a newer SYN beyond `max_half_open`.
+    pub half_open_dropped: u64,
+    /// Zero-window probes sent to mobiles (RFC 9293 §3.8.6.1).
+    pub window_probes: u64,
 }
 
 impl Proxy {
@@ -275,6 +302,8 @@ impl Proxy {
             stats: ProxyStats::default(),
             challenge_acks: 0,
             rsts_ignored: 0,
+            half_open_dropped: 0,
+            window_probes: 0,
         }
     }
 
@@ -302,16 +331,24 @@ impl Proxy {
     pub fn poll_timeout(&self) -> Option<Instant> {
         let a = self.acbs.iter().filter_map(|a| a.deadline).min();
         let t = self.live.iter().filter_map(|&c| self.conns[c].wired.poll_timeout()).min();
-        match (a, t) {
-            (Some(a), Some(t)) => Some(a.min(t)),
-            (a, t) => a.or(t),
-        }
+        let p = self.live.iter().filter_map(|&c| self.conns[c].persist).min();
+        let s = self.live.iter().filter_map(|&c| self.conns[c].synack_at).min();
+        [a, t, p, s].into_iter().flatten().min()
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
         for c in self.live.clone() {
             if self.conns[c].phase == Phase::Closed {
                 continue;
+            }
+            if self.conns[c].persist.is_some_and(|t| t <= now) {
+                self.window_probe(c, now);
+            }
+            if self.conns[c].synack_at.is_some_and(|t| t <= now) {
+                self.synack_timeout(c, now);
+                if self.conns[c].phase == Phase::Closed {
+                    continue;
+                }
             }
             if self.conns[c].wired.poll_timeout().is_some_and(|t| t <= now) {
                 if let Some(t) = self.conns[c].wired.tcp() {
@@ -425,6 +462,11 @@ impl Proxy {
             }
         };
         self.reap(now);
+        // A full table of unfinished handshakes for this mobile: the oldest goes.
+        let half: Vec<usize> = self.acbs[a].conns.iter().copied().filter(|&c| self.conns[c].half_open()).collect();
+        if half.len() >= self.cfg.max_half_open.max(1) {
+            self.drop_half_open(half[0], now);
+        }
         let c = self.free.pop().unwrap_or(self.conns.len());
         let wired = if self.streams {
             self.cmds.push_back(Command::Connect { conn: c, mobile: (mobile, mport), server: (server, sport) });
@@ -468,6 +510,10 @@ impl Proxy {
             mobile_fin_in: false,
             mobile_fin_acked: false,
             ack_owed: false,
+            persist: None,
+            persist_backoff: 0,
+            synack_at: None,
+            synack_timeouts: 0,
             class,
             tickets,
             pass: 0,
@@ -533,6 +579,9 @@ impl Proxy {
         self.drain_wired(c, now);
     }
 
+    /// Sends (or resends) the SYN-ACK and arms its timer: the first after
+    /// `initial_rto`, doubling per expiry, at most `max_rto` (Linux
+    /// `reqsk_timer_handler`: `TCP_TIMEOUT_INIT << num_timeout`, capped).
     fn send_synack(&mut self, c: usize, now: Instant) {
         let conn = &self.conns[c];
         let mut h = conn.header(0, TcpFlags::SYN | TcpFlags::ACK);
@@ -540,6 +589,39 @@ impl Proxy {
         h.mss = Some(self.cfg.mss as u16);
         h.sack_permitted = conn.sack;
         self.emit(c, Side::Wireless, h, 0, now);
+        let k = self.conns[c].synack_timeouts.min(16);
+        let wait = (self.cfg.initial_rto * (1i64 << k)).min(self.cfg.max_rto);
+        self.conns[c].synack_at = Some(now + wait);
+    }
+
+    /// The SYN-ACK went unacknowledged: resend it, or after `synack_retries`
+    /// resends drop the unfinished connection.
+    fn synack_timeout(&mut self, c: usize, now: Instant) {
+        let conn = &mut self.conns[c];
+        conn.synack_at = None;
+        if !conn.half_open() {
+            return;
+        }
+        if conn.synack_timeouts >= self.cfg.synack_retries {
+            return self.drop_half_open(c, now);
+        }
+        conn.synack_timeouts += 1;
+        self.send_synack(c, now);
+    }
+
+    /// Forgets an unfinished handshake as a kernel listener does (the mobile is
+    /// told nothing); the server's connection is reset.
+    fn drop_half_open(&mut self, c: usize, now: Instant) {
+        self.half_open_dropped += 1;
+        if self.streams {
+            self.cmds.push_back(Command::Reset(c));
+        } else if let Some(t) = self.conns[c].wired.tcp() {
+            t.abort();
+            while let Some(seg) = self.conns[c].wired.tcp().and_then(|t| t.poll_transmit(now)) {
+                self.emit(c, Side::Wired, seg.repr, seg.len, now);
+            }
+        }
+        self.close(c, now);
     }
 
     fn from_mobile(&mut self, c: usize, now: Instant, r: &TcpRepr, len: u32, payload: Option<&[u8]>) {
@@ -559,6 +641,7 @@ impl Proxy {
                 conn.snd_una + (r.ack.wrapping_sub(conn.iss.wrapping_add(conn.snd_una as u32)) as i32).max(0) as u64;
             if !conn.established && acked >= 1 {
                 conn.established = true;
+                conn.synack_at = None;
             }
             conn.rwnd = r.window as u64;
             let top = conn.snd_nxt;
@@ -754,8 +837,53 @@ impl Proxy {
         for i in 0..self.acbs[a].conns.len() {
             let c = self.acbs[a].conns[i];
             self.flush_acks(c, now);
+            self.persist(c, now);
         }
         self.flow_control(a, now);
+    }
+
+    /// The persist timer's next interval: the aggregate's RTO doubled per
+    /// unanswered probe, within [`min_rto`, `max_rto`] (RFC 9293 §3.8.6.1; Linux
+    /// `tcp_probe_timer`, capped at TCP_RTO_MAX).
+    fn persist_interval(&self, c: usize) -> Duration {
+        let a = self.conns[c].acb;
+        let base = self.acbs[a].rtt.rto();
+        let k = self.conns[c].persist_backoff.min(16);
+        (base * (1i64 << k)).max(self.cfg.min_rto).min(self.cfg.max_rto)
+    }
+
+    /// Arms or stops a connection's persist timer after a round of sending.
+    fn persist(&mut self, c: usize, now: Instant) {
+        let shut = self.conns[c].window_shut();
+        match (shut, self.conns[c].persist) {
+            (true, None) => {
+                self.conns[c].persist_backoff = 0;
+                let t = now + self.persist_interval(c);
+                self.conns[c].persist = Some(t);
+            }
+            (false, Some(_)) => {
+                self.conns[c].persist = None;
+                self.conns[c].persist_backoff = 0;
+            }
+            _ => {}
+        }
+    }
+
+    /// A zero-window probe: an empty segment one byte below the mobile's window,
+    /// which its TCP must answer with an ACK giving the window (Linux
+    /// `tcp_xmit_probe_skb`); the next one after twice the interval.
+    fn window_probe(&mut self, c: usize, now: Instant) {
+        if !self.conns[c].window_shut() {
+            self.conns[c].persist = None;
+            return;
+        }
+        self.window_probes += 1;
+        let conn = &self.conns[c];
+        let h = conn.header(conn.snd_una - 1, TcpFlags::ACK);
+        self.emit(c, Side::Wireless, h, 0, now);
+        self.conns[c].persist_backoff += 1;
+        let t = now + self.persist_interval(c);
+        self.conns[c].persist = Some(t);
     }
 
     fn emit_entry(&mut self, e: &acb::Entry, now: Instant) {

@@ -191,9 +191,11 @@ impl Proxy {
         self.aggregate(mobile).map_or(0, |a| a.conns.len())
     }
 
-    /// Bytes held for all mobiles (queued or not yet acknowledged by them).
+    /// Bytes held for all mobiles: downloads queued or not yet acknowledged by
+    /// them, and uploads acknowledged to them but not yet taken by the server
+    /// socket.
     pub fn buffered(&self) -> u64 {
-        self.live.iter().map(|&c| self.conns[c].held()).sum()
+        self.live.iter().map(|&c| self.conns[c].held() + self.conns[c].upload_backlog()).sum()
     }
 
     /// One line per mobile host with live connections: its address, window, bytes
