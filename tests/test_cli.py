@@ -198,3 +198,57 @@ def test_tcp_counters_reach_the_summary_and_show_only_when_used(small_scenario):
         assert (h in linux.stdout.split("\n")[2]) == (f[k] > 0), (k, f[k], linux.stdout)
         assert h not in seeds.stdout
     assert any(f[k] > 0 for k in head), f
+
+
+def test_version_flag_and_reproduce_help_lists_the_studies():
+    from thinwire import __version__
+    from thinwire.studies import STUDIES
+
+    p = thinwire_cli("--version")
+    assert p.returncode == 0 and p.stdout.strip() == f"thinwire {__version__}", p.stdout + p.stderr
+    h = thinwire_cli("reproduce", "--help")
+    assert h.returncode == 0
+    text = " ".join(h.stdout.split()).replace("- ", "-")  # argparse wraps at hyphens
+    assert all(s in text for s in STUDIES), text
+    assert "--strict" in text
+
+
+def test_reproduce_strict_exits_1_when_a_claim_fails(tmp_path, monkeypatch, capsys):
+    """Without --strict a study that reproduces some claims and not others exits
+    0 (it reports); with --strict it exits 1 and says how many failed."""
+    from thinwire import cli
+    from thinwire.studies import STUDIES
+
+    mod = tmp_path / "fake_study_for_strict.py"
+    mod.write_text(
+        "def reproduce(out, quick, scheduler, workers, progress):\n"
+        "    c = dict(section='I', claim='c', expected='e', measured='m', why='')\n"
+        "    return [dict(c, id='a', **{'pass': True}), dict(c, id='b', **{'pass': ok})]\n"
+        "ok = False\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(STUDIES, "fake", "fake_study_for_strict")
+    assert cli.main(["reproduce", "fake", "--out", str(tmp_path / "o")]) == 0
+    assert cli.main(["reproduce", "fake", "--strict", "--out", str(tmp_path / "o")]) == 1
+    assert "1 of 2 claims not reproduced (--strict)" in capsys.readouterr().err
+    import fake_study_for_strict
+
+    fake_study_for_strict.ok = True
+    assert cli.main(["reproduce", "fake", "--strict", "--out", str(tmp_path / "o")]) == 0
+
+
+def test_the_python_version_is_claimed_alike_everywhere():
+    """The wheel is abi3 for one minimum Python (pyo3's abi3-pyXY); pyproject's
+    requires-python and the README say the same (pip on 3.10 refused a wheel
+    claimed for 3.10)."""
+    import re
+    import tomllib
+
+    from conftest import ROOT
+
+    cargo = (ROOT / "crates" / "thinwire-py" / "Cargo.toml").read_text()
+    abi = re.search(r"abi3-py3(\d+)", cargo).group(1)
+    req = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    readme = re.findall(r"Python ≥ 3\.(\d+)", (ROOT / "README.md").read_text())
+    assert req == f">=3.{abi}", req
+    assert readme and set(readme) == {abi}, readme

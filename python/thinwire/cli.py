@@ -224,6 +224,10 @@ def _cmd_reproduce(a) -> int:
                 f"\n{sum(c['pass'] for c in cs)} of {len(cs)} claims reproduced" + (f" with {g}" if g else ""), end=""
             )
         print()
+    failed = sum(not c["pass"] for c in claims)
+    if a.strict and failed:
+        print(f"thinwire: {failed} of {len(claims)} claims not reproduced (--strict)", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -601,6 +605,7 @@ def _cmd_check(a) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     p = _Parser(prog="thinwire", description="TCP over slow, lossy wireless links with link-layer ARQ.")
+    p.add_argument("--version", action="version", version=f"thinwire {__version__}")
     sub = p.add_subparsers(dest="cmd", parser_class=_Parser, metavar="COMMAND")
     r = sub.add_parser("run", help="run a scenario and print a summary")
     r.add_argument("scenario", type=Path, help="scenario TOML file")
@@ -640,8 +645,13 @@ def main(argv: list[str] | None = None) -> int:
     sw.add_argument("--workers", type=int, help="local cluster size (default: number of cores)")
     sw.add_argument("--quiet", action="store_true", help="no progress bar")
     sw.set_defaults(fn=_cmd_sweep)
+    from .studies import STUDIES
+
     rp = sub.add_parser("reproduce", help="regenerate a seed paper's figures and check its claims")
-    rp.add_argument("study", help="study name, e.g. shared-link-arq")
+    rp.add_argument("study", help=f"the study: {', '.join(sorted(STUDIES))}")
+    rp.add_argument(
+        "--strict", action="store_true", help="exit 1 when a claim is not reproduced (default: report it, exit 0)"
+    )
     rp.add_argument("--quick", action="store_true", help="fewer replications and shorter transfers (for CI)")
     rp.add_argument("--out", help="output directory (default studies/STUDY)")
     rp.add_argument("--json", action="store_true", help="print the claims as JSON")
