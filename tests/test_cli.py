@@ -242,8 +242,8 @@ def test_the_python_version_is_claimed_alike_everywhere():
     requires-python and the README say the same (pip on 3.10 refused a wheel
     claimed for 3.10)."""
     import re
-    import tomllib
 
+    import tomllib
     from conftest import ROOT
 
     cargo = (ROOT / "crates" / "thinwire-py" / "Cargo.toml").read_text()
