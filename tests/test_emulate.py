@@ -579,3 +579,43 @@ queue = { discipline = "codel", limit = "1000pkt", ecn = true }"""
     assert ece_out > 0 and cwr_out > 0, (ece_out, cwr_out)
     r = thinwire_cli("simulate-log", out, "--json")
     assert r.returncode == 0 and json.loads(r.stdout)["identical"], r.stdout + r.stderr
+
+
+def test_commands_start_with_default_signal_dispositions(tmp_path, clean):
+    """A command's processes start with no signal blocked or ignored (the CLI's
+    Python ignores SIGPIPE and SIGXFSZ, which exec keeps), and a process the
+    command leaves in the background gets the SIGTERM that ends the emulation."""
+    sc = tmp_path / "s.toml"
+    sc.write_text(LINK.format(seed=1, wireless=PROTOCOLS["raw"]))
+    status, got = tmp_path / "status", tmp_path / "got-term"
+    mobile = (
+        f"grep -E '^Sig(Blk|Ign)' /proc/self/status > {status}; "
+        f"sh -c 'trap \"echo term > {got}; exit 0\" TERM; while :; do sleep 0.05; done' & sleep 0.5"
+    )
+    p = thinwire_cli("emulate", sc, "--mobile", mobile, "--server", "sleep 96.5")
+    assert p.returncode == 0, p.stderr
+    lines = dict(line.split(":\t") for line in status.read_text().splitlines())
+    assert int(lines["SigBlk"], 16) == 0 and int(lines["SigIgn"], 16) == 0, lines
+    assert got.read_text().strip() == "term", "the background process got SIGTERM"
+
+
+def test_tun_queue_drops_are_counted(tmp_path, clean):
+    """Packets a host sends that its TUN device's kernel queue drops before the
+    emulator reads them are lost outside the model: the summary counts them
+    (the kernel's tx_dropped of the device), and every packet sent is either read
+    or counted. A one-packet queue and a tight UDP loop force some."""
+    sc = tmp_path / "s.toml"
+    sc.write_text(LINK.format(seed=1, wireless=PROTOCOLS["raw"]))
+    sender = (
+        "import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+        "for i in range(20000): s.sendto(b'x' * 20, ('10.0.0.1', 9))\n"
+    )
+    (tmp_path / "flood.py").write_text(sender)
+    mobile = f"ip link set dev $THINWIRE_DEV txqueuelen 1 && {PY} {tmp_path / 'flood.py'}"
+    p = thinwire_cli("emulate", sc, "--mobile", mobile, "--json")
+    assert p.returncode == 0, p.stderr
+    pk = json.loads(p.stdout)["packets"]
+    assert pk["from_mobile_queue_drops"] > 0, pk
+    assert pk["from_mobile"] + pk["from_mobile_queue_drops"] == 20000, pk
+    t = thinwire_cli("emulate", sc, "--mobile", mobile)
+    assert "lost outside the model" in t.stdout and "TUN queue full" in t.stdout, t.stdout

@@ -495,6 +495,19 @@ def print_emulation(s: dict, out=sys.stdout) -> None:
         f"lateness of {lat['packets']:,} packets written: p50 {lat['p50_ms']:.3f} ms, p99 {lat['p99_ms']:.3f} ms, "
         f"max {lat['max_ms']:.3f} ms ({lat['late']:,} later than {lat['late_after_ms']:g} ms)\n"
     )
+    lost = [
+        (n, who)
+        for n, who in (
+            (p.get("from_mobile_queue_drops", 0), "mobile"),
+            (p.get("from_server_queue_drops", 0), "far end"),
+        )
+        if n
+    ]
+    if lost or p.get("write_drops"):
+        parts = [f"{n:,} from the {who} (its TUN queue full before the emulator read them)" for n, who in lost]
+        if p.get("write_drops"):
+            parts.append(f"{p['write_drops']:,} to the hosts (a TUN queue full when the emulator wrote)")
+        w("warning: packets lost outside the model: " + "; ".join(parts) + "\n")
     # p99 over a handful of packets is their maximum: warn when late packets are
     # more than 1 % of at least 5.
     if lat["late"] >= 5 and lat["p99_ms"] > lat["late_after_ms"]:

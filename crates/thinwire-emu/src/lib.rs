@@ -98,6 +98,9 @@ pub struct Report {
     pub link: [thinwire::link::wireless::LinkStats; 2],
     /// Packets a TUN device would not take (its queue full).
     pub write_drops: u64,
+    /// Packets the mobile and the server (or gateway) sent that their TUN
+    /// device's kernel queue dropped before the emulator read them.
+    pub tun_queue_drops: [u64; 2],
     /// Bytes read that held no IP packet.
     pub unparsable: u64,
     pub trace: thinwire::trace::TraceTable,
@@ -116,6 +119,24 @@ fn spawn(host: &netns::Host, cmd: &str, own_group: bool, to_stderr: bool) -> Res
     if own_group {
         c.process_group(0);
     }
+    // Every signal with its default disposition and none blocked, as from a
+    // login shell: Python (the CLI) ignores SIGPIPE and SIGXFSZ, and ignored
+    // signals survive exec, so a command's processes would not die of them.
+    // SAFETY: only sigaction and sigprocmask, async-signal-safe, between fork
+    // and exec.
+    unsafe {
+        c.pre_exec(|| {
+            for sig in 1..libc::SIGRTMIN() {
+                if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+                    libc::signal(sig, libc::SIG_DFL);
+                }
+            }
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            Ok(())
+        });
+    }
     c.spawn().map_err(|e| EmuError::Failed(format!("cannot start {cmd:?}: {e}")))
 }
 
@@ -132,10 +153,15 @@ fn stop(child: &mut Child, group: bool) {
 
 /// Like `stop`, waiting up to `ticks` × 10 ms after SIGTERM before SIGKILL.
 fn stop_within(child: &mut Child, group: bool, ticks: u32) {
-    if child.try_wait().ok().flatten().is_some() {
+    let pid = child.id();
+    // SAFETY: signal 0 only asks whether the group has a process left.
+    let group_alive = || group && unsafe { libc::kill(-(pid as i32), 0) } == 0;
+    // A command that has exited may have left processes in its group (a job it
+    // put in the background): they get the SIGTERM too, not only the final
+    // SIGKILL of the namespace's removal.
+    if child.try_wait().ok().flatten().is_some() && !group_alive() {
         return;
     }
-    let pid = child.id();
     let signal = |s| {
         if group {
             sys::kill_group(pid, s)
@@ -147,7 +173,6 @@ fn stop_within(child: &mut Child, group: bool, ticks: u32) {
     signal(libc::SIGTERM);
     // With `group`, wait for the whole group: a shell that dies at once may leave
     // its children (a daemon draining, a script's trap) finishing their work.
-    let group_alive = || group && unsafe { libc::kill(-(pid as i32), 0) } == 0;
     for _ in 0..ticks {
         if child.try_wait().ok().flatten().is_some() && !group_alive() {
             return;
@@ -238,8 +263,10 @@ pub fn emulate(opts: Options) -> Result<Report, EmuError> {
     if let Some(g) = gateway.as_mut() {
         stop_within(g, true, 1000);
     }
+    let tun_queue_drops = [&hosts.mobile, hosts.far_end()].map(|h| netns::tun_queue_drops(h).unwrap_or(0));
     drop(hosts);
     let mut report = result?;
+    report.tun_queue_drops = tun_queue_drops;
     report.mobile_status = mobile_status;
     report.server_status = server_status;
     if let Some(l) = logs {
@@ -404,6 +431,7 @@ fn run_loop(
         link: path.link_stats(run_s),
         path: path.stats.clone(),
         write_drops,
+        tun_queue_drops: [0; 2],
         unparsable,
         trace: path.take_trace(),
     })

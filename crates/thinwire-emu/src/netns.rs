@@ -206,6 +206,15 @@ impl Drop for Hosts {
     }
 }
 
+/// Packets the kernel dropped because a TUN device's queue was full — sent by
+/// the host, never read by the emulator (`tx_dropped` of the device, as the
+/// kernel's `tun_net_xmit` counts them). None if it cannot be read.
+pub fn tun_queue_drops(host: &Host) -> Option<u64> {
+    let path = format!("/sys/class/net/{}/statistics/tx_dropped", host.dev);
+    let out = Command::new("ip").args(["netns", "exec", &host.ns, "cat", &path]).output().ok()?;
+    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+}
+
 /// SIGKILLs every process in namespace `ns` (`ip netns pids`), and waits up to
 /// a second for them to be gone.
 fn kill_all_in(ns: &str) {

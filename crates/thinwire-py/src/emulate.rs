@@ -65,6 +65,8 @@ pub fn emulate<'py>(
     p.set_item("wired_drops", r.path.wired_drops)?;
     p.set_item("link_drops", r.path.link_drops)?;
     p.set_item("write_drops", r.write_drops)?;
+    p.set_item("from_mobile_queue_drops", r.tun_queue_drops[0])?;
+    p.set_item("from_server_queue_drops", r.tun_queue_drops[1])?;
     p.set_item("unparsable", r.unparsable)?;
     d.set_item("packets", p)?;
     let link = PyDict::new(py);
