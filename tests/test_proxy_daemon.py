@@ -7,8 +7,10 @@ that nothing is left behind."""
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -360,3 +362,51 @@ def test_connections_from_the_server_side_are_not_intercepted(tmp_path):
     end = last(ev, "stopped")
     assert end["proxied"] == 0 and not [e for e in ev if e["event"] == "connect"], end
     assert end["packets_passed"] > 30, end
+
+
+def test_a_storm_of_signals_during_shutdown_leaves_nothing_behind(tmp_path):
+    """Issue: a second SIGTERM during shutdown left the daemon's `ip rule`s and
+    nftables table behind (10 of 10). Here SIGTERM comes every 2 ms from the
+    first until the daemon has exited, five times over: every rule and the table
+    are gone each time, and the daemon logged its `stopped` line."""
+    ns = f"twsig{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        for cmd in (
+            ["link", "add", "d0", "type", "veth", "peer", "name", "d1"],
+            ["link", "set", "d0", "up"],
+            ["link", "set", "lo", "up"],
+        ):
+            subprocess.run(["ip", "-n", ns, *cmd], check=True)
+        cfg = tmp_path / "proxy.toml"
+        cfg.write_text('[daemon]\nmobile_interface = "d0"\ntun = "twsig0"\ndrain_timeout = "2s"\n')
+        for i in range(5):
+            log = tmp_path / f"proxy{i}.log"
+            with open(log, "w") as f:
+                p = subprocess.Popen(
+                    ["ip", "netns", "exec", ns, PY, "-m", "thinwire.cli", "proxy", "--config", str(cfg)],
+                    stdout=f,
+                    stderr=subprocess.STDOUT,
+                )
+            try:
+                for _ in range(200):
+                    if "started" in log.read_text() or p.poll() is not None:
+                        break
+                    time.sleep(0.05)
+                assert "started" in log.read_text(), log.read_text()
+                while p.poll() is None:
+                    p.send_signal(signal.SIGTERM)
+                    time.sleep(0.002)
+            finally:
+                if p.poll() is None:
+                    p.kill()
+                p.wait()
+            after = subprocess.run(
+                ["ip", "netns", "exec", ns, "sh", "-c", "ip rule; ip -6 rule; nft list tables"],
+                capture_output=True,
+                text=True,
+            ).stdout
+            assert "7100" not in after and "thinwire" not in after, f"run {i}: left behind: {after}"
+            assert '"stopped"' in log.read_text(), f"run {i}: {log.read_text()}"
+    finally:
+        subprocess.run(["ip", "netns", "del", ns])

@@ -224,6 +224,11 @@ impl Signals {
     pub fn fd(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
+    /// Reads away every signal pending, so that restoring the mask (on drop)
+    /// does not deliver them.
+    pub fn discard_pending(&self) {
+        while self.take().is_some() {}
+    }
 }
 
 impl Drop for Signals {

@@ -221,7 +221,7 @@ fn a_retransmitted_syn_gets_the_synack_again_and_the_ack_stops_the_timer() {
     assert_eq!((s.px.half_open_dropped, s.px.live_connections()), (0, 1));
 }
 
-/// A SYN flood from one mobile holds at most `max_half_open` (128) of its
+/// A SYN flood from one mobile holds at most `max_half_open` (256) of its
 /// connection slots — each new SYN beyond drops the oldest unfinished one — so
 /// the mobile's real connections are still carried, and those open are
 /// untouched. (Before: 244 half-open connections in 10 s used up the per-mobile
@@ -234,13 +234,29 @@ fn a_syn_flood_cannot_hold_a_mobiles_slots() {
         s.now = secs(0.01 * i as f64);
         s.syn(41000 + i);
     }
-    assert_eq!(s.px.mobile_connections(MOBILE.into()), 1 + 128);
-    assert_eq!(s.px.half_open_dropped, 500 - 128);
+    assert_eq!(s.px.mobile_connections(MOBILE.into()), 1 + 256);
+    assert_eq!(s.px.half_open_dropped, 500 - 256);
     // A real connection in the middle of the flood completes its handshake.
     s.open(40001);
-    assert_eq!(s.px.mobile_connections(MOBILE.into()), 1 + 128);
+    assert_eq!(s.px.mobile_connections(MOBILE.into()), 1 + 256);
     assert!(s.px.tracks((MOBILE.into(), 40000), (SERVER.into(), 80)), "the open connection stays");
     assert!(s.px.tracks((MOBILE.into(), 40001), (SERVER.into(), 80)), "the new one is carried");
     s.data(40001, 0, 500);
     assert_eq!(s.last_ack().0, 500);
+}
+
+/// At a mobile's connection limit (the daemon's `max_connections_per_mobile`),
+/// a stale unfinished handshake — its SYN-ACK unanswered through a timeout — is
+/// dropped to make room; a young one (a burst of real connections) is not.
+#[test]
+fn at_the_limit_only_a_stale_half_open_connection_makes_room() {
+    let mut s = Script::new(ProxyConfig::default());
+    s.open(40000);
+    s.syn(41000);
+    assert!(!s.px.evict_stale_half_open(MOBILE.into(), s.now), "young: kept");
+    s.until(secs(7.0)); // past the first SYN-ACK timeout (6 s)
+    assert!(s.px.evict_stale_half_open(MOBILE.into(), s.now), "stale: dropped");
+    assert!(!s.px.tracks((MOBILE.into(), 41000), (SERVER.into(), 80)));
+    assert!(s.px.tracks((MOBILE.into(), 40000), (SERVER.into(), 80)), "the open one stays");
+    assert!(!s.px.evict_stale_half_open(MOBILE.into(), s.now), "none left");
 }

@@ -126,15 +126,21 @@ pub fn run(opts: Options) -> Result<(), EmuError> {
     }
     let d = file.daemon.clone();
     let prefixes = d.mobile_prefixes.iter().filter_map(|p| Prefix::parse(p)).collect();
+    // Signals are taken (blocked, read from a descriptor) before anything is
+    // installed and until everything is removed: one clean-up path whatever
+    // arrives when — during set-up it waits, during the drain a second one stops
+    // at once, during the removal it waits again. (Before, the mask was
+    // restored before the rules were removed, and a second SIGTERM then killed
+    // the daemon with its rules and nftables table left behind.)
+    let signals = sys::Signals::of(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGUSR1])
+        .map_err(|e| EmuError::Failed(format!("cannot take signals: {e}")))?;
     let tun = sys::tun_open(&d.tun).map_err(|e| EmuError::Usage(format!("cannot create TUN device {}: {e}", d.tun)))?;
-    let _interception = if d.setup {
+    let interception = if d.setup {
         Some(setup::Interception::install(&d).map_err(EmuError::Usage)?)
     } else {
         crate::netns::ip(&["link", "set", &d.tun, "up"]).map_err(EmuError::Usage)?;
         None
     };
-    let signals = sys::Signals::of(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGUSR1])
-        .map_err(|e| EmuError::Failed(format!("cannot take signals: {e}")))?;
     let poll = sys::Poll::new().map_err(|e| EmuError::Failed(format!("epoll: {e}")))?;
     poll.add(tun.as_raw_fd(), TOK_TUN).map_err(|e| EmuError::Failed(format!("epoll: {e}")))?;
     poll.add(signals.fd(), TOK_SIGNAL).map_err(|e| EmuError::Failed(format!("epoll: {e}")))?;
@@ -186,6 +192,10 @@ pub fn run(opts: Options) -> Result<(), EmuError> {
     dm.abort_all();
     dm.record_flush();
     dm.stats("stopped");
+    drop(dm);
+    drop(interception);
+    // Signals that came during the clean-up are spent: the daemon is stopping.
+    signals.discard_pending();
     r
 }
 
@@ -350,7 +360,9 @@ impl Daemon {
             Some("draining")
         } else if self.proxy.live_connections() >= self.cfg.max_connections {
             Some("max_connections")
-        } else if self.proxy.mobile_connections(key.0) >= self.cfg.max_connections_per_mobile {
+        } else if self.proxy.mobile_connections(key.0) >= self.cfg.max_connections_per_mobile
+            && !self.proxy.evict_stale_half_open(key.0, now)
+        {
             Some("max_connections_per_mobile")
         } else if self.proxy.buffered() >= self.cfg.max_buffer.0 {
             Some("max_buffer")

@@ -12,8 +12,8 @@
 //! | `fwmark` | 7100 | mark of packets to the proxy's transparent sockets |
 //! | `setup` | true | install (and remove on exit) the routing rules and the nftables table |
 //! | `max_connections` | 4096 | proxied connections at once; beyond, new ones pass unproxied |
-//! | `max_connections_per_mobile` | 256 | the same per mobile host |
-//! | `max_half_open_per_mobile` | 128 | unfinished handshakes held per mobile host; a new SYN beyond drops the oldest (RFC 4987 §3.4), so a SYN flood cannot take the mobile's connection slots |
+//! | `max_connections_per_mobile` | 256 | the same per mobile host; at the limit a SYN first drops the mobile's oldest handshake whose SYN-ACK went unanswered through a timeout (a flood's), then passes |
+//! | `max_half_open_per_mobile` | 256 | unfinished handshakes held per mobile host; a new SYN beyond drops the oldest (RFC 4987 §3.4) |
 //! | `max_buffer` | "64MB" | data held for all mobiles; beyond, new connections pass and servers are not read |
 //! | `server_rcvbuf` | "16KB" | the server sockets' receive buffer (SO_RCVBUF): what the kernel holds beyond the proxy's allowance |
 //! | `connect_timeout` | "10s" | a server that does not answer: RST to the mobile |
@@ -88,7 +88,7 @@ fn default_max_conns_mobile() -> usize {
     256
 }
 fn default_max_half_open() -> usize {
-    128
+    256
 }
 fn default_max_buffer() -> Size {
     Size(64 << 20)
@@ -227,7 +227,7 @@ mod tests {
     fn a_minimal_file_takes_the_defaults() {
         let f = parse_daemon("[daemon]\nmobile_interface = \"eth1\"\n", &[]).unwrap();
         assert_eq!((f.daemon.tun.as_str(), f.daemon.max_connections, f.daemon.setup), ("twproxy0", 4096, true));
-        assert_eq!(f.daemon.max_half_open_per_mobile, 128);
+        assert_eq!(f.daemon.max_half_open_per_mobile, 256);
         assert!(f.proxy.clamp.is_none());
     }
     #[test]

@@ -37,7 +37,7 @@
 //! set-ups in both directions it can take over 3 s to be acknowledged), `max_rto` 60 s; `mss` 1460; classes: port 23 (telnet)
 //! priority 0, everything else priority 1, 100 tickets each; wired leg: SACK,
 //! initial window 2, no timestamps, 64 KB buffer, ACK every segment;
-//! `synack_retries` 5, `max_half_open` 128.
+//! `synack_retries` 5, `max_half_open` 256.
 //!
 //! Toward the mobile the wireless leg answers as a kernel would (RFC 9293, RFC
 //! 5961, Linux `tcp_input.c`, `inet_connection_sock.c`): the SYN-ACK is resent
@@ -161,7 +161,7 @@ impl Default for ProxyConfig {
             default_class: (1, 100),
             wired_tcp: wired,
             synack_retries: 5,
-            max_half_open: 128,
+            max_half_open: 256,
         }
     }
 }
@@ -611,7 +611,7 @@ impl Proxy {
 
     /// Forgets an unfinished handshake as a kernel listener does (the mobile is
     /// told nothing); the server's connection is reset.
-    fn drop_half_open(&mut self, c: usize, now: Instant) {
+    pub(crate) fn drop_half_open(&mut self, c: usize, now: Instant) {
         self.half_open_dropped += 1;
         if self.streams {
             self.cmds.push_back(Command::Reset(c));

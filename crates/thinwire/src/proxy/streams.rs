@@ -190,6 +190,26 @@ impl Proxy {
     pub fn mobile_connections(&self, mobile: IpAddress) -> usize {
         self.aggregate(mobile).map_or(0, |a| a.conns.len())
     }
+    /// Makes room for a new connection of a mobile at its limit: drops its
+    /// oldest unfinished handshake whose SYN-ACK has gone unanswered through a
+    /// timeout — a SYN flood's, or a mobile that went away — so that a flood
+    /// holds a mobile's slots no longer than one SYN-ACK timeout, while a burst
+    /// of real connections still counts against the limit. False if there is
+    /// none (RFC 4987 §3.4, "oldest drop" limited to stale entries).
+    pub fn evict_stale_half_open(&mut self, mobile: IpAddress, now: Instant) -> bool {
+        let Some(a) = self.aggregate(mobile) else { return false };
+        let stale = a.conns.iter().copied().find(|&c| {
+            let c = &self.conns[c];
+            c.half_open() && c.phase == Phase::Open && c.synack_timeouts > 0
+        });
+        match stale {
+            Some(c) => {
+                self.drop_half_open(c, now);
+                true
+            }
+            None => false,
+        }
+    }
 
     /// Bytes held for all mobiles: downloads queued or not yet acknowledged by
     /// them, and uploads acknowledged to them but not yet taken by the server
