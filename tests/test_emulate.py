@@ -595,7 +595,10 @@ def test_commands_start_with_default_signal_dispositions(tmp_path, clean):
     p = thinwire_cli("emulate", sc, "--mobile", mobile, "--server", "sleep 96.5")
     assert p.returncode == 0, p.stderr
     lines = dict(line.split(":\t") for line in status.read_text().splitlines())
-    assert int(lines["SigBlk"], 16) == 0 and int(lines["SigIgn"], 16) == 0, lines
+    # Signals 1-31 and the real-time ones the program may use (34 on); 32 and 33
+    # belong to the C library, which may leave them ignored.
+    mask = ~(0b11 << 31)
+    assert int(lines["SigBlk"], 16) & mask == 0 and int(lines["SigIgn"], 16) & mask == 0, lines
     assert got.read_text().strip() == "term", "the background process got SIGTERM"
 
 

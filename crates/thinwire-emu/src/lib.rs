@@ -126,7 +126,8 @@ fn spawn(host: &netns::Host, cmd: &str, own_group: bool, to_stderr: bool) -> Res
     // and exec.
     unsafe {
         c.pre_exec(|| {
-            for sig in 1..libc::SIGRTMIN() {
+            // (32 and 33 are the C library's own, which it will not let go.)
+            for sig in (1..32).chain(libc::SIGRTMIN()..=libc::SIGRTMAX()) {
                 if sig != libc::SIGKILL && sig != libc::SIGSTOP {
                     libc::signal(sig, libc::SIG_DFL);
                 }
