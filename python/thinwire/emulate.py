@@ -97,9 +97,12 @@ def emulate(
     trace_cols = rep.pop("trace")
     summary = {"scenario": name, "kind": "emulation", **rep}
     if outp is not None:
-        from .traces import trace_frame
+        from .traces import read_trace, trace_frame
 
-        trace = trace_frame(trace_cols)
+        # With --out the emulator streamed the trace into trace.parquet as it
+        # ran (bounded memory); the flows table needs only its TCP rows.
+        streamed = (outp / "trace.parquet").is_file()
+        trace = read_trace(outp / "trace.parquet", layer="tcp") if streamed else trace_frame(trace_cols)
         flows = connection_table(trace, rep["duration_s"])
         summary["flows"] = flows.to_dicts()
         from .outputs import write_parquet, write_text
@@ -118,7 +121,7 @@ def emulate(
             )
             + "\n",
         )
-        if trace.height:
+        if trace.height and not streamed:
             from .outputs import atomic_path
 
             with atomic_path(outp / "trace.parquet") as tmp:

@@ -60,7 +60,7 @@ def scan_trace(path, layer: str | None = None):
     (`thinwire.sorted`); a file without the key (written by polars: the emulator,
     the proxy daemon, earlier versions) was sorted before writing. Only a file marked
     unsorted (a channel direction that stayed unrevealed for long,
-    src/engine/outputs.rs) is sorted here."""
+    src/outputs.rs) is sorted here."""
     import polars as pl
 
     lf = pl.scan_parquet(path)
@@ -72,6 +72,7 @@ def scan_trace(path, layer: str | None = None):
     return lf
 
 
-def read_trace(path):
-    """A trace.parquet as the DataFrame `trace_frame` gives (see `scan_trace`)."""
-    return scan_trace(path).collect()
+def read_trace(path, layer: str | None = None):
+    """A trace.parquet as the DataFrame `trace_frame` gives (see `scan_trace`);
+    with `layer`, only that layer's rows."""
+    return scan_trace(path, layer).collect()

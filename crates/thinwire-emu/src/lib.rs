@@ -303,6 +303,8 @@ fn run_loop(
             thinwire::build::mm_logs(&opts.scenario, [file("mm-down.log")?, file("mm-up.log")?], "thinwire emulate")
                 .map_err(|e| fail("mm-down.log", e))?;
         path.set_mm_logs(mm);
+        // The trace goes to disk as it is recorded (bounded memory).
+        path.stream_trace(dir).map_err(|e| fail("trace.parquet", e))?;
     }
     let timer = sys::Timer::new().map_err(|e| fail("timerfd", e))?;
     let poll = sys::Poll::new().map_err(|e| fail("epoll", e))?;
@@ -417,6 +419,7 @@ fn run_loop(
         l.gateway(path.take_taps().into_iter().map(|(t, down, p)| (t, down, p.emit())).collect());
         l.decisions(path.take_decisions());
         path.finish_mm_logs(t_end).map_err(|e| fail("mm-down.log/mm-up.log", e))?;
+        path.finish_trace().map_err(EmuError::Failed)?;
     }
     lateness.sort_unstable();
     let q = |p: f64| lateness.get(((lateness.len().max(1) - 1) as f64 * p).round() as usize).copied().unwrap_or(0);

@@ -12,6 +12,7 @@ pub mod describe;
 pub mod engine;
 pub mod fx;
 pub mod link;
+pub mod outputs;
 pub mod pcap;
 pub mod proxy;
 pub mod queue;

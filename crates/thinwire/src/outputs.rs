@@ -1,4 +1,4 @@
-//! Where a run's traces and captures go: into memory (the [`super::RunResult`]'s
+//! Where a run's traces and captures go: into memory (the `engine::RunResult`'s
 //! trace table and byte buffers, for small runs and tests) or, when the run is given
 //! an output folder, streamed into its files while the run goes and never held
 //! whole: `trace.parquet` (row groups of [`ROW_GROUP`] rows, in time order),
@@ -24,8 +24,9 @@
 //! readers sort it (python/thinwire/traces.py does).
 //!
 //! Errors. A write error (a full disk) is kept, later writes are dropped, the run
-//! stops at its next poll ([`super::POLL_EVERY`] events), and
-//! [`super::RunResult::output_error`] names the file and the error.
+//! stops at its next poll (`engine::POLL_EVERY` events), and
+//! `engine::RunResult::output_error` names the file and the error. The emulator
+//! (realtime.rs) streams its `trace.parquet` through the same [`ParquetSink`].
 //!
 //! [`WirelessLink::channel_horizon`]: crate::link::wireless::WirelessLink::channel_horizon
 use crate::pcap::PcapStream;

@@ -18,6 +18,7 @@ use crate::build;
 use crate::config::Scenario;
 use crate::fx::FxMap;
 use crate::link::wireless::{LinkTimer, LinkTrace, Offer, Session, WirelessLink};
+use crate::outputs::TraceOut;
 use crate::queue::wired::WiredLink;
 use crate::sched::EventQueue;
 use crate::time::Instant;
@@ -141,7 +142,7 @@ pub struct RealtimePath {
     taps: Option<Vec<(Instant, bool, Packet)>>,
     /// Flow number of each conversation, in order of first packet (traces).
     flows: FxMap<ConvKey, u16>,
-    rec: Recorder,
+    rec: Recorder<TraceOut>,
     link_traced: bool,
     /// mm-link-format logs of the wireless link (needs `trace`).
     mm: Option<MmLogs<Box<dyn std::io::Write + Send>>>,
@@ -175,7 +176,7 @@ impl RealtimePath {
             decisions: None,
             taps: None,
             flows: FxMap::default(),
-            rec: Recorder::new(mask, TraceTable::default()),
+            rec: Recorder::new(mask, TraceOut::default()),
             link_traced: trace,
             mm: None,
             tcp_seen: FxMap::default(),
@@ -225,9 +226,34 @@ impl RealtimePath {
         }
     }
 
-    /// The trace rows recorded so far (tcp, link, queue and channel layers).
+    /// The trace rows recorded so far (tcp, link, queue and channel layers);
+    /// none when they are streamed to a file.
     pub fn take_trace(&mut self) -> TraceTable {
-        std::mem::take(&mut self.rec.sink)
+        match &mut self.rec.sink {
+            TraceOut::Table(t) => std::mem::take(t),
+            TraceOut::File(_) => TraceTable::default(),
+        }
+    }
+
+    /// From now on the trace rows go into `DIR/trace.parquet` as they are
+    /// recorded, with the simulator's writer (outputs.rs: bounded memory,
+    /// time order up to the channel's horizon, encoded on a thread of its own):
+    /// a long emulation's trace costs disk, not memory.
+    pub fn stream_trace(&mut self, dir: &std::path::Path) -> std::io::Result<()> {
+        let sink = crate::outputs::ParquetSink::create(dir)?;
+        self.rec.sink = TraceOut::File(Box::new(sink));
+        Ok(())
+    }
+
+    /// Ends a streamed trace: the file's footer; its error, if any (a full disk).
+    pub fn finish_trace(&mut self) -> Result<(), String> {
+        match std::mem::take(&mut self.rec.sink) {
+            TraceOut::File(f) => f.close(),
+            TraceOut::Table(t) => {
+                self.rec.sink = TraceOut::Table(t);
+                Ok(())
+            }
+        }
     }
 
     /// When the path next has something to do.
@@ -237,6 +263,14 @@ impl RealtimePath {
 
     /// Runs every event due at or before `now`, each at its scheduled time.
     pub fn advance(&mut self, now: Instant) {
+        self.advance_events(now);
+        // Rows up to now are final, but for channel transitions not yet revealed.
+        if let TraceOut::File(f) = &mut self.rec.sink {
+            f.set_horizon(self.link.channel_horizon().nanos().min(now.nanos()));
+        }
+    }
+
+    fn advance_events(&mut self, now: Instant) {
         while let Some(t) = self.q.peek_time() {
             if t > now {
                 break;

@@ -25,37 +25,19 @@ use super::Key;
 use crate::sys;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 use thinwire::pcap::write::{Direction, PcapngWriter};
 use thinwire::time::Instant;
 use thinwire::trace::recorder::SegKind;
-use thinwire::trace::{Layer, LayerMask, Recorder, Row, SegEvent, Sink};
+use thinwire::trace::{Layer, LayerMask, Recorder, SegEvent};
 use thinwire::wire::{Meta, Packet, TcpFlags, L4};
 
-/// Rows written to a file as they come; a failed write is remembered and
-/// reported by the next flush (the daemon logs it: nothing is lost silently).
-pub struct RowFile(BufWriter<File>, bool);
-
-impl Sink for RowFile {
-    fn push(&mut self, r: Row) {
-        let mut b = [0u8; 48];
-        b[0..8].copy_from_slice(&r.t.to_le_bytes());
-        b[8..16].copy_from_slice(&r.value.to_le_bytes());
-        b[16..24].copy_from_slice(&r.seq.to_le_bytes());
-        b[24..32].copy_from_slice(&r.ack.to_le_bytes());
-        b[32..40].copy_from_slice(&r.len.to_le_bytes());
-        b[40..44].copy_from_slice(&r.flow.to_le_bytes());
-        b[44] = r.layer as u8;
-        b[45] = r.ev as u8;
-        b[46] = r.node;
-        b[47] = r.dir;
-        if self.0.write_all(&b).is_err() {
-            self.1 = true;
-        }
-    }
-}
+/// Rows written to the file as they come (trace/rows.rs); a failed write is
+/// remembered and reported by the next flush (the daemon logs it: nothing is
+/// lost silently).
+type RowFile = thinwire::trace::rows::RowWriter<BufWriter<File>>;
 
 /// One proxied connection: its flow id, and per leg (0 wireless, 1 wired) and
 /// direction (0 down, 1 up) the sender's ISN and the highest sequence seen.
@@ -88,7 +70,7 @@ impl Recording {
         pcap.interface("wireless leg (TUN)")?;
         pcap.interface("wired leg")?;
         let rows_file = dir.join("trace.rows");
-        let rows = RowFile(BufWriter::with_capacity(1 << 16, File::create(&rows_file)?), false);
+        let rows = RowFile::new(BufWriter::with_capacity(1 << 16, File::create(&rows_file)?));
         let proto = (libc::ETH_P_ALL as u16).to_be() as i32;
         // SAFETY: plain socket(2); the descriptor is owned below.
         let fd = sys::cvt(unsafe {
@@ -260,8 +242,11 @@ impl Recording {
     /// write failed (e.g. a full disk).
     pub fn flush(&mut self) -> io::Result<()> {
         self.pcap.flush()?;
-        self.rec.sink.0.flush()?;
-        if self.failed || self.rec.sink.1 {
+        if let Err(e) = self.rec.sink.flush() {
+            self.failed = true;
+            return Err(e);
+        }
+        if self.failed {
             return Err(io::Error::other("a capture record or trace row could not be written"));
         }
         Ok(())

@@ -477,7 +477,7 @@ impl Sim {
     /// Like [`Sim::new`], but the trace (`trace.parquet`), the pcap taps
     /// (`server.pcap`, `mobile.pcap`) and the mm-link logs (`mm-down.log`,
     /// `mm-up.log`) the scenario asks for are streamed into files of `dir` while the
-    /// run goes (src/engine/outputs.rs), not kept in memory.
+    /// run goes (src/outputs.rs), not kept in memory.
     pub fn with_output_dir(sc: &Scenario, dir: &std::path::Path) -> std::io::Result<Sim> {
         let mut sim = Sim::new(sc);
         if sim.rec.mask.0 != 0 {

@@ -20,6 +20,7 @@
 pub mod mahimahi;
 pub mod parquet;
 pub mod recorder;
+pub mod rows;
 
 pub use recorder::{Recorder, SegEvent, Sink};
 
