@@ -494,6 +494,11 @@ pub fn proxy_config_from(p: &crate::config::ProxyCfg, down: Option<u64>) -> crat
     }
     if let Some(d) = p.link_rtt {
         c.link_rtt = d.0;
+        // The timers follow the link's RTT as the seeds' follow theirs (1.8 s:
+        // min 3 s = 5/3 of it, initial 6 s = 10/3), at least Linux's 200 ms and
+        // 1 s: a proxy told it serves a 20 ms link does not wait 3 s to recover.
+        c.min_rto = (d.0 * 5 / 3).max(crate::time::Duration::from_millis(200));
+        c.initial_rto = (d.0 * 10 / 3).max(crate::time::Duration::from_secs(1));
     }
     if let Some(h) = p.headroom {
         c.headroom = h;
@@ -524,6 +529,13 @@ pub fn proxy_config_from(p: &crate::config::ProxyCfg, down: Option<u64>) -> crat
     }
     if let Some(d) = p.max_rto {
         c.max_rto = d.0;
+        // A derived floor never above a ceiling given.
+        if p.min_rto.is_none() {
+            c.min_rto = c.min_rto.min(c.max_rto);
+        }
+        if p.initial_rto.is_none() {
+            c.initial_rto = c.initial_rto.min(c.max_rto);
+        }
     }
     if let Some(m) = p.mss {
         c.mss = m;
@@ -539,6 +551,26 @@ mod tests {
     use crate::config::{parse_scenario, LinkCfg};
     use crate::time::Duration;
     const BASE: &str = "[wireless]\nrate = \"64kbps\"\ndelay = \"50ms\"\n[[flow]]\napp = \"bulk\"\nbytes = \"1MB\"\n";
+    /// The proxy's timers follow a link RTT given (the seeds' 3 s and 6 s at
+    /// 1.8 s), at least 200 ms and 1 s; given timers win; a derived floor stays
+    /// below a ceiling given.
+    #[test]
+    fn proxy_timers_follow_the_link_rtt_unless_given() {
+        let cfg = |o: &[&str]| {
+            let o: Vec<String> = o.iter().map(|s| s.to_string()).collect();
+            let sc = parse_scenario(BASE, &o).unwrap();
+            let c = super::proxy_config(&sc).unwrap();
+            (c.min_rto, c.initial_rto)
+        };
+        let ms = Duration::from_millis;
+        assert_eq!(cfg(&["proxy.link_rate=\"1Mbps\""]), (ms(3000), ms(6000)), "the seeds' defaults");
+        assert_eq!(cfg(&["proxy.link_rtt=\"1.8s\""]), (ms(3000), ms(6000)));
+        assert_eq!(cfg(&["proxy.link_rtt=\"600ms\""]), (ms(1000), ms(2000)));
+        assert_eq!(cfg(&["proxy.link_rtt=\"20ms\""]), (ms(200), ms(1000)));
+        assert_eq!(cfg(&["proxy.link_rtt=\"20ms\"", "proxy.min_rto=\"2s\""]), (ms(2000), ms(1000)));
+        assert_eq!(cfg(&["proxy.link_rtt=\"6s\"", "proxy.max_rto=\"5s\""]), (ms(5000), ms(5000)));
+    }
+
     #[test]
     fn rlc_settings_apply_over_the_preset() {
         let o: Vec<String> = [
