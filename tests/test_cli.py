@@ -1,6 +1,8 @@
 import json
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from conftest import SCENARIOS, thinwire_cli
@@ -252,3 +254,32 @@ def test_the_python_version_is_claimed_alike_everywhere():
     readme = re.findall(r"Python ≥ 3\.(\d+)", (ROOT / "README.md").read_text())
     assert req == f">=3.{abi}", req
     assert readme and set(readme) == {abi}, readme
+
+
+def test_a_fifo_or_directory_as_a_trace_file_is_refused_at_once(tmp_path):
+    """A scenario naming a FIFO (or a directory) as its delivery or frame-error
+    trace: exit 2 and one line naming the key, at once (reading the FIFO blocked
+    for ever)."""
+    import os
+
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "dir").mkdir()
+    base = '[wireless]\nrate = "64kbps"\ndelay = "50ms"\n[[flow]]\napp = "bulk"\nbytes = "10KB"\n'
+    cases = [
+        ('[wireless.down]\ndelivery_trace = "fifo"\n', "wireless.down.delivery_trace", "not a regular file"),
+        ('[wireless.down]\ndelivery_trace = "dir"\n', "wireless.down.delivery_trace", "a directory"),
+        ('[wireless.channel]\nmodel = "trace"\nfile = "fifo"\n', "wireless.channel.file", "not a regular file"),
+    ]
+    for extra, key, why in cases:
+        sc = tmp_path / "s.toml"
+        sc.write_text(base + extra)
+        for cmd in ("run", "check"):
+            p = subprocess.run(
+                [str(Path(sys.executable).parent / "thinwire"), cmd, str(sc)],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert p.returncode == 2, (cmd, extra, p.stderr)
+            lines = p.stderr.strip().splitlines()
+            assert len(lines) == 1 and key in lines[0] and why in lines[0], (cmd, p.stderr)

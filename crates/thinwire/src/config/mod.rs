@@ -412,6 +412,24 @@ pub fn path_overrides(text: &str, file: &Path) -> Vec<String> {
 /// Reads the delivery traces `[wireless.down]`/`[wireless.up]` name (a relative
 /// path is relative to the working directory: [`parse_scenario_file`] has made
 /// those of a scenario file relative to its directory).
+/// A trace file a scenario names, as text; why not, in words. Only a regular
+/// file is read: a FIFO or a device would block the run (or never end), a
+/// directory is a mistake.
+fn read_input_file(path: &str) -> Result<String, String> {
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file".to_string(),
+        _ => e.to_string(),
+    })?;
+    if !meta.is_file() {
+        let what = if meta.is_dir() { "a directory" } else { "not a regular file (a FIFO or device could block)" };
+        return Err(format!("{what}; give a file"));
+    }
+    std::fs::read_to_string(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::InvalidData => "not UTF-8 text".to_string(),
+        _ => e.to_string(),
+    })
+}
+
 fn load_delivery_traces(sc: &mut Scenario) -> Result<(), ConfigError> {
     for (n, d) in [("down", &mut sc.wireless.down), ("up", &mut sc.wireless.up)] {
         let Some(d) = d.as_mut() else { continue };
@@ -426,12 +444,7 @@ fn load_delivery_traces(sc: &mut Scenario) -> Result<(), ConfigError> {
         if d.rate.is_some() {
             return Err(cerr(key, "give either rate or delivery_trace for one direction, not both"));
         }
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            let why = match e.kind() {
-                std::io::ErrorKind::NotFound => "no such file".to_string(),
-                std::io::ErrorKind::InvalidData => "not UTF-8 text".to_string(),
-                _ => e.to_string(),
-            };
+        let text = read_input_file(path).map_err(|why| {
             cerr(key.clone(), format!("{path}: {why} (a Mahimahi delivery trace: one time in ms per line)"))
         })?;
         let t = crate::link::capacity::DeliveryTrace::parse(&text).map_err(|m| cerr(key, format!("{path}: {m}")))?;
@@ -462,10 +475,8 @@ fn load_channel_traces(sc: &mut Scenario) -> Result<(), ConfigError> {
         if t.file.is_empty() {
             return Err(cerr(key, "must name a frame-error trace file"));
         }
-        let text = std::fs::read_to_string(&t.file).map_err(|e| {
-            let why = if e.kind() == std::io::ErrorKind::NotFound { "no such file".to_string() } else { e.to_string() };
-            cerr(key.clone(), format!("{}: {why} (a frame-error trace: docs/scenario.md)", t.file))
-        })?;
+        let text = read_input_file(&t.file)
+            .map_err(|why| cerr(key.clone(), format!("{}: {why} (a frame-error trace: docs/scenario.md)", t.file)))?;
         let f = link::ChannelTraceFile::parse(&text).map_err(|m| cerr(key.clone(), format!("{}: {m}", t.file)))?;
         for d in dirs {
             let name = t.section.clone().unwrap_or_else(|| ["down", "up"][d].to_string());
