@@ -671,3 +671,22 @@ def test_out_keeps_memory_flat_while_offered_packets_grow(tmp_path, clean):
         assert sent >= n * 0.99, sent  # every packet's queue rows are in the trace
         assert not (d / "trace.rows").exists()
     assert peaks[480_000] < peaks[120_000] + 8_000, f"peak RSS kB while running: {peaks}"
+
+
+def test_a_full_disk_for_out_is_one_line_and_exit_2(tmp_path, clean):
+    """`--out` on a file system that fills up: exit 2 and one line saying so (it
+    was a Python traceback), and nothing left behind."""
+    full = tmp_path / "full"
+    full.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", str(full)], check=True)
+    try:
+        sc = tmp_path / "s.toml"
+        sc.write_text(LINK.format(seed=1, wireless='rate = "50Mbps"\ndelay = "1ms"\nframe = "1500B"\nheader = "0B"'))
+        flood = (
+            f'{PY} -c "import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); '
+            "[s.sendto(b'x' * 1000, ('10.0.0.1', 9)) for i in range(5000)]\""
+        )
+        p = thinwire_cli("emulate", sc, "--out", full / "o", "--mobile", flood)
+        one_line_error(p, "No space left on device")
+    finally:
+        subprocess.run(["umount", str(full)])

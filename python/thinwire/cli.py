@@ -459,6 +459,10 @@ def _cmd_emulate(a) -> int:
         _die(str(e))
     except ScenarioError as e:
         _die(_with_path(a.scenario, e))
+    except (RuntimeError, OSError) as e:
+        # A failure on the way (a full disk for --out, a device that vanished):
+        # one line, what was written so far stays.
+        _die(f"the emulation failed: {e}")
     if a.json:
         json.dump(s, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
