@@ -283,3 +283,11 @@ def test_a_fifo_or_directory_as_a_trace_file_is_refused_at_once(tmp_path):
             assert p.returncode == 2, (cmd, extra, p.stderr)
             lines = p.stderr.strip().splitlines()
             assert len(lines) == 1 and key in lines[0] and why in lines[0], (cmd, p.stderr)
+
+
+def test_counts_in_the_summary_agree_in_number():
+    """'1 connection', not '1 connections' (issue: a pip user's thinwire, item 12)."""
+    p = thinwire_cli("run", SCENARIOS / "gprs-proxy.toml", "--set", "flow.0.bytes=10KB")
+    assert p.returncode == 0, p.stderr
+    line = next(ln for ln in p.stdout.splitlines() if ln.startswith("proxy:"))
+    assert line.startswith("proxy: 1 connection, ") and "0 timeouts in 0 stalls" in line, line

@@ -54,6 +54,11 @@ def _die(msg: str) -> "NoReturn":  # noqa: F821
     sys.exit(2)
 
 
+def _n(count: int, word: str) -> str:
+    """'1 connection', '2 connections', '1,024 segments'."""
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
 def _with_path(path: str, e: Exception) -> str:
     """The error prefixed with the scenario's path, unless it already names it."""
     msg = str(e)
@@ -79,8 +84,8 @@ def print_summary(s: dict, out=sys.stdout) -> None:
     px = s.get("proxy")
     if px:
         w(
-            f"\nproxy: {px['connections']} connections, {px['segments_sent']:,} segments sent to the mobile, {px['retransmits']} retransmitted, "
-            f"{px['timeouts']} timeouts in {px['stalls']} stalls, at most {px['max_buffered']:,} B held; window {px['clamp']:,} B, "
+            f"\nproxy: {_n(px['connections'], 'connection')}, {_n(px['segments_sent'], 'segment')} sent to the mobile, {px['retransmits']:,} retransmitted, "
+            f"{_n(px['timeouts'], 'timeout')} in {_n(px['stalls'], 'stall')}, at most {px['max_buffered']:,} B held; window {px['clamp']:,} B, "
             "wireless-leg RTT "
             + (f"{px['rtt_avg_s'] * 1e3:.0f} ms" if px["rtt_avg_s"] is not None else "-")
             + " (the flows' RTT column is the wired leg's)\n"
@@ -409,7 +414,7 @@ def _cmd_proxy(a) -> int:
             s = finish(a.out)
             print(
                 f"wrote {a.out}/ (capture.pcapng, trace.parquet, flows.parquet, summary.json, daemon.log): "
-                f"{len(s['flows'])} connections",
+                f"{_n(len(s['flows']), 'connection')}",
                 file=sys.stderr,
             )
     except _core.EmulateError as e:
