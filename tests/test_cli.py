@@ -291,3 +291,13 @@ def test_counts_in_the_summary_agree_in_number():
     assert p.returncode == 0, p.stderr
     line = next(ln for ln in p.stdout.splitlines() if ln.startswith("proxy:"))
     assert line.startswith("proxy: 1 connection, ") and "0 timeouts in 0 stalls" in line, line
+
+
+def test_the_summary_is_headed_by_the_scenarios_own_name(tmp_path):
+    """A scenario's top-level `name` heads its summary (it was the file's stem)."""
+    sc = tmp_path / "x1.toml"
+    sc.write_text('name = "GPRS cell, busy hour"\n' + (SCENARIOS / "gprs-download.toml").read_text())
+    p = thinwire_cli("run", sc, "--set", "flow.0.bytes=5KB")
+    assert p.returncode == 0 and p.stdout.startswith("scenario GPRS cell, busy hour:"), p.stdout[:80] + p.stderr
+    j = thinwire_cli("run", sc, "--set", "flow.0.bytes=5KB", "--json")
+    assert json.loads(j.stdout)["scenario"] == "GPRS cell, busy hour"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
@@ -20,17 +21,34 @@ def _is_file(scenario: str | os.PathLike) -> bool:
     return isinstance(scenario, os.PathLike) or ("\n" not in str(scenario) and "=" not in str(scenario))
 
 
+_NAME = re.compile(r"""^\s*name\s*=\s*(?:"([^"\\\n]*)"|'([^'\n]*)')\s*(?:#.*)?$""")
+
+
+def _declared_name(text: str) -> str | None:
+    """The scenario's top-level `name = "..."`, if it has one (before any table)."""
+    for line in text.splitlines():
+        if line.lstrip().startswith("["):
+            return None
+        m = _NAME.match(line)
+        if m:
+            return m.group(1) if m.group(1) is not None else m.group(2)
+    return None
+
+
 def load_scenario_text(scenario: str | os.PathLike) -> tuple[str, str]:
-    """Returns (text, name) for a path or for TOML text given directly."""
+    """Returns (text, name) for a path or for TOML text given directly; the name
+    is the scenario's own `name` if it has one, else the file's stem (or
+    "scenario" for text)."""
     if _is_file(scenario):
         p = Path(scenario)
         if not p.is_file():
             raise ScenarioError(f"{p}: no such scenario file (give a path to a .toml file)")
         try:
-            return p.read_text(encoding="utf-8"), p.stem
+            text = p.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
             raise ScenarioError(f"{p}: cannot read it as UTF-8 text ({e.__class__.__name__})") from None
-    return str(scenario), "scenario"
+        return text, _declared_name(text) or p.stem
+    return str(scenario), _declared_name(str(scenario)) or "scenario"
 
 
 def scenario_file(scenario: str | os.PathLike) -> str | None:
