@@ -29,6 +29,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // Observing models: trace rows and pcap; capture analysis.
     ("trace", &["link", "queue", "tcp", "proxy", "wire", "time"]),
     ("analysis", &["fx", "pcap", "tcp", "time", "wire"]),
+    // Output files written while a run goes (trace.parquet, pcaps): the
+    // simulator's and the emulator's.
+    ("outputs", &["link", "pcap", "trace", "wire"]),
     // Scenario schema (names models' presets) and the builder (scenario -> models).
     ("config", &["time", "units", "channel", "queue", "link", "tcp", "trace"]),
     ("build", &["config", "time", "units", "rng", "channel", "queue", "link", "tcp", "app", "proxy", "wire", "trace"]),
@@ -37,11 +40,11 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "engine",
         &[
             "build", "config", "time", "units", "rng", "sched", "fx", "pcap", "wire", "channel", "queue", "tcp", "app",
-            "link", "proxy", "trace",
+            "link", "proxy", "trace", "outputs",
         ],
     ),
     ("testkit", &["time", "sched", "wire", "channel", "queue", "tcp", "link"]),
-    ("realtime", &["build", "config", "time", "sched", "fx", "wire", "queue", "link", "trace"]),
+    ("realtime", &["build", "config", "time", "sched", "fx", "wire", "queue", "link", "trace", "outputs"]),
 ];
 
 fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
