@@ -301,3 +301,21 @@ def test_the_summary_is_headed_by_the_scenarios_own_name(tmp_path):
     assert p.returncode == 0 and p.stdout.startswith("scenario GPRS cell, busy hour:"), p.stdout[:80] + p.stderr
     j = thinwire_cli("run", sc, "--set", "flow.0.bytes=5KB", "--json")
     assert json.loads(j.stdout)["scenario"] == "GPRS cell, busy hour"
+
+
+def test_wireless_rate_may_come_from_each_direction(tmp_path):
+    """`[wireless] rate` is not needed when both directions give their own; when
+    one does not, the error names the field and the direction."""
+    body = '[wireless]\ndelay = "50ms"\n[wireless.down]\nrate = "40kbps"\n{up}[[flow]]\napp = "bulk"\nbytes = "5KB"\n'
+    both = tmp_path / "both.toml"
+    both.write_text(body.format(up='[wireless.up]\nrate = "12kbps"\n'))
+    p = thinwire_cli("run", both, "--json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["flows"][0]["bytes_delivered"] == 5000
+    one = tmp_path / "one.toml"
+    one.write_text(body.format(up=""))
+    p = thinwire_cli("run", one)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1 and "wireless.rate" in lines[0] and "[wireless.up]" in lines[0], (
+        p.stderr
+    )

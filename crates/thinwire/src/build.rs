@@ -211,7 +211,8 @@ pub fn mm_logs<W: std::io::Write>(
 pub fn dir_rate(sc: &Scenario, d: usize) -> u64 {
     let w = &sc.wireless;
     let traced = w.dir(d).and_then(|s| s.delivery.as_ref()).map(|t| t.mean_rate());
-    w.dir(d).and_then(|s| s.rate).map(|r| r.0).or(traced).unwrap_or(w.rate.0)
+    let own = w.dir(d).and_then(|s| s.rate).map(|r| r.0).or(traced);
+    own.or(w.rate.map(|r| r.0)).expect("validated: every direction has a rate")
 }
 
 /// The channel of direction `dir`, its own random stream `channel.down`/`.up`.

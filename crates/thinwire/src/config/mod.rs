@@ -128,7 +128,10 @@ pub enum MuxCfg {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Wireless {
-    pub rate: Rate,
+    /// Both directions' rate, unless a direction gives its own (`rate` or
+    /// `delivery_trace` in `[wireless.down]`/`[wireless.up]`).
+    #[serde(default)]
+    pub rate: Option<Rate>,
     pub delay: Dur,
     /// Largest frame payload (default 250 B).
     #[serde(default = "default_frame")]
@@ -548,6 +551,18 @@ fn apply_override(root: &mut toml::Value, o: &str) -> Result<(), ConfigError> {
 
 fn validate(sc: &Scenario, flows_run: bool) -> Result<(), ConfigError> {
     let w = &sc.wireless;
+    for (n, d) in [("down", &w.down), ("up", &w.up)] {
+        let own =
+            d.as_ref().is_some_and(|d| d.rate.is_some() || d.delivery_trace.as_deref().is_some_and(|t| !t.is_empty()));
+        if !own && w.rate.is_none() {
+            return Err(cerr(
+                "wireless.rate",
+                format!(
+                    "missing: give [wireless] rate, or the {n}link its own ([wireless.{n}] rate or delivery_trace)"
+                ),
+            ));
+        }
+    }
     if w.frame.0 == 0 || w.frame.0 > 65535 {
         return Err(cerr("wireless.frame", "must be between 1B and 65535B"));
     }
