@@ -292,26 +292,25 @@ def _median_ci(values: list[float], n_boot: int = 2000) -> tuple[float, float, f
     return float(np.median(v)), float(np.percentile(meds, 2.5)), float(np.percentile(meds, 97.5))
 
 
+# The columns both links' tables start with.
+_METRICS_LINK = [
+    ("goodput_Bps", "goodput B/s"),
+    ("utilization", "utilization"),
+    ("rtt_p50_s", "RTT p50 s"),
+    ("rtt_p95_s", "RTT p95 s"),
+    ("sojourn_p50_s", "queue p50 s"),
+    ("sojourn_p95_s", "queue p95 s"),
+]
 METRICS_MAIN = {
     "gsm": [
-        ("goodput_Bps", "goodput B/s"),
-        ("utilization", "utilization"),
-        ("rtt_p50_s", "RTT p50 s"),
-        ("rtt_p95_s", "RTT p95 s"),
-        ("sojourn_p50_s", "queue p50 s"),
-        ("sojourn_p95_s", "queue p95 s"),
+        *_METRICS_LINK,
         ("second_syn_sent", "2nd SYNs"),
         ("second_setup_s", "2nd set-up s"),
         ("retransmits", "retransmits"),
         ("marks", "CE marks"),
     ],
     "gprs": [
-        ("goodput_Bps", "goodput B/s"),
-        ("utilization", "utilization"),
-        ("rtt_p50_s", "RTT p50 s"),
-        ("rtt_p95_s", "RTT p95 s"),
-        ("sojourn_p50_s", "queue p50 s"),
-        ("sojourn_p95_s", "queue p95 s"),
+        *_METRICS_LINK,
         ("second_synack_sent", "2nd SYN-ACKs"),
         ("second_setup_s", "2nd set-up s"),
         ("interactive_p50_s", "interactive p50 s"),

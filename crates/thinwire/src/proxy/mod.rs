@@ -330,10 +330,12 @@ impl Proxy {
 
     pub fn poll_timeout(&self) -> Option<Instant> {
         let a = self.acbs.iter().filter_map(|a| a.deadline).min();
-        let t = self.live.iter().filter_map(|&c| self.conns[c].wired.poll_timeout()).min();
-        let p = self.live.iter().filter_map(|&c| self.conns[c].persist).min();
-        let s = self.live.iter().filter_map(|&c| self.conns[c].synack_at).min();
-        [a, t, p, s].into_iter().flatten().min()
+        // Per connection: its wired leg's timer, persist timer and SYN-ACK timer.
+        let c = self.live.iter().filter_map(|&c| {
+            let c = &self.conns[c];
+            [c.wired.poll_timeout(), c.persist, c.synack_at].into_iter().flatten().min()
+        });
+        a.into_iter().chain(c).min()
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
@@ -463,9 +465,11 @@ impl Proxy {
         };
         self.reap(now);
         // A full table of unfinished handshakes for this mobile: the oldest goes.
-        let half: Vec<usize> = self.acbs[a].conns.iter().copied().filter(|&c| self.conns[c].half_open()).collect();
-        if half.len() >= self.cfg.max_half_open.max(1) {
-            self.drop_half_open(half[0], now);
+        let mut half = self.acbs[a].conns.iter().copied().filter(|&c| self.conns[c].half_open());
+        if let Some(oldest) = half.next() {
+            if 1 + half.count() >= self.cfg.max_half_open.max(1) {
+                self.drop_half_open(oldest, now);
+            }
         }
         let c = self.free.pop().unwrap_or(self.conns.len());
         let wired = if self.streams {

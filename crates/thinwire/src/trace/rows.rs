@@ -29,11 +29,6 @@ impl<W: Write> RowWriter<W> {
         RowWriter { w, failed: None, rows: 0 }
     }
 
-    /// The first write error since the last call, if any.
-    pub fn take_error(&mut self) -> Option<std::io::Error> {
-        self.failed.take()
-    }
-
     /// Flushes; the first error of any write so far, or of the flush.
     pub fn flush(&mut self) -> std::io::Result<()> {
         if let Some(e) = self.failed.take() {
