@@ -42,13 +42,25 @@ def load_scenario_text(scenario: str | os.PathLike) -> tuple[str, str]:
     if _is_file(scenario):
         p = Path(scenario)
         if not p.is_file():
-            raise ScenarioError(f"{p}: no such scenario file (give a path to a .toml file)")
+            raise ScenarioError(f"{p}: no such scenario file ({_missing_hint(p)})")
         try:
             text = p.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
             raise ScenarioError(f"{p}: cannot read it as UTF-8 text ({e.__class__.__name__})") from None
         return text, _declared_name(text) or p.stem
     return str(scenario), _declared_name(str(scenario)) or "scenario"
+
+
+def _missing_hint(p: Path) -> str:
+    """What to do about a scenario file that is not there: a shipped example of that
+    name is pointed to, otherwise the list of examples."""
+    from . import examples
+
+    try:
+        e = examples.get(p.name)
+    except ValueError:
+        return "give a path to a .toml file; 'thinwire examples' lists the shipped ones"
+    return f"{e.name} is a shipped example: 'thinwire examples --copy .' writes the examples here, or run {e.path}"
 
 
 def scenario_file(scenario: str | os.PathLike) -> str | None:

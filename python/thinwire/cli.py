@@ -1,4 +1,5 @@
-"""`thinwire` command line: run | sweep | reproduce | analyze | plot | check | version.
+"""`thinwire` command line: run | sweep | reproduce | analyze | plot | emulate | proxy |
+examples | check | version (and the trace tools).
 
 Bad input (scenario, command line) exits with status 2 and one line naming what is
 wrong and what is accepted.
@@ -170,7 +171,7 @@ def _cmd_sweep(a) -> int:
         runs, summary = run_sweep(a.sweep, out=a.out, scheduler=a.scheduler, workers=a.workers, progress=not a.quiet)
     except ScenarioError as e:
         _die(str(e))
-    out = a.out or str(Path("sweeps") / Path(a.sweep).stem)
+    out = a.out or str(Path("thinwire-out") / Path(a.sweep).stem)
     axes = [c for c in summary.columns if c.startswith("axis:")]
     shown = [c for c in summary.columns if c.endswith(":mean") and ("throughput_bps" in c or "delay_mean_s" in c)][:4]
     print(f"{runs.height} runs, {summary.height} points -> {out}/runs.parquet, {out}/summary.parquet")
@@ -614,6 +615,53 @@ def _cmd_fit_channel(a) -> int:
     return 0
 
 
+def _cmd_examples(a) -> int:
+    import shutil
+
+    from . import examples
+
+    try:
+        chosen = examples.all_examples() if a.name is None else [examples.get(a.name)]
+    except ValueError as e:
+        _die(str(e))
+    if a.copy is not None:
+        try:
+            written = examples.copy(a.copy, a.name, overwrite=a.force)
+        except FileExistsError as e:
+            _die(f"--copy: {e} (--force replaces it)")
+        except OSError as e:
+            _die(f"--copy {a.copy}: cannot write there ({e.strerror or e})")
+        print(
+            f"wrote {_n(len(written), 'file')} into {a.copy}/: "
+            + ", ".join(str(w.relative_to(a.copy)) for w in written)
+        )
+        first = next((w for w in written if w.parent.name == "scenarios"), None)
+        if first is not None:
+            print(f"try: thinwire run {first} --out out --plot")
+        return 0
+    if a.path:
+        for e in chosen:
+            print(e.path)
+        return 0
+    if a.name is not None:
+        sys.stdout.write(chosen[0].path.read_text(encoding="utf-8"))
+        return 0
+    width = max(40, shutil.get_terminal_size((100, 24)).columns)
+    name_w = max(len(e.name) for e in chosen)
+    for kind in ("scenario", "sweep"):
+        rows = [e for e in chosen if e.kind == kind]
+        print(f"{kind}s:")
+        for e in rows:
+            room = width - name_w - 4
+            d = e.description if len(e.description) <= room else e.description[: room - 3] + "..."
+            print(f"  {e.name:<{name_w}}  {d}")
+    print(
+        "\nthinwire examples NAME prints one; thinwire examples --copy DIR writes them all (scenarios/, sweeps/)"
+        " into DIR to run and edit; from Python: thinwire.examples.path(NAME)"
+    )
+    return 0
+
+
 def _cmd_check(a) -> int:
     from .api import check
 
@@ -626,7 +674,12 @@ def _cmd_check(a) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = _Parser(prog="thinwire", description="TCP over slow, lossy wireless links with link-layer ARQ.")
+    p = _Parser(
+        prog="thinwire",
+        description="TCP over slow, lossy wireless links with link-layer ARQ.",
+        epilog="Start with the shipped examples: 'thinwire examples' lists them, "
+        "'thinwire examples --copy DIR' writes them into DIR to run and edit.",
+    )
     p.add_argument("--version", action="version", version=f"thinwire {__version__}")
     sub = p.add_subparsers(dest="cmd", parser_class=_Parser, metavar="COMMAND")
     r = sub.add_parser("run", help="run a scenario and print a summary")
@@ -662,7 +715,7 @@ def main(argv: list[str] | None = None) -> int:
     r.set_defaults(fn=_cmd_run)
     sw = sub.add_parser("sweep", help="run a parameter sweep on Dask (local cluster or --scheduler)")
     sw.add_argument("sweep", help="sweep TOML file")
-    sw.add_argument("--out", help="output directory (default sweeps/NAME)")
+    sw.add_argument("--out", help="output directory (default thinwire-out/NAME)")
     sw.add_argument("--scheduler", help="address of a running Dask scheduler, e.g. tcp://host:8786")
     sw.add_argument("--workers", type=int, help="local cluster size (default: number of cores)")
     sw.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -783,6 +836,15 @@ def main(argv: list[str] | None = None) -> int:
     fc.add_argument("--plot", metavar="PNG", help="burst- and gap-length distributions of trace and fit")
     fc.add_argument("--json", action="store_true", help="print the fit as JSON")
     fc.set_defaults(fn=_cmd_fit_channel)
+    ex = sub.add_parser(
+        "examples",
+        help="list the example scenarios and sweeps shipped with thinwire, print one, or copy them to edit",
+    )
+    ex.add_argument("name", nargs="?", help="an example's name (default: all); printed unless --copy or --path")
+    ex.add_argument("--copy", metavar="DIR", help="write the example(s) into DIR/scenarios and DIR/sweeps")
+    ex.add_argument("--force", action="store_true", help="with --copy: replace files that exist")
+    ex.add_argument("--path", action="store_true", help="print the installed file's path instead")
+    ex.set_defaults(fn=_cmd_examples)
     c = sub.add_parser("check", help="validate a scenario without running it")
     c.add_argument("scenario", type=Path)
     c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")

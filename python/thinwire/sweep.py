@@ -232,7 +232,7 @@ def run_sweep(
     """Runs (or resumes) a sweep file; returns (runs DataFrame, summary DataFrame)."""
     sw = load_sweep(path)
     return execute_sweep(
-        sw, Path(out) if out else Path("sweeps") / Path(path).stem, scheduler, workers, progress, batch
+        sw, Path(out) if out else Path("thinwire-out") / Path(path).stem, scheduler, workers, progress, batch
     )
 
 
