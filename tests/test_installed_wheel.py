@@ -137,3 +137,15 @@ def test_a_quick_study_from_the_install(installed):
     assert (work / "st/claims.json").is_file()
     assert any(x.suffix == ".png" for x in (work / "st").iterdir())
     shutil.rmtree(work / "st")
+
+
+def test_the_shipped_script_runs_from_the_install(installed):
+    """scripts/loss-sweep.py: a run and a sweep on a local cluster, from a plain
+    script, plotted."""
+    bin_dir, work = installed
+    d = work / "script"
+    p = _run(bin_dir, work, "thinwire", "examples", "loss-sweep", "--copy", d)
+    assert p.returncode == 0, p.stderr
+    p = _run(bin_dir, d, "python", "scripts/loss-sweep.py", timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert (d / "loss-sweep.png").stat().st_size > 10_000 and "Traceback" not in p.stderr

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 from conftest import SMALL, thinwire_cli
 from thinwire.stats import t975
-from thinwire.sweep import run_sweep
+from thinwire.sweeping import run_sweep
 
 
 def write_sweep(tmp_path: Path, reps=3, extra="") -> Path:
@@ -146,7 +146,7 @@ def test_bad_sweeps_exit_2(tmp_path):
 
 def test_sweep_errors_are_one_line_even_for_keys_with_line_breaks(tmp_path):
     # Found by the fuzzer: a TOML key with an escaped newline made a two-line SweepError.
-    from thinwire.sweep import SweepError, load_sweep
+    from thinwire.sweeping import SweepError, load_sweep
 
     sw = write_sweep(tmp_path)
     sw.write_text(sw.read_text().replace('"wireless.channel.p"', '"wireless\\nchannel.p"'))
@@ -175,3 +175,80 @@ def test_t_quantiles():
     assert t975(29) == pytest.approx(2.045)
     assert 2.000 < t975(50) < 2.021
     assert t975(10_000) == pytest.approx(1.960, abs=0.001)
+
+
+def test_sweep_api_in_memory_matches_the_sweep_file(tmp_path, monkeypatch):
+    """thinwire.sweep(...) runs the same runs as the file-based sweep (same keys,
+    same numbers) and writes nothing without `out`."""
+    import thinwire
+
+    sw = write_sweep(tmp_path, reps=2)
+    file_runs, file_summary = run_sweep(sw, out=tmp_path / "file", workers=2, progress=False)
+    monkeypatch.chdir(tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    res = thinwire.sweep(
+        tmp_path / "base.toml",
+        axes={"wireless.arq.protocol": ["raw", "sr"], "wireless.channel.p": [0.0, 0.05]},
+        set={"flow.0.bytes": "30KB"},
+        replications=2,
+        workers=2,
+        progress=False,
+    )
+    runs, summary = res
+    assert res.runs is runs and isinstance(res, thinwire.SweepResult)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written
+    drop = [c for c in runs.columns if c.startswith("wall_s")]
+    assert runs.drop(drop).equals(file_runs.drop(drop))
+    keep = [c for c in summary.columns if not c.startswith("wall_s")]
+    assert summary.select(keep).equals(file_summary.select(keep))
+
+
+def test_sweep_api_with_out_resumes(tmp_path):
+    import thinwire
+
+    args = dict(axes={"wireless.channel.p": [0.0, 0.05]}, set={"flow.0.bytes": "20KB"}, replications=2, workers=1)
+    a = thinwire.sweep(SMALL, out=tmp_path / "o", progress=False, **args)
+    assert (tmp_path / "o/runs.parquet").is_file() and (tmp_path / "o/summary.parquet").is_file()
+    b = thinwire.sweep(SMALL, out=tmp_path / "o", progress=False, **args)
+    assert json.loads((tmp_path / "o/sweep.json").read_text())["new_runs"] == 0
+    assert a.runs["wall_s"].equals(b.runs["wall_s"])  # read back, not run again
+
+
+def test_sweep_api_from_a_plain_script_without_a_main_guard(tmp_path):
+    """A user's script that calls thinwire.sweep at top level (no `if __name__ ==
+    "__main__":`) runs once, on a local cluster of worker processes."""
+    (tmp_path / "base.toml").write_text(SMALL)
+    script = tmp_path / "user.py"
+    script.write_text(
+        "import thinwire\n"
+        "print('script body ran')\n"
+        "runs, summary = thinwire.sweep('base.toml', axes={'wireless.channel.p': [0.0, 0.05]},\n"
+        "    set={'flow.0.bytes': '20KB'}, replications=2, workers=2, progress=False)\n"
+        "print('points', summary.height, 'runs', runs.height)\n"
+    )
+    p = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.count("script body ran") == 1
+    assert "points 2 runs 4" in p.stdout
+    assert "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(axes={"wireless.channel.p": "0.1"}), "give a list of values"),
+        (dict(axes={"wireless.channel.p": []}), "non-empty"),
+        (dict(axes={"wireless.channel.p": [0.1, 7]}), "at point (wireless.channel.p=7)"),
+        (dict(axes={"wireless.bogus": [1]}), "wireless.bogus"),
+        (dict(replications=0), "replications"),
+        (dict(replications=True), "replications"),
+        (dict(workers=0), "workers"),
+        (dict(axes={"wireless.channel.p": list(range(1001))}, replications=1000), "at most"),
+    ],
+)
+def test_sweep_api_refuses_bad_arguments_before_running(kwargs, message):
+    import thinwire
+
+    with pytest.raises(thinwire.ScenarioError) as e:
+        thinwire.sweep(SMALL, **kwargs)
+    assert message in str(e.value) and "\n" not in str(e.value)

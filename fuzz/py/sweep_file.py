@@ -10,7 +10,7 @@ import tempfile
 import atheris
 
 with atheris.instrument_imports():
-    from thinwire.sweep import SweepError, load_sweep
+    from thinwire.sweeping import SweepError, load_sweep
 
 DIR = tempfile.mkdtemp(prefix="fuzz-sweep-")
 with open(os.path.join(DIR, "base.toml"), "w") as f:

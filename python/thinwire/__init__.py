@@ -2,20 +2,68 @@
 link-layer ARQ.
 
     >>> import thinwire
-    >>> r = thinwire.run("scenarios/shared-link-sr.toml", seed=2, set={"flow.0.bytes": "1MB"})
+    >>> r = thinwire.run(thinwire.examples.path("shared-link-sr"), seed=2, set={"flow.0.bytes": "1MB"})
     >>> r.flows            # polars DataFrame, one row per flow
     >>> r.trace            # polars DataFrame of trace events (layers chosen with trace=)
+    >>> runs, summary = thinwire.sweep(thinwire.examples.path("shared-link-sr"),
+    ...     axes={"wireless.channel.p": [0.01, 0.05]}, replications=5)
 """
 
-__all__ = ["run", "check", "RunResult", "ScenarioError", "load_scenario_text"]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__all__ = [
+    "run",
+    "check",
+    "sweep",
+    "RunResult",
+    "Summary",
+    "SweepResult",
+    "ScenarioError",
+    "load_scenario_text",
+    "examples",
+    "fields",
+]
 __version__ = "0.1.0"
 
+if TYPE_CHECKING:
+    # What type checkers see: the same names, resolved statically (at run time they
+    # are imported on first use, below).
+    from . import examples as examples
+    from . import fields as fields
+    from .api import RunResult as RunResult
+    from .api import ScenarioError as ScenarioError
+    from .api import Summary as Summary
+    from .api import check as check
+    from .api import load_scenario_text as load_scenario_text
+    from .api import run as run
+    from .sweeping import SweepResult as SweepResult
+    from .sweeping import sweep as sweep
 
-def __getattr__(name: str):
-    # The API is imported on first use, so that commands which do not need it
-    # (`thinwire analyze`, `thinwire version`) start faster.
-    if name in __all__:
-        from . import api
+# name -> module that defines it. Imported on first use, so that commands which do
+# not need them (`thinwire analyze`, `thinwire --version`) start faster.
+_LAZY = {
+    "run": ".api",
+    "check": ".api",
+    "RunResult": ".api",
+    "Summary": ".api",
+    "ScenarioError": ".api",
+    "load_scenario_text": ".api",
+    "sweep": ".sweeping",
+    "SweepResult": ".sweeping",
+}
+_SUBMODULES = ("examples", "fields")
 
-        return getattr(api, name)
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'thinwire' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -8,12 +8,35 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, TypedDict
 
 from . import _core
 from .traces import read_trace, scan_trace, trace_frame
 
+if TYPE_CHECKING:
+    import polars as pl
+
 ScenarioError = _core.ScenarioError
+
+
+class Summary(TypedDict):
+    """`RunResult.summary` (what `thinwire run --json` prints and summary.json holds).
+    The keys of each flow and link entry are described, with units, by
+    `thinwire.fields` (RESULT_FIELDS of the core)."""
+
+    scenario: str  # the scenario's own `name`, else its file's stem
+    wall_s: float  # wall-clock time of the run
+    events: int  # simulator events handled
+    events_per_s: float
+    sim_time_s: float  # simulated time at the end
+    end: str  # why the run ended: finished, stop, max_time, idle
+    unfinished_flows: list[int]  # ids of flows that end by themselves but did not
+    flows: list[dict[str, Any]]  # one per flow: thinwire.fields, group "flow"
+    link: dict[str, dict[str, Any]]  # "down", "up": thinwire.fields, group "link"
+    wired_queue_drops: list[int]  # [down, up]: drops at the wired queues
+    wired_queue_aqm_drops: list[int]  # of those, the discipline's own decisions
+    wired_queue_marks: list[int]  # ECN CE marks at the wired queues
+    proxy: dict[str, Any] | None  # the proxy's counters, None without [proxy]
 
 
 def _is_file(scenario: str | os.PathLike) -> bool:
@@ -126,17 +149,37 @@ def _overrides(
 class RunResult:
     """Results of one run: summary numbers, per-flow table and trace events."""
 
-    raw: dict
+    raw: dict[str, Any] = field(repr=False)
     name: str = "scenario"
-    _trace: object = field(default=None, repr=False)
+    _trace: "pl.DataFrame | None" = field(default=None, repr=False)
     # The folder holding the files the core streamed (raw["files"]): a temporary
     # folder during `run(out=...)`, then the output folder.
     _files_dir: Path | None = field(default=None, repr=False)
     # Paths `run(out=...)` wrote.
-    written: list = field(default_factory=list, repr=False)
+    written: list[Path] = field(default_factory=list, repr=False)
+
+    def __repr__(self) -> str:
+        r = self.raw
+        flows = r["flows"]
+        done = sum(1 for f in flows if f.get("completion_s") is not None)
+        return (
+            f"<RunResult {self.name!r}: {r['sim_time_s']:.3f} s simulated, {len(flows)} "
+            f"flow{'' if len(flows) == 1 else 's'} ({done} completed), end={r['end']}; "
+            ".flows .summary .trace .layer(name)>"
+        )
+
+    def _repr_html_(self) -> str:
+        import html
+
+        head = html.escape(repr(self))
+        try:
+            table = self.flows._repr_html_()
+        except Exception:  # a flows table polars cannot show: the line alone
+            table = ""
+        return f"<p><code>{head}</code></p>{table}"
 
     @property
-    def summary(self) -> dict:
+    def summary(self) -> Summary:
         """JSON-ready summary: wall_s, events, events_per_s, sim_time_s, flows, link, proxy (None without one)."""
         r = self.raw
         return {
@@ -160,13 +203,14 @@ class RunResult:
         }
 
     @property
-    def flows(self):
+    def flows(self) -> "pl.DataFrame":
+        """One row per flow; columns described in `thinwire.fields` (group "flow")."""
         import polars as pl
 
         return pl.DataFrame(self.raw["flows"], infer_schema_length=None)
 
     @property
-    def trace(self):
+    def trace(self) -> "pl.DataFrame":
         """All recorded trace events as a polars DataFrame (empty if none were asked for)."""
         if self._trace is None:
             if self._streamed("trace.parquet"):
@@ -175,7 +219,7 @@ class RunResult:
                 self._trace = trace_frame(self.raw["trace"])
         return self._trace
 
-    def scan_trace(self):
+    def scan_trace(self) -> "pl.LazyFrame":
         """The trace as a polars LazyFrame (read from trace.parquet when the run streamed it)."""
         if self._streamed("trace.parquet"):
             return scan_trace(self._files_dir / "trace.parquet")
@@ -189,7 +233,7 @@ class RunResult:
             return (self._files_dir / name).read_bytes()
         return self.raw.get(key)
 
-    def media_delays(self, flow: int | None = None):
+    def media_delays(self, flow: int | None = None) -> "pl.DataFrame":
         """One-way delays of received media packets: DataFrame (flow, delay_s), in arrival order."""
         import numpy as np
         import polars as pl
@@ -201,7 +245,8 @@ class RunResult:
                 parts.append(pl.DataFrame({"flow": np.full(len(d), fid, dtype=np.int64), "delay_s": d / 1e9}))
         return pl.concat(parts) if parts else pl.DataFrame(schema={"flow": pl.Int64, "delay_s": pl.Float64})
 
-    def layer(self, name: str):
+    def layer(self, name: str) -> "pl.DataFrame":
+        """The trace events of one layer ("tcp", "link", "queue", ...)."""
         import polars as pl
 
         return self.trace.filter(pl.col("layer") == name)
@@ -274,14 +319,14 @@ class RunResult:
         return [d / n for n in names]
 
 
-def check(scenario: str | os.PathLike, set=None) -> None:
+def check(scenario: str | os.PathLike[str], set: Mapping[str, object] | Sequence[str] | None = None) -> None:
     """Validates a scenario; raises ScenarioError naming the field that is wrong."""
     text, _ = load_scenario_text(scenario)
     _core.check(text, _overrides(set, None, None, None, False), scenario_file=scenario_file(scenario))
 
 
 def run(
-    scenario: str | os.PathLike,
+    scenario: str | os.PathLike[str],
     seed: int | None = None,
     *,
     run_index: int | None = None,
@@ -289,7 +334,7 @@ def run(
     trace: Sequence[str] | None = None,
     pcap: bool = False,
     mm_log: bool = False,
-    out: str | os.PathLike | None = None,
+    out: str | os.PathLike[str] | None = None,
 ) -> RunResult:
     """Runs a scenario (a path to a TOML file, or TOML text).
 

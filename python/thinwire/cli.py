@@ -163,7 +163,7 @@ def _warn_unfinished(s: dict) -> None:
 
 
 def _cmd_sweep(a) -> int:
-    from .sweep import run_sweep
+    from .sweeping import run_sweep
 
     if a.workers is not None and a.workers < 1:
         _die(f"--workers: {a.workers} is not a positive number of workers")
@@ -648,7 +648,7 @@ def _cmd_examples(a) -> int:
         return 0
     width = max(40, shutil.get_terminal_size((100, 24)).columns)
     name_w = max(len(e.name) for e in chosen)
-    for kind in ("scenario", "sweep"):
+    for kind in dict.fromkeys(e.kind for e in chosen):
         rows = [e for e in chosen if e.kind == kind]
         print(f"{kind}s:")
         for e in rows:
@@ -656,7 +656,7 @@ def _cmd_examples(a) -> int:
             d = e.description if len(e.description) <= room else e.description[: room - 3] + "..."
             print(f"  {e.name:<{name_w}}  {d}")
     print(
-        "\nthinwire examples NAME prints one; thinwire examples --copy DIR writes them all (scenarios/, sweeps/)"
+        "\nthinwire examples NAME prints one; thinwire examples --copy DIR writes them all (scenarios/, sweeps/, scripts/)"
         " into DIR to run and edit; from Python: thinwire.examples.path(NAME)"
     )
     return 0
@@ -841,7 +841,7 @@ def main(argv: list[str] | None = None) -> int:
         help="list the example scenarios and sweeps shipped with thinwire, print one, or copy them to edit",
     )
     ex.add_argument("name", nargs="?", help="an example's name (default: all); printed unless --copy or --path")
-    ex.add_argument("--copy", metavar="DIR", help="write the example(s) into DIR/scenarios and DIR/sweeps")
+    ex.add_argument("--copy", metavar="DIR", help="write the example(s) into DIR/scenarios, DIR/sweeps and DIR/scripts")
     ex.add_argument("--force", action="store_true", help="with --copy: replace files that exist")
     ex.add_argument("--path", action="store_true", help="print the installed file's path instead")
     ex.set_defaults(fn=_cmd_examples)

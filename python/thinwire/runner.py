@@ -4,13 +4,14 @@ result is saved as it arrives, so an interrupted run resumes where it stopped.
 
 A *group* is a list of tasks with a function that runs a batch of them and a place
 to keep the results; `execute` runs any number of groups on one client. Sweeps
-keep their rows in `runs.parquet` (sweep.py); studies use `run_tasks`, which keeps
+keep their rows in `runs.parquet` (sweeping.py); studies use `run_tasks`, which keeps
 each task's result (the task's own reduction of its run: a few numbers, a short
 series) in a JSON-lines file keyed by a hash of the function and the task.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -41,6 +42,29 @@ class Group:
     # the short tasks fill in behind them. In batches with the others, one worker
     # could get a batch of twenty long runs while the rest idle at the end.
     long: bool = False
+
+
+@contextlib.contextmanager
+def _main_not_rerun():
+    """While a local cluster's worker processes are started (and restarted), hide
+    the user's script from multiprocessing's spawn, which would otherwise run the
+    script again in every worker (`__mp_main__`) and, in a script without an
+    `if __name__ == "__main__":` guard, start the sweep again there (Dask then
+    fails with pages of Nanny tracebacks). The workers need nothing from the
+    script: tasks are functions of thinwire's modules, and Dask pickles functions
+    defined in `__main__` by value. Notebooks and `python -m` have no script path
+    and are left alone."""
+    main = sys.modules.get("__main__")
+    hide = main is not None and getattr(main, "__spec__", None) is None and getattr(main, "__file__", None) is not None
+    if not hide:
+        yield
+        return
+    path = main.__file__
+    del main.__file__
+    try:
+        yield
+    finally:
+        main.__file__ = path
 
 
 def client(scheduler: str | None, n_workers: int):
@@ -83,14 +107,19 @@ def execute(
     desc: str = "run",
 ) -> None:
     """Runs every group's pending tasks on one client with one progress bar."""
-    from dask.distributed import as_completed
-    from tqdm import tqdm
-
     total = sum(len(g.todo) for g in groups)
     if total == 0:
         return
     n_workers = workers or os.cpu_count() or 1
     size = batch or max(1, min(20, total // (4 * n_workers)))
+    with _main_not_rerun():
+        _execute(groups, scheduler, n_workers, size, total, progress, desc)
+
+
+def _execute(groups: list[Group], scheduler, n_workers: int, size: int, total: int, progress: bool, desc: str) -> None:
+    from dask.distributed import as_completed
+    from tqdm import tqdm
+
     cl, cluster = client(scheduler, n_workers)
     last_flush = time.monotonic()
     bar = tqdm(total=total, unit="run", disable=not progress, file=sys.stderr, desc=desc)

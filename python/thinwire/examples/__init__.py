@@ -8,7 +8,7 @@ files, so a clone and an installed wheel read the same examples.
     >>> thinwire.run(examples.path("shared-link-sr"), seed=2)
     >>> examples.copy("my-examples")              # scenarios/ and sweeps/ to edit
 
-From the shell: `thinwire examples`, `thinwire examples NAME`, `thinwire examples
+Scripts (`scripts/*.py`) use the Python API on the installed examples. From the shell: `thinwire examples`, `thinwire examples NAME`, `thinwire examples
 --copy DIR`.
 """
 
@@ -22,13 +22,13 @@ from pathlib import Path
 __all__ = ["Example", "all_examples", "names", "path", "copy"]
 
 # Kinds in listing order: (folder inside the package, what it is).
-_KINDS = (("scenarios", "scenario"), ("sweeps", "sweep"))
+_KINDS = (("scenarios", "scenario", ".toml"), ("sweeps", "sweep", ".toml"), ("scripts", "script", ".py"))
 
 
 @dataclass(frozen=True)
 class Example:
     name: str  # the file's stem, e.g. "shared-link-sr"
-    kind: str  # "scenario" or "sweep"
+    kind: str  # "scenario", "sweep" or "script" (Python, using the API)
     path: Path  # where the installed file is (read it, copy it, pass it to run)
     description: str  # the file's leading comment, as one line
 
@@ -55,10 +55,10 @@ def _description(p: Path) -> str:
 
 
 def all_examples() -> list[Example]:
-    """Every shipped example: scenarios first, then sweeps, each by name."""
+    """Every shipped example: scenarios, sweeps, then scripts, each by name."""
     out = []
-    for folder, kind in _KINDS:
-        for p in sorted((_root() / folder).glob("*.toml")):
+    for folder, kind, suffix in _KINDS:
+        for p in sorted((_root() / folder).glob(f"*{suffix}")):
             out.append(Example(p.stem, kind, p, _description(p)))
     return out
 
@@ -68,10 +68,10 @@ def names() -> list[str]:
 
 
 def get(name: str) -> Example:
-    """The example called NAME (a file's stem; ".toml" and a "scenarios/" or
-    "sweeps/" prefix are accepted). ValueError naming the available ones if none."""
+    """The example called NAME (a file's stem; the suffix and a folder prefix such
+    as "scenarios/" are accepted). ValueError naming the available ones if none."""
     stem = Path(name).name
-    stem = stem[:-5] if stem.endswith(".toml") else stem
+    stem = stem.rsplit(".", 1)[0] if stem.endswith((".toml", ".py")) else stem
     for e in all_examples():
         if e.name == stem:
             return e
@@ -84,8 +84,9 @@ def path(name: str) -> Path:
 
 
 def copy(dest: str | Path, name: str | None = None, overwrite: bool = False) -> list[Path]:
-    """Copy every example (or only NAME) into DEST as DEST/scenarios/*.toml and
-    DEST/sweeps/*.toml (the layout the sweeps' relative paths expect). A sweep is
+    """Copy every example (or only NAME) into DEST as DEST/scenarios/*.toml,
+    DEST/sweeps/*.toml and DEST/scripts/*.py (the layout the sweeps' relative paths
+    expect). A sweep is
     copied with the scenario it names. Refuses (FileExistsError, nothing written)
     to replace a file unless `overwrite`. Returns the files written."""
     chosen = all_examples() if name is None else [get(name)]

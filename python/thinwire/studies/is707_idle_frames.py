@@ -67,7 +67,7 @@ def scenario(stop: str, idle) -> str:
 
 
 def _sweeps(out: Path, quick: bool):
-    from ..sweep import Sweep
+    from ..sweeping import Sweep
 
     stop = "5000s" if quick else "20000s"
     reps = 3 if quick else 10
@@ -106,7 +106,7 @@ def run_all(out: Path, quick: bool, scheduler, workers, progress):
     import polars as pl
 
     from ..runner import tasks_group
-    from ..sweep import execute_sweeps
+    from ..sweeping import execute_sweeps
 
     sw = _sweeps(out, quick)
     n_hist = 1 if quick else 10

@@ -195,7 +195,7 @@ def jobs(quick: bool, muxes=MUXES) -> list[dict]:
 def run_all(out: Path, quick: bool, scheduler, workers, progress, muxes=MUXES):
     import polars as pl
 
-    from ..sweep import Sweep, execute_sweeps
+    from ..sweeping import Sweep, execute_sweeps
 
     reps = 3 if quick else 30
     js = jobs(quick, muxes)

@@ -28,8 +28,10 @@ import itertools
 import json
 import math
 import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import tomllib
 
@@ -37,6 +39,9 @@ from . import _core
 from .api import ScenarioError, _toml_value, path_overrides
 from .fields import metrics
 from .outputs import write_parquet, write_text
+
+if TYPE_CHECKING:
+    import polars as pl
 
 # The metrics a sweep aggregates: every field the Rust core marks as a metric.
 FLOW_METRICS = metrics("flow")
@@ -163,13 +168,17 @@ def _checked(p: Path, sc: Path, base_text: str, fixed: dict, axes: dict, reps: i
         reps,
         crn,
     )
+    return _validated(str(p), sw)
+
+
+def _validated(where: str, sw: Sweep) -> Sweep:
     for point in sw.points():
         ov = sw.fixed + [f"{k}={_toml_value(v)}" for k, v in point.items()]
         try:
             _core.check(sw.base_text, ov)
         except ScenarioError as e:
-            where = ", ".join(f"{k}={v!r}" for k, v in point.items())
-            raise SweepError(f"{p}: at point ({where}): {e}") from None
+            at = ", ".join(f"{k}={v!r}" for k, v in point.items())
+            raise SweepError(f"{where}: at point ({at}): {e}") from None
     return sw
 
 
@@ -221,6 +230,81 @@ def summarize(runs, axes: list[str]):
     return s.sort(group)
 
 
+class SweepResult(NamedTuple):
+    """A sweep's results: `runs, summary = thinwire.sweep(...)`."""
+
+    runs: "pl.DataFrame"  # one row per run: key, point, replication, run, axis:FIELD..., metrics
+    summary: "pl.DataFrame"  # per point: axis:FIELD..., METRIC:mean / :sd / :n / :ci95
+
+
+def sweep(
+    scenario: "str | os.PathLike[str]",
+    axes: "Mapping[str, Sequence[Any]] | None" = None,
+    *,
+    set: "Mapping[str, Any] | None" = None,
+    replications: int = 1,
+    common_random_numbers: bool = True,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    progress: bool = True,
+    out: "str | os.PathLike[str] | None" = None,
+) -> SweepResult:
+    """Runs a base scenario at every point of `axes` (the cartesian product of each
+    field's values) `replications` times, on Dask (a local cluster of `workers`
+    processes, or `scheduler`), and returns (runs, summary) DataFrames.
+
+        runs, summary = thinwire.sweep(
+            thinwire.examples.path("shared-link-sr"),
+            axes={"wireless.channel.p": [0.01, 0.03], "wireless.arq.timeout": ["0.9s", "1.3s"]},
+            set={"flow.0.bytes": "200KB", "wireless.channel": {"model": "uniform", "p": 0.0}},
+            replications=5,
+        )
+
+    `scenario` is a path or TOML text (as for `thinwire.run`); `set` holds fixed
+    overrides for every run. Works from a plain script (no `if __name__ ==
+    "__main__":` guard needed) and from a notebook. Nothing is written unless `out`
+    is given: then runs.parquet, summary.parquet and sweep.json go there and an
+    interrupted sweep resumes (as `thinwire sweep --out`). Bad arguments raise
+    ScenarioError (SweepError) naming the field and, for a value, the point."""
+    from .api import load_scenario_text
+
+    base_text, name = load_scenario_text(scenario)
+    axes = dict(axes or {})
+    fixed = dict(set or {})
+    where = "sweep"
+    if not isinstance(replications, int) or isinstance(replications, bool) or not 1 <= replications <= MAX_RUNS:
+        raise SweepError(f"{where}: replications: {replications!r} is not an integer from 1 to {MAX_RUNS:,}")
+    if not isinstance(common_random_numbers, bool):
+        raise SweepError(f"{where}: common_random_numbers: {common_random_numbers!r} is not True or False")
+    for k, v in axes.items():
+        if not isinstance(k, str):
+            raise SweepError(f"{where}: axes: {k!r} is not a field name such as 'wireless.channel.p'")
+        if isinstance(v, (str, bytes, Mapping)) or not isinstance(v, Iterable):
+            raise SweepError(f"{where}: axes[{k!r}]: give a list of values, e.g. [0.01, 0.05]")
+        axes[k] = list(v)
+        if not axes[k]:
+            raise SweepError(f"{where}: axes[{k!r}]: give a non-empty list of values")
+    n_points = math.prod(len(v) for v in axes.values())
+    if n_points * replications > MAX_RUNS:
+        raise SweepError(
+            f"{where}: {n_points:,} points x {replications:,} replications is {n_points * replications:,} runs; "
+            f"a sweep has at most {MAX_RUNS:,}"
+        )
+    sw = Sweep(
+        base_text,
+        name,
+        path_overrides(scenario, base_text) + [f"{k}={_toml_value(v)}" for k, v in fixed.items()],
+        axes,
+        replications,
+        common_random_numbers,
+    )
+    _validated(where, sw)
+    if workers is not None and (not isinstance(workers, int) or workers < 1):
+        raise SweepError(f"{where}: workers: {workers!r} is not a positive number of workers")
+    runs, summary = execute_sweep(sw, None if out is None else Path(out), scheduler, workers, progress)
+    return SweepResult(runs, summary)
+
+
 def run_sweep(
     path,
     out=None,
@@ -238,13 +322,14 @@ def run_sweep(
 
 def execute_sweep(
     sw: "Sweep",
-    out: Path,
+    out: Path | None,
     scheduler: str | None = None,
     workers: int | None = None,
     progress: bool = True,
     batch: int | None = None,
 ):
-    """Runs (or resumes) a sweep given as a `Sweep`; writes runs/summary Parquet in `out`."""
+    """Runs (or resumes) a sweep given as a `Sweep`; writes runs/summary Parquet in
+    `out` (None: in memory only)."""
     return execute_sweeps([(sw, out)], scheduler, workers, progress, batch)[0]
 
 
@@ -275,10 +360,12 @@ def execute_sweeps(
 
     states = []
     for sw, out in jobs:
-        out.mkdir(parents=True, exist_ok=True)
-        runs_path = out / "runs.parquet"
+        # out None: in memory (the API without `out`): nothing read, nothing written.
+        runs_path = None if out is None else out / "runs.parquet"
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
         done_rows: list[dict] = []
-        if runs_path.exists():
+        if runs_path is not None and runs_path.exists():
             try:
                 done_rows = pl.read_parquet(runs_path).to_dicts()
             except Exception as e:  # a damaged table is not silently replaced
@@ -327,9 +414,12 @@ def execute_sweeps(
         order = {r["key"]: i for i, r in enumerate(st["all_runs"])}
         rows.sort(key=lambda r: order[r["key"]])
         df = pl.DataFrame(infer_schema_length=None, data=rows)
-        write_parquet(pl.DataFrame(infer_schema_length=None, data=rows + st["foreign"]), st["runs_path"])
         sw = st["sw"]
         summary = summarize(df, list(sw.axes))
+        if st["out"] is None:
+            results.append((df, summary))
+            continue
+        write_parquet(pl.DataFrame(infer_schema_length=None, data=rows + st["foreign"]), st["runs_path"])
         write_parquet(summary, st["out"] / "summary.parquet")
         write_text(
             st["out"] / "sweep.json",
@@ -355,7 +445,7 @@ def _save(states, only_dirty: bool):
     import polars as pl
 
     for st in states:
-        if st["new"] and (st.get("dirty") or not only_dirty):
+        if st["runs_path"] is not None and st["new"] and (st.get("dirty") or not only_dirty):
             rows = st["rows"] + st["new"] + st["foreign"]
             write_parquet(pl.DataFrame(infer_schema_length=None, data=rows), st["runs_path"])
             st["dirty"] = False
