@@ -126,8 +126,8 @@ def test_reliable_link_makes_every_timeout_spurious():
     )
     r = thinwire.run(text, set={"wireless.channel.p": 0.3, "flow.0.tcp.min_rto": "200ms"}, trace=["tcp", "link"])
     m = SimRun.from_result(r).flow_metrics().row(0, named=True)
-    assert m["timeouts"] > 0
-    assert m["spurious_timeouts"] == m["timeouts"]
+    assert m["tcp_timeouts"] > 0
+    assert m["needless_timeouts"] == m["tcp_timeouts"]
     assert m["competing_retransmissions"] > 0
 
 
@@ -137,7 +137,7 @@ def test_utilization_is_high_on_a_clean_link_and_drops_with_tcp_retransmissions(
     w = {"flow.0.tcp.rcv_buf": "8KiB"}
     r = thinwire.run(SMALL, set={**w, "wireless.channel.p": 0.0}, trace=["tcp", "link"])
     clean = SimRun.from_result(r).flow_metrics().row(0, named=True)
-    assert clean["tcp_retransmitted_packets"] == 0
+    assert clean["tcp_retransmits"] == 0
     assert 0.9 < clean["utilization"] <= 1.0
     assert abs(clean["utilization"] - r.summary["link"]["down"]["utilization"]) < 0.02
     # Link retransmissions count as busy time, TCP retransmissions do not.
@@ -146,7 +146,7 @@ def test_utilization_is_high_on_a_clean_link_and_drops_with_tcp_retransmissions(
         .flow_metrics()
         .row(0, named=True)
     )
-    assert sr["link_retransmitted_frames"] > 20 and sr["tcp_retransmitted_packets"] == 0 and sr["utilization"] > 0.8
+    assert sr["link_retransmitted_frames"] > 20 and sr["tcp_retransmits"] == 0 and sr["utilization"] > 0.8
     raw = (
         SimRun.from_result(
             thinwire.run(
@@ -156,7 +156,7 @@ def test_utilization_is_high_on_a_clean_link_and_drops_with_tcp_retransmissions(
         .flow_metrics()
         .row(0, named=True)
     )
-    assert raw["tcp_retransmitted_packets"] > 0 and raw["utilization"] < clean["utilization"] - 0.1
+    assert raw["tcp_retransmits"] > 0 and raw["utilization"] < clean["utilization"] - 0.1
 
 
 def test_window_goodput():

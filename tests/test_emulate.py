@@ -173,6 +173,24 @@ def test_download_over_each_protocol_is_byte_exact(protocol, tmp_path, clean):
     a = thinwire_cli("analyze", out / "capture.pcapng", "--json")
     assert a.returncode == 0, a.stderr
     assert "analysed interface 0 only" in a.stdout + a.stderr
+    # One definition per number: analyze of the folder counts what summary.json
+    # counts, and the server's own capture agrees; a tap cannot see the sender's
+    # timer, so timeouts are unknown there, not 0.
+    a = thinwire_cli("analyze", out, "--json")
+    assert a.returncode == 0, a.stderr
+    got = json.loads(a.stdout)
+    by_id = {f["id"]: f for f in s["flows"]}
+    for m in got["flows"]:
+        f = by_id[m["flow"]]
+        assert (m["tcp_retransmits"], m["tcp_syn_retransmits"], m["tcp_fin_retransmits"]) == (
+            f["tcp_retransmits"],
+            f["tcp_syn_retransmits"],
+            f["tcp_fin_retransmits"],
+        ), (m, f)
+        assert m["tcp_timeouts"] is None and f["tcp_timeouts"] is None
+    data = max(got["flows"], key=lambda m: m["data_bytes_sent"])
+    srv = max((c["b2a"] for c in got["captures"]["server"]["connections"]), key=lambda d: d["unique_bytes"])
+    assert srv["retransmitted_data_packets"] == by_id[data["flow"]]["tcp_retransmits"]
     # the emulation's decisions replay exactly in the simulator's link
     r = thinwire_cli("simulate-log", out, "--json")
     assert r.returncode == 0, r.stdout + r.stderr

@@ -135,7 +135,11 @@ def connection_table(trace, duration_s: float):
     """One row per TCP conversation seen (flow ids as numbered by the path): the
     direction that carried more data, bytes delivered in order at its receiver,
     goodput over the time from its first to its last delivered byte, the sender's
-    packets and retransmissions in that direction, and its mean RTT (Karn's rule)."""
+    packets and data retransmissions in that direction, SYN and FIN retransmissions
+    by either end, and its mean RTT (Karn's rule: every data segment sent once, to
+    the first ACK covering it, at the sender's own interface; the simulator's
+    rtt_avg_s is its estimator's samples). Timeouts and fast retransmits are not
+    seen by a tap: None."""
     import polars as pl
 
     cols = {
@@ -148,6 +152,8 @@ def connection_table(trace, duration_s: float):
         "throughput_bps": pl.Float64,
         "completion_s": pl.Float64,
         "tcp_retransmits": pl.Int64,
+        "tcp_syn_retransmits": pl.Int64,
+        "tcp_fin_retransmits": pl.Int64,
         "tcp_timeouts": pl.Int64,
         "tcp_fast_retransmits": pl.Int64,
         "rtt_avg_s": pl.Float64,
@@ -159,6 +165,7 @@ def connection_table(trace, duration_s: float):
     rows = []
     for (fid,), f in tcp.group_by(["flow"], maintain_order=True):
         sent = f.filter(pl.col("event").is_in(["send", "retransmit"]))
+        ctl = sent.filter((pl.col("event") == "retransmit") & (pl.col("len") == 0))
         by_dir = sent.group_by("dir").agg(pl.col("len").sum().alias("b"))
         d = by_dir.sort("b", descending=True)["dir"][0] if by_dir.height else "down"
         sent = sent.filter(pl.col("dir") == d)
@@ -178,7 +185,12 @@ def connection_table(trace, duration_s: float):
                 "bytes_delivered": max(delivered, 0),
                 "throughput_bps": max(delivered, 0) * 8 / span if span and span > 0 else 0.0,
                 "completion_s": None,
-                "tcp_retransmits": int((sent["event"] == "retransmit").sum()),
+                # As the simulator counts them (thinwire.fields): data segments
+                # the sender sent again; SYNs, SYN-ACKs and FINs without data sent
+                # again by either end (the send events' value is the TCP flags).
+                "tcp_retransmits": int(((sent["event"] == "retransmit") & (sent["len"] > 0)).sum()),
+                "tcp_syn_retransmits": ctl.filter((pl.col("value") & 0x02) != 0).height,
+                "tcp_fin_retransmits": ctl.filter(((pl.col("value") & 0x03) == 0x01)).height,
                 "tcp_timeouts": None,
                 "tcp_fast_retransmits": None,
                 "rtt_avg_s": _rtt_avg(f, str(d)),

@@ -29,6 +29,9 @@ fn dir_dict<'py>(py: Python<'py>, s: &DirStats, elapsed_s: f64) -> PyResult<Boun
     d.set_item("unique_bytes", s.unique_bytes)?;
     d.set_item("retransmitted_packets", s.rexmit_pkts)?;
     d.set_item("retransmitted_bytes", s.rexmit_bytes)?;
+    d.set_item("retransmitted_syn_packets", s.syn_rexmit_pkts)?;
+    d.set_item("retransmitted_fin_packets", s.fin_rexmit_pkts)?;
+    d.set_item("retransmitted_data_packets", s.rexmit_pkts - s.syn_rexmit_pkts - s.fin_rexmit_pkts)?;
     d.set_item("zero_window_probes", s.zwnd_probe_pkts)?;
     d.set_item("out_of_order_packets", s.out_of_order_pkts)?;
     d.set_item("pushed_packets", s.pushed_pkts)?;

@@ -17,6 +17,8 @@ ROWS = [
     ("actual data bytes", "data_bytes", "d"),
     ("rexmt data pkts", "retransmitted_packets", "d"),
     ("rexmt data bytes", "retransmitted_bytes", "d"),
+    ("  of which SYN pkts", "retransmitted_syn_packets", "d"),
+    ("  of which FIN pkts", "retransmitted_fin_packets", "d"),
     ("zwnd probe pkts", "zero_window_probes", "d"),
     ("outoforder pkts", "out_of_order_packets", "d"),
     ("max segm size", "max_segment", "d"),
@@ -37,6 +39,12 @@ ROWS = [
     ("timeouts", "timeouts", "d"),
     ("spurious timeouts", "spurious_timeouts", "d"),
 ]
+# What a capture's rows mean where tcptrace's names do not say it.
+CAPTURE_NOTES = (
+    "rexmt data pkts: segments that resent sequence space (tcptrace), SYNs and FINs included; "
+    "RTT: every data segment sent once, to the first ACK covering it (Karn); "
+    "timeouts and spurious timeouts (Eifel, by timestamps) as a capture shows them"
+)
 
 
 def _f(v, f):
@@ -51,7 +59,7 @@ def print_capture(cap, out=sys.stdout, limit: int | None = None) -> None:
     w = out.write
     r = cap.raw
     w(
-        f"{cap.path}: {r['format']}, {r['packets']:,} packets, {r['tcp_packets']:,} TCP, {len(r['connections'])} connections "
+        f"{cap.path}: {r['format']}, {r['packets']:,} packets, {r['tcp_packets']:,} TCP, {_n(len(r['connections']), 'connection')} "
         f"(analysed in {r['wall_s'] * 1e3:.1f} ms)\n"
     )
     for m in cap.warnings:
@@ -67,6 +75,12 @@ def print_capture(cap, out=sys.stdout, limit: int | None = None) -> None:
             w(f"  {label:<22}{_f(c['a2b'][k], f):>14}{_f(c['b2a'][k], f):>14}\n")
     if limit is not None and len(r["connections"]) > limit:
         w(f"\n... {len(r['connections']) - limit} more connections (use --json for all)\n")
+    if r["connections"]:
+        w(f"\n({CAPTURE_NOTES})\n")
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
 
 
 def print_run(run, metrics, caps: dict, out=sys.stdout) -> None:
@@ -77,13 +91,24 @@ def print_run(run, metrics, caps: dict, out=sys.stdout) -> None:
     else:
         span = f"{s.get('sim_time_s', 0):.3f} s simulated"
     w(f"run {run.path}: scenario {s.get('scenario')}, {span}\n\n")
-    head = f"{'flow':>4} {'dir':<4} {'sent B':>10} {'TCP rexmit':>10} {'RTOs':>5} {'FR':>4} {'spurious':>8} {'competing':>9} {'link rexmit':>11} {'utilization':>11}"
+    head = (
+        f"{'flow':>4} {'dir':<4} {'sent B':>10} {'TCP rexmit':>10} {'SYN rexmit':>10} {'FIN rexmit':>10} {'RTOs':>5} "
+        f"{'FR':>4} {'needless':>8} {'competing':>9} {'link rexmit':>11} {'utilization':>11}"
+    )
     w(head + "\n" + "-" * len(head) + "\n")
     for m in metrics.iter_rows(named=True):
         u = "-" if m["utilization"] is None else f"{m['utilization'] * 100:.1f}%"
         w(
-            f"{m['flow']:>4} {m['direction']:<4} {m['data_bytes_sent']:>10,} {m['tcp_retransmitted_packets']:>10} {m['timeouts']:>5} {m['fast_retransmits']:>4} "
-            f"{m['spurious_timeouts']:>8} {m['competing_retransmissions']:>9} {m['link_retransmitted_frames']:>11} {u:>11}\n"
+            f"{m['flow']:>4} {m['direction']:<4} {m['data_bytes_sent']:>10,} {m['tcp_retransmits']:>10} "
+            f"{m['tcp_syn_retransmits']:>10} {m['tcp_fin_retransmits']:>10} {_f(m['tcp_timeouts'], 'd'):>5} "
+            f"{_f(m['tcp_fast_retransmits'], 'd'):>4} {_f(m['needless_timeouts'], 'd'):>8} {m['competing_retransmissions']:>9} "
+            f"{m['link_retransmitted_frames']:>11} {u:>11}\n"
+        )
+    if metrics.height:
+        w(
+            "(TCP rexmit: data segments sent again; SYN/FIN rexmit: SYNs, SYN-ACKs and FINs without data sent again, "
+            "by either end; needless: timeouts whose segment had reached the receiver before; "
+            "'-': the trace does not hold the sender's state, as in an emulation)\n"
         )
     for name, cap in caps.items():
         w(f"\n--- {name}.pcap (seen at the {name}) ---\n")

@@ -9,7 +9,8 @@ Definitions (per TCP flow, in its data direction):
   frames (first transmissions and link retransmissions); it is scaled by the share
   of TCP data bytes that were not TCP retransmissions, since frames are not traced
   per TCP segment. Idle time and TCP retransmissions therefore do not count.
-- **spurious timeout**: a TCP timeout whose retransmitted segment (the first
+- **needless timeout** (`needless_timeouts`; seed 000's spurious timeout, not the
+  sender's own undo count `tcp_spurious_timeouts` nor a capture's Eifel count): a TCP timeout whose retransmitted segment (the first
   retransmission at or after the timeout) had an earlier copy that reached the
   receiver. The link delivers each flow's packets in order, so when the receiver
   gets a sequence number more often than it was sent from the timeout on, an
@@ -27,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DATA_EVENTS = ("send", "retransmit")
+# Events only a sender whose TCP thinwire ran records (not a tap on real hosts).
+SENDER_STATE = ("cwnd", "ssthresh", "srtt", "rto", "timeout", "fast_retransmit")
 
 
 def _flow_dir(tcp, flow: int) -> int:
@@ -151,6 +154,18 @@ class SimRun:
             tos = ft.filter((pl.col("node") == snd_node) & (pl.col("event") == "timeout"))
             frs = ft.filter((pl.col("node") == snd_node) & (pl.col("event") == "fast_retransmit"))
             rex = data.filter(pl.col("event") == "retransmit")
+            # SYNs, SYN-ACKs and FINs without data sent again, by either end (the
+            # send events' value is the segment's TCP flags).
+            ctl = ft.filter((pl.col("event") == "retransmit") & (pl.col("len") == 0) & (pl.col("node") != "proxy"))
+            syn_rex = ctl.filter((pl.col("value") & 0x02) != 0).height
+            fin_rex = ctl.filter(((pl.col("value") & 0x02) == 0) & ((pl.col("value") & 0x01) != 0)).height
+            # The sender's timer events are in the trace only where thinwire ran the
+            # sender's TCP (a simulation); an emulation's trace holds what the taps
+            # saw, so timeouts and fast retransmits are unknown there, not zero.
+            known = (
+                tos.height > 0
+                or not ft.filter((pl.col("node") == snd_node) & pl.col("event").is_in(SENDER_STATE)).is_empty()
+            )
             spurious, competing = _spurious_and_competing(data, arr, tos["time_ns"].to_list())
             t0 = ft["time_ns"].min() if ft.height else 0
             t1 = ft.filter(pl.col("event") == "recv")["time_ns"].max() if ft.height else 0
@@ -172,11 +187,13 @@ class SimRun:
                     "flow": f,
                     "direction": dname,
                     "data_bytes_sent": sent_bytes,
-                    "tcp_retransmitted_packets": rex.height,
+                    "tcp_retransmits": rex.height,
                     "tcp_retransmitted_bytes": int(rex["len"].sum() or 0),
-                    "timeouts": tos.height,
-                    "fast_retransmits": frs.height,
-                    "spurious_timeouts": spurious,
+                    "tcp_syn_retransmits": syn_rex,
+                    "tcp_fin_retransmits": fin_rex,
+                    "tcp_timeouts": tos.height if known else None,
+                    "tcp_fast_retransmits": frs.height if known else None,
+                    "needless_timeouts": spurious if known else None,
                     "competing_retransmissions": competing,
                     "link_data_frames": int(frames.filter(pl.col("event") == "frame_send").height),
                     "link_retransmitted_frames": int(frames.filter(pl.col("event") == "frame_retransmit").height),

@@ -60,8 +60,13 @@ pub struct DirStats {
     pub data_pkts: u64,
     pub data_bytes: u64,
     pub unique_bytes: u64,
+    /// Segments that resent sequence space (tcptrace's "rexmt data pkts": SYNs and
+    /// FINs sent again count, as their sequence numbers do).
     pub rexmit_pkts: u64,
     pub rexmit_bytes: u64,
+    /// Of `rexmit_pkts`, those without data: SYNs (SYN-ACKs) and FINs sent again.
+    pub syn_rexmit_pkts: u64,
+    pub fin_rexmit_pkts: u64,
     pub zwnd_probe_pkts: u64,
     pub zwnd_probe_bytes: u64,
     pub out_of_order_pkts: u64,
@@ -408,6 +413,13 @@ fn process(c: &mut Conn, d: usize, t: i64, p: &TcpPkt, cols: Option<&mut Columns
                 kind = KIND_REXMIT;
                 ds.rexmit_pkts += 1;
                 ds.rexmit_bytes += rex as u64;
+                if len == 0 {
+                    if syn {
+                        ds.syn_rexmit_pkts += 1;
+                    } else if fin {
+                        ds.fin_rexmit_pkts += 1;
+                    }
+                }
                 for g in me.segs.iter_mut() {
                     if g.s < e && g.e > s {
                         g.rexmit = true;

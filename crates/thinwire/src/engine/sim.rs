@@ -162,7 +162,15 @@ crate::described! {
         pub throughput_bps: f64 => (metric, "bit/s", "throughput|rate", "tcp"),
         /// Time from the start to the last byte (None: not finished).
         pub completion_s: Option<f64> => (metric, "s", "complete|s", "tcp"),
+        /// Data segments (payload > 0) the sender sent again.
         pub tcp_retransmits: u64 => (metric, "count", "rexmits", "tcp"),
+        /// SYNs and SYN-ACKs sent again, by either end (the connection's set-up;
+        /// web flows: summed over their connections).
+        pub tcp_syn_retransmits: u64 => (metric, "count", "SYN rexmit?", "tcp"),
+        /// FINs sent again without data, by either end.
+        pub tcp_fin_retransmits: u64 => (metric, "count", "FIN rexmit?", "tcp"),
+        /// Expiries of the sender's retransmission timer: each resent data, a
+        /// SYN-ACK or a FIN (so a timeout need not show in `tcp_retransmits`).
         pub tcp_timeouts: u64 => (metric, "count", "RTOs", "tcp"),
         /// Fast recoveries entered (losses found without a timeout).
         pub tcp_fast_retransmits: u64 => (metric, "count", "FR", "tcp"),
@@ -186,7 +194,11 @@ crate::described! {
         pub tcp_hystart_exits: u64 => (metric, "count", "", ""),
         /// The sender's pacing rate at the end (bit/s; BBR paces, the others do not).
         pub tcp_pacing_rate_bps: Option<f64> => (metric, "bit/s", "", ""),
-        /// Mean of the sender's RTT samples.
+        /// Mean of the RTT samples the sender's estimator took, the handshake's
+        /// included: with timestamps one per ACK (the echo), without them one timed
+        /// segment at a time (BSD, Karn's rule), with `rto = "linux"` the oldest
+        /// segment each ACK newly covers. A capture's RTT (`thinwire analyze`,
+        /// tcptrace) samples every data segment sent once, so the two differ.
         pub rtt_avg_s: Option<f64> => (metric, "s", "avg RTT|ms", "tcp"),
         pub segments_sent: u64 => (info, "count", "", ""),
         /// Web, http, ttcp: completed transactions (pages, downloads).
@@ -215,6 +227,8 @@ impl FlowResult {
     /// The sender's counters (`snd`) and the receiver's (`rcv`).
     fn with_tcp(mut self, snd: &crate::tcp::TcpStats, rcv: &crate::tcp::TcpStats, pacing: Option<u64>) -> FlowResult {
         self.tcp_retransmits = snd.retransmits;
+        self.tcp_syn_retransmits = snd.syn_retransmits + rcv.syn_retransmits;
+        self.tcp_fin_retransmits = snd.fin_retransmits + rcv.fin_retransmits;
         self.tcp_timeouts = snd.timeouts;
         self.tcp_fast_retransmits = snd.fast_retransmits;
         self.tcp_spurious_timeouts = snd.spurious_timeouts;

@@ -78,8 +78,13 @@ pub struct TcpStats {
     pub segments_sent: u64,
     pub data_segments_sent: u64,
     pub data_bytes_sent: u64,
+    /// Data segments (payload > 0) sent again.
     pub retransmits: u64,
     pub retransmitted_bytes: u64,
+    /// SYNs or SYN-ACKs sent again, and FINs sent again without data.
+    pub syn_retransmits: u64,
+    pub fin_retransmits: u64,
+    /// Expiries of the retransmission timer (the handshake's and a FIN's included).
     pub timeouts: u64,
     pub fast_retransmits: u64,
     pub rtt_samples: u64,
@@ -117,6 +122,8 @@ impl std::ops::AddAssign<&TcpStats> for TcpStats {
             data_bytes_sent,
             retransmits,
             retransmitted_bytes,
+            syn_retransmits,
+            fin_retransmits,
             timeouts,
             fast_retransmits,
             rtt_samples,
@@ -138,6 +145,8 @@ impl std::ops::AddAssign<&TcpStats> for TcpStats {
         self.data_bytes_sent += data_bytes_sent;
         self.retransmits += retransmits;
         self.retransmitted_bytes += retransmitted_bytes;
+        self.syn_retransmits += syn_retransmits;
+        self.fin_retransmits += fin_retransmits;
         self.timeouts += timeouts;
         self.fast_retransmits += fast_retransmits;
         self.rtt_samples += rtt_samples;
@@ -903,6 +912,12 @@ impl Tcp {
             if retransmission {
                 self.tcb.stats.retransmits += 1;
                 self.tcb.stats.retransmitted_bytes += len as u64;
+            }
+        } else if retransmission {
+            if flags & TcpFlags::SYN != 0 {
+                self.tcb.stats.syn_retransmits += 1;
+            } else if flags & TcpFlags::FIN != 0 {
+                self.tcb.stats.fin_retransmits += 1;
             }
         }
         Segment { repr, len, retransmission, offset: seq.saturating_sub(1), ect: new_data }
