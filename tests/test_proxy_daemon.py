@@ -459,3 +459,56 @@ def test_a_burst_of_queue_drops_is_recovered_within_twice_the_direct_time(tmp_pa
     md, mp = sorted(direct)[1], sorted(proxied)[1]
     print(f"100 x 3 KB: through the daemon {sorted(proxied)} s, without it {sorted(direct)} s")
     assert mp <= 2 * md, f"through the daemon {sorted(proxied)} s, without it {sorted(direct)} s"
+
+
+def test_the_readme_proxy_example_has_no_race_and_no_leftovers(tmp_path):
+    """The README's example as written: the daemon as the --gateway command with
+    --out, a plain curl (no retries) started once the server listens. When emulate
+    returns, the daemon's outputs are complete; its connection closed over the
+    link (no retransmission into a torn-down link, no phantom flow); the summary
+    has no empty sections."""
+    www = served(tmp_path, 40_000)
+    got = tmp_path / "got.bin"
+    cfg = tmp_path / "proxy.toml"
+    cfg.write_text('[proxy]\nlink_rate = "400kbps"\n[daemon]\nmobile_interface = "eth1"\n')
+    px = tmp_path / "px"
+    gateway = f"{PY} -m thinwire.cli proxy --config {cfg} --set daemon.mobile_interface=$THINWIRE_DEV --out {px}"
+    server = f"sleep 1; exec {PY} -m http.server 8000 --bind 10.0.0.1 --directory {www}"
+    mobile = f"curl -sf -o {got} http://{S}:8000/f.bin"
+    p, out = emulate(
+        tmp_path,
+        LINK.format(rate="400kbps", delay="50ms", queue=""),
+        mobile,
+        server,
+        "--gateway",
+        gateway,
+        "--server-ready",
+        "8000",
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert sha(got) == sha(www / "f.bin")
+    s = json.loads(p.stdout)
+    assert s["gateway_wind_down_s"] is not None and s["gateway_wind_down_s"] < 10, s["gateway_wind_down_s"]
+    for f in ("summary.json", "flows.parquet", "trace.parquet", "capture.pcapng", "daemon.log"):
+        assert (px / f).is_file(), f"{f} missing when emulate returned"
+    assert not (px / "trace.rows").exists()
+    ps = json.loads((px / "summary.json").read_text())
+    assert [f["bytes_delivered"] > 40_000 for f in ps["flows"]] == [True], ps["flows"]  # one flow, no phantom
+    assert ps["daemon"]["proxied"] == 1 and ps["daemon"]["open"] == 0
+    assert ps["daemon"]["retransmits"] == 0 and ps["daemon"]["aggregate_timeouts"] == 0
+    empty = [k for k, v in ps.items() if v in ({}, [], None)]
+    assert not empty, f"empty summary keys {empty}"
+    assert not processes("thinwire.cli proxy")
+
+
+def test_server_ready_refuses_a_server_that_never_listens(tmp_path):
+    p, _ = emulate(
+        tmp_path,
+        LINK.format(rate="400kbps", delay="50ms", queue=""),
+        "true",
+        "sleep 0.5; exit 3",
+        "--server-ready",
+        "8000",
+    )
+    assert p.returncode == 2 and "exited (status 3) before anything listened on port 8000" in p.stderr, p.stderr
+    assert p.stderr.count("\n") <= 2

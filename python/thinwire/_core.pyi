@@ -87,6 +87,7 @@ def emulate(
     late_after_ms: float = ...,
     commands_to_stderr: bool = ...,
     gateway: str | None = ...,
+    server_ready: int | None = ...,
 ) -> dict[str, Any]:
     """Runs an emulation; returns its report (duration_s, ended, mobile_status,
     lateness, packets, link, trace). Raises EmulateError for what the user must

@@ -446,6 +446,11 @@ def _cmd_emulate(a) -> int:
     for cmd, what in ((a.mobile, "--mobile"), (a.server, "--server"), (a.gateway or None, "--gateway")):
         if cmd is not None:
             _check_command(cmd, what)
+    if a.server_ready is not None:
+        if not a.server:
+            _die("--server-ready: give the --server command whose port to wait for")
+        if not 1 <= a.server_ready <= 65535:
+            _die(f"--server-ready: {a.server_ready} is not a TCP port (1 to 65535)")
     why = available()
     if why:
         _die(why)
@@ -460,6 +465,7 @@ def _cmd_emulate(a) -> int:
             out=a.out,
             commands_to_stderr=a.json,
             gateway=a.gateway,
+            server_ready=a.server_ready,
         )
     except EmulateError as e:
         _die(str(e))
@@ -500,6 +506,11 @@ def print_emulation(s: dict, out=sys.stdout) -> None:
     w(
         f"emulation {s['scenario']}: {s['duration_s']:.3f} s ({s['ended']}"
         + (f", status {st}" if st is not None else "")
+        + (
+            f"; the gateway command finished {s['gateway_wind_down_s']:.1f} s later, the link still running"
+            if s.get("gateway_wind_down_s") is not None
+            else ""
+        )
         + f"); {p['from_mobile']:,} packets from the mobile, {p['from_server']:,} from the server; "
         f"dropped: {p['link_drops']:,} wireless queue, {p['wired_drops']:,} wired queue\n"
         f"lateness of {lat['packets']:,} packets written: p50 {lat['p50_ms']:.3f} ms, p99 {lat['p99_ms']:.3f} ms, "
@@ -793,6 +804,12 @@ def main(argv: list[str] | None = None) -> int:
         const="",
         metavar="CMD",
         help="a gateway namespace between the link and the server (joined to the server by a veth pair, which replaces [wired]), running CMD if given (e.g. a proxy)",
+    )
+    em.add_argument(
+        "--server-ready",
+        type=int,
+        metavar="PORT",
+        help="start the mobile command once the server listens on this TCP port (waits up to 30 s)",
     )
     em.add_argument("--duration", help="end after this long (e.g. 60s)")
     em.add_argument(

@@ -66,12 +66,18 @@ def emulate(
     late_after_ms: float = 1.0,
     commands_to_stderr: bool = False,
     gateway: str | None = None,
+    server_ready: int | None = None,
 ) -> dict:
     """Runs an emulation; returns its summary (and writes `out` if given).
     `commands_to_stderr`: the commands' standard output goes to standard error.
     `gateway`: a third namespace between the link and the server (a veth pair to
     the server replaces the scenario's wired link), running this command ("" for
-    none), e.g. a proxy."""
+    none), e.g. a proxy. `server_ready`: start the mobile command only once
+    something listens on this TCP port in the server's namespace (30 s at most)."""
+    if server_ready is not None and not (
+        isinstance(server_ready, int) and not isinstance(server_ready, bool) and 1 <= server_ready <= 65535
+    ):
+        raise ScenarioError(f"--server-ready: {server_ready!r} is not a TCP port (1 to 65535)")
     text, name = load_scenario_text(scenario)
     overrides = path_overrides(scenario, text) + _overrides(set, seed, None, None, False)
     _core.check(text, overrides, links_only=True)
@@ -91,6 +97,7 @@ def emulate(
             late_after_ms,
             commands_to_stderr,
             gateway,
+            server_ready,
         )
     except _core.EmulateError as e:
         raise EmulateError(str(e)) from None

@@ -82,11 +82,14 @@ def finish(out: str | os.PathLike) -> dict:
         "duration_s": duration,
         "started": {k: v for k, v in started.items() if k not in ("event",)},
         "daemon": {k: v for k, v in end.items() if k not in ("event", "mobiles")},
-        "mobiles": end.get("mobiles", []),
         "observed_at": "proxy (tcp rows: node mobile = wireless leg, node server = wired leg)",
-        "link": {"down": {}, "up": {}},
         "flows": flows.to_dicts(),
     }
+    # The mobiles the daemon still served at its last report (none once every
+    # connection closed: the key is then left out). The daemon runs no link model:
+    # there is no "link" section (an emulation's summary has one).
+    if end.get("mobiles"):
+        summary["mobiles"] = end["mobiles"]
     from .outputs import write_parquet, write_text
 
     write_parquet(trace, d / "trace.parquet")

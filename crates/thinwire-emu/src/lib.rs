@@ -51,7 +51,14 @@ pub struct Options {
     /// Send the commands' standard output to our standard error (when ours carries
     /// a report, e.g. JSON).
     pub commands_to_stderr: bool,
+    /// Start the mobile command only once something listens on this TCP port in
+    /// the server's namespace (the server command is up), waiting at most
+    /// SERVER_READY_WAIT.
+    pub server_ready: Option<u16>,
 }
+
+/// How long `server_ready` waits for the server to listen.
+pub const SERVER_READY_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Why an emulation could not run: `Usage` errors are the user's to fix (exit 2).
 #[derive(Debug)]
@@ -103,6 +110,10 @@ pub struct Report {
     pub tun_queue_drops: [u64; 2],
     /// Bytes read that held no IP packet.
     pub unparsable: u64,
+    /// How long the gateway command took to finish after the emulation's end (the
+    /// link kept running meanwhile; `duration_s` includes it). None: no gateway
+    /// command, or it had exited.
+    pub gateway_wind_down_s: Option<f64>,
     pub trace: thinwire::trace::TraceTable,
 }
 
@@ -147,6 +158,48 @@ fn shell_status(s: std::process::ExitStatus) -> i32 {
     s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
 }
 
+/// Waits until a socket listens on TCP `port` in the server command's network
+/// namespace (its /proc/PID/net/tcp and tcp6, state 0A), for SERVER_READY_WAIT at
+/// most; a usage error if the server command exits first or never listens.
+fn wait_listening(server: Option<&mut Child>, port: u16) -> Result<(), EmuError> {
+    let Some(server) = server else {
+        return Err(EmuError::Usage(format!("--server-ready {port}: there is no --server command to wait for")));
+    };
+    let pid = server.id();
+    let want = format!(":{port:04X} ");
+    let listening = || {
+        ["tcp", "tcp6"].iter().any(|f| {
+            std::fs::read_to_string(format!("/proc/{pid}/net/{f}")).is_ok_and(|t| {
+                t.lines().skip(1).any(|l| {
+                    let mut cols = l.split_whitespace();
+                    let local = cols.nth(1).unwrap_or("");
+                    let state = cols.nth(1).unwrap_or("");
+                    state == "0A" && format!("{local} ").ends_with(&want)
+                })
+            })
+        })
+    };
+    let start = std::time::Instant::now();
+    loop {
+        if listening() {
+            return Ok(());
+        }
+        if let Ok(Some(st)) = server.try_wait() {
+            return Err(EmuError::Usage(format!(
+                "--server-ready {port}: the server command exited (status {}) before anything listened on port {port}",
+                shell_status(st)
+            )));
+        }
+        if start.elapsed() >= SERVER_READY_WAIT {
+            return Err(EmuError::Usage(format!(
+                "--server-ready {port}: nothing listened on TCP port {port} in the server's namespace within {} s",
+                SERVER_READY_WAIT.as_secs()
+            )));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// Ends a command: SIGTERM to its process group, SIGKILL after a second.
 fn stop(child: &mut Child, group: bool) {
     stop_within(child, group, 100);
@@ -155,8 +208,7 @@ fn stop(child: &mut Child, group: bool) {
 /// Like `stop`, waiting up to `ticks` × 10 ms after SIGTERM before SIGKILL.
 fn stop_within(child: &mut Child, group: bool, ticks: u32) {
     let pid = child.id();
-    // SAFETY: signal 0 only asks whether the group has a process left.
-    let group_alive = || group && unsafe { libc::kill(-(pid as i32), 0) } == 0;
+    let group_alive = || group && sys::group_alive(pid);
     // A command that has exited may have left processes in its group (a job it
     // put in the background): they get the SIGTERM too, not only the final
     // SIGKILL of the namespace's removal.
@@ -190,6 +242,12 @@ const TOK_TIMER: u64 = 2;
 const TOK_SIGNAL: u64 = 3;
 const TOK_EXIT: u64 = 4;
 const TOK_SERVER_EXIT: u64 = 5;
+const TOK_GATEWAY_EXIT: u64 = 6;
+
+/// How long a gateway command (a proxy daemon) may take to finish after the
+/// emulation's end, with the link still running: its connections close over the
+/// link (the FIN exchange with the mobile's kernel), and it writes its outputs.
+const GATEWAY_WIND_DOWN: Duration = Duration::from_secs(10);
 
 /// Runs an emulation to its end; everything it created is gone when it returns.
 pub fn emulate(opts: Options) -> Result<Report, EmuError> {
@@ -239,6 +297,14 @@ pub fn emulate(opts: Options) -> Result<Report, EmuError> {
         },
         _ => None,
     };
+    if let Some(port) = opts.server_ready {
+        if let Err(e) = wait_listening(server.as_mut(), port) {
+            for c in [server.as_mut(), gateway.as_mut()].into_iter().flatten() {
+                stop(c, true);
+            }
+            return Err(e);
+        }
+    }
     let interactive = opts.mobile.is_none();
     let shell = std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".into());
     let mobile_cmd = opts.mobile.clone().unwrap_or_else(|| format!("exec {shell}"));
@@ -251,7 +317,8 @@ pub fn emulate(opts: Options) -> Result<Report, EmuError> {
             return Err(e);
         }
     };
-    let result = run_loop(&opts, &hosts, &signals, &mut mobile, server.as_mut(), interactive, logs.as_mut());
+    let cmds = Commands { mobile: &mut mobile, server: server.as_mut(), gateway: gateway.as_mut() };
+    let result = run_loop(&opts, &hosts, &signals, cmds, interactive, logs.as_mut());
     // Statuses of commands that ended by themselves (not those we stop now).
     let exited = |c: &mut Child| c.try_wait().ok().flatten().map(shell_status);
     let mobile_status = exited(&mut mobile);
@@ -260,9 +327,10 @@ pub fn emulate(opts: Options) -> Result<Report, EmuError> {
     if let Some(s) = server.as_mut() {
         stop(s, true);
     }
-    // A gateway command (a proxy daemon) may drain and write its outputs: 10 s.
+    // The gateway command had its wind-down with the link running (`run_loop`);
+    // what is left of its group gets 1 s more.
     if let Some(g) = gateway.as_mut() {
-        stop_within(g, true, 1000);
+        stop_within(g, true, 100);
     }
     let tun_queue_drops = [&hosts.mobile, hosts.far_end()].map(|h| netns::tun_queue_drops(h).unwrap_or(0));
     drop(hosts);
@@ -276,15 +344,22 @@ pub fn emulate(opts: Options) -> Result<Report, EmuError> {
     Ok(report)
 }
 
+/// The commands an emulation runs, for its loop.
+struct Commands<'a> {
+    mobile: &'a mut Child,
+    server: Option<&'a mut Child>,
+    gateway: Option<&'a mut Child>,
+}
+
 fn run_loop(
     opts: &Options,
     hosts: &netns::Hosts,
     signals: &sys::Signals,
-    mobile: &mut Child,
-    mut server: Option<&mut Child>,
+    cmds: Commands<'_>,
     interactive: bool,
     mut logs: Option<&mut logs::Logs>,
 ) -> Result<Report, EmuError> {
+    let Commands { mobile, mut server, mut gateway } = cmds;
     let fail = |what: &str, e: std::io::Error| EmuError::Failed(format!("{what}: {e}"));
     let tun_m: &OwnedFd = hosts.mobile.tun.as_ref().expect("mobile TUN");
     let tun_s: &OwnedFd = hosts.far_end().tun.as_ref().expect("server or gateway TUN");
@@ -321,6 +396,19 @@ fn run_loop(
     if let Some(fd) = &server_exit {
         poll.add(fd.as_raw_fd(), TOK_SERVER_EXIT).map_err(|e| fail("epoll", e))?;
     }
+    // A gateway command still running at the end gets SIGTERM and its wind-down
+    // with the link still running (GATEWAY_WIND_DOWN); the emulation ends when it
+    // exits. (Before, the link stopped first: a proxy's last connections could not
+    // close, and it was killed before it wrote its outputs.)
+    let gateway_pid = gateway.as_deref_mut().and_then(|g| g.try_wait().ok().flatten().is_none().then(|| g.id()));
+    let gateway_exit = match gateway_pid {
+        Some(pid) => Some(sys::pidfd_open(pid).map_err(|e| fail("pidfd_open", e))?),
+        None => None,
+    };
+    // (why the emulation ended, when, when the wind-down gives up)
+    let mut winding: Option<(String, Instant, Instant)> = None;
+    let mut winding_started: Option<Instant> = None;
+    let mut gateway_leader_gone = false;
     sys::set_timer_slack(1);
     let start = sys::monotonic_ns();
     let start_unix_s = sys::realtime_ns() as f64 / 1e9;
@@ -353,16 +441,30 @@ fn run_loop(
             l.gateway(path.take_taps().into_iter().map(|(t, down, p)| (t, down, p.emit())).collect());
             l.decisions(path.take_decisions());
         }
-        if end_at.is_some_and(|e| t >= e) {
-            break "duration".to_string();
+        let mut stop_now = None;
+        if winding.is_none() && end_at.is_some_and(|e| t >= e) {
+            stop_now = Some("duration".to_string());
         }
-        let deadline = match (path.next_deadline(), end_at) {
+        if let Some((why, _, until)) = &winding {
+            if t >= *until || (gateway_leader_gone && !gateway_pid.is_some_and(sys::group_alive)) {
+                break why.clone();
+            }
+        }
+        let mut end = winding.as_ref().map(|w| w.2).or(if stop_now.is_none() { end_at } else { Some(t) });
+        if winding.is_some() && gateway_leader_gone {
+            // Looked at again in 10 ms.
+            end = end.map(|e| e.min(t + Duration::from_millis(10)));
+        }
+        let deadline = match (path.next_deadline(), end) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
         timer.set(deadline.map(|d| start + d.nanos())).map_err(|e| fail("timerfd", e))?;
-        poll.wait(&mut ready, -1).map_err(|e| fail("epoll_wait", e))?;
-        let mut stop_now = None;
+        if stop_now.is_none() {
+            poll.wait(&mut ready, -1).map_err(|e| fail("epoll_wait", e))?;
+        } else {
+            ready.clear();
+        }
         for &tok in &ready {
             match tok {
                 TOK_MOBILE | TOK_SERVER => {
@@ -387,11 +489,32 @@ fn run_loop(
                     while let Some(s) = signals.take() {
                         // An interactive shell handles its own Ctrl-C.
                         if !(interactive && s == libc::SIGINT) {
-                            stop_now = Some(format!("signal {s}"));
+                            // A second signal during the wind-down ends it at once.
+                            if let Some((why, _, _)) = &winding {
+                                stop_now = Some(why.clone());
+                                winding = None;
+                            } else {
+                                stop_now = Some(format!("signal {s}"));
+                            }
                         }
                     }
                 }
-                TOK_EXIT => stop_now = Some("command exited".to_string()),
+                TOK_EXIT => {
+                    poll.remove(exit_fd.as_raw_fd());
+                    stop_now = Some("command exited".to_string());
+                }
+                TOK_GATEWAY_EXIT => {
+                    // The command's shell may go first (SIGTERM ends `sh -c` at
+                    // once): the wind-down lasts while anything of its group runs.
+                    if let Some(fd) = &gateway_exit {
+                        poll.remove(fd.as_raw_fd());
+                    }
+                    // Reaped, so that the group's liveness is its other processes'.
+                    if let Some(g) = gateway.as_deref_mut() {
+                        let _ = g.try_wait();
+                    }
+                    gateway_leader_gone = true;
+                }
                 TOK_SERVER_EXIT => {
                     // A server that exits cleanly (a one-shot sink) lets the run go
                     // on; one that fails ends it.
@@ -407,10 +530,20 @@ fn run_loop(
             }
         }
         if let Some(why) = stop_now {
-            break why;
+            match (gateway_pid, &gateway_exit, &winding) {
+                (Some(pid), Some(fd), None) if winding_started.is_none() => {
+                    let t = now();
+                    sys::kill_group(pid, libc::SIGTERM);
+                    poll.add(fd.as_raw_fd(), TOK_GATEWAY_EXIT).map_err(|e| fail("epoll", e))?;
+                    winding_started = Some(t);
+                    winding = Some((why, t, t + GATEWAY_WIND_DOWN));
+                }
+                _ => break why,
+            }
         }
     };
     let t_end = now();
+    let gateway_wind_down_s = winding_started.map(|t0| (t_end - t0).as_secs_f64());
     path.advance(t_end);
     while let Some(o) = path.poll_output() {
         write_out(o, &mut logs, &mut lateness);
@@ -437,6 +570,7 @@ fn run_loop(
         write_drops,
         tun_queue_drops: [0; 2],
         unparsable,
+        gateway_wind_down_s,
         trace: path.take_trace(),
     })
 }

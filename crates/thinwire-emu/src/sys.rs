@@ -250,6 +250,12 @@ pub fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
 }
 
 /// Sends `sig` to process group `pgid`.
+/// Whether process group `pgid` has a process left.
+pub fn group_alive(pgid: u32) -> bool {
+    // SAFETY: signal 0 only asks whether the group exists.
+    unsafe { libc::kill(-(pgid as i32), 0) == 0 }
+}
+
 pub fn kill_group(pgid: u32, sig: i32) {
     // SAFETY: kill with a negative pid signals the group; errors are ignored.
     unsafe { libc::kill(-(pgid as libc::pid_t), sig) };

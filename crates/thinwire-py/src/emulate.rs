@@ -13,7 +13,7 @@ pyo3::create_exception!(
 /// Runs an emulation; returns its report. Raises EmulateError for what the user
 /// must fix (no root, no iproute2, an unwritable --out), RuntimeError otherwise.
 #[pyfunction]
-#[pyo3(signature = (toml_text, overrides, mobile=None, server=None, duration_s=None, out_dir=None, late_after_ms=1.0, commands_to_stderr=false, gateway=None))]
+#[pyo3(signature = (toml_text, overrides, mobile=None, server=None, duration_s=None, out_dir=None, late_after_ms=1.0, commands_to_stderr=false, gateway=None, server_ready=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn emulate<'py>(
     py: Python<'py>,
@@ -26,6 +26,7 @@ pub fn emulate<'py>(
     late_after_ms: f64,
     commands_to_stderr: bool,
     gateway: Option<String>,
+    server_ready: Option<u16>,
 ) -> PyResult<Bound<'py, PyDict>> {
     use thinwire::time::Duration;
     let sc = crate::scenario(&toml_text, &overrides, None, true)?;
@@ -38,6 +39,7 @@ pub fn emulate<'py>(
         out: out_dir,
         late_after: Duration::from_secs_f64(late_after_ms / 1e3),
         commands_to_stderr,
+        server_ready,
     };
     let r = py.allow_threads(|| thinwire_emu::emulate(opts)).map_err(|e| match e {
         thinwire_emu::EmuError::Usage(m) => EmulateError::new_err(m),
@@ -47,6 +49,7 @@ pub fn emulate<'py>(
     d.set_item("duration_s", r.duration_s)?;
     d.set_item("start_unix_s", r.start_unix_s)?;
     d.set_item("ended", &r.ended)?;
+    d.set_item("gateway_wind_down_s", r.gateway_wind_down_s)?;
     d.set_item("mobile_status", r.mobile_status)?;
     d.set_item("server_status", r.server_status)?;
     let l = PyDict::new(py);

@@ -175,7 +175,7 @@ class SimRun:
                 & (pl.col("dir") == dname)
                 & pl.col("event").is_in(["frame_send", "frame_retransmit"])
             )
-            rate = self.summary["link"][dname].get("rate_bps")
+            rate = self.summary.get("link", {}).get(dname, {}).get("rate_bps")
             util = None
             sent_bytes = int(data["len"].sum() or 0)
             if rate and frames.height and sent_bytes:
