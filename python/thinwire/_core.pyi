@@ -15,6 +15,7 @@ __all__ = [
     "TRACE_EVENTS",
     "TRACE_NODES",
     "TRACE_DIRS",
+    "TRACE_EVENT_DOCS",
     "RESULT_FIELDS",
     "EmulateError",
     "emulate",
@@ -117,4 +118,6 @@ TRACE_LAYERS: list[str]
 TRACE_EVENTS: list[str]
 TRACE_NODES: list[str]
 TRACE_DIRS: list[str]
+TRACE_EVENT_DOCS: list[dict[str, str]]
+"""What each (layer, event) of a trace means: layer, event, node, meaning, columns (what seq/ack/len hold), value, unit."""
 RESULT_FIELDS: dict[str, list[dict[str, str]]]

@@ -73,3 +73,27 @@ def table(rows: list[dict], cols: list[tuple[str, str, str]], first: tuple[str, 
 
     head = line(heads)
     return [head, "-" * len(head)] + [line(c) for c in cells]
+
+
+def trace_events(layer: str | None = None) -> list[dict[str, str]]:
+    """What each (layer, event) of a trace means, from the core's one description
+    (`EVENT_DOCS`, crates/thinwire/src/trace/mod.rs): layer, event, node (whose row
+    it is), meaning, columns (what seq / ack / len hold), value (what the `value`
+    column holds) and unit."""
+    return [dict(d) for d in _core.TRACE_EVENT_DOCS if layer is None or d["layer"] == layer]
+
+
+def trace_events_markdown() -> str:
+    """The table of trace events as docs/analysis.md shows it."""
+    lines = ["| layer | event | meaning | `value` (unit) | seq / ack / len | node |", "|---|---|---|---|---|---|"]
+    for d in trace_events():
+        cells = [
+            f"`{d['layer']}`",
+            f"`{d['event']}`",
+            d["meaning"],
+            f"{d['value']} ({d['unit']})",
+            d["columns"] or "—",
+            d["node"],
+        ]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"

@@ -278,6 +278,20 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TRACE_EVENTS", thinwire::trace::EVENTS.to_vec())?;
     m.add("TRACE_NODES", thinwire::trace::NODES.to_vec())?;
     m.add("TRACE_DIRS", thinwire::trace::DIRS.to_vec())?;
+    // What each (layer, event) of a trace means: one description (trace/mod.rs).
+    let docs = pyo3::types::PyList::empty(m.py());
+    for d in thinwire::trace::EVENT_DOCS {
+        let e = PyDict::new(m.py());
+        e.set_item("layer", d.layer)?;
+        e.set_item("event", d.event)?;
+        e.set_item("node", d.node)?;
+        e.set_item("meaning", d.meaning)?;
+        e.set_item("columns", d.columns)?;
+        e.set_item("value", d.value)?;
+        e.set_item("unit", d.unit)?;
+        docs.append(e)?;
+    }
+    m.add("TRACE_EVENT_DOCS", docs)?;
     // What each result field is: name, unit, kind (metric / info / hidden), the
     // summary table's label and group, doc. Sweeps and the command line read it.
     let fields = PyDict::new(m.py());

@@ -1,13 +1,9 @@
 //! One vocabulary of trace events for every layer, stored column by column.
 //!
-//! | layer | events |
-//! |---|---|
-//! | `tcp` | `send`, `retransmit` (any segment sent again: data, SYN or FIN), `recv`, variable changes `cwnd`, `ssthresh`, `srtt`, `rttvar`, `rto` (value column), and sender events `timeout`, `fast_retransmit`, `ecn_reduction` (an ECE answered, RFC 3168), `loss_probe` (RACK-TLP), `undo` (a needless reduction undone), `hystart_exit` (value = running count), `pacing_rate` (bytes/s; BBR) |
-//! | `link` | `frame_send`, `frame_retransmit`, `frame_lost` (channel), `frame_recv`, `ack_send`, `nack_send`, `status_send` (RLC Status PDU), `idle_send` (IS-707 idle frame), `packet_deliver` |
-//! | `queue` | `enqueue`, `drop` (at a full queue), `aqm_drop` (the discipline's decision: RED's or PIE's at arrival, CoDel's at departure), `mark` (CE instead of a drop, RFC 3168) (value = queue length after the event) |
-//! | `sojourn` | `dequeue`: a packet leaves a queue for the transmitter (value = its sojourn time, ns) |
-//! | `channel` | `state` (value 1 = entered the bad state, 0 = the good one; two-state model; logged lazily as frames are sent, stamped with the exact transition time) |
-//! | `proxy` | split-TCP proxy decisions at the gateway: `queue_len` (a connection's unsent bytes), `adv_window` (window advertised to its wired sender), `pick` (scheduler sent seq/len; value = priority class), `loss_counter` (value = the segment's counter), `retransmit` (value = transmissions), `timeout` (value = consecutive timeouts), `stall` (1 = link stalled, 0 = recovered), `cwnd` (the aggregate's usable window), `rtt` (an RTT sample over the wireless leg, ns) |
+//! Every (layer, event) pair a trace holds is described once, in [`EVENT_DOCS`]:
+//! what it means, which node records it, what its `seq`/`ack`/`len` hold and the
+//! meaning and unit of its `value` (`thinwire.fields.trace_events()`, the table in
+//! `docs/analysis.md`).
 //!
 //! Columns: `time_ns`, `layer`, `event`, `node`, `dir`, `flow`, `seq`, `ack`,
 //! `len`, `value`; `flow`, `seq` and `ack` are −1 here where they do not apply
@@ -119,6 +115,85 @@ pub enum Ev {
     AqmDrop,
     Dequeue,
 }
+
+/// One (layer, event) pair of the trace: what a row of it means.
+#[derive(Clone, Copy, Debug)]
+pub struct EventDoc {
+    pub layer: &'static str,
+    pub event: &'static str,
+    /// The node whose row it is.
+    pub node: &'static str,
+    pub meaning: &'static str,
+    /// What `seq`, `ack` and `len` hold ("" where they do not apply).
+    pub columns: &'static str,
+    /// What `value` holds, and its unit.
+    pub value: &'static str,
+    pub unit: &'static str,
+}
+
+const fn doc(
+    layer: &'static str,
+    event: &'static str,
+    node: &'static str,
+    meaning: &'static str,
+    columns: &'static str,
+    value: &'static str,
+    unit: &'static str,
+) -> EventDoc {
+    EventDoc { layer, event, node, meaning, columns, value, unit }
+}
+
+const SEG: &str =
+    "seq: first sequence number (relative, SYN = 0); ack: acknowledgment number (null without ACK); len: payload bytes";
+const FRAME: &str =
+    "seq: link sequence number; ack: acknowledged link sequence (control frames); len: bytes on the air";
+const PKT: &str = "len: the IP packet's bytes";
+
+/// Every (layer, event) a trace can hold (the recorder in recorder.rs, the realtime
+/// path's taps and the proxy daemon's rows write no others; a test checks it).
+#[rustfmt::skip]
+pub const EVENT_DOCS: &[EventDoc] = &[
+    doc("tcp", "send", "server, mobile (the sender)", "a segment sent for the first time (data, SYN, FIN or a pure ACK)", SEG, "TCP flags (FIN 1, SYN 2, RST 4, PSH 8, ACK 16, ECE 64, CWR 128)", "flags"),
+    doc("tcp", "retransmit", "server, mobile (the sender)", "a segment sent again: data, SYN(-ACK) or FIN (the sequence space was sent before)", SEG, "TCP flags", "flags"),
+    doc("tcp", "recv", "server, mobile (the receiver)", "a segment arrived at the host", SEG, "TCP flags", "flags"),
+    doc("tcp", "cwnd", "server, mobile (each host's own sender)", "its congestion window changed", "", "the new congestion window", "bytes"),
+    doc("tcp", "ssthresh", "server, mobile (each host's own sender)", "its slow-start threshold changed", "", "the new threshold", "bytes"),
+    doc("tcp", "srtt", "server, mobile (each host's own sender)", "an RTT sample updated its smoothed RTT", "", "the smoothed RTT", "ns"),
+    doc("tcp", "rttvar", "server, mobile (each host's own sender)", "an RTT sample updated its RTT variation", "", "the RTT variation", "ns"),
+    doc("tcp", "rto", "server, mobile (each host's own sender)", "its retransmission timeout changed", "", "the new timeout", "ns"),
+    doc("tcp", "timeout", "server, mobile (each host's own sender)", "its retransmission timer expired (the handshake's and a FIN's included)", "", "timeouts so far", "count"),
+    doc("tcp", "fast_retransmit", "server, mobile (each host's own sender)", "a fast recovery began (a loss found without the timer)", "", "fast retransmits so far", "count"),
+    doc("tcp", "ecn_reduction", "server, mobile (each host's own sender)", "the window was reduced for an ECN echo (RFC 3168)", "", "reductions so far", "count"),
+    doc("tcp", "loss_probe", "server, mobile (each host's own sender)", "a tail loss probe was sent (RACK-TLP)", "", "probes so far", "count"),
+    doc("tcp", "undo", "server, mobile (each host's own sender)", "a needless window reduction was undone (Eifel, DSACK or F-RTO)", "", "undos so far", "count"),
+    doc("tcp", "hystart_exit", "server, mobile (each host's own sender)", "HyStart ended slow start (CUBIC)", "", "exits so far", "count"),
+    doc("tcp", "pacing_rate", "server, mobile (each host's own sender)", "its pacing rate changed (BBR)", "", "the pacing rate", "bytes/s"),
+    doc("link", "frame_send", "gateway (down), mobile (up)", "a link frame sent for the first time", FRAME, "the frame's transmission number (1)", "count"),
+    doc("link", "frame_retransmit", "gateway (down), mobile (up)", "a link frame sent again by the ARQ", FRAME, "the frame's transmission number (2, 3, ...)", "count"),
+    doc("link", "frame_lost", "gateway (down), mobile (up)", "the channel corrupted the frame just sent (the row after its send)", FRAME, "its transmission number", "count"),
+    doc("link", "frame_recv", "the receiving end", "a link frame arrived intact", FRAME, "its transmission number", "count"),
+    doc("link", "ack_send", "the receiving end", "a link acknowledgment (or a GSM RLP receive-ready) was sent", FRAME, "its transmission number", "count"),
+    doc("link", "nack_send", "the receiving end", "a negative acknowledgment (NAK, SREJ) was sent", FRAME, "its transmission number", "count"),
+    doc("link", "status_send", "the receiving end", "an RLC STATUS PDU was sent", FRAME, "its transmission number", "count"),
+    doc("link", "idle_send", "either end", "an IS-707 idle frame was sent", FRAME, "its transmission number", "count"),
+    doc("link", "reset", "either end", "the link layer reset (GSM RLP after N2 retransmissions)", FRAME, "its transmission number", "count"),
+    doc("link", "packet_deliver", "the receiving end", "an IP packet left the link layer, reassembled and in order", PKT, "its delay over the link (queue, ARQ and transmission)", "ns"),
+    doc("queue", "enqueue", "gateway (wireless down), mobile (up), server (wired down), gateway (wired up)", "a packet joined a queue", PKT, "the queue's length after it", "packets"),
+    doc("queue", "drop", "as enqueue", "a packet was dropped at a full queue (a link frame buffer full: seq holds the frame's sequence)", PKT, "the queue's length (frame buffer: its limit)", "packets"),
+    doc("queue", "aqm_drop", "as enqueue", "the queue discipline dropped a packet (RED or PIE at arrival, CoDel at departure)", PKT, "the queue's length after it", "packets"),
+    doc("queue", "mark", "as enqueue", "the discipline marked a packet CE instead of dropping it (RFC 3168)", PKT, "the queue's length after it", "packets"),
+    doc("sojourn", "dequeue", "as enqueue", "a packet left a queue for the transmitter", PKT, "its sojourn time in the queue", "ns"),
+    doc("channel", "state", "gateway (down), mobile (up)", "the two-state channel changed state (stamped with the exact transition time)", "", "1 = entered the bad state, 0 = the good one", "state"),
+    doc("proxy", "queue_len", "gateway", "a proxied connection's bytes waiting to be sent to the mobile changed", "", "its unsent bytes", "bytes"),
+    doc("proxy", "adv_window", "gateway", "the window the proxy advertises to a connection's wired sender changed", "", "the advertised window", "bytes"),
+    doc("proxy", "pick", "gateway", "the scheduler sent a piece of a connection over the wireless leg", "seq: first sequence number; len: payload bytes", "the connection's priority class", "class"),
+    doc("proxy", "loss_counter", "gateway", "a sent segment's loss counter rose (counter-based recovery)", "seq: the segment's first sequence number", "its counter", "count"),
+    doc("proxy", "retransmit", "gateway", "the proxy resent a segment over the wireless leg", "seq: first sequence number; len: payload bytes", "the segment's transmissions so far", "count"),
+    doc("proxy", "timeout", "gateway", "the aggregate's retransmission timer expired", "", "consecutive timeouts (the back-off)", "count"),
+    doc("proxy", "stall", "gateway", "the wireless leg stalled (1) or recovered (0)", "", "1 = stalled, 0 = recovered", "state"),
+    doc("proxy", "cwnd", "gateway", "the aggregate's usable window changed", "", "the window", "bytes"),
+    doc("proxy", "rtt", "gateway", "an RTT sample over the wireless leg", "", "the sample", "ns"),
+];
 
 /// Which layers to record.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
