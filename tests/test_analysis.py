@@ -249,6 +249,14 @@ def test_html_viewer_in_headless_chromium(tmp_path):
     assert errs and errs.group(1).strip() == "", errs and errs.group(1)
     assert "Uncaught" not in r.stderr, r.stderr[-2000:]
     assert dom.count('type="checkbox"') >= 3
+    # One tick format: the viewer's y ticks read as the static plots' (tick_label).
+    from thinwire.analysis.plots import tick_label
+
+    ticks = re.search(r'data-yticks="([^"]*)"', dom)
+    assert ticks and ticks.group(1), dom[-2000:]
+    for pair in ticks.group(1).split("|"):
+        v, label = pair.split("=")
+        assert tick_label(float(v)) == label, (v, label)
 
 
 def test_delivered_counts_data_bytes_only():

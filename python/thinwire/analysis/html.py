@@ -35,7 +35,8 @@ function size(){const r=window.devicePixelRatio||1;cv.width=cv.clientWidth*r;cv.
 function W(){return cv.clientWidth-M.l-M.r;} function H(){return cv.clientHeight-M.t-M.b;}
 function px(x){return M.l+(x-view.x0)/(view.x1-view.x0)*W();} function py(y){return M.t+(1-(y-view.y0)/(view.y1-view.y0))*H();}
 function ticks(a,b,n){const st=Math.pow(10,Math.floor(Math.log10((b-a)/n)));const m=[1,2,5,10].find(k=>(b-a)/(st*k)<=n)||10;const s=st*m;const out=[];for(let v=Math.ceil(a/s)*s;v<=b;v+=s)out.push(v);return out;}
-function fmt(v){const a=Math.abs(v);if(v===0)return '0';return a>=1e6?(v/1e6).toFixed(2)+'M':a>=1e4?(v/1e3).toFixed(1)+'k':a>=100?v.toFixed(0):a>=1?v.toFixed(2):v.toPrecision(3);}
+function trim(t){return t.indexOf('.')>=0?t.replace(/0+$/,'').replace(/\.$/,''):t;}
+function fmt(v){const a=Math.abs(v);if(v===0)return '0';if(a>=1e6)return trim((v/1e6).toFixed(2))+'M';if(a>=1e4)return trim((v/1e3).toFixed(1))+'k';if(a>=100)return v.toFixed(0);if(a>=1)return trim(v.toFixed(2));const t=v.toPrecision(3);return t.indexOf('e')>=0?t:trim(t);}
 function lo(a,v){let l=0,h=a.length;while(l<h){const m=(l+h)>>1;if(a[m]<v)l=m+1;else h=m;}return l;}
 // Dense series (more points in view than RASTER) are drawn straight into pixels:
 // points set their pixels, lines and steps fill each pixel column from its lowest
@@ -70,7 +71,7 @@ function draw(){
  ctx.clearRect(0,0,cv.clientWidth,cv.clientHeight);ctx.font='11px sans-serif';ctx.fillStyle='#000';
  ctx.strokeStyle='#ddd';ctx.lineWidth=1;
  for(const v of ticks(view.x0,view.x1,8)){const X=px(v);ctx.beginPath();ctx.moveTo(X,M.t);ctx.lineTo(X,M.t+H());ctx.stroke();ctx.fillText(fmt(v),X-10,M.t+H()+14);}
- ctx.textAlign='right';for(const v of ticks(view.y0,view.y1,6)){const Y=py(v);ctx.beginPath();ctx.moveTo(M.l,Y);ctx.lineTo(M.l+W(),Y);ctx.stroke();ctx.fillText(fmt(v),M.l-4,Y+4);}ctx.textAlign='left';
+ ctx.textAlign='right';const yt=[];for(const v of ticks(view.y0,view.y1,6)){const Y=py(v);ctx.beginPath();ctx.moveTo(M.l,Y);ctx.lineTo(M.l+W(),Y);ctx.stroke();ctx.fillText(fmt(v),M.l-4,Y+4);yt.push(v+'='+fmt(v));}ctx.textAlign='left';document.getElementById('tw-status').dataset.yticks=yt.join('|');
  ctx.fillText(D.xlabel,M.l+W()/2-20,M.t+H()+32);ctx.save();ctx.translate(12,M.t+H()/2+40);ctx.rotate(-Math.PI/2);ctx.fillText(D.ylabel,0,0);ctx.restore();
  ctx.font='bold 12px sans-serif';ctx.fillText(D.title,M.l,18);
  ctx.save();ctx.beginPath();ctx.rect(M.l,M.t,W(),H());ctx.clip();
@@ -159,7 +160,7 @@ def write_html(series: list[Series], meta: dict, out: Path, kind: str) -> Path:
         order = np.argsort(s.x, kind="stable")
         payload["series"].append(
             {
-                "name": s.name,
+                "name": s.label,
                 "style": s.style,
                 "unit": s.unit,
                 "color": COLORS.get(s.name, palette[i % len(palette)]),

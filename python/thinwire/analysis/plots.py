@@ -84,7 +84,7 @@ def build_series(
         meta.update(xlabel="time (s)", ylabel="sequence number (bytes)")
         return s, meta
     if kind == "rtt":
-        meta.update(xlabel="time (s)", ylabel="time (s)")
+        meta.update(xlabel="time (s)", ylabel="RTT, SRTT and RTO (s)")
         if is_cap:
             r = src.rtt.filter((pl.col("conn") == conn) & (pl.col("dir") == direction))
             t0 = src.packets.filter(pl.col("conn") == conn)["time_s"].min()
@@ -144,7 +144,17 @@ def build_series(
             dl = src.delivered(flow)
             t, b = dl["time_s"].to_numpy(), dl["bytes"].to_numpy()
         out = []
-        for w in windows:
+        span = float(t[-1] - t[0]) if len(t) else 0.0
+        fits = [w for w in windows if w <= span]
+        if not fits:
+            raise ValueError(
+                f"{label}: its {span:.3g} s of data are shorter than the smallest window ({min(windows):g} s); "
+                "give shorter windows (--windows 1 5)"
+            )
+        if len(fits) < len(windows):
+            left = ", ".join(f"{w:g} s" for w in windows if w > span)
+            meta["note"] = f"no panel for {left} windows: longer than the connection's {span:.3g} s of data"
+        for w in fits:
             v = window_goodput(t, b, w, max_rate_Bps)
             out.append(
                 Series(
@@ -159,22 +169,53 @@ def build_series(
     raise ValueError(f"plot kind {kind!r}: use one of {', '.join(KINDS)}")
 
 
+def tick_label(v: float) -> str:
+    """A tick's text, as the HTML viewer writes it (html.py's `fmt`): 1.2M, 12.3k,
+    250, 2.5, 0.025 (trailing zeros dropped); one format in every output."""
+
+    def trim(t: str) -> str:
+        return t.rstrip("0").rstrip(".") if "." in t else t
+
+    a = abs(v)
+    if v == 0:
+        return "0"
+    if a >= 1e6:
+        return trim(f"{v / 1e6:.2f}") + "M"
+    if a >= 1e4:
+        return trim(f"{v / 1e3:.1f}") + "k"
+    if a >= 100:
+        return f"{v:.0f}"
+    if a >= 1:
+        return trim(f"{v:.2f}")
+    t = f"{v:#.3g}"
+    return t if "e" in t else trim(t)
+
+
+def _ticks(ax) -> None:
+    from matplotlib.ticker import FuncFormatter
+
+    f = FuncFormatter(lambda v, _pos: tick_label(v))
+    ax.xaxis.set_major_formatter(f)
+    ax.yaxis.set_major_formatter(f)
+
+
 def _draw(ax, s: Series):
     c = COLORS.get(s.name, None)
     if s.style == "points":
         mk = "x" if "rexmt" in s.name else ("." if len(s.x) > 2000 else "o")
-        ax.plot(s.x, s.y, mk, ms=2.5 if mk != "x" else 4, color=c, label=s.name, lw=0, mew=0.8 if mk == "x" else 0)
+        ax.plot(s.x, s.y, mk, ms=2.5 if mk != "x" else 4, color=c, label=s.label, lw=0, mew=0.8 if mk == "x" else 0)
     elif s.style == "step":
-        ax.step(s.x, s.y, where="post", color=c, label=s.name, lw=0.9)
+        ax.step(s.x, s.y, where="post", color=c, label=s.label, lw=0.9)
     elif s.style == "line":
-        ax.plot(s.x, s.y, color=c, label=s.name, lw=0.9)
+        ax.plot(s.x, s.y, color=c, label=s.label, lw=0.9)
     elif s.style == "events":
         # Time marks: a triangle at the foot of the axes and a faint line across,
         # whatever the value axis shows.
         from matplotlib.transforms import blended_transform_factory
 
         tr = blended_transform_factory(ax.transData, ax.transAxes)
-        ax.plot(s.x, np.full(len(s.x), 0.03), "^", color=c, label=s.name, ms=7, transform=tr, clip_on=False)
+        # Clipped to the axes: marks of a zoomed-out time stay out of the figure.
+        ax.plot(s.x, np.full(len(s.x), 0.04), "^", color=c, label=s.label, ms=7, transform=tr)
         for x in s.x:
             ax.axvline(x, color=c, lw=0.6, alpha=0.35)
 
@@ -201,6 +242,7 @@ def render(series: list[Series], meta: dict, out: str | Path, kind: str) -> Path
             ax.hist(v, bins=50, range=(0, max(hi, 1e-12)), weights=w, color="#1f4e9c")
             ax.set_ylabel(meta["ylabel"], fontsize=8)
             ax.set_title(f"{s.name} (n = {len(v)})", fontsize=9)
+            _ticks(ax)
         axes[-1, 0].set_xlabel(meta["xlabel"])
         fig.suptitle(meta["title"], fontsize=10)
     else:
@@ -212,6 +254,7 @@ def render(series: list[Series], meta: dict, out: str | Path, kind: str) -> Path
         ax.set_ylabel(meta["ylabel"])
         ax.set_title(meta["title"], fontsize=10)
         ax.grid(alpha=0.3)
+        _ticks(ax)
         ax.legend(fontsize=7, loc="upper left", markerscale=2)
         if meta.get("xlim"):
             a, b = meta["xlim"]
@@ -244,7 +287,7 @@ def render(series: list[Series], meta: dict, out: str | Path, kind: str) -> Path
 def plot(
     src,
     kind: str = "tsq",
-    out: str | Path = "plot.png",
+    out: str | Path | list[str | Path] = "plot.png",
     layers: list[str] | None = None,
     title: str | None = None,
     xlim: tuple[float, float] | None = None,
@@ -252,7 +295,8 @@ def plot(
 ) -> Path:
     """Builds and writes one plot. `src` is a SimRun, a CaptureAnalysis or a path;
     `title` replaces the default (scenario or capture name and flow); `xlim` zooms
-    to a time range (seconds), fitting the value axis to what is in it."""
+    to a time range (seconds), fitting the value axis to what is in it. `out` may
+    be a list (e.g. a PNG and a PDF of one figure): the first path is returned."""
     from . import open_path
 
     if isinstance(src, (str, Path)):
@@ -272,4 +316,6 @@ def plot(
         # Once an empty figure with matplotlib warnings on stderr.
         what = meta.get("title") or "the selection"
         raise ValueError(f"{what}: no data to plot (a connection without data, or layers that recorded nothing)")
-    return render(series, meta, out, kind)
+    outs = out if isinstance(out, (list, tuple)) else [out]
+    written = [render(series, meta, o, kind) for o in outs]
+    return written[0]

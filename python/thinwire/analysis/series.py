@@ -32,32 +32,35 @@ import numpy as np
 
 # One colour per series, the same in every plot.
 COLORS = {
+    # A hue per group (TCP sender: blue/red/green; receiver: cyan/brown; link:
+    # orange; proxy: magenta/gold; sender variables: purple), no two series that
+    # share a plot alike (tests/test_plots.py checks their distance).
     "TcpSnd_data": "#1f4e9c",
     "TcpSnd_rexmt": "#d62728",
     "TcpSnd_ack": "#2ca02c",
     "TcpSnd_cwnd": "#7b3fa0",
-    "TcpRcv_data": "#17a2b8",
-    "TcpRcv_ack": "#8c9a1b",
+    "TcpRcv_data": "#17becf",
+    "TcpRcv_ack": "#8c564b",
     "RlpSnd_data": "#ff7f0e",
-    "RlpSnd_rexmt": "#8b0000",
+    "RlpSnd_rexmt": "#7f3b08",
     "RlpSnd_rst": "#000000",
-    "TcpSnd_ssthresh": "#b07cc6",
+    "TcpSnd_ssthresh": "#c9a0dc",
     "RTT": "#1f4e9c",
     "SRTT": "#2ca02c",
     "RTO": "#d62728",
-    "PxySnd_data": "#9467bd",
-    "PxySnd_rexmt": "#e6550d",
-    "PxySnd_wnd": "#637939",
-    "Pxy_stall": "#843c39",
+    "PxySnd_data": "#e7298a",
+    "PxySnd_rexmt": "#67001f",
+    "PxySnd_wnd": "#c8a000",
+    "Pxy_stall": "#525252",
     "outstanding": "#7f7f7f",
     "link_delay": "#ff7f0e",
-    "fast_retransmit": "#e377c2",
-    "timeout": "#000000",
-    "spurious_timeout": "#bcbd22",
-    "loss_probe": "#17becf",
-    "undo": "#2ca02c",
-    "ecn_reduction": "#ff9896",
-    "hystart_exit": "#9edae5",
+    "fast_retransmit": "#f781bf",
+    "timeout": "#0000ff",
+    "spurious_timeout": "#b2df8a",
+    "loss_probe": "#4292c6",
+    "undo": "#66c2a5",
+    "ecn_reduction": "#fdae61",
+    "hystart_exit": "#9e9ac8",
 }
 # The sender's events a simulated run records (marked on the time/sequence plot at
 # the cumulative ACK of their moment).
@@ -86,6 +89,14 @@ class Series:
     y: np.ndarray
     style: str  # "points" | "step" | "line" | "events"
     unit: str = "bytes"
+    # Added to the values to keep the groups apart (time/sequence plots); shown in
+    # the legend, so that a reader can take it off again.
+    offset: float = 0.0
+
+    @property
+    def label(self) -> str:
+        """The legend's name: with its offset, e.g. "TcpSnd_data (+10 kB)"."""
+        return f"{self.name} (+{self.offset / 1000:g} kB)" if self.offset else self.name
 
 
 def _np(col) -> np.ndarray:
@@ -108,11 +119,11 @@ def sim_tsq(run, flow: int, offset: int = 10_000) -> list[Series]:
     ts = lambda df: (df["time_ns"].to_numpy() - t0) / 1e9
     out = []
     sdata = tcp.filter((pl.col("node") == snd) & pl.col("event").is_in(DATA_EVENTS) & (pl.col("len") > 0))
-    out.append(Series("TcpSnd_data", ts(sdata), _np(sdata["seq"]) + offset, "points"))
+    out.append(Series("TcpSnd_data", ts(sdata), _np(sdata["seq"]) + offset, "points", offset=offset))
     rex = sdata.filter(pl.col("event") == "retransmit")
-    out.append(Series("TcpSnd_rexmt", ts(rex), _np(rex["seq"]) + offset, "points"))
+    out.append(Series("TcpSnd_rexmt", ts(rex), _np(rex["seq"]) + offset, "points", offset=offset))
     sack = tcp.filter((pl.col("node") == snd) & (pl.col("event") == "recv") & (pl.col("ack") >= 0))
-    out.append(Series("TcpSnd_ack", ts(sack), _np(sack["ack"]) + offset, "step"))
+    out.append(Series("TcpSnd_ack", ts(sack), _np(sack["ack"]) + offset, "step", offset=offset))
     cw = tcp.filter((pl.col("node") == snd) & (pl.col("event") == "cwnd"))
     out.append(Series("TcpSnd_cwnd", ts(cw), _np(cw["value"]).astype(float), "step"))
     at, ack = ts(sack), _np(sack["ack"]) + offset
@@ -131,9 +142,9 @@ def sim_tsq(run, flow: int, offset: int = 10_000) -> list[Series]:
         if px.height and d == 0:
             rlp_at = 3 * offset
             picks = px.filter((pl.col("event") == "pick") & (pl.col("len") > 0))
-            out.append(Series("PxySnd_data", ts(picks), _np(picks["seq"]) + 2.0 * offset, "points"))
+            out.append(Series("PxySnd_data", ts(picks), _np(picks["seq"]) + 2.0 * offset, "points", offset=2 * offset))
             rx = px.filter((pl.col("event") == "retransmit") & (pl.col("len") > 0))
-            out.append(Series("PxySnd_rexmt", ts(rx), _np(rx["seq"]) + 2.0 * offset, "points"))
+            out.append(Series("PxySnd_rexmt", ts(rx), _np(rx["seq"]) + 2.0 * offset, "points", offset=2 * offset))
             wnd = px.filter(pl.col("event") == "adv_window")
             out.append(Series("PxySnd_wnd", ts(wnd), _np(wnd["value"]).astype(float), "step"))
             # Stalls belong to the aggregate, not to a flow: those within the flow's life.
@@ -152,11 +163,11 @@ def sim_tsq(run, flow: int, offset: int = 10_000) -> list[Series]:
         first = link.filter(pl.col("event") == "frame_send")
         if first.height:
             y = np.concatenate([[0], np.cumsum(_np(first["len"]))[:-1]]) + rlp_at
-            out.append(Series("RlpSnd_data", ts(first), y.astype(float), "points"))
+            out.append(Series("RlpSnd_data", ts(first), y.astype(float), "points", offset=rlp_at))
             pos = dict(zip(first["seq"].to_list(), y.tolist()))
             rx = link.filter(pl.col("event") == "frame_retransmit")
             ry = np.array([pos.get(s, np.nan) for s in rx["seq"].to_list()], dtype=float)
-            out.append(Series("RlpSnd_rexmt", ts(rx), ry, "points"))
+            out.append(Series("RlpSnd_rexmt", ts(rx), ry, "points", offset=rlp_at))
         # A reset belongs to the link, not to a flow: every reset frame sent in the
         # flow's data direction (SABM, UA, DISC).
         rst = (

@@ -216,7 +216,7 @@ def plot(df, out: Path, quick: bool) -> list[Path]:
         mt_plot(
             good,
             "tsq",
-            out / "fig05_tsq-good-radio.png",
+            [out / "fig05_tsq-good-radio.png", out / "fig05_tsq-good-radio.pdf"],
             layers=layers,
             title="Fig. 5: a typical multi-layer trace (good radio, no compression)",
         )
@@ -225,7 +225,7 @@ def plot(df, out: Path, quick: bool) -> list[Path]:
         mt_plot(
             good,
             "tsq",
-            out / "fig12_tsq-l2r-flow-control.png",
+            [out / "fig12_tsq-l2r-flow-control.png", out / "fig12_tsq-l2r-flow-control.pdf"],
             layers=["TcpSnd_data", "RlpSnd_data"],
             xlim=(100, 110),
             title="Fig. 12: RLP/L2R flow control: the RLP sender pauses (zoom of Fig. 5)",
@@ -236,7 +236,7 @@ def plot(df, out: Path, quick: bool) -> list[Path]:
         mt_plot(
             poor,
             "tsq",
-            out / "fig11_tsq-rlp-retransmissions.png",
+            [out / "fig11_tsq-rlp-retransmissions.png", out / "fig11_tsq-rlp-retransmissions.pdf"],
             layers=layers,
             xlim=(0, 12),
             title="Fig. 11: first seconds of a poor-radio run: RLP retransmission bursts",
@@ -248,7 +248,7 @@ def plot(df, out: Path, quick: bool) -> list[Path]:
         mt_plot(
             small,
             "tsq",
-            out / "fig07_tsq-local-overflow.png",
+            [out / "fig07_tsq-local-overflow.png", out / "fig07_tsq-local-overflow.pdf"],
             layers=["TcpSnd_data", "TcpSnd_rexmt", "TcpSnd_ack", "TcpSnd_cwnd", "TcpRcv_ack"],
             xlim=(20, 60),
             title="Fig. 7: local buffer overflow (6-packet interface buffer): source quench, then fast retransmit",
@@ -274,7 +274,7 @@ def plot(df, out: Path, quick: bool) -> list[Path]:
             mt_plot(
                 run,
                 "tsq",
-                out / "fig08_tsq-decompressor-failures.png",
+                [out / "fig08_tsq-decompressor-failures.png", out / "fig08_tsq-decompressor-failures.pdf"],
                 layers=["TcpRcv_ack", "RlpSnd_rst"],
                 xlim=(max(0, x - 40), x + 60),
                 title=f"Fig. 8: receiver ACKs and RLP resets with header compression (seed {r['seed']})",
@@ -284,7 +284,7 @@ def plot(df, out: Path, quick: bool) -> list[Path]:
             mt_plot(
                 run,
                 "tsq",
-                out / "fig09_tsq-decompressor-zoom.png",
+                [out / "fig09_tsq-decompressor-zoom.png", out / "fig09_tsq-decompressor-zoom.pdf"],
                 layers=["TcpSnd_data", "TcpSnd_rexmt", "TcpRcv_data", "TcpRcv_ack", "RlpSnd_rst"],
                 xlim=(max(0, x - 5), x + 30),
                 title="Fig. 9: zoom of Fig. 8: segments after the reset fail the checksum until a retransmission",
@@ -294,7 +294,7 @@ def plot(df, out: Path, quick: bool) -> list[Path]:
             mt_plot(
                 run,
                 "rtt",
-                out / "fig10_rto-backoff.png",
+                [out / "fig10_rto-backoff.png", out / "fig10_rto-backoff.pdf"],
                 xlim=(max(0, x - 20), x + 90),
                 title="Fig. 10: RTO after a reset: inflated by queueing, then backed off",
             )
@@ -316,6 +316,8 @@ def plot(df, out: Path, quick: bool) -> list[Path]:
     tidy(fig)
     save_figure(fig, out, "fig06_utilization", written)
     plt.close(fig)
+    # Every MultiTracer figure went out as PNG and PDF (plot() returns the first).
+    written += [p.with_suffix(".pdf") for p in written if p.suffix == ".png" and p.with_suffix(".pdf") not in written]
     return written
 
 
