@@ -173,6 +173,14 @@ def test_download_over_each_protocol_is_byte_exact(protocol, tmp_path, clean):
     a = thinwire_cli("analyze", out / "capture.pcapng", "--json")
     assert a.returncode == 0, a.stderr
     assert "analysed interface 0 only" in a.stdout + a.stderr
+    # --interface chooses another capture point: the server's (1) sees the same
+    # connection, without the warning; an interface without packets is one line.
+    a1 = thinwire_cli("analyze", out / "capture.pcapng", "--json", "--interface", "1")
+    assert a1.returncode == 0, a1.stderr
+    assert "analysed interface" not in a1.stdout + a1.stderr
+    assert json.loads(a1.stdout)["connections"], a1.stdout[:500]
+    a7 = thinwire_cli("analyze", out / "capture.pcapng", "--interface", "7")
+    assert a7.returncode == 2 and "interface 7 has no packets" in a7.stderr and a7.stderr.count("\n") == 1
     # One definition per number: analyze of the folder counts what summary.json
     # counts, and the server's own capture agrees; a tap cannot see the sender's
     # timer, so timeouts are unknown there, not 0.

@@ -111,7 +111,9 @@ def proxy_daemon(
     EmulateError for what the user must fix (a bad configuration file, no root),
     RuntimeError otherwise."""
 
-def analyze_capture(path: str | os.PathLike[str], columns: bool = ..., fd: int | None = ...) -> dict[str, Any]:
+def analyze_capture(
+    path: str | os.PathLike[str], columns: bool = ..., fd: int | None = ..., interface: int | None = ...
+) -> dict[str, Any]:
     """Per-connection TCP statistics of a pcap/pcapng capture; raises CaptureError."""
 
 TRACE_LAYERS: list[str]

@@ -237,17 +237,21 @@ def _cmd_reproduce(a) -> int:
     return 0
 
 
-def _open_analysis(path: str, columns: bool = True):
+def _open_analysis(path: str, columns: bool = True, interface: int | None = None):
     """A SimRun or CaptureAnalysis for PATH; exits 2 with one line if it cannot be read."""
     from .analysis import CaptureError, analyze_capture
 
     p = Path(path)
     try:
         if p.is_dir() or p.name == "trace.parquet":
+            if interface is not None:
+                _die(f"--interface applies to a capture file, not to the run directory {path}")
             from .analysis.simtrace import SimRun
 
             return SimRun.from_dir(p if p.is_dir() else p.parent)
-        return analyze_capture(p, columns=columns)
+        if interface is not None and interface < 0:
+            _die(f"--interface: {interface} is not an interface number (0, 1, ...)")
+        return analyze_capture(p, columns=columns, interface=interface)
     except CaptureError as e:
         _die(str(e))
     except ValueError as e:
@@ -260,7 +264,7 @@ def _cmd_analyze(a) -> int:
     from .analysis import CaptureAnalysis, analyze_capture
     from .analysis.report import print_capture, print_run
 
-    src = _open_analysis(a.path, columns=False)
+    src = _open_analysis(a.path, columns=False, interface=a.interface)
     if isinstance(src, CaptureAnalysis):
         if a.json:
             # Compact (the C encoder; indenting is five times slower on big captures): pipe to `jq` to read it.
@@ -299,7 +303,7 @@ def _cmd_plot(a) -> int:
     out = _plot_out(a, Path(a.path), a.kind)
     if out.suffix.lower() not in FORMATS:
         _die(f"--out {out}: unknown format {out.suffix or '(none)'!r}; use one of {', '.join(FORMATS)}")
-    src = _open_analysis(a.path)
+    src = _open_analysis(a.path, interface=a.interface)
     layers = [x.strip() for x in a.layers.split(",")] if a.layers else None
     windows = tuple(a.windows) if a.windows else (10.0, 100.0, 1000.0)
     kw = {"windows": windows, "max_rate_Bps": a.max_rate}
@@ -751,6 +755,7 @@ def main(argv: list[str] | None = None) -> int:
     an = sub.add_parser("analyze", help="per-connection TCP statistics of a capture or a run directory")
     an.add_argument("path", help="a .pcap/.pcapng capture, or a run directory written by 'thinwire run --out'")
     an.add_argument("--json", action="store_true", help="print the statistics as JSON")
+    an.add_argument("--interface", type=int, metavar="N", help=_IFACE_HELP)
     an.set_defaults(fn=_cmd_analyze)
     pl_ = sub.add_parser("plot", help="multi-layer plots of a capture or a run directory")
     pl_.add_argument("path", help="a .pcap/.pcapng capture, or a run directory")
@@ -772,6 +777,7 @@ def main(argv: list[str] | None = None) -> int:
         help="flow id (run directories; default: the first TCP flow; emulations: the connection that carried the most data)",
     )
     pl_.add_argument("--conn", type=int, help="connection number (captures; default 0)")
+    pl_.add_argument("--interface", type=int, metavar="N", help=_IFACE_HELP)
     pl_.add_argument(
         "--dir",
         choices=("a2b", "b2a"),
@@ -900,6 +906,12 @@ def main(argv: list[str] | None = None) -> int:
         _quiet_stdout()
         print("thinwire: error: out of memory (a smaller run, sweep or window count?)", file=sys.stderr)
         return 2
+
+
+_IFACE_HELP = (
+    "pcapng captures: the interface to analyse (default: the first with packets); an emulation's capture.pcapng "
+    "has 0 mobile, 1 server (with --gateway: 1 gateway) and 2 gateway, each packet once per capture point"
+)
 
 
 class _Terminated(BaseException):

@@ -1,7 +1,7 @@
 //! Binding of the capture analyser: `analyze_capture(path, columns)`.
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
-use thinwire::analysis::{analyze_file, analyze_open_file, Conn, DirStats};
+use thinwire::analysis::{analyze_open_file_on, Conn, DirStats};
 
 pyo3::create_exception!(
     _core,
@@ -101,12 +101,13 @@ fn conn_dict<'py>(py: Python<'py>, c: &Conn) -> PyResult<Bound<'py, PyDict>> {
 /// Analyses a pcap/pcapng file: connection statistics, warnings and (if `columns`)
 /// per-packet, RTT-sample and event columns as little-endian byte buffers.
 #[pyfunction]
-#[pyo3(signature = (path, columns=false, fd=None))]
+#[pyo3(signature = (path, columns=false, fd=None, interface=None))]
 pub fn analyze_capture<'py>(
     py: Python<'py>,
     path: std::path::PathBuf,
     columns: bool,
     fd: Option<i32>,
+    interface: Option<u32>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let t0 = std::time::Instant::now();
     let err = |e: &dyn std::fmt::Display| CaptureError::new_err(format!("{}: {}", path.display(), e));
@@ -121,9 +122,13 @@ pub fn analyze_capture<'py>(
         _ => None,
     };
     let a = py
-        .allow_threads(|| match file {
-            Some(f) => analyze_open_file(f, columns),
-            None => analyze_file(&path, columns),
+        .allow_threads(|| {
+            let f = match file {
+                Some(f) => f,
+                None => std::fs::File::open(&path)
+                    .map_err(|e| thinwire::analysis::CaptureError(format!("cannot read it ({e})")))?,
+            };
+            analyze_open_file_on(f, columns, interface)
         })
         .map_err(|e| err(&e))?;
     let d = PyDict::new(py);

@@ -215,3 +215,44 @@ fn a_proxy_for_a_very_slow_link_still_carries_data() {
     let r = thinwire::engine::Sim::new(&sc).run();
     assert_eq!((r.end, r.unfinished.len()), (thinwire::engine::EndReason::Finished, 0));
 }
+
+#[test]
+fn a_pcapng_interface_can_be_chosen() {
+    // One path seen at two capture points: interface 0 sees a segment once, and
+    // interface 1 sees it twice (a retransmission there only).
+    use thinwire::pcap::{Direction, PcapngWriter};
+    let seg = |seq: u32| {
+        let tcp = TcpRepr {
+            src_port: 1000,
+            dst_port: 80,
+            seq,
+            flags: TcpFlags(TcpFlags::ACK),
+            window: 65535,
+            ..Default::default()
+        };
+        Packet::new([10, 0, 0, 1], [10, 0, 0, 2], 1, L4::Tcp(tcp), 100, 0, Instant::ZERO).emit()
+    };
+    let mut w = PcapngWriter::new(Vec::new()).unwrap();
+    let a = w.interface("a").unwrap();
+    let b = w.interface("b").unwrap();
+    w.packet(a, 1_000, Direction::Outbound, &seg(1)).unwrap();
+    w.packet(b, 2_000, Direction::Inbound, &seg(1)).unwrap();
+    w.packet(b, 3_000, Direction::Inbound, &seg(1)).unwrap();
+    let cap = w.into_inner();
+    let chunks = || vec![cap.clone()].into_iter().map(Ok);
+    let first = thinwire::analysis::analyze_chunks_on(Iter(chunks()), false, None).unwrap();
+    assert_eq!(first.tracker.conns[0].dirs[0].rexmit_pkts, 0);
+    assert!(first.report.warnings.iter().any(|w| w.contains("analysed interface 0 only")));
+    let second = thinwire::analysis::analyze_chunks_on(Iter(chunks()), false, Some(1)).unwrap();
+    assert_eq!(second.tracker.conns[0].dirs[0].rexmit_pkts, 1);
+    assert!(second.report.warnings.iter().all(|w| !w.contains("interface")), "{:?}", second.report.warnings);
+    let none = thinwire::analysis::analyze_chunks_on(Iter(chunks()), false, Some(5));
+    assert!(none.is_err_and(|e| e.0.contains("interface 5 has no packets")));
+}
+
+struct Iter<I>(I);
+impl<I: Iterator<Item = std::io::Result<Vec<u8>>>> thinwire::pcap::Chunks for Iter<I> {
+    fn next_chunk(&mut self) -> Option<std::io::Result<Vec<u8>>> {
+        self.0.next()
+    }
+}

@@ -136,8 +136,12 @@ class CaptureAnalysis:
         }
 
 
-def analyze_capture(path: str | os.PathLike, columns: bool = True) -> CaptureAnalysis:
-    """Analyses a pcap or pcapng file. Raises CaptureError (one line) if it cannot be read."""
+def analyze_capture(path: str | os.PathLike, columns: bool = True, interface: int | None = None) -> CaptureAnalysis:
+    """Analyses a pcap or pcapng file. Raises CaptureError (one line) if it cannot be
+    read. `interface`: the pcapng interface to analyse (default: the first that has
+    packets; an emulation's capture.pcapng has mobile 0, then server or gateway)."""
+    if interface is not None and (not isinstance(interface, int) or isinstance(interface, bool) or interface < 0):
+        raise CaptureError(f"interface {interface!r}: give an interface number (0, 1, ...)")
     p = Path(path)
     if not p.exists():
         raise CaptureError(f"{p}: no such file (give a .pcap or .pcapng capture, or a thinwire run directory)")
@@ -146,10 +150,10 @@ def analyze_capture(path: str | os.PathLike, columns: bool = True) -> CaptureAna
     if stat.S_ISFIFO(p.stat().st_mode):
         fd = _open_fifo(p)
         try:
-            return CaptureAnalysis(path=p, raw=_core.analyze_capture(str(p), columns, fd))
+            return CaptureAnalysis(path=p, raw=_core.analyze_capture(str(p), columns, fd, interface))
         finally:
             os.close(fd)
-    return CaptureAnalysis(path=p, raw=_core.analyze_capture(str(p), columns))
+    return CaptureAnalysis(path=p, raw=_core.analyze_capture(str(p), columns, None, interface))
 
 
 # How long a FIFO (a named pipe, or /dev/stdin from a pipe) may have no data.

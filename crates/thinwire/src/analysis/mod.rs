@@ -36,6 +36,16 @@ pub fn analyze_from<R: std::io::Read>(src: R, keep_columns: bool) -> Result<Anal
 
 /// Analyses a capture given as consecutive chunks.
 pub fn analyze_chunks<C: Chunks>(src: C, keep_columns: bool) -> Result<Analysis, CaptureError> {
+    analyze_chunks_on(src, keep_columns, None)
+}
+
+/// Like [`analyze_chunks`], analysing the packets of pcapng interface `interface`
+/// (None: the first interface that has packets).
+pub fn analyze_chunks_on<C: Chunks>(
+    src: C,
+    keep_columns: bool,
+    interface: Option<u32>,
+) -> Result<Analysis, CaptureError> {
     let mut tracker = Tracker::new(keep_columns);
     let (mut tcp, mut other, mut short) = (0u64, 0u64, 0u64);
     let mut unknown: Option<u32> = None;
@@ -46,9 +56,11 @@ pub fn analyze_chunks<C: Chunks>(src: C, keep_columns: bool) -> Result<Analysis,
     // points of a path (the emulator's capture.pcapng does): counting them all
     // would make every packet a retransmission. Only the first interface that
     // has packets is analysed; the others are counted and reported.
-    let mut iface: Option<u32> = None;
+    let mut iface: Option<u32> = interface;
+    let mut seen_ifaces: std::collections::BTreeSet<u32> = Default::default();
     let mut elsewhere: std::collections::BTreeMap<u32, u64> = Default::default();
     let mut report = read_capture_chunks(src, |p| {
+        seen_ifaces.insert(p.iface);
         if *iface.get_or_insert(p.iface) != p.iface {
             *elsewhere.entry(p.iface).or_default() += 1;
             return;
@@ -80,11 +92,21 @@ pub fn analyze_chunks<C: Chunks>(src: C, keep_columns: bool) -> Result<Analysis,
             }
         }
     })?;
+    if let Some(want) = interface {
+        if !seen_ifaces.contains(&want) {
+            let have: Vec<String> = seen_ifaces.iter().map(|i| i.to_string()).collect();
+            return Err(CaptureError(format!(
+                "interface {want} has no packets in this capture (interfaces with packets: {})",
+                if have.is_empty() { "none".to_string() } else { have.join(", ") }
+            )));
+        }
+        elsewhere.clear(); // chosen: no warning about the others
+    }
     if !elsewhere.is_empty() {
         let n: u64 = elsewhere.values().sum();
         let ids: Vec<String> = elsewhere.keys().map(|i| i.to_string()).collect();
         report.warnings.push(format!(
-            "packets on several interfaces: analysed interface {} only (the first with packets); {n} packets of interface(s) {} were not (one path seen at several points would count every packet twice)",
+            "packets on several interfaces: analysed interface {} only (the first with packets); {n} packets of interface(s) {} were not (one path seen at several points would count every packet twice; --interface N chooses another)",
             iface.unwrap_or(0),
             ids.join(", ")
         ));
@@ -129,8 +151,19 @@ pub fn analyze_file(path: &std::path::Path, keep_columns: bool) -> Result<Analys
     analyze_open_file(f, keep_columns)
 }
 
-/// Analyses a capture from an open file (or pipe), reading it ahead on a second thread.
-pub fn analyze_open_file(mut f: std::fs::File, keep_columns: bool) -> Result<Analysis, CaptureError> {
+/// Analyses a capture from an open file, reading it ahead on a second thread.
+pub fn analyze_open_file(f: std::fs::File, keep_columns: bool) -> Result<Analysis, CaptureError> {
+    analyze_open_file_on(f, keep_columns, None)
+}
+
+/// Analyses a capture from an open file (or pipe), reading it ahead on a second
+/// thread; `interface`: the pcapng interface to analyse (None: the first with
+/// packets).
+pub fn analyze_open_file_on(
+    mut f: std::fs::File,
+    keep_columns: bool,
+    interface: Option<u32>,
+) -> Result<Analysis, CaptureError> {
     use std::io::Read;
     const CHUNK: u64 = 1 << 20;
     let (tx, rx) = std::sync::mpsc::sync_channel(8);
@@ -151,7 +184,7 @@ pub fn analyze_open_file(mut f: std::fs::File, keep_columns: bool) -> Result<Ana
             }
         }
     });
-    let r = analyze_chunks(ReadAhead { rx, back }, keep_columns);
+    let r = analyze_chunks_on(ReadAhead { rx, back }, keep_columns, interface);
     let _ = reader.join();
     r
 }
