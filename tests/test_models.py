@@ -389,3 +389,27 @@ def test_gsm_downlink_frames_through_l2r_carry_their_flow():
     sent = r.trace.filter((pl.col("event") == "frame_send") & (pl.col("dir") == "down"))
     assert sent.height > 800
     assert sent["flow"].null_count() == 0
+
+
+def test_gprs_sends_packets_whole_and_has_no_header_by_default():
+    """docs/scenario.md: with gprs, `frame` does not apply and `header` (per-packet
+    link overhead) defaults to 0 B, so a scenario that leaves them out runs as
+    seed 003's link (once it silently paid 4 B per packet)."""
+    base = """
+[wireless]
+rate = "64kbps"
+delay = "50ms"
+{extra}
+[wireless.arq]
+protocol = "gprs"
+[[flow]]
+app = "bulk"
+bytes = "50KB"
+"""
+
+    def done(extra: str) -> float:
+        return thinwire.run(base.format(extra=extra)).flows["completion_s"][0]
+
+    plain = done("")
+    assert plain == done('frame = "1500B"\nheader = "0B"') == done('frame = "250B"')
+    assert done('header = "40B"') > plain

@@ -143,8 +143,9 @@ pub fn wireless(sc: &Scenario) -> WirelessLink {
         MuxCfg::SharedQueue => Mux::SharedQueue { limit: w.frame_queue.map_or(FRAME_QUEUE, |n| n as usize) },
         MuxCfg::Pull => Mux::Pull(scheduler),
     };
-    let cfg = WirelessConfig { dirs, frame: w.frame.0 as u32, header: w.header.0 as u32, mux };
-    let airtime = |d: usize| Duration::transmission(w.frame.0 + w.header.0, dirs[d].rate);
+    let header = w.header().0;
+    let cfg = WirelessConfig { dirs, frame: w.frame.0 as u32, header: header as u32, mux };
+    let airtime = |d: usize| Duration::transmission(w.frame.0 + header, dirs[d].rate);
     let mut link =
         WirelessLink::new(cfg, [arq(sc, 0), arq(sc, 1)], [channel(sc, 0, airtime(0)), channel(sc, 1, airtime(1))]);
     for (d, dname) in DIR_NAMES.iter().enumerate() {

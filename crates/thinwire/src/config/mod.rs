@@ -133,12 +133,14 @@ pub struct Wireless {
     #[serde(default)]
     pub rate: Option<Rate>,
     pub delay: Dur,
-    /// Largest frame payload (default 250 B).
+    /// Largest frame payload (default 250 B). `gprs` sends each packet whole and
+    /// does not use it.
     #[serde(default = "default_frame")]
     pub frame: Size,
-    /// Link-layer header per frame (default 4 B).
-    #[serde(default = "default_header")]
-    pub header: Size,
+    /// Link-layer header per frame (default 4 B; with `gprs` 0 B: seed 003's rates
+    /// are IP throughput, and its "frame" is the whole packet). [`Wireless::header`].
+    #[serde(default)]
+    pub header: Option<Size>,
     /// Each session's IP queue, both directions (default drop-tail of 50
     /// packets; GPRS 120 KB).
     #[serde(default)]
@@ -168,11 +170,12 @@ pub struct Wireless {
 fn default_frame() -> Size {
     Size(250)
 }
-fn default_header() -> Size {
-    Size(4)
-}
-
 impl Wireless {
+    /// The link-layer header per frame: as given, else 4 B (0 B with `gprs`).
+    pub fn header(&self) -> Size {
+        self.header.unwrap_or(if matches!(self.arq, Some(LinkCfg::Gprs(_))) { Size(0) } else { Size(4) })
+    }
+
     /// The overrides of direction `d` (0 = `[wireless.down]`, 1 = `[wireless.up]`).
     pub fn dir(&self, d: usize) -> Option<&DirCfg> {
         if d == 0 {
@@ -566,7 +569,7 @@ fn validate(sc: &Scenario, flows_run: bool) -> Result<(), ConfigError> {
     if w.frame.0 == 0 || w.frame.0 > 65535 {
         return Err(cerr("wireless.frame", "must be between 1B and 65535B"));
     }
-    if w.header.0 > 65535 {
+    if w.header().0 > 65535 {
         return Err(cerr("wireless.header", "must be between 0B and 65535B"));
     }
     if w.frame_queue.is_some_and(|q| q > 1_000_000) {
