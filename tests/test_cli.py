@@ -232,11 +232,32 @@ def test_reproduce_strict_exits_1_when_a_claim_fails(tmp_path, monkeypatch, caps
     monkeypatch.setitem(STUDIES, "fake", "fake_study_for_strict")
     assert cli.main(["reproduce", "fake", "--out", str(tmp_path / "o")]) == 0
     assert cli.main(["reproduce", "fake", "--strict", "--out", str(tmp_path / "o")]) == 1
-    assert "1 of 2 claims not reproduced (--strict)" in capsys.readouterr().err
+    assert "1 of 2 claims not reproduced (--strict" in capsys.readouterr().err
     import fake_study_for_strict
 
     fake_study_for_strict.ok = True
     assert cli.main(["reproduce", "fake", "--strict", "--out", str(tmp_path / "o")]) == 0
+
+
+def test_a_claim_that_rests_on_a_tie_is_inconclusive(tmp_path, monkeypatch, capsys):
+    """A claim whose means lie within each other's 95 % CIs is printed
+    INCONCLUSIVE (not PASS or FAIL), counted apart, and not a --strict failure."""
+    from thinwire import cli
+    from thinwire.studies import STUDIES
+
+    mod = tmp_path / "fake_study_for_ties.py"
+    mod.write_text(
+        "def reproduce(out, quick, scheduler, workers, progress):\n"
+        "    c = dict(section='I', claim='c', expected='e', measured='m', why='w')\n"
+        "    return [dict(c, id='a', inconclusive=False, **{'pass': True}),\n"
+        "            dict(c, id='b', inconclusive=True, **{'pass': False})]\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(STUDIES, "ties", "fake_study_for_ties")
+    assert cli.main(["reproduce", "ties", "--strict", "--out", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    assert "[INCONCLUSIVE] §I c" in out and "FAIL by the means" in out and "[PASS] §I c" in out
+    assert "1 of 2 claims reproduced, 1 inconclusive" in out
 
 
 def test_the_python_version_is_claimed_alike_everywhere():

@@ -216,23 +216,39 @@ def _cmd_reproduce(a) -> int:
         sys.stdout.write("\n")
     else:
         print(f"study {a.study}{' (quick)' if a.quick else ''}: figures, tables and claims in {out}/\n")
+        from .studies.report import counts, verdict
+
         for c in claims:
             where = f" ({c['structure']})" if "structure" in c else ""
-            print(
-                f"[{'PASS' if c['pass'] else 'FAIL'}]{where} §{c['section']} {c['claim']}\n       expected {c['expected']}; measured {c['measured']}"
+            tie = (
+                f" ({'PASS' if c['pass'] else 'FAIL'} by the means, which lie within each other's 95 % CIs)"
+                if c.get("inconclusive")
+                else ""
             )
-            if c.get("why"):
+            print(
+                f"[{verdict(c)}]{where} §{c['section']} {c['claim']}\n       expected {c['expected']}; measured {c['measured']}{tie}"
+            )
+            if c.get("why") and not c.get("inconclusive"):
                 print(f"       why: {c['why']}")
         groups = list(dict.fromkeys(c.get("structure") for c in claims))
         for g in groups:
-            cs = [c for c in claims if c.get("structure") == g]
+            ok, inc, _ = counts([c for c in claims if c.get("structure") == g])
+            n = sum(c.get("structure") == g for c in claims)
             print(
-                f"\n{sum(c['pass'] for c in cs)} of {len(cs)} claims reproduced" + (f" with {g}" if g else ""), end=""
+                f"\n{ok} of {n} claims reproduced"
+                + (f", {inc} inconclusive (more replications decide)" if inc else "")
+                + (f" with {g}" if g else ""),
+                end="",
             )
         print()
-    failed = sum(not c["pass"] for c in claims)
+    from .studies.report import counts
+
+    _, inc, failed = counts(claims)
     if a.strict and failed:
-        print(f"thinwire: {failed} of {len(claims)} claims not reproduced (--strict)", file=sys.stderr)
+        print(
+            f"thinwire: {failed} of {len(claims)} claims not reproduced (--strict; {inc} inconclusive not counted)",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

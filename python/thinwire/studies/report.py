@@ -10,14 +10,27 @@ from ..figures import tidy
 from ..outputs import atomic_path, write_text
 
 
+def verdict(c: dict) -> str:
+    """A claim's result as shown: INCONCLUSIVE when the means its verdict rests on
+    lie within each other's 95 % CIs (`inconclusive` in the JSON; more replications
+    decide; `pass` keeps what the means alone say), else PASS or FAIL."""
+    if c.get("inconclusive"):
+        return "INCONCLUSIVE"
+    return "PASS" if c["pass"] else "FAIL"
+
+
+def counts(claims: list[dict]) -> tuple[int, int, int]:
+    """(reproduced, inconclusive, not reproduced)."""
+    inc = sum(bool(c.get("inconclusive")) for c in claims)
+    ok = sum(bool(c["pass"]) and not c.get("inconclusive") for c in claims)
+    return ok, inc, len(claims) - ok - inc
+
+
 def write_claims(out: Path, claims: list[dict]) -> None:
     """`claims.json` and `claims.md` (one table row per claim, PASS/FAIL)."""
     write_text(out / "claims.json", json.dumps(claims, indent=2) + "\n")
     lines = ["| section | claim | expected | measured | result |", "|---|---|---|---|---|"]
-    lines += [
-        f"| {c['section']} | {c['claim']} | {c['expected']} | {c['measured']} | {'PASS' if c['pass'] else 'FAIL'} |"
-        for c in claims
-    ]
+    lines += [f"| {c['section']} | {c['claim']} | {c['expected']} | {c['measured']} | {verdict(c)} |" for c in claims]
     write_text(out / "claims.md", "\n".join(lines) + "\n")
 
 

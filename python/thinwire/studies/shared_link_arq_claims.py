@@ -12,6 +12,7 @@ changes a claim or a model.
 
 from __future__ import annotations
 
+from .report import counts, verdict
 from .shared_link_arq import (
     APPS,
     COMPARE_FIGS,
@@ -75,6 +76,7 @@ def _claims_one(summary, mux: str) -> list[dict]:
     for app, model, contention, v, where in _setting_points(summary, "sr", "IV"):
         want = SR_TIMEOUTS[-1] if contention else SR_TIMEOUTS[0]
         ok = best(v) == want
+        tied = _rank_tied(v, want, best(v), best)
         out.append(
             {
                 "id": f"IV-{_tag(app, model, contention)}",
@@ -84,12 +86,14 @@ def _claims_one(summary, mux: str) -> list[dict]:
                 "expected": f"best = {want}",
                 "measured": f"best = {best(v)} ({_fmt(v)})",
                 "pass": ok,
+                "inconclusive": tied,
                 "why": "" if ok else _why_rank(summary, mux, "IV", "sr", app, model, contention, want, best(v), v),
             }
         )
     for app, model, contention, v, where in _setting_points(summary, "asr", "V"):
         want = TUNED["asr"][model]
         ok = best(v) == want and worst(v) == "1+4"
+        tied = _rank_tied(v, want, best(v), best) or _rank_tied(v, "1+4", worst(v), worst)
         out.append(
             {
                 "id": f"V-{_tag(app, model, contention)}",
@@ -99,6 +103,7 @@ def _claims_one(summary, mux: str) -> list[dict]:
                 "expected": f"best = {want}, worst = 1+4",
                 "measured": f"best = {best(v)}, worst = {worst(v)} ({_fmt(v)})",
                 "pass": ok,
+                "inconclusive": tied,
                 "why": ""
                 if ok
                 else _why_rank(summary, mux, "V", "asr", app, model, contention, want, best(v), v, worst(v)),
@@ -107,6 +112,7 @@ def _claims_one(summary, mux: str) -> list[dict]:
     for app, model, contention, v, where in _setting_points(summary, "rlc", "VI"):
         want = TUNED["rlc"][model]
         ok = best(v) == want
+        tied = _rank_tied(v, want, best(v), best)
         out.append(
             {
                 "id": f"VI-{_tag(app, model, contention)}",
@@ -116,6 +122,7 @@ def _claims_one(summary, mux: str) -> list[dict]:
                 "expected": f"best = {want}",
                 "measured": f"best = {best(v)} ({_fmt(v)})",
                 "pass": ok,
+                "inconclusive": tied,
                 "why": "" if ok else _why_rank(summary, mux, "VI", "rlc", app, model, contention, want, best(v), v),
             }
         )
@@ -126,7 +133,9 @@ def _claims_one(summary, mux: str) -> list[dict]:
 def _comparison_claims(summary, mux: str) -> list[dict]:
     out = []
 
-    def add(key, fig, claim, expected, vals, ok, delay=False):
+    def add(key, fig, claim, expected, vals, ok, delay=False, pairs=()):
+        """`pairs`: the (a, b) whose ordering the verdict rests on; any two within
+        each other's 95 % CIs make it inconclusive."""
         out.append(
             {
                 "id": f"VII-{key}",
@@ -135,6 +144,7 @@ def _comparison_claims(summary, mux: str) -> list[dict]:
                 "expected": expected,
                 "measured": _fmt(_named(vals), delay),
                 "pass": bool(ok),
+                "inconclusive": any(_overlap(vals[a], vals[b]) for a, b in pairs),
                 "why": "" if ok else _why(f"VII-{key}", mux, _ties(_named(vals), delay)),
             }
         )
@@ -157,6 +167,7 @@ def _comparison_claims(summary, mux: str) -> list[dict]:
                             "SR, ASR, RLC > Raw Link",
                             v,
                             all(m(v, p) > m(v, "raw") for p in ("sr", "asr", "rlc")),
+                            pairs=[(p, "raw") for p in ("sr", "asr", "rlc")],
                         )
                     add(
                         f"asr-beats-sr-{tag}",
@@ -165,6 +176,7 @@ def _comparison_claims(summary, mux: str) -> list[dict]:
                         "ASR > SR",
                         v,
                         m(v, "asr") > m(v, "sr"),
+                        pairs=[("asr", "sr")],
                     )
                     add(
                         f"rlc-beats-asr-9.8-{tag}",
@@ -173,6 +185,7 @@ def _comparison_claims(summary, mux: str) -> list[dict]:
                         "RLC > ASR",
                         hi,
                         m(hi, "rlc") > m(hi, "asr"),
+                        pairs=[("rlc", "asr")],
                     )
                 elif app == "ft":
                     add(
@@ -182,6 +195,7 @@ def _comparison_claims(summary, mux: str) -> list[dict]:
                         "ASR > RLC",
                         v,
                         m(v, "asr") > m(v, "rlc"),
+                        pairs=[("asr", "rlc")],
                     )
                     if contention:
                         add(
@@ -191,6 +205,7 @@ def _comparison_claims(summary, mux: str) -> list[dict]:
                             "SR < Raw Link",
                             v,
                             m(v, "sr") < m(v, "raw"),
+                            pairs=[("sr", "raw")],
                         )
                     else:
                         add(
@@ -200,6 +215,7 @@ def _comparison_claims(summary, mux: str) -> list[dict]:
                             "SR > ASR",
                             v,
                             m(v, "sr") > m(v, "asr"),
+                            pairs=[("sr", "asr")],
                         )
                 elif model == "uniform":
                     add(
@@ -209,6 +225,7 @@ def _comparison_claims(summary, mux: str) -> list[dict]:
                         "ASR > SR > RLC",
                         v,
                         m(v, "asr") > m(v, "sr") > m(v, "rlc"),
+                        pairs=[("asr", "sr"), ("sr", "rlc")],
                     )
                 else:
                     closer = abs(m(v, "rlc") - m(v, "raw")) < abs(m(v, "asr") - m(v, "rlc"))
@@ -227,6 +244,9 @@ def _comparison_claims(summary, mux: str) -> list[dict]:
             order = "RLC > ASR" if model == "uniform" else "ASR > RLC"
             ok = min(v, key=lambda p: v[p][0]) == "raw" and max(v, key=lambda p: v[p][0]) == "sr"
             ok = ok and ((m(v, "rlc") > m(v, "asr")) if model == "uniform" else (m(v, "asr") > m(v, "rlc")))
+            lo2 = min((p for p in v if p != "raw"), key=lambda p: v[p][0])
+            hi2 = max((p for p in v if p != "sr"), key=lambda p: v[p][0])
+            delay_pairs = [("raw", lo2), ("sr", hi2), ("rlc", "asr")]
             claim = f"Media Distribution delay against {APPS[app]}, {model} errors, FLR 5.4%: the Raw Link lowest, SR highest, {order}"
             add(
                 f"delay-order-{app}-{model}",
@@ -236,6 +256,7 @@ def _comparison_claims(summary, mux: str) -> list[dict]:
                 v,
                 ok,
                 delay=True,
+                pairs=delay_pairs,
             )
         for p in ("asr", "rlc"):
             worst = []
@@ -256,10 +277,26 @@ def _comparison_claims(summary, mux: str) -> list[dict]:
                     "expected": "delay(FLR) ≤ delay(0) within 95% CIs",
                     "measured": f"largest increase {inc * 1e3:+.0f} ms ({where})",
                     "pass": ok,
+                    "inconclusive": False,
                     "why": "" if ok else _why(key, mux, ""),
                 }
             )
     return out
+
+
+def _overlap(a: tuple, b: tuple) -> bool:
+    """Two (mean, 95 % CI half-width) that lie within each other's intervals."""
+    return abs(a[0] - b[0]) <= a[1] + b[1]
+
+
+def _rank_tied(v: dict, want: str, got: str, pick) -> bool:
+    """Whether a ranking's verdict rests on a statistical tie: the expected
+    setting against the one found in its place (or, when they agree, against the
+    runner-up)."""
+    if got != want:
+        return _overlap(v[want], v[got])
+    rest = {k: x for k, x in v.items() if k != want}
+    return bool(rest) and _overlap(v[want], v[pick(rest)])
 
 
 def _tag(app: str, model: str, contention: bool) -> str:
@@ -339,13 +376,15 @@ def claims_markdown(claims: list[dict]) -> str:
         whys = []
         for m in muxes:
             x = r.get(m)
-            cells += [x["measured"], "PASS" if x["pass"] else "FAIL"] if x else ["—", "—"]
-            if x and not x["pass"]:
+            cells += [x["measured"], verdict(x)] if x else ["—", "—"]
+            if x and not x["pass"] and not x.get("inconclusive"):
                 whys.append(f"**{m}**: {x['why']}")
         cells.append("<br>".join(whys))
         lines.append("| " + " | ".join(str(x).replace("|", "\\|") for x in cells) + " |")
-    counts = ", ".join(
-        f"{m}: {sum(c['pass'] for c in claims if c['structure'] == m)} of {sum(c['structure'] == m for c in claims)}"
-        for m in muxes
-    )
-    return f"Claims reproduced — {counts}.\n\n" + "\n".join(lines) + "\n"
+
+    def told(m):
+        ok, inc, _ = counts([c for c in claims if c["structure"] == m])
+        return f"{m}: {ok} of {sum(c['structure'] == m for c in claims)} ({inc} inconclusive: within 95 % CIs)"
+
+    counts_line = ", ".join(told(m) for m in muxes)
+    return f"Claims reproduced — {counts_line}.\n\n" + "\n".join(lines) + "\n"
