@@ -413,3 +413,63 @@ bytes = "50KB"
     plain = done("")
     assert plain == done('frame = "1500B"\nheader = "0B"') == done('frame = "250B"')
     assert done('header = "40B"') > plain
+
+
+RLC_MEDIA = """
+stop = "300s"
+[wireless]
+rate = "64kbps"
+delay = "50ms"
+[wireless.channel]
+model = "uniform"
+p = 0.05
+[wireless.arq]
+protocol = "rlc"
+[[flow]]
+app = "bulk"
+bytes = "unlimited"
+[[flow]]
+app = "media"
+"""
+
+
+def test_rlc_trace_shows_polls_windows_and_status_contents():
+    """The link layer of an RLC run says what the protocol did: each poll with
+    the sender's window (VT(A) <= polled SN < VT(S)), each STATUS PDU's ACK SUFI
+    (VR(R)) and how many PDUs it reported missing."""
+    r = thinwire.run(RLC_MEDIA, seed=3, set={"stop": "60s", "wireless.arq.preset": "typical"}, trace=["link"])
+    link = r.layer("link")
+    polls = link.filter(pl.col("event") == "poll")
+    status = link.filter(pl.col("event") == "status_report")
+    sends = link.filter(pl.col("event") == "status_send")
+    assert polls.height > 10 and status.height == sends.height > 10
+    assert (polls["ack"] <= polls["seq"]).all() and (polls["seq"] < polls["value"]).all()
+    assert status["ack"].null_count() < status.height
+    nacked = status.filter(pl.col("len") > 0)
+    assert nacked.height > 0 and (nacked["seq"] >= nacked["ack"]).all()  # first missing at or past VR(R)
+    assert (status.filter(pl.col("len") == 0)["seq"].is_null()).all()
+
+
+def test_rlc_without_a_last_pdu_poll_warns_and_typical_bounds_waits():
+    """Seed 002's Table I presets never poll the last PDU: a lost lone TCP ACK
+    waits for the next one (once 39.5 s). check() and run() say so; the `typical`
+    preset polls it, and no uplink packet then waits long."""
+    assert any("poll_last_tx" in w for w in thinwire.check(RLC_MEDIA))
+    assert thinwire.check(RLC_MEDIA, set={"wireless.arq.preset": "typical"}) == []
+    with pytest.warns(thinwire.ScenarioWarning, match="poll_last_tx"):
+        thinwire.run(RLC_MEDIA, set={"stop": "5s"})
+
+    def worst_uplink_wait(preset: str) -> float:
+        worst = 0.0
+        for seed in range(1, 9):
+            r = thinwire.run(RLC_MEDIA, seed=seed, set={"wireless.arq.preset": preset}, trace=["link"])
+            d = r.layer("link").filter((pl.col("event") == "packet_deliver") & (pl.col("dir") == "up"))
+            worst = max(worst, d["value"].max() / 1e9)
+        return worst
+
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", thinwire.ScenarioWarning)
+        table_i, typical = worst_uplink_wait("uniform"), worst_uplink_wait("typical")
+    assert typical < 2.0 < table_i, (typical, table_i)

@@ -22,6 +22,7 @@ __all__ = [
     "Summary",
     "SweepResult",
     "ScenarioError",
+    "ScenarioWarning",
     "load_scenario_text",
     "examples",
     "fields",
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from . import fields as fields
     from .api import RunResult as RunResult
     from .api import ScenarioError as ScenarioError
+    from .api import ScenarioWarning as ScenarioWarning
     from .api import Summary as Summary
     from .api import check as check
     from .api import load_scenario_text as load_scenario_text
@@ -50,6 +52,7 @@ _LAZY = {
     "RunResult": ".api",
     "Summary": ".api",
     "ScenarioError": ".api",
+    "ScenarioWarning": ".api",
     "load_scenario_text": ".api",
     "sweep": ".sweeping",
     "SweepResult": ".sweeping",

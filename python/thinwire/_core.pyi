@@ -46,7 +46,7 @@ def run(
 ) -> dict[str, Any]:
     """Runs a scenario given as TOML text with `KEY=VALUE` overrides.
 
-    Keys: events, sim_time_s, flows (list of dicts, see RESULT_FIELDS["flow"]),
+    Keys: warnings (as `check` returns them), events, sim_time_s, flows (list of dicts, see RESULT_FIELDS["flow"]),
     link ({"down", "up"}: dicts, see RESULT_FIELDS["link"]), proxy (dict or None),
     wired_queue_drops, wired_queue_aqm_drops, wired_queue_marks ([down, up]), media_delays ({flow id: little-endian i64 ns bytes}), trace
     (column bytes and "rows"), pcap_server / pcap_mobile (bytes, if recorded), files
@@ -65,8 +65,9 @@ def check(
     overrides: list[str] = ...,
     links_only: bool = ...,
     scenario_file: str | os.PathLike[str] | None = ...,
-) -> None:
-    """Checks a scenario without running it; raises ScenarioError. `links_only`: as
+) -> list[str]:
+    """Checks a scenario without running it; raises ScenarioError, else returns its
+    warnings (settings that run but may not do what was meant). `links_only`: as
     the emulator reads it (flows are not run, so none is needed). `scenario_file`:
     as for `run`."""
 

@@ -19,6 +19,19 @@ if TYPE_CHECKING:
 ScenarioError = _core.ScenarioError
 
 
+class ScenarioWarning(UserWarning):
+    """A scenario's setting that runs but may not do what was meant (e.g. an RLC
+    link that never polls its last PDU); `thinwire.run` and sweeps warn with it once
+    per message, `thinwire.check` returns the messages."""
+
+
+def _warn(messages: Iterable[str]) -> None:
+    import warnings
+
+    for m in dict.fromkeys(messages):
+        warnings.warn(m, ScenarioWarning, stacklevel=3)
+
+
 class Summary(TypedDict):
     """`RunResult.summary` (what `thinwire run --json` prints and summary.json holds).
     The keys of each flow and link entry are described, with units, by
@@ -179,6 +192,12 @@ class RunResult:
         return f"<p><code>{head}</code></p>{table}"
 
     @property
+    def warnings(self) -> list[str]:
+        """Settings of the scenario that ran but may not do what was meant (as
+        `thinwire.check` returns them; the command line prints them)."""
+        return list(self.raw.get("warnings", []))
+
+    @property
     def summary(self) -> Summary:
         """JSON-ready summary: wall_s, events, events_per_s, sim_time_s, flows, link, proxy (None without one)."""
         r = self.raw
@@ -319,10 +338,12 @@ class RunResult:
         return [d / n for n in names]
 
 
-def check(scenario: str | os.PathLike[str], set: Mapping[str, object] | Sequence[str] | None = None) -> None:
-    """Validates a scenario; raises ScenarioError naming the field that is wrong."""
+def check(scenario: str | os.PathLike[str], set: Mapping[str, object] | Sequence[str] | None = None) -> list[str]:
+    """Validates a scenario; raises ScenarioError naming the field that is wrong.
+    Returns its warnings: settings that run but may not do what was meant (e.g. an
+    RLC link that never polls its last PDU), each one line; [] for none."""
     text, _ = load_scenario_text(scenario)
-    _core.check(text, _overrides(set, None, None, None, False), scenario_file=scenario_file(scenario))
+    return _core.check(text, _overrides(set, None, None, None, False), scenario_file=scenario_file(scenario))
 
 
 def run(
@@ -353,7 +374,9 @@ def run(
     overrides = _overrides(set, seed, run_index, trace, pcap, mm_log)
     file = scenario_file(scenario)
     if out is None:
-        return RunResult(raw=_core.run(text, overrides, scenario_file=file), name=name)
+        res = RunResult(raw=_core.run(text, overrides, scenario_file=file), name=name)
+        _warn(res.warnings)
+        return res
     import shutil
     import tempfile
 
@@ -370,6 +393,7 @@ def run(
         res = RunResult(raw=raw, name=name, _files_dir=tmp)
         res.written = res._write_from(d, tmp)
         ok = True
+        _warn(res.warnings)
         return res
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

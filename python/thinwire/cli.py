@@ -150,6 +150,31 @@ _END = {
 }
 
 
+def _one_line_warnings() -> None:
+    """A scenario's warnings (ScenarioWarning, from the API) as one line each on
+    stderr, each message once; other warnings as Python shows them."""
+    import warnings
+
+    from .api import ScenarioWarning
+
+    warnings.simplefilter("once", ScenarioWarning)
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, ScenarioWarning):
+            print(f"thinwire: warning: {one_line(str(message))}", file=sys.stderr)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+
+
+def _print_warnings(ws) -> None:
+    """The scenario's warnings (settings that may not do what was meant), one line each on stderr."""
+    for w in dict.fromkeys(ws):
+        print(f"thinwire: warning: {one_line(w)}", file=sys.stderr)
+
+
 def _warn_unfinished(s: dict) -> None:
     """One line on stderr when flows that end by themselves did not finish."""
     left = s.get("unfinished_flows") or []
@@ -205,10 +230,18 @@ def _cmd_reproduce(a) -> int:
             _die(str(e))
         extra["mux"] = a.mux
     out = Path(a.out or Path("studies") / a.study)
+    import warnings
+
+    from .api import ScenarioWarning
+
     try:
-        claims = mod.reproduce(
-            out, quick=a.quick, scheduler=a.scheduler, workers=a.workers, progress=not a.json, **extra
-        )
+        # A study runs the papers' settings on purpose (seed 002's RLC presets):
+        # no warning about them.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ScenarioWarning)
+            claims = mod.reproduce(
+                out, quick=a.quick, scheduler=a.scheduler, workers=a.workers, progress=not a.json, **extra
+            )
     except ScenarioError as e:
         _die(str(e))
     if a.json:
@@ -454,9 +487,10 @@ def _cmd_emulate(a) -> int:
         text, _ = load_scenario_text(a.scenario)
         from . import _core
 
-        _core.check(text, path_overrides(a.scenario, text) + (a.set or []), links_only=True)
+        ws = _core.check(text, path_overrides(a.scenario, text) + (a.set or []), links_only=True)
     except ScenarioError as e:
         _die(_with_path(a.scenario, e))
+    _print_warnings(ws)
     if re.search(r"^\s*\[\[\s*flow\s*\]\]", text, re.M):
         print(
             "note: the scenario's [[flow]] sections are not run: the --mobile and --server commands are the traffic",
@@ -697,10 +731,11 @@ def _cmd_check(a) -> int:
     from .api import check
 
     try:
-        check(a.scenario, set=a.set)
+        ws = check(a.scenario, set=a.set)
     except ScenarioError as e:
         _die(_with_path(a.scenario, e))
-    print(f"{a.scenario}: ok")
+    _print_warnings(ws)
+    print(f"{a.scenario}: ok" + (f" ({_n(len(ws), 'warning')})" if ws else ""))
     return 0
 
 
@@ -897,6 +932,7 @@ def main(argv: list[str] | None = None) -> int:
     for kv in getattr(a, "set", []) or []:
         if "=" not in kv:
             _die(f"--set {kv!r}: expected KEY=VALUE, e.g. --set flow.0.bytes=1MB")
+    _one_line_warnings()
     if a.cmd not in ("emulate", "proxy"):  # those two handle SIGTERM themselves
         signal.signal(signal.SIGTERM, _on_sigterm)
     try:

@@ -172,13 +172,17 @@ def _checked(p: Path, sc: Path, base_text: str, fixed: dict, axes: dict, reps: i
 
 
 def _validated(where: str, sw: Sweep) -> Sweep:
+    from .api import _warn
+
+    found: list[str] = []
     for point in sw.points():
         ov = sw.fixed + [f"{k}={_toml_value(v)}" for k, v in point.items()]
         try:
-            _core.check(sw.base_text, ov)
+            found += _core.check(sw.base_text, ov)
         except ScenarioError as e:
             at = ", ".join(f"{k}={v!r}" for k, v in point.items())
             raise SweepError(f"{where}: at point ({at}): {e}") from None
+    _warn(found)
     return sw
 
 

@@ -142,6 +142,7 @@ fn run<'py>(
     }
     let wall = t0.elapsed().as_secs_f64();
     let d = result_to_py(py, &r)?;
+    d.set_item("warnings", thinwire::build::warnings(&sc))?;
     d.set_item("wall_s", wall)?;
     d.set_item("events_per_s", if wall > 0.0 { r.events as f64 / wall } else { 0.0 })?;
     Ok(d)
@@ -203,8 +204,10 @@ fn trace_from_py(cols: &Bound<'_, PyDict>) -> PyResult<thinwire::trace::TraceTab
     })
 }
 
-/// Checks a scenario without running it; raises ScenarioError. `links_only`: as
-/// the emulator reads it (its flows are not run, so none is needed).
+/// Checks a scenario without running it; raises ScenarioError, else returns its
+/// warnings (settings that run but risk what the user may not intend).
+/// `links_only`: as the emulator reads it (its flows are not run, so none is
+/// needed).
 #[pyfunction]
 #[pyo3(signature = (toml_text, overrides=Vec::new(), links_only=false, scenario_file=None))]
 fn check(
@@ -212,8 +215,8 @@ fn check(
     overrides: Vec<String>,
     links_only: bool,
     scenario_file: Option<std::path::PathBuf>,
-) -> PyResult<()> {
-    scenario(&toml_text, &overrides, scenario_file.as_deref(), links_only).map(|_| ())
+) -> PyResult<Vec<String>> {
+    scenario(&toml_text, &overrides, scenario_file.as_deref(), links_only).map(|sc| thinwire::build::warnings(&sc))
 }
 
 /// The overrides that make the relative file paths of a scenario file's text

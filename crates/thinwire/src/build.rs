@@ -259,6 +259,19 @@ pub fn arq(sc: &Scenario, side: usize) -> Arq {
     }
 }
 
+/// What a scenario's settings risk that the user may not intend (each a sentence
+/// for a warning; the run goes ahead): an RLC configuration that can leave a lost
+/// last PDU waiting for seconds.
+pub fn warnings(sc: &Scenario) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(LinkCfg::Rlc(c)) = &sc.wireless.arq {
+        if let Some(w) = rlc_config(c, sc.wireless.frame.0 as u32).stall_risk() {
+            out.push(format!("wireless.arq: {w}"));
+        }
+    }
+    out
+}
+
 /// `side` 0 sends the downlink, 1 the uplink.
 pub fn gprs_config(a: &GprsCfg, side: usize) -> GprsConfig {
     let d = if side == 0 { GprsConfig::downlink() } else { GprsConfig::uplink() };

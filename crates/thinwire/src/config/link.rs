@@ -116,13 +116,16 @@ pub fn parse_policy(s: &str) -> Option<(u32, u32)> {
     Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
 }
 
-/// Seed 002 Table I's RLC settings.
+/// Seed 002 Table I's RLC settings (its two columns), and `typical`: polls on the
+/// last PDU as deployed TS 25.322 configurations set (`link/rlc_am.rs`).
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
 pub enum RlcPreset {
     #[serde(rename = "uniform")]
     Uniform,
     #[serde(rename = "two-state")]
     TwoState,
+    #[serde(rename = "typical")]
+    Typical,
 }
 
 impl RlcPreset {
@@ -130,6 +133,7 @@ impl RlcPreset {
         match self {
             RlcPreset::Uniform => "uniform",
             RlcPreset::TwoState => "two-state",
+            RlcPreset::Typical => "typical",
         }
     }
 }

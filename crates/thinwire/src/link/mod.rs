@@ -135,6 +135,13 @@ impl Arq {
             _ => false,
         }
     }
+    /// The sender's window (RLC: VT(A), VT(S)), for the trace.
+    pub fn window(&self) -> Option<(u32, u32)> {
+        match self {
+            Arq::Rlc(l) => Some(l.window()),
+            _ => None,
+        }
+    }
     /// Retransmission timer expiries (SR/ASR) or poll timer expiries (RLC).
     pub fn timeouts(&self) -> u64 {
         match self {

@@ -48,7 +48,9 @@
 //! (docs/studies/shared-link-arq.md). Sequence numbers are not wrapped (the 12-bit
 //! space of the standard never limits a 128-PDU window).
 //!
-//! Defaults are Table I's "uniform" column: window 128, polls by timer (200 ms) and
+//! Presets: seed 002 Table I's two columns, and `typical` (below: polls on the
+//! last PDU, as deployed networks configure TS 25.322; not the seed's). Defaults
+//! are Table I's "uniform" column: window 128, polls by timer (200 ms) and
 //! window (70 %), poll prohibit 100 ms, status on missing PDU and every 400 ms, no
 //! status prohibit, MRW timer 500 ms, 2 retransmissions, padded PDUs. The
 //! "two-state" preset adds a poll on the last PDU of the retransmission buffer,
@@ -113,8 +115,47 @@ impl RlcConfig {
                 max_retransmissions: 1,
                 ..uniform
             }),
+            // Not a column of the seed: TS 25.322's polling as networks commonly
+            // configure it (this project's choice of values, documented here and in
+            // docs/scenario.md; the standard leaves them to RRC, TS 25.331): a poll
+            // on the last PDU of the transmission and of the retransmission buffer,
+            // so a lone last PDU (a TCP ACK) that is lost is asked about at once;
+            // Timer_Poll 200 ms, Poll_Window 80 %, Timer_Poll_Prohibit and
+            // Timer_Status_Prohibit 100 ms, status on a missing PDU, no periodic
+            // status, MaxDAT 6 (4 retransmissions), Timer_MRW 500 ms.
+            "typical" => Some(RlcConfig {
+                window: 128,
+                max_retransmissions: 4,
+                poll_timer: Some(ms(200)),
+                poll_window: Some(80),
+                poll_last_tx: true,
+                poll_last_retx: true,
+                poll_prohibit: Some(ms(100)),
+                status_missing: true,
+                status_periodic: None,
+                status_prohibit: Some(ms(100)),
+                mrw_timer: ms(500),
+                ..uniform
+            }),
             _ => None,
         }
+    }
+
+    /// Why these settings can leave a PDU unrecovered for long (None: they do
+    /// not): without a poll on the last PDU of the transmission buffer, a lost
+    /// last PDU (a lone TCP ACK) is noticed only when a later PDU arrives behind
+    /// it or a poll timer that an earlier poll started expires.
+    pub fn stall_risk(&self) -> Option<String> {
+        if self.poll_last_tx {
+            return None;
+        }
+        Some(format!(
+            "RLC without poll_last_tx: a lost last PDU of a burst (a lone TCP ACK) waits until a later PDU reveals the gap{} — seconds on sparse traffic. Seed 002's presets are its Table I columns; preset = \"typical\" (or poll_last_tx = true) polls the last PDU",
+            match self.poll_timer {
+                Some(t) => format!(" or Timer_Poll ({} ms, run only after a poll) expires", t.nanos() / 1_000_000),
+                None => String::new(),
+            }
+        ))
     }
 }
 
@@ -210,6 +251,11 @@ impl Rlc {
         self.pending_sdus += 1;
         fragment(pkt, self.cfg.max_payload, |f| self.pending.push_back(f));
     }
+    /// The transmit window: VT(A) (oldest unacknowledged PDU) and VT(S) (next new).
+    pub fn window(&self) -> (u32, u32) {
+        (self.vt_a, self.vt_s)
+    }
+
     pub fn poll_deliver(&mut self) -> Option<Packet> {
         self.delivered.pop_front()
     }

@@ -178,6 +178,13 @@ pub enum LinkEvent {
     Deliver { at: Instant, dir: u8, flow: u16, len: u32, delay: Duration, queued: Instant },
     /// The two-state channel of `dir` changed state at `at` (logged as frames are sent).
     Channel { at: Instant, dir: u8, bad: bool },
+    /// An RLC AMD PDU sent with the poll bit, and the sender's window then:
+    /// VT(A) (oldest unacknowledged) and VT(S) (next new sequence number).
+    Poll { at: Instant, dir: u8, seq: u32, vt_a: u32, vt_s: u32 },
+    /// The contents of an RLC STATUS PDU sent in direction `dir`: the ACK SUFI
+    /// (VR(R)), the first missing PDU and how many the BITMAP reports missing, and
+    /// an MRW (or MRW_ACK) SUFI's sequence number.
+    StatusReport { at: Instant, dir: u8, ack: Option<u32>, first_missing: Option<u32>, missing: u32, mrw: Option<u32> },
 }
 
 /// Which trace events to produce (each costs time).
@@ -815,6 +822,24 @@ impl WirelessLink {
         self.sched_arq(now, d, timers);
     }
 
+    /// The RLC rows of a frame just sent (link trace): a poll with the sender's
+    /// window, or what a STATUS PDU reports.
+    fn rlc_rows(&mut self, now: Instant, d: usize, frame: &Frame) {
+        if frame.kind == FrameKind::Data && frame.ctl & super::frame::CTL_POLL != 0 {
+            if let Some((vt_a, vt_s)) = self.arq[d].window() {
+                self.events.push_back(LinkEvent::Poll { at: now, dir: d as u8, seq: frame.seq, vt_a, vt_s });
+            }
+        }
+        if let Some(st) = frame.status() {
+            let (ack, first_missing, missing) = match &st.report {
+                Some(r) => (Some(r.ack), r.missing.first().copied(), r.missing.len() as u32),
+                None => (None, None, 0),
+            };
+            let mrw = st.mrw.or(st.mrw_ack);
+            self.events.push_back(LinkEvent::StatusReport { at: now, dir: d as u8, ack, first_missing, missing, mrw });
+        }
+    }
+
     fn transmit(&mut self, now: Instant, d: usize, frame: Frame, timers: &mut impl Timers<LinkTimer>) {
         let header = self.header;
         let r = &mut self.radio[d];
@@ -885,6 +910,10 @@ impl WirelessLink {
                 lost,
             });
         }
+        if self.trace.link {
+            self.rlc_rows(now, d, &frame);
+        }
+        let r = &mut self.radio[d];
         if let Channel::TwoState(c) = &mut r.channel {
             if let Some(log) = &mut c.log {
                 for (at, bad) in log.drain(..) {

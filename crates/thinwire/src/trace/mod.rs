@@ -59,6 +59,8 @@ pub const EVENTS: &[&str] = &[
     "mark",
     "aqm_drop",
     "dequeue",
+    "poll",
+    "status_report",
 ];
 pub const NODES: &[&str] = &["server", "gateway", "mobile"];
 pub const DIRS: &[&str] = &["down", "up", "-"];
@@ -114,6 +116,8 @@ pub enum Ev {
     Mark,
     AqmDrop,
     Dequeue,
+    Poll,
+    StatusReport,
 }
 
 /// One (layer, event) pair of the trace: what a row of it means.
@@ -177,6 +181,8 @@ pub const EVENT_DOCS: &[EventDoc] = &[
     doc("link", "status_send", "the receiving end", "an RLC STATUS PDU was sent", FRAME, "its transmission number", "count"),
     doc("link", "idle_send", "either end", "an IS-707 idle frame was sent", FRAME, "its transmission number", "count"),
     doc("link", "reset", "either end", "the link layer reset (GSM RLP after N2 retransmissions)", FRAME, "its transmission number", "count"),
+    doc("link", "poll", "gateway (down), mobile (up)", "an RLC AMD PDU went out with the poll bit (the row after its send), with the sender's window", "seq: the PDU's sequence number; ack: VT(A), the oldest unacknowledged PDU", "VT(S), the next new sequence number (VT(S) − VT(A): PDUs outstanding)", "sequence number"),
+    doc("link", "status_report", "the receiving end", "what an RLC STATUS PDU said (the row after its status_send)", "seq: the first PDU reported missing (null: none); ack: the ACK SUFI, VR(R) (null: no ACK SUFI); len: PDUs reported missing", "the MRW SUFI's sequence number, or an MRW_ACK's (−1: neither)", "sequence number"),
     doc("link", "packet_deliver", "the receiving end", "an IP packet left the link layer, reassembled and in order", PKT, "its delay over the link (queue, ARQ and transmission)", "ns"),
     doc("queue", "enqueue", "gateway (wireless down), mobile (up), server (wired down), gateway (wired up)", "a packet joined a queue", PKT, "the queue's length after it", "packets"),
     doc("queue", "drop", "as enqueue", "a packet was dropped at a full queue (a link frame buffer full: seq holds the frame's sequence)", PKT, "the queue's length (frame buffer: its limit)", "packets"),
