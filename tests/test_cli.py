@@ -340,3 +340,26 @@ def test_wireless_rate_may_come_from_each_direction(tmp_path):
     assert p.returncode == 2 and len(lines) == 1 and "wireless.rate" in lines[0] and "[wireless.up]" in lines[0], (
         p.stderr
     )
+
+
+def test_pcap_epoch_puts_a_date_on_simulated_captures(tmp_path, small_scenario):
+    """By default a simulated capture's timestamps are the simulated time (the
+    Unix epoch at zero, as ns-3's); trace.pcap_epoch puts a wall-clock date there."""
+    import struct
+
+    def first_ts(*extra):
+        out = tmp_path / f"o{len(extra)}"
+        p = thinwire_cli("run", small_scenario, "--pcap", "--out", out, *extra)
+        assert p.returncode == 0, p.stderr
+        b = (out / "server.pcap").read_bytes()
+        sec, frac = struct.unpack("<II", b[24:32])
+        return sec + frac / 1e9
+
+    plain = first_ts()
+    assert plain < 10
+    dated = first_ts("--set", 'trace.pcap_epoch="2026-11-27T09:30:00Z"')
+    assert abs(dated - (1_795_771_800 + plain)) < 1e-6
+    assert abs(first_ts("--set", 'trace.pcap_epoch="2024-02-29"', "--set", "seed=1") - (1_709_164_800 + plain)) < 1e-6
+    for bad in ('"2026-02-30"', '"yesterday"', "-5", "5000000000", "1.5"):
+        p = thinwire_cli("check", small_scenario, "--set", f"trace.pcap_epoch={bad}")
+        assert p.returncode == 2 and "trace.pcap_epoch" in p.stderr and p.stderr.count("\n") == 1, (bad, p.stderr)

@@ -195,16 +195,18 @@ pub struct TapThread {
 }
 
 impl Tap {
-    pub fn memory() -> Tap {
-        Tap::Mem(PcapStream::new(Vec::new()).expect("writes to memory"))
+    /// A capture held in memory whose timestamps start at `epoch_ns`.
+    pub fn memory(epoch_ns: i64) -> Tap {
+        Tap::Mem(PcapStream::with_epoch(Vec::new(), epoch_ns).expect("writes to memory"))
     }
 
-    pub fn file(dir: &Path, name: &str) -> io::Result<Tap> {
+    /// A capture streamed to `dir/name` by a thread, timestamps from `epoch_ns`.
+    pub fn file(dir: &Path, name: &str, epoch_ns: i64) -> io::Result<Tap> {
         let file = FileOut::create(dir, name)?;
         let failed = file.failed_flag();
         let (tx, rx) = sync_channel::<Vec<(i64, Packet)>>(IN_FLIGHT);
         let worker = std::thread::Builder::new().name(format!("thinwire {name} packets")).spawn(move || {
-            let mut s = PcapStream::new(file).map_err(|e| e.to_string())?;
+            let mut s = PcapStream::with_epoch(file, epoch_ns).map_err(|e| e.to_string())?;
             for batch in rx {
                 for (t, p) in batch {
                     // Errors are kept by the FileOut (and its flag).

@@ -214,6 +214,70 @@ pub struct TraceCfg {
     /// Write mm-link-format logs of the wireless link (`trace::mahimahi`).
     #[serde(default)]
     pub mahimahi: bool,
+    /// The wall-clock time the pcaps put at simulated time zero: a UTC date
+    /// ("2026-11-27" or "2026-11-27T09:30:00Z") or Unix seconds. Default none: the
+    /// Unix epoch (1970-01-01), as ns-3 stamps its captures, so a packet's
+    /// timestamp is its simulated time (`time_s` in the trace).
+    #[serde(default)]
+    pub pcap_epoch: Option<toml::Value>,
+}
+
+impl TraceCfg {
+    /// `pcap_epoch` in ns since the Unix epoch (0 without one).
+    pub fn pcap_epoch_ns(&self) -> Result<i64, String> {
+        let Some(v) = &self.pcap_epoch else { return Ok(0) };
+        let bad = || {
+            format!(
+                "{v} is not a UTC date (\"2026-11-27\", \"2026-11-27T09:30:00Z\") or Unix seconds from 0 to 4294967295 (the pcap format's range)"
+            )
+        };
+        let secs: i64 = match v {
+            toml::Value::Integer(n) => *n,
+            toml::Value::String(t) => parse_utc(t).ok_or_else(bad)?,
+            _ => return Err(bad()),
+        };
+        if !(0..=u32::MAX as i64).contains(&secs) {
+            return Err(bad());
+        }
+        Ok(secs * 1_000_000_000)
+    }
+}
+
+/// "YYYY-MM-DD" or "YYYY-MM-DDTHH:MM:SSZ" (UTC) as Unix seconds.
+fn parse_utc(t: &str) -> Option<i64> {
+    let (date, time) = match t.split_once('T') {
+        Some((d, rest)) => (d, Some(rest.strip_suffix('Z')?)),
+        None => (t, None),
+    };
+    let mut d = date.split('-');
+    let (y, m, day): (i64, i64, i64) = (d.next()?.parse().ok()?, d.next()?.parse().ok()?, d.next()?.parse().ok()?);
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let month_days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    if d.next().is_some()
+        || !(1..=12).contains(&m)
+        || date.len() != 10
+        || !(1..=month_days[m as usize - 1]).contains(&day)
+    {
+        return None;
+    }
+    let secs = match time {
+        None => 0,
+        Some(tm) => {
+            let p: Vec<i64> = tm.split(':').map(|x| x.parse().ok()).collect::<Option<_>>()?;
+            match p[..] {
+                [h, mi, s] if h < 24 && mi < 60 && s < 60 && h >= 0 && mi >= 0 && s >= 0 => h * 3600 + mi * 60 + s,
+                _ => return None,
+            }
+        }
+    };
+    // Days from 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    Some((era * 146_097 + doe - 719_468) * 86_400 + secs)
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -637,6 +701,7 @@ fn validate(sc: &Scenario, flows_run: bool) -> Result<(), ConfigError> {
             ));
         }
     }
+    sc.trace.pcap_epoch_ns().map_err(|e| cerr("trace.pcap_epoch", e))?;
     Ok(())
 }
 

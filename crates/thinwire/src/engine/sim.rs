@@ -456,7 +456,8 @@ impl Sim {
         let pending_finite =
             flows.iter().filter(|f| f.bytes.is_some()).count() + webs.iter().filter(|w| w.finite()).count();
         let max_time = build::max_time(sc);
-        let pcap = if sc.trace.pcap { [Some(Tap::memory()), Some(Tap::memory())] } else { [None, None] };
+        let epoch = sc.trace.pcap_epoch_ns().unwrap_or(0); // validated with the scenario
+        let pcap = if sc.trace.pcap { [Some(Tap::memory(epoch)), Some(Tap::memory(epoch))] } else { [None, None] };
         Sim {
             q,
             wired: [mk_wired(0), mk_wired(1)],
@@ -501,7 +502,7 @@ impl Sim {
         }
         for (i, name) in ["server.pcap", "mobile.pcap"].into_iter().enumerate() {
             if sim.pcap[i].is_some() {
-                sim.pcap[i] = Some(Tap::file(dir, name)?);
+                sim.pcap[i] = Some(Tap::file(dir, name, sc.trace.pcap_epoch_ns().unwrap_or(0))?);
             }
         }
         if sim.mm.is_some() {

@@ -40,15 +40,22 @@ pub struct PcapStream<W: std::io::Write> {
     out: W,
     pub packets: u64,
     scratch: Vec<u8>,
+    /// Added to every timestamp: the wall-clock time of time zero (ns since the
+    /// Unix epoch; `trace.pcap_epoch`).
+    epoch_ns: i64,
 }
 
 impl<W: std::io::Write> PcapStream<W> {
-    pub fn new(mut out: W) -> std::io::Result<Self> {
+    pub fn new(out: W) -> std::io::Result<Self> {
+        Self::with_epoch(out, 0)
+    }
+    /// A stream whose timestamps start at `epoch_ns` (ns since the Unix epoch).
+    pub fn with_epoch(mut out: W, epoch_ns: i64) -> std::io::Result<Self> {
         out.write_all(&PcapWriter::new().buf)?;
-        Ok(PcapStream { out, packets: 0, scratch: Vec::new() })
+        Ok(PcapStream { out, packets: 0, scratch: Vec::new(), epoch_ns })
     }
     pub fn record(&mut self, t_ns: i64, data: &[u8]) -> std::io::Result<()> {
-        let t = t_ns.max(0);
+        let t = t_ns.max(0) + self.epoch_ns;
         let mut h = [0u8; 16];
         h[0..4].copy_from_slice(&((t / 1_000_000_000) as u32).to_le_bytes());
         h[4..8].copy_from_slice(&((t % 1_000_000_000) as u32).to_le_bytes());
