@@ -329,8 +329,19 @@ def claims(summary, hists) -> list[dict]:
             s = s.filter(pl.col("idle") == str(idle))
         return s.row(0, named=True) if s.height else None
 
-    def add(section, claim, expected, measured, ok):
-        out.append({"section": section, "claim": claim, "expected": expected, "measured": measured, "pass": bool(ok)})
+    def add(section, claim, expected, measured, ok, tie=False):
+        """`tie`: the compared means lie within each other's 95 % CIs (the verdict
+        is inconclusive; more replications decide)."""
+        out.append(
+            {
+                "section": section,
+                "claim": claim,
+                "expected": expected,
+                "measured": measured,
+                "pass": bool(ok),
+                "inconclusive": bool(tie),
+            }
+        )
 
     g0 = {f: at("pe-idle0", f) for f in FDTS}
     gu = {f: at("pe-unlimited", f) for f in FDTS}
@@ -341,6 +352,7 @@ def claims(summary, hists) -> list[dict]:
             "with unlimited idle frames > without",
             f"{gu[f]['mean']:.3f} ± {gu[f]['ci95']:.3f} vs {g0[f]['mean']:.3f} ± {g0[f]['ci95']:.3f}",
             gu[f]["mean"] > g0[f]["mean"],
+            tie=abs(gu[f]["mean"] - g0[f]["mean"]) <= gu[f]["ci95"] + g0[f]["ci95"],
         )
     gain = {f: gu[f]["mean"] / max(g0[f]["mean"], 1e-9) for f in FDTS}
     add(
