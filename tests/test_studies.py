@@ -126,6 +126,7 @@ def test_reproduce_gsm_multilayer_quick(tmp_path):
     for fig in range(5, 13):
         pngs = list(out.glob(f"fig{fig:02d}_*.png"))
         assert len(pngs) == 1 and pngs[0].stat().st_size > 10_000, fig
+        assert pngs[0].with_suffix(".pdf").stat().st_size > 5_000, f"fig {fig}: no PDF"
     import polars as pl
 
     runs = pl.read_csv(out / "runs.csv")
