@@ -108,6 +108,38 @@ def test_a_signal_stops_a_long_run_promptly_with_one_line(small_scenario, sig, c
     assert err.strip() == f"thinwire: {word}", err
 
 
+def test_ctrl_c_while_the_command_starts_is_one_line(small_scenario):
+    """Ctrl-C in the first milliseconds (while Python loads the core and the
+    command's modules) ends the command with one line or, before Python answers
+    signals at all, silently: never a KeyboardInterrupt traceback."""
+    seen = set()
+    for delay in [i * 0.004 for i in range(30)]:
+        proc = _long_run(small_scenario)
+        try:
+            time.sleep(delay)
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=20)
+        finally:
+            proc.kill()
+            proc.wait()
+        if "Traceback" in err:
+            # Python's own start-up (site) and the pip-generated launcher's first
+            # import (thinwire/__init__ and _entry: about 2 ms) can still be
+            # interrupted before any code of ours can answer; Python prints that
+            # itself. Nothing later may show a traceback.
+            frames = [line.strip() for line in err.splitlines() if line.strip().startswith('File "')]
+            assert frames and all(
+                f.startswith(f'File "{EXE}"') or "<frozen " in f or "thinwire/__init__.py" in f or "_entry.py" in f
+                for f in frames
+            ), (delay, err)
+            continue
+        assert "Traceback" not in err and "KeyboardInterrupt" not in err, (delay, err)
+        assert proc.returncode in (130, -signal.SIGINT), (delay, proc.returncode, err)
+        assert err.strip() in ("", "thinwire: interrupted"), (delay, err)
+        seen.add(err.strip())
+    assert "thinwire: interrupted" in seen
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
 def test_standard_output_on_a_full_device_is_one_line(small_scenario):
     with open("/dev/full", "w") as full:

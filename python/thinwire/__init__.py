@@ -12,7 +12,8 @@ link-layer ARQ.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (start-up time)
 
 __all__ = [
     "run",
@@ -30,6 +31,8 @@ __all__ = [
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from typing import Any
+
     # What type checkers see: the same names, resolved statically (at run time they
     # are imported on first use, below).
     from . import examples as examples
@@ -60,7 +63,7 @@ _LAZY = {
 _SUBMODULES = ("examples", "fields")
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "Any":
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name], __name__), name)
     if name in _SUBMODULES:
