@@ -9,7 +9,8 @@
 //! Time: one thread waits in `epoll` on both devices, an absolute `timerfd` armed at
 //! the path's next deadline, a `signalfd` and the mobile command's `pidfd`; on every
 //! wake-up all due events run at their scheduled times (catch-up) and outputs are
-//! written at once. Each output's lateness (write time − due time) is recorded; the
+//! written at once. Each output's lateness (write time − due time) is recorded (in a
+//! fixed-size histogram, `latency.rs`); the
 //! timer slack is set to 1 ns. Randomness comes from the scenario's seed only, so a
 //! run's decisions depend on nothing but the packets and their arrival times:
 //! `schedule.log` records them and `replay` reproduces them exactly from
@@ -18,6 +19,7 @@
 //! Sources: seed 000 §4 (measurement platform, trace-based methodology, "trace
 //! replay in simulators" in §6); Mahimahi (Netravali et al., USENIX ATC 2015) and
 //! Rattan for the shape (namespaces, TUN, one event loop).
+pub mod latency;
 pub mod logs;
 pub mod netns;
 pub mod proxyd;
@@ -414,19 +416,19 @@ fn run_loop(
     let start_unix_s = sys::realtime_ns() as f64 / 1e9;
     let now = || Instant(sys::monotonic_ns() - start);
     let end_at = opts.duration.map(|d| Instant::ZERO + d);
-    let mut lateness: Vec<i64> = Vec::new();
+    let mut lateness = latency::Histogram::new(opts.late_after.nanos());
     let mut write_drops = 0u64;
     let mut unparsable = 0u64;
     let mut buf = vec![0u8; 65536];
     let mut ready = Vec::new();
-    let mut write_out = |o: Output, logs: &mut Option<&mut logs::Logs>, lateness: &mut Vec<i64>| {
+    let mut write_out = |o: Output, logs: &mut Option<&mut logs::Logs>, lateness: &mut latency::Histogram| {
         let fd = if o.to == End::Mobile { tun_m } else { tun_s };
         let bytes = o.packet.emit();
         match sys::write_packet(fd, &bytes) {
             Ok(true) => {}
             Ok(false) | Err(_) => write_drops += 1,
         }
-        lateness.push((now() - o.at).nanos());
+        lateness.record((now() - o.at).nanos());
         if let Some(l) = logs.as_deref_mut() {
             l.output(o.at, o.to, &bytes);
         }
@@ -554,9 +556,8 @@ fn run_loop(
         path.finish_mm_logs(t_end).map_err(|e| fail("mm-down.log/mm-up.log", e))?;
         path.finish_trace().map_err(EmuError::Failed)?;
     }
-    lateness.sort_unstable();
-    let q = |p: f64| lateness.get(((lateness.len().max(1) - 1) as f64 * p).round() as usize).copied().unwrap_or(0);
-    let late = lateness.iter().filter(|&&l| l > opts.late_after.nanos()).count() as u64;
+    let q = |p: f64| lateness.quantile(p);
+    let late = lateness.above();
     let run_s = t_end.as_secs_f64();
     Ok(Report {
         duration_s: run_s,
@@ -564,7 +565,7 @@ fn run_loop(
         ended,
         mobile_status: None,
         server_status: None,
-        lateness: Lateness { count: lateness.len() as u64, p50_ns: q(0.5), p99_ns: q(0.99), max_ns: q(1.0), late },
+        lateness: Lateness { count: lateness.count(), p50_ns: q(0.5), p99_ns: q(0.99), max_ns: lateness.max(), late },
         link: path.link_stats(run_s),
         path: path.stats.clone(),
         write_drops,
