@@ -10,8 +10,7 @@
 //! the path's next deadline, a `signalfd` and the mobile command's `pidfd`; on every
 //! wake-up all due events run at their scheduled times (catch-up) and outputs are
 //! written at once. Each output's lateness (write time − due time) is recorded (in a
-//! fixed-size histogram, `latency.rs`); the
-//! timer slack is set to 1 ns. Randomness comes from the scenario's seed only, so a
+//! fixed-size histogram, `latency.rs`); the timer slack is set to 1 ns. Randomness comes from the scenario's seed only, so a
 //! run's decisions depend on nothing but the packets and their arrival times:
 //! `schedule.log` records them and `replay` reproduces them exactly from
 //! `inputs.pcapng`.
