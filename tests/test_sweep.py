@@ -252,3 +252,18 @@ def test_sweep_api_refuses_bad_arguments_before_running(kwargs, message):
     with pytest.raises(thinwire.ScenarioError) as e:
         thinwire.sweep(SMALL, **kwargs)
     assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_sweep_api_from_a_module_run_with_dash_m(tmp_path):
+    """`python -m usermodule` without a guard: spawn would import it again by name."""
+    (tmp_path / "base.toml").write_text(SMALL)
+    (tmp_path / "usermod.py").write_text(
+        "import thinwire\n"
+        "print('module body ran')\n"
+        "runs, summary = thinwire.sweep('base.toml', axes={'wireless.channel.p': [0.0, 0.05]},\n"
+        "    set={'flow.0.bytes': '20KB'}, replications=2, workers=2, progress=False)\n"
+        "print('points', summary.height)\n"
+    )
+    p = subprocess.run([sys.executable, "-m", "usermod"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.count("module body ran") == 1 and "points 2" in p.stdout

@@ -47,24 +47,27 @@ class Group:
 @contextlib.contextmanager
 def _main_not_rerun():
     """While a local cluster's worker processes are started (and restarted), hide
-    the user's script from multiprocessing's spawn, which would otherwise run the
-    script again in every worker (`__mp_main__`) and, in a script without an
-    `if __name__ == "__main__":` guard, start the sweep again there (Dask then
-    fails with pages of Nanny tracebacks). The workers need nothing from the
-    script: tasks are functions of thinwire's modules, and Dask pickles functions
-    defined in `__main__` by value. Notebooks and `python -m` have no script path
-    and are left alone."""
+    the user's main module from multiprocessing's spawn, which would otherwise run
+    it again in every worker (`__mp_main__`, by path for a script, by name for
+    `python -m`) and, in one without an `if __name__ == "__main__":` guard, start
+    the sweep again there (Dask then fails with pages of Nanny tracebacks). The
+    workers need nothing from it: tasks are functions of thinwire's modules, and
+    Dask pickles functions defined in `__main__` by value. Notebooks and the REPL
+    have neither a path nor a name to hide."""
     main = sys.modules.get("__main__")
-    hide = main is not None and getattr(main, "__spec__", None) is None and getattr(main, "__file__", None) is not None
-    if not hide:
-        yield
-        return
-    path = main.__file__
-    del main.__file__
+    saved = {}
+    if main is not None:
+        if getattr(main, "__file__", None) is not None:
+            saved["__file__"] = main.__file__
+            del main.__file__
+        if getattr(main, "__spec__", None) is not None:
+            saved["__spec__"] = main.__spec__
+            main.__spec__ = None
     try:
         yield
     finally:
-        main.__file__ = path
+        for k, v in saved.items():
+            setattr(main, k, v)
 
 
 def client(scheduler: str | None, n_workers: int):
