@@ -822,24 +822,6 @@ impl WirelessLink {
         self.sched_arq(now, d, timers);
     }
 
-    /// The RLC rows of a frame just sent (link trace): a poll with the sender's
-    /// window, or what a STATUS PDU reports.
-    fn rlc_rows(&mut self, now: Instant, d: usize, frame: &Frame) {
-        if frame.kind == FrameKind::Data && frame.ctl & super::frame::CTL_POLL != 0 {
-            if let Some((vt_a, vt_s)) = self.arq[d].window() {
-                self.events.push_back(LinkEvent::Poll { at: now, dir: d as u8, seq: frame.seq, vt_a, vt_s });
-            }
-        }
-        if let Some(st) = frame.status() {
-            let (ack, first_missing, missing) = match &st.report {
-                Some(r) => (Some(r.ack), r.missing.first().copied(), r.missing.len() as u32),
-                None => (None, None, 0),
-            };
-            let mrw = st.mrw.or(st.mrw_ack);
-            self.events.push_back(LinkEvent::StatusReport { at: now, dir: d as u8, ack, first_missing, missing, mrw });
-        }
-    }
-
     fn transmit(&mut self, now: Instant, d: usize, frame: Frame, timers: &mut impl Timers<LinkTimer>) {
         let header = self.header;
         let r = &mut self.radio[d];
@@ -911,9 +893,8 @@ impl WirelessLink {
             });
         }
         if self.trace.link {
-            self.rlc_rows(now, d, &frame);
+            rlc_rows(&mut self.events, &self.arq[d], now, d, &frame);
         }
-        let r = &mut self.radio[d];
         if let Channel::TwoState(c) = &mut r.channel {
             if let Some(log) = &mut c.log {
                 for (at, bad) in log.drain(..) {
@@ -974,5 +955,23 @@ impl WirelessLink {
                 timers.schedule(t, LinkTimer::Arq(e as u8));
             }
         }
+    }
+}
+
+/// The RLC rows of a frame just sent in direction `d` (link trace): a poll with
+/// the sender's window, or what a STATUS PDU reports.
+fn rlc_rows(events: &mut VecDeque<LinkEvent>, arq: &Arq, now: Instant, d: usize, frame: &Frame) {
+    if frame.kind == FrameKind::Data && frame.ctl & super::frame::CTL_POLL != 0 {
+        if let Some((vt_a, vt_s)) = arq.window() {
+            events.push_back(LinkEvent::Poll { at: now, dir: d as u8, seq: frame.seq, vt_a, vt_s });
+        }
+    }
+    if let Some(st) = frame.status() {
+        let (ack, first_missing, missing) = match &st.report {
+            Some(r) => (Some(r.ack), r.missing.first().copied(), r.missing.len() as u32),
+            None => (None, None, 0),
+        };
+        let mrw = st.mrw.or(st.mrw_ack);
+        events.push_back(LinkEvent::StatusReport { at: now, dir: d as u8, ack, first_missing, missing, mrw });
     }
 }

@@ -81,9 +81,6 @@ pub struct TcpStats {
     /// Data segments (payload > 0) sent again.
     pub retransmits: u64,
     pub retransmitted_bytes: u64,
-    /// SYNs or SYN-ACKs sent again, and FINs sent again without data.
-    pub syn_retransmits: u64,
-    pub fin_retransmits: u64,
     /// Expiries of the retransmission timer (the handshake's and a FIN's included).
     pub timeouts: u64,
     pub fast_retransmits: u64,
@@ -111,6 +108,9 @@ pub struct TcpStats {
     /// segments that arrived marked CE.
     pub ecn_reductions: u64,
     pub ce_received: u64,
+    /// SYNs or SYN-ACKs sent again, and FINs sent again without data.
+    pub syn_retransmits: u64,
+    pub fin_retransmits: u64,
 }
 
 impl std::ops::AddAssign<&TcpStats> for TcpStats {
@@ -810,6 +810,7 @@ impl Tcp {
                 self.syn_retx = false;
                 let retx = self.tcb.snd_max > 0;
                 self.syn_rexmits += retx as u32;
+                self.tcb.stats.syn_retransmits += retx as u64;
                 self.tcb.snd_nxt = 1;
                 self.tcb.snd_max = 1;
                 self.tcb.timing = if retx { None } else { Some((1, now)) };
@@ -913,12 +914,6 @@ impl Tcp {
                 self.tcb.stats.retransmits += 1;
                 self.tcb.stats.retransmitted_bytes += len as u64;
             }
-        } else if retransmission {
-            if flags & TcpFlags::SYN != 0 {
-                self.tcb.stats.syn_retransmits += 1;
-            } else if flags & TcpFlags::FIN != 0 {
-                self.tcb.stats.fin_retransmits += 1;
-            }
         }
         Segment { repr, len, retransmission, offset: seq.saturating_sub(1), ect: new_data }
     }
@@ -941,6 +936,7 @@ impl Tcp {
             if self.rto_deadline.is_none() {
                 self.arm_rto(now);
             }
+            self.tcb.stats.fin_retransmits += retx as u64;
             return self.emit(now, end, 0, TcpFlags::FIN | TcpFlags::ACK, retx);
         }
         let len = max_len.min(self.tcb.smss).min(end - seq);
