@@ -363,3 +363,12 @@ def test_pcap_epoch_puts_a_date_on_simulated_captures(tmp_path, small_scenario):
     for bad in ('"2026-02-30"', '"yesterday"', "-5", "5000000000", "1.5"):
         p = thinwire_cli("check", small_scenario, "--set", f"trace.pcap_epoch={bad}")
         assert p.returncode == 2 and "trace.pcap_epoch" in p.stderr and p.stderr.count("\n") == 1, (bad, p.stderr)
+
+
+def test_run_help_lists_every_trace_layer():
+    from thinwire._core import TRACE_LAYERS
+
+    h = thinwire_cli("run", "--help")
+    text = " ".join(h.stdout.split())
+    assert h.returncode == 0 and all(layer in text for layer in TRACE_LAYERS), text
+    assert "proxy" in TRACE_LAYERS

@@ -267,3 +267,22 @@ def test_sweep_api_from_a_module_run_with_dash_m(tmp_path):
     p = subprocess.run([sys.executable, "-m", "usermod"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.count("module body ran") == 1 and "points 2" in p.stdout
+
+
+def test_a_sweep_says_nothing_about_a_busy_dashboard_port(tmp_path):
+    """Another Dask cluster holding port 8787 once made every sweep warn: the local
+    cluster runs without a dashboard."""
+    sw = write_sweep(tmp_path, reps=1)
+    s = socket.socket()
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", 8787))
+            s.listen()
+        except OSError:
+            pass  # already taken by someone else: the same situation
+        p = thinwire_cli("sweep", sw, "--out", tmp_path / "o", "--workers", "1", "--quiet")
+    finally:
+        s.close()
+    assert p.returncode == 0, p.stderr
+    assert "8787" not in p.stderr and "dashboard" not in p.stderr.lower(), p.stderr

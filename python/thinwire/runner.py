@@ -93,7 +93,12 @@ def client(scheduler: str | None, n_workers: int):
     old = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
     try:
         cluster = LocalCluster(
-            n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+            n_workers=n_workers,
+            threads_per_worker=1,
+            processes=True,
+            # Its HTTP server on a free port: never "8787 in use" beside another cluster.
+            dashboard_address=":0",
+            silence_logs=40,
         )
     finally:
         if main:
