@@ -18,6 +18,7 @@ from pathlib import Path
 
 from . import __version__
 from ._core import TRACE_LAYERS, ScenarioError
+from .fields import plural as _n
 
 # Every trace layer (the core's list); an output folder records all of them but
 # `sojourn` (a row per packet per queue: asked for by name).
@@ -53,11 +54,6 @@ def one_line(msg: str) -> str:
 def _die(msg: str) -> "NoReturn":  # noqa: F821
     print(f"thinwire: error: {one_line(msg)}", file=sys.stderr)
     sys.exit(2)
-
-
-def _n(count: int, word: str) -> str:
-    """'1 connection', '2 connections', '1,024 segments'."""
-    return f"{count:,} {word}{'' if count == 1 else 's'}"
 
 
 def _with_path(path: str, e: Exception) -> str:
@@ -244,13 +240,13 @@ def _cmd_reproduce(a) -> int:
             )
     except ScenarioError as e:
         _die(str(e))
+    from .studies.report import counts, verdict
+
     if a.json:
         json.dump(claims, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         print(f"study {a.study}{' (quick)' if a.quick else ''}: figures, tables and claims in {out}/\n")
-        from .studies.report import counts, verdict
-
         for c in claims:
             where = f" ({c['structure']})" if "structure" in c else ""
             tie = (
@@ -274,8 +270,6 @@ def _cmd_reproduce(a) -> int:
                 end="",
             )
         print()
-    from .studies.report import counts
-
     _, inc, failed = counts(claims)
     if a.strict and failed:
         print(

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from . import _core
 from .api import ScenarioError, _overrides, load_scenario_text, path_overrides
+from .traces import syn_fin_retransmits
 
 
 class EmulateError(ScenarioError):
@@ -172,7 +173,7 @@ def connection_table(trace, duration_s: float):
     rows = []
     for (fid,), f in tcp.group_by(["flow"], maintain_order=True):
         sent = f.filter(pl.col("event").is_in(["send", "retransmit"]))
-        ctl = sent.filter((pl.col("event") == "retransmit") & (pl.col("len") == 0))
+        syn, fin = syn_fin_retransmits(f)
         by_dir = sent.group_by("dir").agg(pl.col("len").sum().alias("b"))
         d = by_dir.sort("b", descending=True)["dir"][0] if by_dir.height else "down"
         sent = sent.filter(pl.col("dir") == d)
@@ -193,11 +194,10 @@ def connection_table(trace, duration_s: float):
                 "throughput_bps": max(delivered, 0) * 8 / span if span and span > 0 else 0.0,
                 "completion_s": None,
                 # As the simulator counts them (thinwire.fields): data segments
-                # the sender sent again; SYNs, SYN-ACKs and FINs without data sent
-                # again by either end (the send events' value is the TCP flags).
+                # the sender sent again; SYNs, SYN-ACKs and FINs by either end.
                 "tcp_retransmits": int(((sent["event"] == "retransmit") & (sent["len"] > 0)).sum()),
-                "tcp_syn_retransmits": ctl.filter((pl.col("value") & 0x02) != 0).height,
-                "tcp_fin_retransmits": ctl.filter(((pl.col("value") & 0x03) == 0x01)).height,
+                "tcp_syn_retransmits": syn,
+                "tcp_fin_retransmits": fin,
                 "tcp_timeouts": None,
                 "tcp_fast_retransmits": None,
                 "rtt_avg_s": _rtt_avg(f, str(d)),

@@ -30,6 +30,11 @@ def columns(section: str, group: str = "") -> list[tuple[str, str, str]]:
     return out
 
 
+def plural(count: int, word: str) -> str:
+    """'1 connection', '2 connections', '1,024 segments'."""
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
 def fmt_rate(bps: float) -> str:
     return f"{bps / 1e6:.3f} Mbit/s" if bps >= 1e6 else f"{bps / 1e3:.2f} kbit/s"
 

@@ -129,11 +129,7 @@ def load_sweep(path: str | os.PathLike) -> Sweep:
     if not found:
         raise SweepError(f"{p}: scenario: {d['scenario']!r} does not exist (paths are relative to the sweep file)")
     reps = d.get("replications", 1)
-    if not isinstance(reps, int) or isinstance(reps, bool) or not 1 <= reps <= MAX_RUNS:
-        raise SweepError(f"{p}: replications: {reps!r} is not an integer from 1 to {MAX_RUNS:,}")
     crn = d.get("common_random_numbers", True)
-    if not isinstance(crn, bool):
-        raise SweepError(f"{p}: common_random_numbers: {crn!r} is not true or false")
     fixed = d.get("set", {})
     axes = d.get("axes", {})
     if not isinstance(fixed, dict) or not isinstance(axes, dict):
@@ -141,12 +137,7 @@ def load_sweep(path: str | os.PathLike) -> Sweep:
     for k, v in axes.items():
         if not isinstance(v, list) or not v:
             raise SweepError(f"{p}: axes.{k}: give a non-empty list of values")
-    # Counted before anything is built: a billion runs once ran out of memory.
-    n_points = math.prod(len(v) for v in axes.values())
-    if n_points * reps > MAX_RUNS:
-        raise SweepError(
-            f"{p}: {n_points:,} points x {reps:,} replications is {n_points * reps:,} runs; a sweep has at most {MAX_RUNS:,}"
-        )
+    _check_size(str(p), axes, reps, crn)
     try:
         base_text = sc.read_text(encoding="utf-8")
     except UnicodeDecodeError:
@@ -155,6 +146,22 @@ def load_sweep(path: str | os.PathLike) -> Sweep:
         return _checked(p, sc, base_text, fixed, axes, reps, crn)
     except RecursionError:  # a dotted key hundreds of tables deep (found by fuzzing)
         raise SweepError(f"{p}: [set]/[axes]: a value is nested too deeply (no scenario field is)") from None
+
+
+def _check_size(where: str, axes: dict, reps, crn) -> None:
+    """The checks a sweep file and `sweep()` share: replications, common random
+    numbers, and the number of runs — counted before anything is built (a billion
+    runs once ran out of memory)."""
+    if not isinstance(reps, int) or isinstance(reps, bool) or not 1 <= reps <= MAX_RUNS:
+        raise SweepError(f"{where}: replications: {reps!r} is not an integer from 1 to {MAX_RUNS:,}")
+    if not isinstance(crn, bool):
+        raise SweepError(f"{where}: common_random_numbers: {crn!r} is not true or false")
+    n_points = math.prod(len(v) for v in axes.values())
+    if n_points * reps > MAX_RUNS:
+        raise SweepError(
+            f"{where}: {n_points:,} points x {reps:,} replications is {n_points * reps:,} runs; "
+            f"a sweep has at most {MAX_RUNS:,}"
+        )
 
 
 def _checked(p: Path, sc: Path, base_text: str, fixed: dict, axes: dict, reps: int, crn: bool) -> Sweep:
@@ -276,10 +283,8 @@ def sweep(
     axes = dict(axes or {})
     fixed = dict(set or {})
     where = "sweep"
-    if not isinstance(replications, int) or isinstance(replications, bool) or not 1 <= replications <= MAX_RUNS:
-        raise SweepError(f"{where}: replications: {replications!r} is not an integer from 1 to {MAX_RUNS:,}")
-    if not isinstance(common_random_numbers, bool):
-        raise SweepError(f"{where}: common_random_numbers: {common_random_numbers!r} is not True or False")
+    if workers is not None and (not isinstance(workers, int) or workers < 1):
+        raise SweepError(f"{where}: workers: {workers!r} is not a positive number of workers")
     for k, v in axes.items():
         if not isinstance(k, str):
             raise SweepError(f"{where}: axes: {k!r} is not a field name such as 'wireless.channel.p'")
@@ -288,12 +293,7 @@ def sweep(
         axes[k] = list(v)
         if not axes[k]:
             raise SweepError(f"{where}: axes[{k!r}]: give a non-empty list of values")
-    n_points = math.prod(len(v) for v in axes.values())
-    if n_points * replications > MAX_RUNS:
-        raise SweepError(
-            f"{where}: {n_points:,} points x {replications:,} replications is {n_points * replications:,} runs; "
-            f"a sweep has at most {MAX_RUNS:,}"
-        )
+    _check_size(where, axes, replications, common_random_numbers)
     sw = Sweep(
         base_text,
         name,
@@ -303,8 +303,6 @@ def sweep(
         common_random_numbers,
     )
     _validated(where, sw)
-    if workers is not None and (not isinstance(workers, int) or workers < 1):
-        raise SweepError(f"{where}: workers: {workers!r} is not a positive number of workers")
     runs, summary = execute_sweep(sw, None if out is None else Path(out), scheduler, workers, progress)
     return SweepResult(runs, summary)
 

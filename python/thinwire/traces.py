@@ -76,3 +76,16 @@ def read_trace(path, layer: str | None = None):
     """A trace.parquet as the DataFrame `trace_frame` gives (see `scan_trace`);
     with `layer`, only that layer's rows."""
     return scan_trace(path, layer).collect()
+
+
+def syn_fin_retransmits(tcp) -> tuple[int, int]:
+    """(SYNs or SYN-ACKs, FINs without data) sent again in a flow's `tcp` trace rows,
+    by either end host (the send events' `value` is the segment's TCP flags; the
+    proxy's own rows are left out): `tcp_syn_retransmits` and `tcp_fin_retransmits`
+    as the simulator counts them (thinwire.fields)."""
+    import polars as pl
+
+    ctl = tcp.filter((pl.col("event") == "retransmit") & (pl.col("len") == 0) & (pl.col("node") != "proxy"))
+    syn = ctl.filter((pl.col("value") & 0x02) != 0).height
+    fin = ctl.filter((pl.col("value") & 0x03) == 0x01).height
+    return syn, fin

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from ..fields import plural
+
 # (label, key, format) rows of the per-connection report, tcptrace's order.
 ROWS = [
     ("total packets", "packets", "d"),
@@ -59,7 +61,7 @@ def print_capture(cap, out=sys.stdout, limit: int | None = None) -> None:
     w = out.write
     r = cap.raw
     w(
-        f"{cap.path}: {r['format']}, {r['packets']:,} packets, {r['tcp_packets']:,} TCP, {_n(len(r['connections']), 'connection')} "
+        f"{cap.path}: {r['format']}, {r['packets']:,} packets, {r['tcp_packets']:,} TCP, {plural(len(r['connections']), 'connection')} "
         f"(analysed in {r['wall_s'] * 1e3:.1f} ms)\n"
     )
     for m in cap.warnings:
@@ -77,10 +79,6 @@ def print_capture(cap, out=sys.stdout, limit: int | None = None) -> None:
         w(f"\n... {len(r['connections']) - limit} more connections (use --json for all)\n")
     if r["connections"]:
         w(f"\n({CAPTURE_NOTES})\n")
-
-
-def _n(count: int, word: str) -> str:
-    return f"{count:,} {word}{'' if count == 1 else 's'}"
 
 
 def print_run(run, metrics, caps: dict, out=sys.stdout) -> None:

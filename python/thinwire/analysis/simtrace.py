@@ -27,6 +27,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..traces import syn_fin_retransmits
+
 DATA_EVENTS = ("send", "retransmit")
 # Events only a sender whose TCP thinwire ran records (not a tap on real hosts).
 SENDER_STATE = ("cwnd", "ssthresh", "srtt", "rto", "timeout", "fast_retransmit")
@@ -154,11 +156,7 @@ class SimRun:
             tos = ft.filter((pl.col("node") == snd_node) & (pl.col("event") == "timeout"))
             frs = ft.filter((pl.col("node") == snd_node) & (pl.col("event") == "fast_retransmit"))
             rex = data.filter(pl.col("event") == "retransmit")
-            # SYNs, SYN-ACKs and FINs without data sent again, by either end (the
-            # send events' value is the segment's TCP flags).
-            ctl = ft.filter((pl.col("event") == "retransmit") & (pl.col("len") == 0) & (pl.col("node") != "proxy"))
-            syn_rex = ctl.filter((pl.col("value") & 0x02) != 0).height
-            fin_rex = ctl.filter(((pl.col("value") & 0x02) == 0) & ((pl.col("value") & 0x01) != 0)).height
+            syn_rex, fin_rex = syn_fin_retransmits(ft)
             # The sender's timer events are in the trace only where thinwire ran the
             # sender's TCP (a simulation); an emulation's trace holds what the taps
             # saw, so timeouts and fast retransmits are unknown there, not zero.

@@ -500,9 +500,10 @@ impl Sim {
             sink.set_horizon(sim.link.channel_horizon().nanos());
             sim.rec.sink = TraceOut::File(Box::new(sink));
         }
+        let epoch = sc.trace.pcap_epoch_ns().unwrap_or(0); // validated with the scenario
         for (i, name) in ["server.pcap", "mobile.pcap"].into_iter().enumerate() {
             if sim.pcap[i].is_some() {
-                sim.pcap[i] = Some(Tap::file(dir, name, sc.trace.pcap_epoch_ns().unwrap_or(0))?);
+                sim.pcap[i] = Some(Tap::file(dir, name, epoch)?);
             }
         }
         if sim.mm.is_some() {
