@@ -716,3 +716,124 @@ def test_a_full_disk_for_out_is_one_line_and_exit_2(tmp_path, clean):
         one_line_error(p, "No space left on device")
     finally:
         subprocess.run(["umount", str(full)])
+
+
+# --- many mobiles (--mobiles N): each in its own namespace -----------------------
+
+
+def _many_mobiles(tmp: Path, n: int, cell: str, size: int = 60_000, seed: int = 4):
+    """N mobiles fetch the same file from one server (IPv4 for even mobiles, IPv6
+    for odd ones); returns the summary, the out directory and the file."""
+    www = served(tmp, size, seed=seed)
+    server = f"exec {PY} -m http.server 8000 --bind :: --directory {www} 2> {tmp}/srv.log"
+    # Each mobile writes what it was told and fetches over its own link.
+    mobile = (
+        f'echo "$THINWIRE_MOBILE $THINWIRE_MOBILES $THINWIRE_ADDR $THINWIRE_ADDR6" > {tmp}/env.$THINWIRE_MOBILE; '
+        "if [ $((THINWIRE_MOBILE % 2)) = 0 ]; then url=http://$THINWIRE_PEER:8000/f.bin; "
+        'else url="-g http://[$THINWIRE_PEER6]:8000/f.bin"; fi; '
+        + CURL_RETRY.format(out=f"{tmp}/got.$THINWIRE_MOBILE", url="$url")
+    )
+    sc = LINK.format(seed=seed, wireless=PROTOCOLS["asr"])
+    p, out = emulate(tmp, sc, mobile, server, "--mobiles", str(n), "--cell", cell, "--server-ready", "8000")
+    assert p.returncode == 0, p.stdout + p.stderr
+    for k in range(n):
+        assert sha(tmp / f"got.{k}") == sha(www / "f.bin"), k
+        want = f"{k} {n} 10.0.1.{2 + k} fd00:1::{2 + k:x}"
+        assert (tmp / f"env.{k}").read_text().strip() == want
+    log = (tmp / "srv.log").read_text()
+    for k in range(n):
+        assert (f"10.0.1.{2 + k}" if k % 2 == 0 else f"fd00:1::{2 + k:x}") in log, log
+    return json.loads(p.stdout), out, www / "f.bin"
+
+
+def test_three_mobiles_each_over_its_own_link(tmp_path, clean):
+    """--mobiles 3: three namespaces, each over its own copy of the path (its own
+    ARQ link, channel and queues): each mobile's downloads are byte-exact, each
+    link carried one mobile's file, the links' channels draw independent streams
+    (their loss patterns differ), every path replays exactly, and each
+    mobile-<k>/ folder reads as a one-mobile run."""
+    n = 3
+    s, out, f = _many_mobiles(tmp_path, n, "separate")
+    assert s["mobiles"] == n and s["cell"] == "separate" and s["mobile_statuses"] == [0] * n
+    assert isinstance(s["link"], list) and len(s["link"]) == n
+    size = f.stat().st_size
+    for k, lk in enumerate(s["link"]):
+        # One file per link (plus headers and retransmissions), not three.
+        assert size < lk["down"]["bytes_sent"] < 2 * size, (k, lk["down"])
+    # Independent channel streams: the three links did not lose the same frames.
+    import polars as pl
+
+    losses = []
+    for k in range(n):
+        t = pl.read_parquet(out / f"mobile-{k}" / "trace.parquet")
+        lost = t.filter((pl.col("event") == "frame_lost") & (pl.col("dir") == "down"))
+        assert lost.height > 0
+        losses.append(tuple(lost["seq"].head(10).to_list()))
+        assert (out / f"mobile-{k}" / "mobile.pcap").stat().st_size > size
+        assert json.loads((out / f"mobile-{k}" / "summary.json").read_text())["mobile"] == k
+    assert len(set(losses)) == n, losses
+    flows = pl.read_parquet(out / "flows.parquet")
+    assert sorted(flows["mobile"].to_list()) == list(range(n)) and flows["id"].to_list() == list(range(n))
+    assert (flows["bytes_delivered"] >= size).all()
+    ifaces = pcapng_interfaces(out / "inputs.pcapng")
+    assert set(ifaces) == set(range(n + 1)), ifaces  # from-mobile-0..2, from-server
+    r = thinwire_cli("simulate-log", out, "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["identical"], r.stdout + r.stderr
+    # The check can fail: one path's log edited.
+    log = out / "mobile-2" / "schedule.log"
+    lines = log.read_text().splitlines()
+    lines[5] = lines[5].replace(" in ", " out ", 1) if " in " in lines[5] else lines[5] + "0"
+    log.write_text("\n".join(lines) + "\n")
+    r = thinwire_cli("simulate-log", out, "--json")
+    d = json.loads(r.stdout)
+    assert (
+        r.returncode == 1
+        and d["first_difference"]["log"] == "mobile-2/schedule.log"
+        and d["first_difference"]["line"] == 6
+    )
+    r = thinwire_cli("analyze", out / "mobile-1")
+    assert r.returncode == 0 and "1 connection" in r.stdout, r.stdout + r.stderr
+
+
+def test_three_mobiles_share_one_cell(tmp_path, clean):
+    """--cell shared: the three mobiles' packets cross one wireless link (its one
+    ARQ session per direction), and what leaves it goes to the mobile it is
+    addressed to: byte-exact downloads, one link that carried all three files,
+    each flow attributed to its mobile, an exact replay."""
+    n = 3
+    s, out, f = _many_mobiles(tmp_path, n, "shared", seed=6)
+    assert s["cell"] == "shared" and isinstance(s["link"], dict)
+    assert s["link"]["down"]["bytes_sent"] > n * f.stat().st_size
+    assert s["packets"]["unroutable"] == 0
+    import polars as pl
+
+    flows = pl.read_parquet(out / "flows.parquet")
+    assert sorted(flows["mobile"].to_list()) == list(range(n))
+    for k in range(n):
+        assert (out / f"mobile-{k}" / "mobile.pcap").stat().st_size > f.stat().st_size
+        assert not (out / f"mobile-{k}" / "trace.parquet").exists()
+    r = thinwire_cli("simulate-log", out, "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["identical"], r.stdout + r.stderr
+
+
+def test_many_mobiles_statuses_and_bad_input(tmp_path, clean):
+    """The emulation ends when every mobile command has exited; the exit status
+    is the first that failed; bad --mobiles input is one line and exit 2."""
+    sc = tmp_path / "s.toml"
+    sc.write_text(LINK.format(seed=1, wireless=PROTOCOLS["raw"]))
+    p = thinwire_cli(
+        "emulate",
+        sc,
+        "--mobiles",
+        "4",
+        "--json",
+        "--mobile",
+        "sleep 0.$THINWIRE_MOBILE; exit $((THINWIRE_MOBILE * 3 % 4))",
+    )
+    s = json.loads(p.stdout)
+    assert s["mobile_statuses"] == [0, 3, 2, 1] and p.returncode == 3, (p.returncode, p.stdout, p.stderr)
+    assert s["duration_s"] > 0.3 and s["ended"] == "commands exited"
+    one_line_error(thinwire_cli("emulate", sc, "--mobiles", "0", "--mobile", "true"), "--mobiles")
+    one_line_error(thinwire_cli("emulate", sc, "--mobiles", "251", "--mobile", "true"), "--mobiles")
+    one_line_error(thinwire_cli("emulate", sc, "--mobiles", "3"), "--mobile CMD")
+    one_line_error(thinwire_cli("emulate", sc, "--mobiles", "2", "--cell", "mesh", "--mobile", "true"), "--cell")

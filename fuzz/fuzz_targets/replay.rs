@@ -12,7 +12,8 @@ fuzz_target!(|data: &[u8]| {
     static SC: OnceLock<Scenario> = OnceLock::new();
     let sc = SC.get_or_init(|| thinwire::config::parse_links(SCENARIO, &[], None).expect("valid"));
     let end = thinwire::time::Instant(60_000_000_000);
-    for gateway in [false, true] {
-        let _ = thinwire_emu::replay_from(sc, data, end, gateway);
+    use thinwire_emu::{fabric::Cell, Layout};
+    for (gateway, mobiles, cell) in [(false, 1, Cell::Separate), (true, 1, Cell::Separate), (false, 3, Cell::Separate), (true, 3, Cell::Shared)] {
+        let _ = thinwire_emu::replay_from(sc, data, end, Layout { gateway, mobiles, cell });
     }
 });

@@ -499,6 +499,13 @@ def _cmd_emulate(a) -> int:
             _die("--server-ready: give the --server command whose port to wait for")
         if not 1 <= a.server_ready <= 65535:
             _die(f"--server-ready: {a.server_ready} is not a TCP port (1 to 65535)")
+    if not 1 <= a.mobiles <= 250:
+        _die(f"--mobiles: {a.mobiles} is not a number of mobile hosts (1 to 250)")
+    if a.mobiles > 1 and a.mobile is None:
+        _die(
+            f"--mobiles {a.mobiles}: give the mobiles a command (--mobile CMD, run on each with "
+            "$THINWIRE_MOBILE = 0, 1, …); an interactive shell opens with one mobile only"
+        )
     why = available()
     if why:
         _die(why)
@@ -514,6 +521,8 @@ def _cmd_emulate(a) -> int:
             commands_to_stderr=a.json,
             gateway=a.gateway,
             server_ready=a.server_ready,
+            mobiles=a.mobiles,
+            cell=a.cell,
         )
     except EmulateError as e:
         _die(str(e))
@@ -529,9 +538,20 @@ def _cmd_emulate(a) -> int:
     else:
         print_emulation(s)
         if a.out:
-            print(
-                f"\nwrote {a.out}/ (summary.json, trace.parquet, mobile.pcap, server.pcap, capture.pcapng, inputs.pcapng, schedule.log, mm-down.log, mm-up.log)"
+            per = ""
+            if a.mobiles > 1:
+                own = "mobile.pcap, server.pcap" + (
+                    ", trace.parquet, flows.parquet, summary.json, schedule.log, mm-down.log, mm-up.log"
+                    if a.cell == "separate"
+                    else ""
+                )
+                per = f"; mobile-0/ to mobile-{a.mobiles - 1}/ ({own})"
+            top = (
+                "summary.json, flows.parquet, mobile.pcap, server.pcap, capture.pcapng, inputs.pcapng"
+                if a.mobiles > 1 and a.cell == "separate"
+                else "summary.json, trace.parquet, mobile.pcap, server.pcap, capture.pcapng, inputs.pcapng, schedule.log, mm-down.log, mm-up.log"
             )
+            print(f"\nwrote {a.out}/ ({top}{per})")
     if s.get("server_status") == 127:
         _die(f"--server {a.server!r}: the command was not found in the server's namespace")
     status = s.get("mobile_status")
@@ -551,15 +571,17 @@ def print_emulation(s: dict, out=sys.stdout) -> None:
     w = out.write
     p, lat = s["packets"], s["lateness"]
     st = s.get("mobile_status")
+    n = s.get("mobiles", 1)
+    many = f"{n} mobiles ({s.get('cell')} {'links' if s.get('cell') == 'separate' else 'cell'}), " if n > 1 else ""
     w(
-        f"emulation {s['scenario']}: {s['duration_s']:.3f} s ({s['ended']}"
+        f"emulation {s['scenario']}: {many}{s['duration_s']:.3f} s ({s['ended']}"
         + (f", status {st}" if st is not None else "")
         + (
             f"; the gateway command finished {s['gateway_wind_down_s']:.1f} s later, the link still running"
             if s.get("gateway_wind_down_s") is not None
             else ""
         )
-        + f"); {p['from_mobile']:,} packets from the mobile, {p['from_server']:,} from the server; "
+        + f"); {p['from_mobile']:,} packets from the {'mobiles' if n > 1 else 'mobile'}, {p['from_server']:,} from the server; "
         f"dropped: {p['link_drops']:,} wireless queue, {p['wired_drops']:,} wired queue\n"
         f"lateness of {lat['packets']:,} packets written: p50 {lat['p50_ms']:.3f} ms, p99 {lat['p99_ms']:.3f} ms, "
         f"max {lat['max_ms']:.3f} ms ({lat['late']:,} later than {lat['late_after_ms']:g} ms)\n"
@@ -567,7 +589,7 @@ def print_emulation(s: dict, out=sys.stdout) -> None:
     lost = [
         (n, who)
         for n, who in (
-            (p.get("from_mobile_queue_drops", 0), "mobile"),
+            (p.get("from_mobile_queue_drops", 0), "mobiles" if n > 1 else "mobile"),
             (p.get("from_server_queue_drops", 0), "far end"),
         )
         if n
@@ -577,6 +599,13 @@ def print_emulation(s: dict, out=sys.stdout) -> None:
         if p.get("write_drops"):
             parts.append(f"{p['write_drops']:,} to the hosts (a TUN queue full when the emulator wrote)")
         w("warning: packets lost outside the model: " + "; ".join(parts) + "\n")
+    if p.get("unroutable"):
+        w(f"warning: {p['unroutable']:,} packets were addressed to no mobile host and dropped\n")
+    if n > 1:
+        st = s.get("mobile_statuses") or []
+        bad = [f"mobile {k}: {v}" for k, v in enumerate(st) if v not in (0, None)]
+        if bad:
+            w("mobile commands that failed: " + ", ".join(bad) + "\n")
     # p99 over a handful of packets is their maximum: warn when late packets are
     # more than 1 % of at least 5.
     if lat["late"] >= 5 and lat["p99_ms"] > lat["late_after_ms"]:
@@ -585,9 +614,16 @@ def print_emulation(s: dict, out=sys.stdout) -> None:
         )
     flows = s.get("flows") or []
     if flows:
-        w("\n" + "\n".join(table(flows, columns("flow", "tcp"))) + "\n")
-    links = [dict(s["link"][d], link=d) for d in ("down", "up")]
-    w("\n" + "\n".join(table(links, columns("link"), first=("link", "link"))) + "\n")
+        first = ("mobile", "mobile") if n > 1 else None
+        w("\n" + "\n".join(table(flows, columns("flow", "tcp"), first=first)) + "\n")
+    per_link = s["link"] if isinstance(s["link"], list) else [s["link"]]
+    if len(per_link) > 1:
+        links = [dict(lk[d], link=f"{k} {d}") for k, lk in enumerate(per_link) for d in ("down", "up")]
+        first = ("mobile link", "link")
+    else:
+        links = [dict(per_link[0][d], link=d) for d in ("down", "up")]
+        first = ("link", "link")
+    w("\n" + "\n".join(table(links, columns("link"), first=first)) + "\n")
 
 
 def _cmd_simulate_log(a) -> int:
@@ -861,6 +897,19 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         metavar="PORT",
         help="start the mobile command once the server listens on this TCP port (waits up to 30 s)",
+    )
+    em.add_argument(
+        "--mobiles",
+        type=int,
+        default=1,
+        metavar="N",
+        help="N mobile hosts (10.0.1.2, 10.0.1.3, …), each in its own namespace running --mobile with $THINWIRE_MOBILE = 0..N-1; the emulation ends when all have exited",
+    )
+    em.add_argument(
+        "--cell",
+        choices=("separate", "shared"),
+        default="separate",
+        help="with --mobiles: each mobile over its own copy of the path (separate, the default) or all over one wireless link (shared)",
     )
     em.add_argument("--duration", help="end after this long (e.g. 60s)")
     em.add_argument(

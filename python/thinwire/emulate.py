@@ -12,6 +12,13 @@ flows.parquet, trace.parquet, mobile.pcap, server.pcap: `thinwire analyze` and
 `thinwire plot` read it the same way) plus capture.pcapng (one interface per
 host), inputs.pcapng and schedule.log (the replay's input and the decisions it
 must reproduce) and emulation.json (the scenario, so the run can be replayed).
+
+With `mobiles=N` there are N mobile hosts (10.0.1.2, 10.0.1.3, …), each in its own
+namespace running the `mobile` command (with $THINWIRE_MOBILE = 0, 1, …), each over
+its own copy of the path (`cell="separate"`) or all over one (`cell="shared"`);
+`out` then also holds `mobile-<k>/` per mobile (its own pcaps; with separate links
+its trace, schedule log, flows and summary too), and the flows table has a
+`mobile` column.
 """
 
 from __future__ import annotations
@@ -23,6 +30,9 @@ from pathlib import Path
 from . import _core
 from .api import ScenarioError, _overrides, load_scenario_text, path_overrides
 from .traces import syn_fin_retransmits
+
+MAX_MOBILES = 250
+CELLS = ("separate", "shared")
 
 
 class EmulateError(ScenarioError):
@@ -68,13 +78,26 @@ def emulate(
     commands_to_stderr: bool = False,
     gateway: str | None = None,
     server_ready: int | None = None,
+    mobiles: int = 1,
+    cell: str = "separate",
 ) -> dict:
     """Runs an emulation; returns its summary (and writes `out` if given).
     `commands_to_stderr`: the commands' standard output goes to standard error.
     `gateway`: a third namespace between the link and the server (a veth pair to
     the server replaces the scenario's wired link), running this command ("" for
     none), e.g. a proxy. `server_ready`: start the mobile command only once
-    something listens on this TCP port in the server's namespace (30 s at most)."""
+    something listens on this TCP port in the server's namespace (30 s at most).
+    `mobiles`: how many mobile hosts run `mobile` (1 to 250); `cell`: "separate"
+    (each over a link of its own) or "shared" (all over one)."""
+    if not (isinstance(mobiles, int) and not isinstance(mobiles, bool) and 1 <= mobiles <= MAX_MOBILES):
+        raise ScenarioError(f"--mobiles: {mobiles!r} is not a number of mobile hosts (1 to {MAX_MOBILES})")
+    if cell not in CELLS:
+        raise ScenarioError(f"--cell: {cell!r} is not one of {', '.join(CELLS)}")
+    if mobiles > 1 and mobile is None:
+        raise ScenarioError(
+            f"--mobiles {mobiles}: give the mobiles a command (--mobile CMD, run on each with "
+            "$THINWIRE_MOBILE = 0, 1, …); an interactive shell opens with one mobile only"
+        )
     if server_ready is not None and not (
         isinstance(server_ready, int) and not isinstance(server_ready, bool) and 1 <= server_ready <= 65535
     ):
@@ -87,6 +110,13 @@ def emulate(
         from .outputs import EMULATE_OUTPUTS, clear_outputs
 
         clear_outputs(outp, EMULATE_OUTPUTS)
+        for sub in outp.glob("mobile-*"):
+            if sub.is_dir() and sub.name[len("mobile-") :].isdigit():
+                clear_outputs(sub, EMULATE_OUTPUTS)
+                try:
+                    sub.rmdir()
+                except OSError:
+                    pass  # the user's own files are kept
     try:
         rep = _core.emulate(
             text,
@@ -99,21 +129,59 @@ def emulate(
             commands_to_stderr,
             gateway,
             server_ready,
+            mobiles,
+            cell,
         )
     except _core.EmulateError as e:
         raise EmulateError(str(e)) from None
     trace_cols = rep.pop("trace")
+    flow_mobiles = rep.pop("flow_mobiles")
     summary = {"scenario": name, "kind": "emulation", **rep}
+    if mobiles > 1:
+        summary["mobiles"] = mobiles
+        summary["cell"] = cell
+    else:
+        del summary["mobile_statuses"]
     if outp is not None:
+        import polars as pl
+
+        from .outputs import write_parquet, write_text
         from .traces import read_trace, trace_frame
 
-        # With --out the emulator streamed the trace into trace.parquet as it
-        # ran (bounded memory); the flows table needs only its TCP rows.
-        streamed = (outp / "trace.parquet").is_file()
-        trace = read_trace(outp / "trace.parquet", layer="tcp") if streamed else trace_frame(trace_cols)
-        flows = connection_table(trace, rep["duration_s"])
+        if mobiles > 1 and cell == "separate":
+            # Each mobile's path streamed its own trace into mobile-<k>/: a
+            # flows table and a summary there, and one table of all at the top.
+            tables = []
+            for k in range(mobiles):
+                sub = outp / f"mobile-{k}"
+                t = read_trace(sub / "trace.parquet", layer="tcp")
+                fk = connection_table(t, rep["duration_s"])
+                write_parquet(fk, sub / "flows.parquet")
+                own = {
+                    "scenario": name,
+                    "kind": "emulation",
+                    "mobile": k,
+                    "mobile_status": rep["mobile_statuses"][k],
+                    **{key: rep[key] for key in ("duration_s", "start_unix_s", "ended")},
+                    "link": rep["link"][k],
+                    "flows": fk.to_dicts(),
+                }
+                write_text(sub / "summary.json", json.dumps(own, indent=2, sort_keys=True) + "\n")
+                tables.append(fk.with_columns(pl.lit(k, pl.Int64).alias("mobile")))
+            flows = pl.concat(tables).with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("id"))
+            trace = None
+        else:
+            # With --out the emulator streamed the trace into trace.parquet as it
+            # ran (bounded memory); the flows table needs only its TCP rows.
+            streamed = (outp / "trace.parquet").is_file()
+            trace = read_trace(outp / "trace.parquet", layer="tcp") if streamed else trace_frame(trace_cols)
+            flows = connection_table(trace, rep["duration_s"])
+            if mobiles > 1:
+                owner = flow_mobiles[0]
+                flows = flows.with_columns(
+                    pl.col("id").map_elements(lambda i: owner[i] if i < len(owner) else None, pl.Int64).alias("mobile")
+                )
         summary["flows"] = flows.to_dicts()
-        from .outputs import write_parquet, write_text
 
         write_text(
             outp / "emulation.json",
@@ -124,12 +192,14 @@ def emulate(
                     "end_ns": int(rep["duration_s"] * 1e9),
                     "name": name,
                     "gateway": gateway is not None,
+                    "mobiles": mobiles,
+                    "cell": cell,
                 },
                 indent=2,
             )
             + "\n",
         )
-        if trace.height and not streamed:
+        if trace is not None and trace.height and not streamed:
             from .outputs import atomic_path
 
             with atomic_path(outp / "trace.parquet") as tmp:
@@ -254,23 +324,37 @@ def simulate_log(directory: str | os.PathLike) -> dict:
         ) from None
     if not hasattr(_core, "replay"):
         raise ScenarioError("simulate-log needs the Linux build of thinwire")
-    for f in ("inputs.pcapng", "schedule.log"):
-        if not (d / f).is_file():
-            raise ScenarioError(f"{d}: {f} is missing")
+    if not (d / "inputs.pcapng").is_file():
+        raise ScenarioError(f"{d}: inputs.pcapng is missing")
+    mobiles, cell = meta.get("mobiles", 1), meta.get("cell", "separate")
+    if not (isinstance(mobiles, int) and 1 <= mobiles <= MAX_MOBILES) or cell not in CELLS:
+        raise ScenarioError(f"{meta_path}: damaged (mobiles, cell); it is written by 'thinwire emulate'")
+    logs = (
+        [d / f"mobile-{k}" / "schedule.log" for k in range(mobiles)]
+        if mobiles > 1 and cell == "separate"
+        else [d / "schedule.log"]
+    )
+    for f in logs:
+        if not f.is_file():
+            raise ScenarioError(f"{d}: {f.relative_to(d)} is missing")
     try:
-        got = _core.replay(text, overrides, str(d / "inputs.pcapng"), end_ns, bool(meta.get("gateway", False)))
+        gw = bool(meta.get("gateway", False))
+        paths = _core.replay(text, overrides, str(d / "inputs.pcapng"), end_ns, gw, mobiles, cell)
     except _core.EmulateError as e:
         raise ScenarioError(str(e)) from None
-    # Lines that are not UTF-8 (a damaged log) compare as different, not as a traceback.
-    want = (d / "schedule.log").read_text(encoding="utf-8", errors="replace").splitlines()
-    first = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), None)
-    if first is None and len(want) != len(got):
-        first = min(len(want), len(got))
-    diff = None
-    if first is not None:
-        diff = {
-            "line": first + 1,
-            "emulated": want[first] if first < len(want) else None,
-            "replayed": got[first] if first < len(got) else None,
-        }
-    return {"identical": first is None, "decisions": len(want), "first_difference": diff}
+    total, diff = 0, None
+    for f, got in zip(logs, paths):
+        # Lines that are not UTF-8 (a damaged log) compare as different, not as a traceback.
+        want = f.read_text(encoding="utf-8", errors="replace").splitlines()
+        total += len(want)
+        first = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), None)
+        if first is None and len(want) != len(got):
+            first = min(len(want), len(got))
+        if first is not None and diff is None:
+            diff = {
+                "log": str(f.relative_to(d)),
+                "line": first + 1,
+                "emulated": want[first] if first < len(want) else None,
+                "replayed": got[first] if first < len(got) else None,
+            }
+    return {"identical": diff is None, "decisions": total, "first_difference": diff}

@@ -18,25 +18,32 @@
 //! Sources: seed 000 §4 (measurement platform, trace-based methodology, "trace
 //! replay in simulators" in §6); Mahimahi (Netravali et al., USENIX ATC 2015) and
 //! Rattan for the shape (namespaces, TUN, one event loop).
+pub mod fabric;
 pub mod latency;
 pub mod logs;
 pub mod netns;
 pub mod proxyd;
 pub mod sys;
 
+use fabric::{Cell, Fabric, From, To};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::process::{Child, Command};
 use thinwire::config::Scenario;
-use thinwire::realtime::{End, Output, RealtimePath};
+use thinwire::realtime::Output;
 use thinwire::time::{Duration, Instant};
 
 /// What to emulate.
 pub struct Options {
     pub scenario: Scenario,
-    /// Run in the mobile host's namespace; the emulation ends when it exits. None:
-    /// an interactive shell.
+    /// Run in each mobile host's namespace; the emulation ends when they have all
+    /// exited. None: an interactive shell (one mobile only).
     pub mobile: Option<String>,
+    /// How many mobile hosts (1 to `netns::MAX_MOBILES`), each in its own
+    /// namespace.
+    pub mobiles: usize,
+    /// How they meet the wireless link (`fabric.rs`).
+    pub cell: Cell,
     /// Run in the server's namespace for the whole emulation.
     pub server: Option<String>,
     /// Put a gateway namespace between the wireless link and the server (joined
@@ -96,18 +103,27 @@ pub struct Report {
     pub start_unix_s: f64,
     /// Why it ended: "command exited", "duration", "signal N".
     pub ended: String,
-    /// The mobile command's exit status, 128 + N if signal N killed it (None: still
-    /// running at the end, and stopped).
+    /// The mobile commands' exit status: the first that is not 0, else 0; 128 + N
+    /// if signal N killed it (None: one was still running at the end, and stopped).
     pub mobile_status: Option<i32>,
+    /// Each mobile command's status, likewise.
+    pub mobile_statuses: Vec<Option<i32>>,
     /// The server command's exit status, likewise (None: none, or still running).
     pub server_status: Option<i32>,
     pub lateness: Lateness,
+    /// Counters of all paths together.
     pub path: thinwire::realtime::PathStats,
-    pub link: [thinwire::link::wireless::LinkStats; 2],
+    /// Per path (one per mobile with separate links, else one): the wireless
+    /// link's counters per direction (0 = down).
+    pub link: Vec<[thinwire::link::wireless::LinkStats; 2]>,
+    /// Packets no mobile was addressed by (`fabric.rs`).
+    pub unroutable: u64,
+    /// Per path, each flow's mobile by flow number (`Fabric::flow_mobiles`).
+    pub flow_mobiles: Vec<Vec<Option<usize>>>,
     /// Packets a TUN device would not take (its queue full).
     pub write_drops: u64,
-    /// Packets the mobile and the server (or gateway) sent that their TUN
-    /// device's kernel queue dropped before the emulator read them.
+    /// Packets the mobiles (all together) and the server (or gateway) sent that
+    /// their TUN device's kernel queue dropped before the emulator read them.
     pub tun_queue_drops: [u64; 2],
     /// Bytes read that held no IP packet.
     pub unparsable: u64,
@@ -237,13 +253,14 @@ fn stop_within(child: &mut Child, group: bool, ticks: u32) {
     let _ = child.wait();
 }
 
-const TOK_MOBILE: u64 = 0;
 const TOK_SERVER: u64 = 1;
 const TOK_TIMER: u64 = 2;
 const TOK_SIGNAL: u64 = 3;
-const TOK_EXIT: u64 = 4;
 const TOK_SERVER_EXIT: u64 = 5;
 const TOK_GATEWAY_EXIT: u64 = 6;
+/// Mobile k's TUN device: TOK_MOBILE + k; its command's exit: TOK_EXIT + k.
+const TOK_MOBILE: u64 = 1 << 20;
+const TOK_EXIT: u64 = 2 << 20;
 
 /// How long a gateway command (a proxy daemon) may take to finish after the
 /// emulation's end, with the link still running: its connections close over the
@@ -252,6 +269,19 @@ const GATEWAY_WIND_DOWN: Duration = Duration::from_secs(10);
 
 /// Runs an emulation to its end; everything it created is gone when it returns.
 pub fn emulate(opts: Options) -> Result<Report, EmuError> {
+    if !(1..=netns::MAX_MOBILES).contains(&opts.mobiles) {
+        return Err(EmuError::Usage(format!(
+            "--mobiles {}: from 1 to {} mobile hosts",
+            opts.mobiles,
+            netns::MAX_MOBILES
+        )));
+    }
+    if opts.mobiles > 1 && opts.mobile.is_none() {
+        return Err(EmuError::Usage(format!(
+            "--mobiles {}: give the mobiles a command (--mobile CMD, run on each with $THINWIRE_MOBILE = 0, 1, …); an interactive shell opens with one mobile only",
+            opts.mobiles
+        )));
+    }
     if opts.scenario.proxy.is_some() {
         return Err(EmuError::Usage(
             "[proxy]: the emulator runs the scenario's links only; remove the [proxy] section".into(),
@@ -274,10 +304,11 @@ pub fn emulate(opts: Options) -> Result<Report, EmuError> {
     static INSTANCE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let k = INSTANCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 10;
     let signals = sys::Signals::new().map_err(|e| EmuError::Failed(format!("cannot take signals: {e}")))?;
-    let hosts = netns::Hosts::create(k, opts.gateway.is_some()).map_err(EmuError::Failed)?;
+    let hosts = netns::Hosts::create(k, opts.gateway.is_some(), opts.mobiles).map_err(EmuError::Failed)?;
+    let paths = if opts.cell == Cell::Shared { 1 } else { opts.mobiles };
     let mut logs = match &opts.out {
         Some(d) => Some(
-            logs::Logs::create(d, opts.gateway.is_some())
+            logs::Logs::create(d, opts.gateway.is_some(), opts.mobiles, paths)
                 .map_err(|e| EmuError::Usage(format!("--out {}: {e}", d.display())))?,
         ),
         None => None,
@@ -309,22 +340,32 @@ pub fn emulate(opts: Options) -> Result<Report, EmuError> {
     let interactive = opts.mobile.is_none();
     let shell = std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".into());
     let mobile_cmd = opts.mobile.clone().unwrap_or_else(|| format!("exec {shell}"));
-    let mut mobile = match spawn(&hosts.mobile, &mobile_cmd, !interactive, opts.commands_to_stderr) {
-        Ok(c) => c,
-        Err(e) => {
-            for c in [server.as_mut(), gateway.as_mut()].into_iter().flatten() {
-                stop(c, true);
+    let mut mobiles: Vec<Child> = Vec::with_capacity(opts.mobiles);
+    for h in &hosts.mobiles {
+        match spawn(h, &mobile_cmd, !interactive, opts.commands_to_stderr) {
+            Ok(c) => mobiles.push(c),
+            Err(e) => {
+                for c in mobiles.iter_mut().chain([server.as_mut(), gateway.as_mut()].into_iter().flatten()) {
+                    stop(c, true);
+                }
+                return Err(e);
             }
-            return Err(e);
         }
-    };
-    let cmds = Commands { mobile: &mut mobile, server: server.as_mut(), gateway: gateway.as_mut() };
+    }
+    let cmds = Commands { mobiles: &mut mobiles, server: server.as_mut(), gateway: gateway.as_mut() };
     let result = run_loop(&opts, &hosts, &signals, cmds, interactive, logs.as_mut());
     // Statuses of commands that ended by themselves (not those we stop now).
     let exited = |c: &mut Child| c.try_wait().ok().flatten().map(shell_status);
-    let mobile_status = exited(&mut mobile);
+    let mobile_statuses: Vec<Option<i32>> = mobiles.iter_mut().map(exited).collect();
+    let mobile_status = mobile_statuses
+        .iter()
+        .copied()
+        .collect::<Option<Vec<i32>>>()
+        .map(|all| all.iter().copied().find(|&s| s != 0).unwrap_or(0));
     let server_status = server.as_mut().and_then(exited);
-    stop(&mut mobile, !interactive);
+    for m in &mut mobiles {
+        stop(m, !interactive);
+    }
     if let Some(s) = server.as_mut() {
         stop(s, true);
     }
@@ -333,11 +374,15 @@ pub fn emulate(opts: Options) -> Result<Report, EmuError> {
     if let Some(g) = gateway.as_mut() {
         stop_within(g, true, 100);
     }
-    let tun_queue_drops = [&hosts.mobile, hosts.far_end()].map(|h| netns::tun_queue_drops(h).unwrap_or(0));
+    let tun_queue_drops = [
+        hosts.mobiles.iter().map(|h| netns::tun_queue_drops(h).unwrap_or(0)).sum(),
+        netns::tun_queue_drops(hosts.far_end()).unwrap_or(0),
+    ];
     drop(hosts);
     let mut report = result?;
     report.tun_queue_drops = tun_queue_drops;
     report.mobile_status = mobile_status;
+    report.mobile_statuses = mobile_statuses;
     report.server_status = server_status;
     if let Some(l) = logs {
         l.finish().map_err(|e| EmuError::Failed(format!("writing the logs: {e}")))?;
@@ -347,7 +392,7 @@ pub fn emulate(opts: Options) -> Result<Report, EmuError> {
 
 /// The commands an emulation runs, for its loop.
 struct Commands<'a> {
-    mobile: &'a mut Child,
+    mobiles: &'a mut [Child],
     server: Option<&'a mut Child>,
     gateway: Option<&'a mut Child>,
 }
@@ -360,36 +405,46 @@ fn run_loop(
     interactive: bool,
     mut logs: Option<&mut logs::Logs>,
 ) -> Result<Report, EmuError> {
-    let Commands { mobile, mut server, mut gateway } = cmds;
+    let Commands { mobiles, mut server, mut gateway } = cmds;
     let fail = |what: &str, e: std::io::Error| EmuError::Failed(format!("{what}: {e}"));
-    let tun_m: &OwnedFd = hosts.mobile.tun.as_ref().expect("mobile TUN");
+    let tuns_m: Vec<&OwnedFd> = hosts.mobiles.iter().map(|h| h.tun.as_ref().expect("mobile TUN")).collect();
     let tun_s: &OwnedFd = hosts.far_end().tun.as_ref().expect("server or gateway TUN");
-    let mut path = RealtimePath::new(&opts.scenario, opts.out.is_some());
-    if hosts.gateway.is_some() {
-        path.without_wired();
-    }
+    let mut fabric = Fabric::new(&opts.scenario, opts.mobiles, opts.cell, opts.out.is_some(), hosts.gateway.is_some());
     if let (Some(_), Some(dir)) = (&logs, &opts.out) {
-        path.record_decisions();
-        path.record_taps();
-        let file = |n: &str| -> Result<Box<dyn std::io::Write + Send>, EmuError> {
-            let f = std::fs::File::create(dir.join(n)).map_err(|e| fail(n, e))?;
-            Ok(Box::new(std::io::BufWriter::new(f)))
-        };
-        let mm =
-            thinwire::build::mm_logs(&opts.scenario, [file("mm-down.log")?, file("mm-up.log")?], "thinwire emulate")
-                .map_err(|e| fail("mm-down.log", e))?;
-        path.set_mm_logs(mm);
-        // The trace goes to disk as it is recorded (bounded memory).
-        path.stream_trace(dir).map_err(|e| fail("trace.parquet", e))?;
+        let one = fabric.paths().len() == 1;
+        for (k, path) in fabric.paths_mut().iter_mut().enumerate() {
+            let pdir = if one { dir.clone() } else { logs::mobile_dir(dir, k) };
+            path.record_decisions();
+            path.record_taps();
+            let file = |n: &str| -> Result<Box<dyn std::io::Write + Send>, EmuError> {
+                let f = std::fs::File::create(pdir.join(n)).map_err(|e| fail(n, e))?;
+                Ok(Box::new(std::io::BufWriter::new(f)))
+            };
+            let mm = thinwire::build::mm_logs(
+                &opts.scenario,
+                [file("mm-down.log")?, file("mm-up.log")?],
+                "thinwire emulate",
+            )
+            .map_err(|e| fail("mm-down.log", e))?;
+            path.set_mm_logs(mm);
+            // The trace goes to disk as it is recorded (bounded memory).
+            path.stream_trace(&pdir).map_err(|e| fail("trace.parquet", e))?;
+        }
     }
     let timer = sys::Timer::new().map_err(|e| fail("timerfd", e))?;
     let poll = sys::Poll::new().map_err(|e| fail("epoll", e))?;
-    let exit_fd = sys::pidfd_open(mobile.id()).map_err(|e| fail("pidfd_open", e))?;
-    poll.add(tun_m.as_raw_fd(), TOK_MOBILE).map_err(|e| fail("epoll", e))?;
+    let exit_fds = mobiles
+        .iter()
+        .map(|m| sys::pidfd_open(m.id()).map_err(|e| fail("pidfd_open", e)))
+        .collect::<Result<Vec<_>, _>>()?;
+    for (k, (tun, exit)) in tuns_m.iter().zip(&exit_fds).enumerate() {
+        poll.add(tun.as_raw_fd(), TOK_MOBILE + k as u64).map_err(|e| fail("epoll", e))?;
+        poll.add(exit.as_raw_fd(), TOK_EXIT + k as u64).map_err(|e| fail("epoll", e))?;
+    }
+    let mut running = mobiles.len();
     poll.add(tun_s.as_raw_fd(), TOK_SERVER).map_err(|e| fail("epoll", e))?;
     poll.add(timer.fd(), TOK_TIMER).map_err(|e| fail("epoll", e))?;
     poll.add(signals.fd(), TOK_SIGNAL).map_err(|e| fail("epoll", e))?;
-    poll.add(exit_fd.as_raw_fd(), TOK_EXIT).map_err(|e| fail("epoll", e))?;
     let server_exit = match server.as_deref() {
         Some(c) => Some(sys::pidfd_open(c.id()).map_err(|e| fail("pidfd_open", e))?),
         None => None,
@@ -420,8 +475,11 @@ fn run_loop(
     let mut unparsable = 0u64;
     let mut buf = vec![0u8; 65536];
     let mut ready = Vec::new();
-    let mut write_out = |o: Output, logs: &mut Option<&mut logs::Logs>, lateness: &mut latency::Histogram| {
-        let fd = if o.to == End::Mobile { tun_m } else { tun_s };
+    let mut write_out = |to: To, o: Output, logs: &mut Option<&mut logs::Logs>, lateness: &mut latency::Histogram| {
+        let fd = match to {
+            To::Mobile(k) => tuns_m[k],
+            To::Server => tun_s,
+        };
         let bytes = o.packet.emit();
         match sys::write_packet(fd, &bytes) {
             Ok(true) => {}
@@ -429,19 +487,24 @@ fn run_loop(
         }
         lateness.record((now() - o.at).nanos());
         if let Some(l) = logs.as_deref_mut() {
-            l.output(o.at, o.to, &bytes);
+            l.output(o.at, to, &bytes);
+        }
+    };
+    let log_path = |fabric: &mut Fabric, logs: &mut Option<&mut logs::Logs>| {
+        if let Some(l) = logs.as_deref_mut() {
+            for p in fabric.paths_mut() {
+                l.gateway(p.take_taps().into_iter().map(|(t, down, p)| (t, down, p.emit())).collect());
+            }
+            l.decisions(fabric.take_decisions());
         }
     };
     let ended = loop {
         let t = now();
-        path.advance(t);
-        while let Some(o) = path.poll_output() {
-            write_out(o, &mut logs, &mut lateness);
+        fabric.advance(t);
+        while let Some((to, o)) = fabric.poll_output() {
+            write_out(to, o, &mut logs, &mut lateness);
         }
-        if let Some(l) = logs.as_deref_mut() {
-            l.gateway(path.take_taps().into_iter().map(|(t, down, p)| (t, down, p.emit())).collect());
-            l.decisions(path.take_decisions());
-        }
+        log_path(&mut fabric, &mut logs);
         let mut stop_now = None;
         if winding.is_none() && end_at.is_some_and(|e| t >= e) {
             stop_now = Some("duration".to_string());
@@ -456,7 +519,7 @@ fn run_loop(
             // Looked at again in 10 ms.
             end = end.map(|e| e.min(t + Duration::from_millis(10)));
         }
-        let deadline = match (path.next_deadline(), end) {
+        let deadline = match (fabric.next_deadline(), end) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
@@ -467,20 +530,27 @@ fn run_loop(
             ready.clear();
         }
         for &tok in &ready {
+            let mobile_tun = (TOK_MOBILE..TOK_MOBILE + tuns_m.len() as u64).contains(&tok);
+            let mobile_exit = (TOK_EXIT..TOK_EXIT + tuns_m.len() as u64).contains(&tok);
             match tok {
-                TOK_MOBILE | TOK_SERVER => {
-                    let (fd, from) = if tok == TOK_MOBILE { (tun_m, End::Mobile) } else { (tun_s, End::Server) };
+                _ if mobile_tun || tok == TOK_SERVER => {
+                    let (fd, from) = if mobile_tun {
+                        let k = (tok - TOK_MOBILE) as usize;
+                        (tuns_m[k], From::Mobile(k))
+                    } else {
+                        (tun_s, From::Server)
+                    };
                     while let Some(n) = sys::read_packet(fd, &mut buf).map_err(|e| fail("reading a TUN device", e))? {
                         let t = now();
-                        path.advance(t);
-                        while let Some(o) = path.poll_output() {
-                            write_out(o, &mut logs, &mut lateness);
+                        fabric.advance(t);
+                        while let Some((to, o)) = fabric.poll_output() {
+                            write_out(to, o, &mut logs, &mut lateness);
                         }
                         let bytes = buf[..n].to_vec();
                         if let Some(l) = logs.as_deref_mut() {
                             l.input(t, from, &bytes);
                         }
-                        if path.input(t, from, bytes).is_err() {
+                        if let Err(fabric::Refused::Unparsable) = fabric.input(t, from, bytes) {
                             unparsable += 1;
                         }
                     }
@@ -500,9 +570,13 @@ fn run_loop(
                         }
                     }
                 }
-                TOK_EXIT => {
-                    poll.remove(exit_fd.as_raw_fd());
-                    stop_now = Some("command exited".to_string());
+                _ if mobile_exit => {
+                    poll.remove(exit_fds[(tok - TOK_EXIT) as usize].as_raw_fd());
+                    running -= 1;
+                    if running == 0 {
+                        let what = if mobiles.len() == 1 { "command exited" } else { "commands exited" };
+                        stop_now = Some(what.to_string());
+                    }
                 }
                 TOK_GATEWAY_EXIT => {
                     // The command's shell may go first (SIGTERM ends `sh -c` at
@@ -545,15 +619,16 @@ fn run_loop(
     };
     let t_end = now();
     let gateway_wind_down_s = winding_started.map(|t0| (t_end - t0).as_secs_f64());
-    path.advance(t_end);
-    while let Some(o) = path.poll_output() {
-        write_out(o, &mut logs, &mut lateness);
+    fabric.advance(t_end);
+    while let Some((to, o)) = fabric.poll_output() {
+        write_out(to, o, &mut logs, &mut lateness);
     }
-    if let Some(l) = logs {
-        l.gateway(path.take_taps().into_iter().map(|(t, down, p)| (t, down, p.emit())).collect());
-        l.decisions(path.take_decisions());
-        path.finish_mm_logs(t_end).map_err(|e| fail("mm-down.log/mm-up.log", e))?;
-        path.finish_trace().map_err(EmuError::Failed)?;
+    if logs.is_some() {
+        log_path(&mut fabric, &mut logs);
+        for path in fabric.paths_mut() {
+            path.finish_mm_logs(t_end).map_err(|e| fail("mm-down.log/mm-up.log", e))?;
+            path.finish_trace().map_err(EmuError::Failed)?;
+        }
     }
     let q = |p: f64| lateness.quantile(p);
     let late = lateness.above();
@@ -563,65 +638,91 @@ fn run_loop(
         start_unix_s,
         ended,
         mobile_status: None,
+        mobile_statuses: vec![],
         server_status: None,
         lateness: Lateness { count: lateness.count(), p50_ns: q(0.5), p99_ns: q(0.99), max_ns: lateness.max(), late },
-        link: path.link_stats(run_s),
-        path: path.stats.clone(),
+        link: fabric.paths().iter().map(|p| p.link_stats(run_s)).collect(),
+        path: fabric.paths().iter().fold(thinwire::realtime::PathStats::default(), |mut a, p| {
+            for i in 0..2 {
+                a.inputs[i] += p.stats.inputs[i];
+                a.outputs[i] += p.stats.outputs[i];
+            }
+            a.wired_drops += p.stats.wired_drops;
+            a.link_drops += p.stats.link_drops;
+            a
+        }),
+        unroutable: fabric.unroutable,
+        flow_mobiles: fabric.flow_mobiles(),
         write_drops,
         tun_queue_drops: [0; 2],
         unparsable,
         gateway_wind_down_s,
-        trace: path.take_trace(),
+        trace: fabric.paths_mut()[0].take_trace(),
     })
 }
 
-/// Replays an emulation's inputs (`inputs.pcapng`) through the scenario's path
-/// until `end` (the emulation's length): the schedule log it would have written,
-/// line by line.
-/// `gateway`: the emulation ran with `--gateway` (no wired link in the path).
+/// How an emulation's path was made, for its replay.
+#[derive(Clone, Copy, Debug)]
+pub struct Layout {
+    /// `--gateway`: no wired link in the path.
+    pub gateway: bool,
+    pub mobiles: usize,
+    pub cell: Cell,
+}
+
+/// Replays an emulation's inputs (`inputs.pcapng`) through the scenario's paths
+/// until `end` (the emulation's length): the schedule logs they would have
+/// written, line by line, one per path.
 pub fn replay(
     scenario: &Scenario,
     inputs: &std::path::Path,
     end: Instant,
-    gateway: bool,
-) -> Result<Vec<String>, EmuError> {
+    layout: Layout,
+) -> Result<Vec<Vec<String>>, EmuError> {
     let f = std::fs::File::open(inputs).map_err(|e| EmuError::Usage(format!("{}: {e}", inputs.display())))?;
-    replay_from(scenario, std::io::BufReader::new(f), end, gateway)
+    replay_from(scenario, std::io::BufReader::new(f), end, layout)
         .map_err(|e| EmuError::Usage(format!("{}: {e}", inputs.display())))
 }
 
-/// As [`replay`], the inputs read from `src` (a pcapng). The inputs' times are
-/// taken as they are, but never backwards (a damaged or edited file): a packet
-/// stamped before the one before it is replayed at that packet's time.
+/// As [`replay`], the inputs read from `src` (a pcapng: interfaces 0 to N − 1 are
+/// the mobiles, N the server side). The inputs' times are taken as they are, but
+/// never backwards (a damaged or edited file): a packet stamped before the one
+/// before it is replayed at that packet's time.
 pub fn replay_from<R: std::io::Read>(
     scenario: &Scenario,
     src: R,
     end: Instant,
-    gateway: bool,
-) -> Result<Vec<String>, thinwire::pcap::CaptureError> {
-    let mut ins: Vec<(i64, End, Vec<u8>)> = vec![];
+    layout: Layout,
+) -> Result<Vec<Vec<String>>, thinwire::pcap::CaptureError> {
+    let mobiles = layout.mobiles.clamp(1, netns::MAX_MOBILES);
+    let mut ins: Vec<(i64, From, Vec<u8>)> = vec![];
     let mut last = 0i64;
     thinwire::pcap::read_capture_from(src, |p| {
-        let end = if p.iface == 0 { End::Mobile } else { End::Server };
+        let from = if (p.iface as usize) < mobiles { From::Mobile(p.iface as usize) } else { From::Server };
         last = last.max(p.t_ns);
-        ins.push((last, end, p.data.to_vec()));
+        ins.push((last, from, p.data.to_vec()));
     })?;
-    let mut path = RealtimePath::new(scenario, false);
-    if gateway {
-        path.without_wired();
+    let mut fabric = Fabric::new(scenario, mobiles, layout.cell, false, layout.gateway);
+    for p in fabric.paths_mut() {
+        p.record_decisions();
     }
-    path.record_decisions();
-    let mut out = vec![];
+    let mut out = vec![vec![]; fabric.paths().len()];
+    let mut take = |fabric: &mut Fabric| {
+        for (k, ds) in fabric.take_decisions().into_iter().enumerate() {
+            out[k].extend(ds.iter().map(|d| d.to_string()));
+        }
+    };
     for (t, from, bytes) in ins {
         let t = Instant(t);
-        path.advance(t);
-        while path.poll_output().is_some() {}
-        // Bytes the emulator could not parse were logged too and refused the same way.
-        let _ = path.input(t, from, bytes);
-        out.extend(path.take_decisions().iter().map(|d| d.to_string()));
+        fabric.advance(t);
+        while fabric.poll_output().is_some() {}
+        // Bytes the emulator could not parse or route were logged too and refused
+        // the same way.
+        let _ = fabric.input(t, from, bytes);
+        take(&mut fabric);
     }
-    path.advance(end);
-    while path.poll_output().is_some() {}
-    out.extend(path.take_decisions().iter().map(|d| d.to_string()));
+    fabric.advance(end);
+    while fabric.poll_output().is_some() {}
+    take(&mut fabric);
     Ok(out)
 }

@@ -1,9 +1,12 @@
-//! The emulated hosts: a network namespace each for the mobile host and the server,
+//! The emulated hosts: a network namespace each for the mobile hosts and the server,
 //! a TUN device in each whose other end is this process, addresses and routes.
 //!
 //! Addresses (as in the simulator): mobile 10.0.1.2 and fd00:1::2, server 10.0.0.1
 //! and fd00::1; in each namespace the other host is reached through the TUN device
-//! (host routes for both IP versions), MTU 1500. With a gateway (`-g`, for a proxy
+//! (host routes for both IP versions), MTU 1500. With several mobiles (`--mobiles
+//! N`), mobile k (from 0) is 10.0.1.(2 + k) and fd00:1::(2 + k) (hexadecimal),
+//! namespace `-m` for k = 0 and `-m<k>` after, and the server (or the gateway) has
+//! a host route to each. With a gateway (`-g`, for a proxy
 //! between the link and the server): the link's far end is the gateway's TUN
 //! device (10.0.1.1, fd00:1::1), and a veth pair joins the gateway (10.0.0.2,
 //! fd00::2) to the server (10.0.0.1, fd00::1); the gateway forwards. There is no default route, so a
@@ -39,6 +42,37 @@ pub fn ip(args: &[&str]) -> Result<(), String> {
     Err(format!("ip {}: {}", args.join(" "), err.lines().next().unwrap_or("failed").trim()))
 }
 
+/// At most this many mobile hosts (their addresses are 10.0.1.2 to 10.0.1.251).
+pub const MAX_MOBILES: usize = 250;
+
+/// Mobile `k`'s addresses (IPv4, IPv6).
+pub fn mobile_addr(k: usize) -> (String, String) {
+    assert!(k < MAX_MOBILES, "mobile {k}: at most {MAX_MOBILES}");
+    (format!("10.0.1.{}", 2 + k), format!("fd00:1::{:x}", 2 + k))
+}
+
+/// Which mobile an IP packet's destination (`dst`) or source address names, if any.
+pub fn mobile_of(bytes: &[u8], dst: bool) -> Option<usize> {
+    match bytes.first()? >> 4 {
+        4 if bytes.len() >= 20 => mobile_of_addr(if dst { &bytes[16..20] } else { &bytes[12..16] }),
+        6 if bytes.len() >= 40 => mobile_of_addr(if dst { &bytes[24..40] } else { &bytes[8..24] }),
+        _ => None,
+    }
+}
+
+/// Which mobile an address (4 or 16 bytes) is, if any.
+pub fn mobile_of_addr(a: &[u8]) -> Option<usize> {
+    let k = match a.len() {
+        4 => (a[..3] == [10, 0, 1]).then_some(a[3] as usize)?,
+        16 => {
+            let pre = [0xfd, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+            (a[..14] == pre).then_some(u16::from_be_bytes([a[14], a[15]]) as usize)?
+        }
+        _ => return None,
+    };
+    (2..2 + MAX_MOBILES).contains(&k).then(|| k - 2)
+}
+
 /// Removes namespaces of emulators whose process is gone.
 pub fn remove_stale() {
     let Ok(dir) = std::fs::read_dir("/run/netns") else { return };
@@ -47,7 +81,9 @@ pub fn remove_stale() {
         let Some(rest) = name.strip_prefix("tw") else { continue };
         let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
         // `tw<pid><k>-m`: the last digit is the instance number.
-        if digits.len() < 2 || !(name.ends_with("-m") || name.ends_with("-s") || name.ends_with("-g")) {
+        let role = name[2 + digits.len()..].to_string();
+        let mobile_k = role.strip_prefix("-m").is_some_and(|k| k.chars().all(|c| c.is_ascii_digit()));
+        if digits.len() < 2 || !(mobile_k || role == "-s" || role == "-g") {
             continue;
         }
         if let Ok(pid) = digits[..digits.len() - 1].parse::<u32>() {
@@ -72,32 +108,48 @@ pub struct Host {
     pub dev: String,
     pub tun: Option<OwnedFd>,
     /// Own and peer addresses (IPv4, IPv6).
-    pub addr: (&'static str, &'static str),
-    pub peer: (&'static str, &'static str),
+    pub addr: (String, String),
+    pub peer: (String, String),
+    /// Which mobile host this is (None: the server or the gateway).
+    pub mobile: Option<usize>,
+    /// How many mobile hosts the emulation has.
+    pub mobiles: usize,
+}
+
+fn pair(a: (&str, &str)) -> (String, String) {
+    (a.0.to_string(), a.1.to_string())
 }
 
 impl Host {
-    fn new(ns: String, dev: String, addr: (&'static str, &'static str), peer: (&'static str, &'static str)) -> Host {
-        Host { ns, dev, tun: None, addr, peer }
+    fn new(ns: String, dev: String, addr: (String, String), peer: (String, String), mobiles: usize) -> Host {
+        Host { ns, dev, tun: None, addr, peer, mobile: None, mobiles }
     }
 
     /// What a command run on this host is told in its environment: THINWIRE_DEV
     /// (the emulated link's device), THINWIRE_ADDR / THINWIRE_ADDR6 (own addresses),
-    /// THINWIRE_PEER / THINWIRE_PEER6 (the other host's), e.g. for
-    /// `ip route change $THINWIRE_PEER dev $THINWIRE_DEV initcwnd 2`.
-    pub fn env(&self) -> [(&'static str, &str); 5] {
-        [
-            ("THINWIRE_DEV", &self.dev),
-            ("THINWIRE_ADDR", self.addr.0),
-            ("THINWIRE_ADDR6", self.addr.1),
-            ("THINWIRE_PEER", self.peer.0),
-            ("THINWIRE_PEER6", self.peer.1),
-        ]
+    /// THINWIRE_PEER / THINWIRE_PEER6 (the other host's: for the server and the
+    /// gateway, mobile 0), e.g. for `ip route change $THINWIRE_PEER dev
+    /// $THINWIRE_DEV initcwnd 2`; THINWIRE_MOBILES (how many mobile hosts) and, on
+    /// a mobile host, THINWIRE_MOBILE (which one, from 0).
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        let mut e = vec![
+            ("THINWIRE_DEV", self.dev.clone()),
+            ("THINWIRE_ADDR", self.addr.0.clone()),
+            ("THINWIRE_ADDR6", self.addr.1.clone()),
+            ("THINWIRE_PEER", self.peer.0.clone()),
+            ("THINWIRE_PEER6", self.peer.1.clone()),
+            ("THINWIRE_MOBILES", self.mobiles.to_string()),
+        ];
+        if let Some(k) = self.mobile {
+            e.push(("THINWIRE_MOBILE", k.to_string()));
+        }
+        e
     }
 }
 
 pub struct Hosts {
-    pub mobile: Host,
+    /// Mobile hosts 0, 1, …
+    pub mobiles: Vec<Host>,
     pub server: Host,
     /// A third namespace between the wireless link and the server (`--gateway`):
     /// the link's far end is its TUN device, and a veth pair joins it to the
@@ -107,31 +159,59 @@ pub struct Hosts {
 }
 
 impl Hosts {
-    /// Creates the namespaces and devices (instance `k` of this process).
-    pub fn create(k: u32, gateway: bool) -> Result<Hosts, String> {
+    /// Creates the namespaces and devices (instance `k` of this process) for
+    /// `mobiles` mobile hosts (1 to MAX_MOBILES).
+    pub fn create(k: u32, gateway: bool, mobiles: usize) -> Result<Hosts, String> {
+        assert!((1..=MAX_MOBILES).contains(&mobiles));
         let tag = format!("tw{}{k}", std::process::id());
+        let server = (SERVER_V4, SERVER_V6);
         let mut h = Hosts {
-            mobile: Host::new(format!("{tag}-m"), format!("{tag}m"), (MOBILE_V4, MOBILE_V6), (SERVER_V4, SERVER_V6)),
-            server: Host::new(format!("{tag}-s"), format!("{tag}s"), (SERVER_V4, SERVER_V6), (MOBILE_V4, MOBILE_V6)),
+            mobiles: (0..mobiles)
+                .map(|m| {
+                    let n = if m == 0 { String::new() } else { m.to_string() };
+                    let mut host =
+                        Host::new(format!("{tag}-m{n}"), format!("{tag}m{n}"), mobile_addr(m), pair(server), mobiles);
+                    host.mobile = Some(m);
+                    host
+                })
+                .collect(),
+            server: Host::new(format!("{tag}-s"), format!("{tag}s"), pair(server), mobile_addr(0), mobiles),
             gateway: None,
             made: vec![],
         };
         // On an error, dropping `h` removes what was made so far.
-        setup(&mut h.mobile, &mut h.made)?;
+        for m in &mut h.mobiles {
+            setup(m, &mut h.made)?;
+        }
         if !gateway {
             setup(&mut h.server, &mut h.made)?;
+            routes_to_mobiles(&h.server, mobiles, None)?;
             return Ok(h);
         }
-        let mut g =
-            Host::new(format!("{tag}-g"), format!("{tag}g"), (GATEWAY_W_V4, GATEWAY_W_V6), (MOBILE_V4, MOBILE_V6));
+        let mut g = Host::new(
+            format!("{tag}-g"),
+            format!("{tag}g"),
+            pair((GATEWAY_W_V4, GATEWAY_W_V6)),
+            mobile_addr(0),
+            mobiles,
+        );
         setup(&mut g, &mut h.made)?;
+        routes_to_mobiles(&g, mobiles, None)?;
         h.server.dev = format!("{tag}w");
         wire_gateway(&g, &h.server, &format!("{tag}v"), &mut h.made)?;
-        // The mobile reaches the gateway's own address over the link too.
-        ip(&["-n", &h.mobile.ns, "route", "add", &format!("{GATEWAY_W_V4}/32"), "dev", &h.mobile.dev])?;
-        ip(&["-n", &h.mobile.ns, "-6", "route", "add", &format!("{GATEWAY_W_V6}/128"), "dev", &h.mobile.dev])?;
+        routes_to_mobiles(&h.server, mobiles, Some((GATEWAY_S_V4, GATEWAY_S_V6)))?;
+        // The mobiles reach the gateway's own address over the link too.
+        for m in &h.mobiles {
+            ip(&["-n", &m.ns, "route", "add", &format!("{GATEWAY_W_V4}/32"), "dev", &m.dev])?;
+            ip(&["-n", &m.ns, "-6", "route", "add", &format!("{GATEWAY_W_V6}/128"), "dev", &m.dev])?;
+        }
         h.gateway = Some(g);
         Ok(h)
+    }
+
+    /// Mobile host 0 (the only one unless `--mobiles`).
+    pub fn mobile(&self) -> &Host {
+        &self.mobiles[0]
     }
 
     /// The far end of the wireless link: the gateway's TUN device, or the server's.
@@ -154,8 +234,6 @@ fn wire_gateway(g: &Host, s: &Host, gdev: &str, made: &mut Vec<String>) -> Resul
         ip(&["-n", ns, "addr", "add", &format!("{v4}/24"), "dev", dev])?;
         ip(&["-n", ns, "-6", "addr", "add", &format!("{v6}/64"), "dev", dev, "nodad"])?;
     }
-    ip(&["-n", &s.ns, "route", "add", &format!("{MOBILE_V4}/32"), "via", GATEWAY_S_V4])?;
-    ip(&["-n", &s.ns, "-6", "route", "add", &format!("{MOBILE_V6}/128"), "via", GATEWAY_S_V6])?;
     let out = Command::new("ip")
         .args(["netns", "exec", &g.ns, "sysctl", "-qw", "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1"])
         .output()
@@ -166,8 +244,49 @@ fn wire_gateway(g: &Host, s: &Host, gdev: &str, made: &mut Vec<String>) -> Resul
     Ok(())
 }
 
+/// Host routes on `h` to mobiles 1.. (mobile 0 is `h`'s peer, routed by `setup`)
+/// through its TUN device, or to every mobile `via` a router.
+fn routes_to_mobiles(h: &Host, mobiles: usize, via: Option<(&str, &str)>) -> Result<(), String> {
+    let first = if via.is_some() { 0 } else { 1 };
+    if mobiles <= first {
+        return Ok(());
+    }
+    // One `ip -batch` per namespace: 250 mobiles cost one process, not 500.
+    let mut batch = String::new();
+    for m in first..mobiles {
+        let (v4, v6) = mobile_addr(m);
+        match via {
+            Some((r4, r6)) => {
+                batch += &format!("route add {v4}/32 via {r4}\nroute add {v6}/128 via {r6}\n");
+            }
+            None => batch += &format!("route add {v4}/32 dev {d}\nroute add {v6}/128 dev {d}\n", d = h.dev),
+        }
+    }
+    ip_batch(&h.ns, &batch)
+}
+
+/// Runs `ip -n NS -batch -` on `commands` (one per line).
+fn ip_batch(ns: &str, commands: &str) -> Result<(), String> {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut c = Command::new("ip")
+        .args(["-n", ns, "-batch", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run ip (iproute2): {e}"))?;
+    c.stdin.take().expect("stdin").write_all(commands.as_bytes()).map_err(|e| format!("ip -batch: {e}"))?;
+    let out = c.wait_with_output().map_err(|e| format!("ip -batch: {e}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    Err(format!("ip -n {ns} -batch: {}", err.lines().next().unwrap_or("failed").trim()))
+}
+
 fn setup(host: &mut Host, made: &mut Vec<String>) -> Result<(), String> {
-    let (me, peer) = (host.addr, host.peer);
+    let (me, peer) = (host.addr.clone(), host.peer.clone());
     ip(&["netns", "add", &host.ns])?;
     made.push(host.ns.clone());
     let tun = sys::tun_open(&host.dev).map_err(|e| format!("cannot create TUN device {}: {e}", host.dev))?;
@@ -189,7 +308,9 @@ fn setup(host: &mut Host, made: &mut Vec<String>) -> Result<(), String> {
 impl Drop for Hosts {
     fn drop(&mut self) {
         // Closing a TUN descriptor removes its device; then the namespaces go.
-        self.mobile.tun = None;
+        for m in &mut self.mobiles {
+            m.tun = None;
+        }
         self.server.tun = None;
         if let Some(g) = &mut self.gateway {
             g.tun = None;
@@ -235,5 +356,35 @@ fn kill_all_in(ns: &str) {
             unsafe { libc::kill(p as i32, libc::SIGKILL) };
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mobile_addresses_round_trip_through_packets() {
+        for k in [0, 1, 13, MAX_MOBILES - 1] {
+            let (v4, v6) = mobile_addr(k);
+            let a4: std::net::Ipv4Addr = v4.parse().unwrap();
+            let a6: std::net::Ipv6Addr = v6.parse().unwrap();
+            assert_eq!(mobile_of_addr(&a4.octets()), Some(k));
+            assert_eq!(mobile_of_addr(&a6.octets()), Some(k));
+            let mut p4 = vec![0x45u8; 20];
+            p4[16..20].copy_from_slice(&a4.octets());
+            assert_eq!(mobile_of(&p4, true), Some(k));
+            assert_eq!(mobile_of(&p4, false), None);
+            let mut p6 = vec![0x60u8; 40];
+            p6[8..24].copy_from_slice(&a6.octets());
+            assert_eq!(mobile_of(&p6, false), Some(k));
+        }
+        // The gateway, the server, other subnets, truncated packets: no mobile.
+        for a in ["10.0.1.1", "10.0.0.1", "10.0.2.2", "10.0.1.252"] {
+            let a: std::net::Ipv4Addr = a.parse().unwrap();
+            assert_eq!(mobile_of_addr(&a.octets()), None, "{a}");
+        }
+        assert_eq!(mobile_of(&[0x45, 0, 0], true), None);
+        assert_eq!(mobile_of(&[], true), None);
     }
 }

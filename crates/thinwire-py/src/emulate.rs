@@ -13,7 +13,7 @@ pyo3::create_exception!(
 /// Runs an emulation; returns its report. Raises EmulateError for what the user
 /// must fix (no root, no iproute2, an unwritable --out), RuntimeError otherwise.
 #[pyfunction]
-#[pyo3(signature = (toml_text, overrides, mobile=None, server=None, duration_s=None, out_dir=None, late_after_ms=1.0, commands_to_stderr=false, gateway=None, server_ready=None))]
+#[pyo3(signature = (toml_text, overrides, mobile=None, server=None, duration_s=None, out_dir=None, late_after_ms=1.0, commands_to_stderr=false, gateway=None, server_ready=None, mobiles=1, cell="separate"))]
 #[allow(clippy::too_many_arguments)]
 pub fn emulate<'py>(
     py: Python<'py>,
@@ -27,12 +27,16 @@ pub fn emulate<'py>(
     commands_to_stderr: bool,
     gateway: Option<String>,
     server_ready: Option<u16>,
+    mobiles: usize,
+    cell: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
     use thinwire::time::Duration;
     let sc = crate::scenario(&toml_text, &overrides, None, true)?;
     let opts = thinwire_emu::Options {
         scenario: sc,
         mobile,
+        mobiles,
+        cell: parse_cell(cell)?,
         server,
         gateway,
         duration: duration_s.map(Duration::from_secs_f64),
@@ -51,6 +55,8 @@ pub fn emulate<'py>(
     d.set_item("ended", &r.ended)?;
     d.set_item("gateway_wind_down_s", r.gateway_wind_down_s)?;
     d.set_item("mobile_status", r.mobile_status)?;
+    d.set_item("mobile_statuses", r.mobile_statuses)?;
+    d.set_item("flow_mobiles", r.flow_mobiles)?;
     d.set_item("server_status", r.server_status)?;
     let l = PyDict::new(py);
     l.set_item("packets", r.lateness.count)?;
@@ -71,29 +77,50 @@ pub fn emulate<'py>(
     p.set_item("from_mobile_queue_drops", r.tun_queue_drops[0])?;
     p.set_item("from_server_queue_drops", r.tun_queue_drops[1])?;
     p.set_item("unparsable", r.unparsable)?;
+    p.set_item("unroutable", r.unroutable)?;
     d.set_item("packets", p)?;
-    let link = PyDict::new(py);
-    for (i, name) in ["down", "up"].iter().enumerate() {
-        link.set_item(*name, crate::to_py(py, &r.link[i])?)?;
+    // One path: {"down", "up"}; with separate links, one such per mobile.
+    let links = r
+        .link
+        .iter()
+        .map(|l| {
+            let link = PyDict::new(py);
+            for (i, name) in ["down", "up"].iter().enumerate() {
+                link.set_item(*name, crate::to_py(py, &l[i])?)?;
+            }
+            Ok(link)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    if links.len() == 1 {
+        d.set_item("link", &links[0])?;
+    } else {
+        d.set_item("link", links)?;
     }
-    d.set_item("link", link)?;
     d.set_item("trace", crate::trace_to_py(py, &r.trace)?)?;
     Ok(d)
 }
 
-/// Replays an emulation's inputs through the scenario's path until `end_ns`:
-/// the schedule log, line by line.
+fn parse_cell(cell: &str) -> PyResult<thinwire_emu::fabric::Cell> {
+    thinwire_emu::fabric::Cell::parse(cell)
+        .ok_or_else(|| EmulateError::new_err(format!("cell {cell:?}: 'separate' (a link per mobile) or 'shared'")))
+}
+
+/// Replays an emulation's inputs through the scenario's paths until `end_ns`:
+/// the schedule log of each path, line by line.
 #[pyfunction]
-#[pyo3(signature = (toml_text, overrides, inputs, end_ns, gateway=false))]
+#[pyo3(signature = (toml_text, overrides, inputs, end_ns, gateway=false, mobiles=1, cell="separate"))]
 pub fn replay(
     toml_text: String,
     overrides: Vec<String>,
     inputs: std::path::PathBuf,
     end_ns: i64,
     gateway: bool,
-) -> PyResult<Vec<String>> {
+    mobiles: usize,
+    cell: &str,
+) -> PyResult<Vec<Vec<String>>> {
     let sc = crate::scenario(&toml_text, &overrides, None, true)?;
-    thinwire_emu::replay(&sc, &inputs, thinwire::time::Instant(end_ns), gateway)
+    let layout = thinwire_emu::Layout { gateway, mobiles, cell: parse_cell(cell)? };
+    thinwire_emu::replay(&sc, &inputs, thinwire::time::Instant(end_ns), layout)
         .map_err(|e| EmulateError::new_err(e.to_string()))
 }
 

@@ -337,6 +337,21 @@ impl RealtimePath {
         Ok(())
     }
 
+    /// Each flow's two addresses, by flow number (flows are numbered in the order
+    /// of their first packet).
+    pub fn flow_addresses(&self) -> Vec<(IpAddress, IpAddress)> {
+        let mut v = vec![(IpAddress::V4([0; 4]), IpAddress::V4([0; 4])); self.flows.len()];
+        for (k, &f) in &self.flows {
+            v[f as usize] = (k.1, k.3);
+        }
+        v
+    }
+
+    /// When the next packet to leave the path was due (None: none waiting).
+    pub fn next_output_at(&self) -> Option<Instant> {
+        self.out.front().map(|o| o.at)
+    }
+
     /// The next packet due to leave the path.
     pub fn poll_output(&mut self) -> Option<Output> {
         self.out.pop_front()
