@@ -59,7 +59,17 @@ def app(*args) -> str:
 
 
 def run_with_proxy(
-    tmp: Path, rate: str, delay: str, rtt: str, mobile: str, server: str, extra: str = "", pre="", args="", queue=""
+    tmp: Path,
+    rate: str,
+    delay: str,
+    rtt: str,
+    mobile: str,
+    server: str,
+    extra: str = "",
+    pre="",
+    args="",
+    queue="",
+    emu_args=(),
 ):
     """Runs an emulation with the daemon in the gateway namespace; returns the
     emulator's process, its --out directory and the daemon's log events."""
@@ -80,7 +90,9 @@ def run_with_proxy(
     gw.chmod(0o755)
     # The mobile waits until the daemon has installed its rules.
     mobile = f"for i in $(seq 100); do grep -q started {log} 2>/dev/null && break; sleep 0.1; done; {mobile}"
-    p, out = emulate(tmp, LINK.format(rate=rate, delay=delay, queue=queue), mobile, server, "--gateway", str(gw))
+    p, out = emulate(
+        tmp, LINK.format(rate=rate, delay=delay, queue=queue), mobile, server, "--gateway", str(gw), *emu_args
+    )
     events = []
     for line in log.read_text().splitlines() if log.exists() else []:
         if not line.startswith("wrote "):  # --out's last line, on stderr
@@ -310,6 +322,50 @@ def test_200_connections_and_20_mobiles_share_their_aggregate_windows(tmp_path):
     r = thinwire_cli("plot", px, "--flow", "0", "--out", tmp_path / "tsq.png")
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "tsq.png").stat().st_size > 10_000
+
+
+def test_20_mobiles_on_20_gprs_links_each_with_its_own_aggregate(tmp_path):
+    """Seed 004's deployment with real hosts: 20 mobile namespaces, each over its
+    own GPRS link (--mobiles 20), all through one daemon. Every mobile runs 5
+    concurrent downloads: every byte exact; the daemon sees 20 mobiles and keeps
+    each one's unacknowledged bytes within its own aggregate window; every link
+    carried its own mobile's traffic; every path replays exactly."""
+    n, k = 20, 5
+    f = blob(tmp_path, "f.bin", 20_000, 24)
+    mobile = app("parallel", S, 8000, k, f"{tmp_path}/m$THINWIRE_MOBILE")
+    server = "exec " + app("serve", f"8000:file:{f}")
+    px = tmp_path / "px"
+    clamp = 12_000
+    p, out, ev = run_with_proxy(
+        tmp_path,
+        "400kbps",
+        "50ms",
+        "300ms",
+        mobile,
+        server,
+        args=f"--out {px} --set proxy.clamp={clamp}B",
+        emu_args=("--mobiles", str(n)),
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    for m in range(n):
+        for i in range(k):
+            assert sha(tmp_path / f"m{m}.{i}") == sha(f), (m, i)
+    end = last(ev, "stopped")
+    assert end["proxied"] == n * k and end["passed_limit"] == 0, end
+    seen = {e["mobile"].split(":")[0] for e in ev if e["event"] == "connect"}
+    assert seen == {f"10.0.1.{2 + m}" for m in range(n)}
+    s = json.loads(p.stdout)
+    assert len(s["link"]) == n and s["packets"]["unroutable"] == 0
+    for m, lk in enumerate(s["link"]):
+        assert k * f.stat().st_size < lk["down"]["bytes_sent"] < 2 * k * f.stat().st_size, (m, lk["down"])
+    un = unacked_per_mobile(px / "capture.pcapng")
+    assert set(un) == seen
+    worst = {m: max(v for _, v in xs) for m, xs in un.items()}
+    assert max(worst.values()) <= clamp, worst
+    # Each mobile's 5 connections did fill its window (the check can fail).
+    assert min(worst.values()) > clamp // 2, worst
+    r = thinwire_cli("simulate-log", out, "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["identical"], r.stdout + r.stderr
 
 
 def test_gprs_proxy_claims_over_real_hosts(tmp_path):

@@ -6,21 +6,24 @@
 //! Two ways for N mobiles to meet the link (`Cell`):
 //! - `Separate` (the default; seed 004: each mobile over its own GPRS link, one
 //!   proxy serving them all): mobile k has a path of its own — its own wireless
-//!   link (ARQ sessions, channel, queues) and its own copy of the wired link.
+//!   link (ARQ sessions, channel, queues) and its own copy of the wired link
+//!   (so N mobiles together have N times the wired capacity: give `[wired]` a
+//!   rate that is not the bottleneck, or use `--gateway`, which has none).
 //!   Mobile 0's link draws the scenario's random streams exactly as with one
 //!   mobile; mobile k's draws from run index `run + k·2³²` (independent streams,
 //!   `rng.rs`, which no replication index reaches). Packets from the server go to
-//!   the path of the mobile they are addressed to; a packet for an address that is
-//!   no mobile's is dropped and counted (`unroutable`).
+//!   the path of the mobile they are addressed to, multicast and broadcast to
+//!   every mobile's path (a copy each); a packet for an address that is no
+//!   mobile's is dropped and counted (`unroutable`).
 //! - `Shared` (seed 002's shared link): one path, one wireless link whose one
 //!   link-layer session per direction carries every mobile's packets, as the
 //!   simulator's flows share it; packets leaving it toward the mobiles go to the
-//!   host they are addressed to. (Per-mobile link-layer sessions contending in
+//!   host they are addressed to (multicast and broadcast to every mobile). (Per-mobile link-layer sessions contending in
 //!   the multiplexer are not built: the link has two sessions per direction, ARQ
 //!   and bypass.)
 //!
 //! With one mobile both are the single path of before, packet for packet.
-use crate::netns::mobile_of;
+use crate::netns::{mobile_of, to_group};
 use thinwire::config::Scenario;
 use thinwire::realtime::{Decision, End, Output, RealtimePath};
 use thinwire::time::Instant;
@@ -63,6 +66,8 @@ pub enum From {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum To {
     Mobile(usize),
+    /// Multicast or broadcast toward the mobiles: every one (shared cell).
+    Mobiles,
     Server,
 }
 
@@ -148,6 +153,13 @@ impl Fabric {
             (From::Mobile(k), Cell::Separate) => (k, End::Mobile),
             (From::Server, Cell::Shared) => (0, End::Server),
             (From::Server, Cell::Separate) if self.paths.len() == 1 => (0, End::Server),
+            (From::Server, Cell::Separate) if to_group(&bytes) => {
+                let mut r = Ok(());
+                for k in 0..self.paths.len() {
+                    r = self.paths[k].input(now, End::Server, bytes.clone()).map_err(|_| Refused::Unparsable);
+                }
+                return r;
+            }
             (From::Server, Cell::Separate) => match mobile_of(&bytes, true).filter(|&k| k < self.mobiles) {
                 Some(k) => (k, End::Server),
                 None => {
@@ -172,12 +184,13 @@ impl Fabric {
                 (End::Mobile, Cell::Separate) => To::Mobile(k),
                 (End::Mobile, Cell::Shared) if self.mobiles == 1 => To::Mobile(0),
                 (End::Mobile, Cell::Shared) => {
-                    let m = match &o.packet.bytes {
-                        Some(b) => mobile_of(b, true),
-                        None => mobile_of(&o.packet.emit(), true),
+                    let bytes = match &o.packet.bytes {
+                        Some(b) => b.to_vec(),
+                        None => o.packet.emit(),
                     };
-                    match m {
+                    match mobile_of(&bytes, true) {
                         Some(m) if m < self.mobiles => To::Mobile(m),
+                        _ if to_group(&bytes) => To::Mobiles,
                         _ => {
                             self.unroutable += 1;
                             continue;

@@ -476,14 +476,17 @@ fn run_loop(
     let mut buf = vec![0u8; 65536];
     let mut ready = Vec::new();
     let mut write_out = |to: To, o: Output, logs: &mut Option<&mut logs::Logs>, lateness: &mut latency::Histogram| {
-        let fd = match to {
-            To::Mobile(k) => tuns_m[k],
-            To::Server => tun_s,
+        let fds = match to {
+            To::Mobile(k) => &tuns_m[k..k + 1],
+            To::Mobiles => &tuns_m[..],
+            To::Server => std::slice::from_ref(&tun_s),
         };
         let bytes = o.packet.emit();
-        match sys::write_packet(fd, &bytes) {
-            Ok(true) => {}
-            Ok(false) | Err(_) => write_drops += 1,
+        for fd in fds {
+            match sys::write_packet(fd, &bytes) {
+                Ok(true) => {}
+                Ok(false) | Err(_) => write_drops += 1,
+            }
         }
         lateness.record((now() - o.at).nanos());
         if let Some(l) = logs.as_deref_mut() {

@@ -145,16 +145,17 @@ impl Logs {
 
     /// A packet written to host `to`, due at `at`.
     pub fn output(&mut self, at: Instant, to: To, bytes: &[u8]) {
-        let iface = match to {
-            To::Mobile(k) => k as u32,
-            To::Server => self.mobiles,
+        let (ifaces, mobile) = match to {
+            To::Mobile(k) => (k as u32..k as u32 + 1, Some(k)),
+            // Written to every mobile: on each one's interface, once in the pcaps.
+            To::Mobiles => (0..self.mobiles, None),
+            To::Server => (self.mobiles..self.mobiles + 1, mobile_of(bytes, false)),
         };
-        let r = self.capture.packet(iface, at.nanos(), Direction::Inbound, bytes);
-        self.keep(r);
-        match to {
-            To::Mobile(k) => self.record(at, Some(k), false, bytes),
-            To::Server => self.record(at, mobile_of(bytes, false), true, bytes),
+        for iface in ifaces {
+            let r = self.capture.packet(iface, at.nanos(), Direction::Inbound, bytes);
+            self.keep(r);
         }
+        self.record(at, mobile, to == To::Server, bytes);
     }
 
     /// Packets that crossed the gateway: (time, toward the mobile, bytes).

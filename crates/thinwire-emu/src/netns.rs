@@ -60,6 +60,16 @@ pub fn mobile_of(bytes: &[u8], dst: bool) -> Option<usize> {
     }
 }
 
+/// Whether an IP packet's destination is a multicast or the broadcast address
+/// (an IPv6 MLD report from the far end's device, say): meant for every mobile.
+pub fn to_group(bytes: &[u8]) -> bool {
+    match bytes.first().map(|b| b >> 4) {
+        Some(4) if bytes.len() >= 20 => bytes[16] >= 224,
+        Some(6) if bytes.len() >= 40 => bytes[24] == 0xff,
+        _ => false,
+    }
+}
+
 /// Which mobile an address (4 or 16 bytes) is, if any.
 pub fn mobile_of_addr(a: &[u8]) -> Option<usize> {
     let k = match a.len() {
