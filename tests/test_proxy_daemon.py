@@ -372,8 +372,11 @@ def test_gprs_proxy_claims_over_real_hosts(tmp_path):
     """Seed 004 Figs. 10 and 12 over real Linux hosts through the daemon
     (studies/gprs_proxy_real.py): a second download 20 s after the first connects
     and takes about half the link at once; after a 25 s outage the proxy's
-    download moves again within seconds, plain TCP only after its backed-off RTO.
-    The simulator's numbers for the same experiments come with them."""
+    download moves again within seconds, plain TCP only after its backed-off RTO;
+    two mobiles on links of their own (--mobiles 2) do not couple through the
+    daemon: the later one connects as on an idle link and gets half of the bytes,
+    with the proxy as without. The simulator's numbers for the same experiments
+    come with them."""
     from thinwire.studies.gprs_proxy_real import run_real
 
     rows = run_real(tmp_path / "real")
@@ -387,7 +390,12 @@ def test_gprs_proxy_claims_over_real_hosts(tmp_path):
         ("fairness", False, "share_50s"),
         ("stall", True, "recovery_s"),
         ("stall", False, "recovery_s"),
+        *((("mobiles", p, m) for p in (True, False) for m in ("syn_sends", "connect_s", "share_50s"))),
     }
+    for p in (True, False):
+        share, setup = got[("mobiles", p, "share_50s")], got[("mobiles", p, "connect_s")]
+        assert 0.35 <= share["real"] <= 0.65 and 0.35 <= share["simulated"] <= 0.65, (p, share)
+        assert setup["real"] is not None and setup["real"] < 4.0, (p, setup)
     fair = got[("fairness", True, "share_50s")]
     assert 0.35 <= fair["real"] <= 0.65, fair
     # It connects at once: the SYN-ACK waits only behind the aggregate's window

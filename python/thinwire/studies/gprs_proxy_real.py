@@ -16,9 +16,17 @@ changes the no-proxy baseline).
   its set-up time (first SYN to the SYN-ACK reaching the mobile) and its share of
   the bytes reaching the mobile over the 50 s after it starts;
 - stall: a 600 KB download through a 25 s outage 60 s in; the time from the
-  outage's end until the mobile's in-order data advances.
+  outage's end until the mobile's in-order data advances;
+- mobiles: seed 004's deployment, two mobiles each over its own GPRS link
+  (`--mobiles 2`), through one daemon or none; the second mobile starts its 600 KB
+  download 20 s after the first: its set-up time and its share of the two
+  mobiles' bytes over the next 50 s. Links of their own do not contend, so a
+  proxy that keeps one aggregate per mobile must leave the second mobile exactly
+  as it would be alone (share about one half, set-up as on an idle link). The
+  simulator has one link per scenario: its numbers are two lone downloads, one
+  from 0 s and one from 20 s, each over its own run of the link.
 
-`python -m thinwire.studies.gprs_proxy_real [--out DIR]` runs the four emulations
+`python -m thinwire.studies.gprs_proxy_real [--out DIR]` runs the six emulations
 at once (about 3.5 minutes; root, /dev/net/tun, nftables), writes
 `real_hosts.csv` and prints the table of docs/studies/gprs-proxy.md.
 """
@@ -91,9 +99,18 @@ def _emulation(d: Path, kind: str, proxy: bool) -> subprocess.Popen:
         gw.chmod(0o755)
         gateway = str(gw)
         wait = f"for i in $(seq 100); do grep -q started {log} 2>/dev/null && break; sleep 0.1; done; "
+    extra = []
     if kind == "fairness":
         mobile = f"{cc}{wait}{fetch} & sleep {GAP:g}; {fetch} & sleep {SHARE_SPAN + 2:g}"
         text = scenario("", stop="1000s")
+    elif kind == "mobiles":
+        # Mobile 0 downloads through mobile 1's whole window; mobile 1 starts later.
+        mobile = (
+            f"{cc}{wait}if [ $THINWIRE_MOBILE = 0 ]; then timeout {GAP + SHARE_SPAN + 2:g} {fetch}; "
+            f"else sleep {GAP:g}; timeout {SHARE_SPAN + 2:g} {fetch}; fi; true"
+        )
+        text = scenario("", stop="1000s")
+        extra = ["--mobiles", "2"]
     else:
         end = sum(OUTAGE) + STALL_TAIL
         mobile = f"{cc}{wait}timeout {end:g} {fetch}; true"
@@ -101,6 +118,7 @@ def _emulation(d: Path, kind: str, proxy: bool) -> subprocess.Popen:
     (d / "link.toml").write_text(text)
     cmd = [py, "-m", "thinwire.cli", "emulate", str(d / "link.toml"), "--out", str(d / "emu")]
     cmd += ["--mobile", mobile, "--server", f"{cc}exec {py} {d / 'serve.py'}", "--json", "--gateway", gateway]
+    cmd += extra
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -128,22 +146,59 @@ def _sim_fairness(proxy: bool) -> dict:
     return {"syn_sends": syn_sends(tr, 1), "connect_s": connect_s(tr, 1), "share_50s": got[1] / max(sum(got), 1)}
 
 
+def _sim_mobiles(proxy: bool) -> dict:
+    """Two lone downloads, each over its own run of the link (seed 1): one from 0 s,
+    one from GAP; the second's set-up time and share of both over the window."""
+    import thinwire
+
+    from .gprs_common import flow
+
+    def lone(start: float):
+        text = scenario(flow(bytes="600KB", start=start), proxy="" if proxy else None)
+        return thinwire.run(text, seed=1, trace=["tcp"]).trace
+
+    first, second = lone(0.0), lone(GAP)
+    a = share_between(first, GAP, GAP + SHARE_SPAN, flows=(0,))[0]
+    b = share_between(second, GAP, GAP + SHARE_SPAN, flows=(0,))[0]
+    return {"syn_sends": syn_sends(second, 0), "connect_s": connect_s(second, 0), "share_50s": b / max(a + b, 1)}
+
+
+def _first_syn_s(tr, flow: int) -> float:
+    import polars as pl
+
+    syns = tr.filter(
+        (pl.col("layer") == "tcp")
+        & (pl.col("node") == "mobile")
+        & (pl.col("flow") == flow)
+        & ((pl.col("value") & 2) == 2)
+        & pl.col("event").is_in(["send", "retransmit"])
+    )
+    return float(syns["time_s"].min())
+
+
 def _measure(d: Path, kind: str) -> dict:
     import polars as pl
 
+    if kind == "mobiles":
+        # One trace per mobile's path (emu/mobile-<k>/): mobile 1's flows renumbered.
+        trs = [pl.read_parquet(d / "emu" / f"mobile-{k}" / "trace.parquet") for k in (0, 1)]
+        tcp = [t.filter(pl.col("layer") == "tcp") for t in trs]
+        first = min(tcp[0]["flow"].drop_nulls().to_list())
+        second = min(tcp[1]["flow"].drop_nulls().to_list())
+        tr = pl.concat([tcp[0], tcp[1].with_columns(pl.col("flow") + 1000)])
+        t2 = _first_syn_s(tr, second + 1000)
+        got = share_between(tr, t2, t2 + SHARE_SPAN, flows=(first, second + 1000))
+        return {
+            "syn_sends": syn_sends(tr, second + 1000),
+            "connect_s": connect_s(tr, second + 1000),
+            "share_50s": got[1] / max(sum(got), 1),
+        }
     tr = pl.read_parquet(d / "emu" / "trace.parquet")
     # The emulator numbers conversations from 1, in the order they begin.
     flows = sorted(tr.filter(pl.col("layer") == "tcp")["flow"].drop_nulls().unique().to_list())
     if kind == "fairness":
         first, second = flows[0], flows[1]
-        syns = tr.filter(
-            (pl.col("layer") == "tcp")
-            & (pl.col("node") == "mobile")
-            & (pl.col("flow") == second)
-            & ((pl.col("value") & 2) == 2)
-            & pl.col("event").is_in(["send", "retransmit"])
-        )
-        t2 = float(syns["time_s"].min())
+        t2 = _first_syn_s(tr, second)
         got = share_between(tr, t2, t2 + SHARE_SPAN, flows=(first, second))
         return {
             "syn_sends": syn_sends(tr, second),
@@ -154,12 +209,12 @@ def _measure(d: Path, kind: str) -> dict:
 
 
 def run_real(out: Path) -> list[dict]:
-    """The four emulations at once; one row per experiment and proxy setting, with
+    """The six emulations at once; one row per experiment and proxy setting, with
     the simulator's number for the same experiment."""
     out.mkdir(parents=True, exist_ok=True)
     runs = {
         (k, p): _emulation(out / f"{k}-{'proxy' if p else 'none'}", k, p)
-        for k in ("fairness", "stall")
+        for k in ("fairness", "stall", "mobiles")
         for p in (True, False)
     }
     rows = []
@@ -171,6 +226,8 @@ def run_real(out: Path) -> list[dict]:
         real = _measure(d, kind)
         if kind == "fairness":
             sim = _sim_fairness(proxy)
+        elif kind == "mobiles":
+            sim = _sim_mobiles(proxy)
         else:
             sim = {"recovery_s": stall_run(proxy, 1)["recovery_s"]}
         events = (
