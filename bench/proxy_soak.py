@@ -2,6 +2,7 @@
 file descriptors and memory sampled, every transfer checked.
 
     sudo .venv/bin/python bench/proxy_soak.py [--minutes 10] [--workers 16] [--out DIR]
+        [--mobiles 20 [--misbehave]]
 
 Topology: `thinwire emulate --gateway` (mobile ns — 2 Mbit/s, 50 ms GPRS-like link —
 gateway ns running the daemon — veth — server ns). The mobile runs `--workers`
@@ -11,6 +12,14 @@ think time of 0–0.5 s, and every byte checked. Every 10 s the gateway samples 
 daemon's open descriptors and resident memory (/proc) and its stats line. Prints
 one line per minute and the totals; nonzero exit if any transfer failed or came
 back wrong.
+
+`--mobiles N`: N mobile namespaces, each over its own copy of the link
+(`thinwire emulate --mobiles`), each running `--workers` clients. `--misbehave`
+adds four more mobiles (bench/misbehave.py): one floods SYNs (200 per second), one
+uploads ignoring the advertised window, one sends blind RSTs at its own
+downloads, one starts five downloads and then vanishes (drops everything both
+ways). The well-behaved mobiles' transfers must all be exact, and the daemon's
+descriptors and memory flat.
 """
 
 import argparse
@@ -45,7 +54,7 @@ drain_timeout = "5s"
 stats_interval = "10s"
 """
 SERVER = r"""
-import hashlib, socket, threading
+import hashlib, socket, threading, time
 def body(n):
     seed = hashlib.sha256(str(n).encode()).digest()
     return (seed * (n // 32 + 1))[:n]
@@ -56,6 +65,10 @@ def one(c):
         n = int(n)
         if kind == b"GET":
             c.sendall(body(n))
+        elif kind == b"HOLD":
+            # Never reads: the proxy's buffer toward this server fills, and the
+            # mobile must be held to the window the proxy advertises.
+            time.sleep(10**6)
         else:
             h, got = hashlib.sha256(), 0
             while got < n:
@@ -126,6 +139,8 @@ def main() -> int:
     ap.add_argument("--minutes", type=float, default=10.0)
     ap.add_argument("--workers", type=int, default=16)
     ap.add_argument("--out", help="keep the files here (default: a temporary directory)")
+    ap.add_argument("--mobiles", type=int, default=1, help="well-behaved mobile hosts, each on its own link")
+    ap.add_argument("--misbehave", action="store_true", help="four more mobiles that misbehave (module doc)")
     a = ap.parse_args()
     d = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="proxy-soak-"))
     d.mkdir(parents=True, exist_ok=True)
@@ -149,14 +164,32 @@ def main() -> int:
     gw.chmod(0o755)
     secs = a.minutes * 60
     wait = f"for i in $(seq 100); do grep -q started {log} 2>/dev/null && break; sleep 0.1; done; "
-    mobile = f"{wait}{PY} {d / 'client.py'} {secs} {a.workers} {d / 'client.json'}"
-    cmd = [PY, "-m", "thinwire.cli", "emulate", str(d / "link.toml"), "--mobile", mobile]
+    good = f"{PY} {d / 'client.py'} {secs} {a.workers} {d}/client.$THINWIRE_MOBILE.json"
+    mis = str(ROOT / "bench" / "misbehave.py")
+    bad = {
+        0: f"{PY} {mis} synflood 10.0.0.1 8000 200 {secs} {d}/mis.0.json",
+        1: f"{PY} {mis} nowindow 10.0.0.1 8000 {secs} {d}/mis.1.json",
+        2: f"{PY} {mis} blindrst 10.0.0.1 8000 {secs} {d}/mis.2.json",
+        3: f"{PY} {mis} vanish 10.0.0.1 8000 {secs} {d}/mis.3.json",
+    }
+    n = a.mobiles + (4 if a.misbehave else 0)
+    branch = f"if [ $THINWIRE_MOBILE -lt {a.mobiles} ]; then {good}; else case $((THINWIRE_MOBILE - {a.mobiles})) in "
+    branch += " ".join(f"{k}) {c};;" for k, c in bad.items()) + " esac; fi"
+    mobile = wait + branch
+    cmd = [PY, "-m", "thinwire.cli", "emulate", str(d / "link.toml"), "--mobile", mobile, "--mobiles", str(n)]
     cmd += ["--server", f"exec {PY} {d / 'server.py'}", "--gateway", str(gw), "--json"]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         print(f"emulation failed ({p.returncode}): {p.stderr.strip()[-800:]}", file=sys.stderr)
         return 1
-    client = json.loads((d / "client.json").read_text())
+    client = {"ok": 0, "bad": 0, "failed": 0, "bytes": 0, "errors": []}
+    per_mobile = []
+    for k in range(a.mobiles):
+        c = json.loads((d / f"client.{k}.json").read_text())
+        per_mobile.append(c["ok"])
+        for key in client:
+            client[key] += c[key]
+    misbehaved = [json.loads((d / f"mis.{k}.json").read_text()) for k in range(4) if (d / f"mis.{k}.json").is_file()]
     rows = [ln.split() for ln in samples.read_text().splitlines() if len(ln.split()) == 3]
     t0 = float(rows[0][0])
     events = [json.loads(x) for x in log.read_text().splitlines() if x.startswith("{")]
@@ -172,6 +205,12 @@ def main() -> int:
     fds = [int(r[1]) for r in rows]
     rss = [int(r[2]) / 1024 for r in rows]
     half = len(rows) // 2
+    if a.mobiles > 1:
+        print(f"per mobile transfers ok: min {min(per_mobile)} max {max(per_mobile)}")
+    for m in misbehaved:
+        print("misbehaving:", json.dumps(m))
+    keys = ("half_open_dropped", "challenge_acks", "rsts_ignored", "window_probes", "buffered", "open")
+    print("daemon at the end:", {k: end.get(k) for k in keys})
     print(
         f"transfers: {client['ok']} ok, {client['bad']} wrong, {client['failed']} failed; "
         f"{client['bytes'] / 1e6:.1f} MB checked; proxied {end.get('proxied')}, passed {end.get('passed_limit')}, "

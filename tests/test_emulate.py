@@ -856,3 +856,38 @@ def test_three_real_hosts_on_one_shared_rlc_cell_agree_with_the_simulation(tmp_p
         assert all(0 < float(r[f"completion_{k}_s"]) < 60 for k in range(3)), r
     assert summary["jain"]["real"] > 0.9 and summary["jain"]["sim"] > 0.9, summary
     assert 1 / 1.5 < summary["last_s"]["ratio"] < 1.5, summary
+
+
+def test_flows_table_accumulated_while_running_equals_the_one_from_the_trace(tmp_path, clean):
+    """The emulator accumulates flows.parquet segment by segment as it runs (no
+    trace read back: bounded memory); on a lossy run with an upload and a
+    download it is the table `connection_table` computes from the finished
+    trace's TCP rows, column by column."""
+    import polars as pl
+    from thinwire.emulate import connection_table
+    from thinwire.traces import read_trace
+
+    www = served(tmp_path, 120_000, seed=9)
+    blob = www / "f.bin"
+    got = tmp_path / "got.bin"
+    server = f"{PY} {APPS} sink 9000 {tmp_path}/up.bin & exec {PY} -m http.server 8000 --bind 10.0.0.1 --directory {www} 2>/dev/null"
+    mobile = (
+        CURL_RETRY.format(out=got, url="http://10.0.0.1:8000/f.bin").replace("exit 0", "break").replace("; exit 1", "")
+        + f"; {PY} {APPS} send 10.0.0.1 9000 {blob}"
+    )
+    p, out = emulate(tmp_path, LINK.format(seed=11, wireless=PROTOCOLS["raw"]), mobile, server)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert sha(got) == sha(blob) and sha(tmp_path / "up.bin") == sha(blob)
+    live = pl.read_parquet(out / "flows.parquet")
+    s = json.loads(p.stdout)
+    after = connection_table(read_trace(out / "trace.parquet", layer="tcp"), s["duration_s"])
+    assert live.height == after.height >= 2, (live, after)
+    assert set(live["direction"]) == {"down", "up"}
+    assert live["tcp_retransmits"].sum() > 0  # the losses made retransmissions
+    assert live["rtt_avg_s"].drop_nulls().len() >= 2
+    for col in live.columns:
+        a, b = live[col].to_list(), after[col].to_list()
+        if live[col].dtype == pl.Float64:
+            assert all((x is None and y is None) or abs(x - y) <= 1e-9 * max(1, abs(y)) for x, y in zip(a, b)), col
+        else:
+            assert a == b, (col, a, b)

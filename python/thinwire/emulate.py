@@ -136,6 +136,7 @@ def emulate(
         raise EmulateError(str(e)) from None
     trace_cols = rep.pop("trace")
     flow_mobiles = rep.pop("flow_mobiles")
+    conns = rep.pop("conns")
     summary = {"scenario": name, "kind": "emulation", **rep}
     if mobiles > 1:
         summary["mobiles"] = mobiles
@@ -146,7 +147,7 @@ def emulate(
         import polars as pl
 
         from .outputs import write_parquet, write_text
-        from .traces import read_trace, trace_frame
+        from .traces import trace_frame
 
         if mobiles > 1 and cell == "separate":
             # Each mobile's path streamed its own trace into mobile-<k>/: a
@@ -154,8 +155,7 @@ def emulate(
             tables = []
             for k in range(mobiles):
                 sub = outp / f"mobile-{k}"
-                t = read_trace(sub / "trace.parquet", layer="tcp")
-                fk = connection_table(t, rep["duration_s"])
+                fk = conn_frame(conns[k])
                 write_parquet(fk, sub / "flows.parquet")
                 own = {
                     "scenario": name,
@@ -172,10 +172,11 @@ def emulate(
             trace = None
         else:
             # With --out the emulator streamed the trace into trace.parquet as it
-            # ran (bounded memory); the flows table needs only its TCP rows.
+            # ran, and accumulated the flows table from the same segments
+            # (bounded memory: nothing is read back).
             streamed = (outp / "trace.parquet").is_file()
-            trace = read_trace(outp / "trace.parquet", layer="tcp") if streamed else trace_frame(trace_cols)
-            flows = connection_table(trace, rep["duration_s"])
+            trace = None if streamed else trace_frame(trace_cols)
+            flows = conn_frame(conns[0]) if streamed else connection_table(trace, rep["duration_s"])
             if mobiles > 1:
                 owner = flow_mobiles[0]
                 flows = flows.with_columns(
@@ -209,34 +210,56 @@ def emulate(
     return summary
 
 
+CONN_COLUMNS = {
+    "id": "Int64",
+    "app": "Utf8",
+    "direction": "Utf8",
+    "variant": "Utf8",
+    "start_s": "Float64",
+    "bytes_delivered": "Int64",
+    "throughput_bps": "Float64",
+    "completion_s": "Float64",
+    "tcp_retransmits": "Int64",
+    "tcp_syn_retransmits": "Int64",
+    "tcp_fin_retransmits": "Int64",
+    "tcp_timeouts": "Int64",
+    "tcp_fast_retransmits": "Int64",
+    "rtt_avg_s": "Float64",
+    "packets_sent": "Int64",
+}
+
+
+def _schema():
+    import polars as pl
+
+    return {k: getattr(pl, v) for k, v in CONN_COLUMNS.items()}
+
+
+def conn_frame(rows: list[dict]):
+    """The emulator's per-conversation rows (accumulated while it ran,
+    crates/thinwire/src/trace/conn_table.rs) as `connection_table`'s frame."""
+    import polars as pl
+
+    full = [
+        {**r, "app": "tcp", "variant": "real", "completion_s": None, "tcp_timeouts": None, "tcp_fast_retransmits": None}
+        for r in rows
+    ]
+    return pl.DataFrame(full, schema=_schema())
+
+
 def connection_table(trace, duration_s: float):
     """One row per TCP conversation seen (flow ids as numbered by the path): the
     direction that carried more data, bytes delivered in order at its receiver,
     goodput over the time from its first to its last delivered byte, the sender's
     packets and data retransmissions in that direction, SYN and FIN retransmissions
-    by either end, and its mean RTT (Karn's rule: every data segment sent once, to
-    the first ACK covering it, at the sender's own interface; the simulator's
-    rtt_avg_s is its estimator's samples). Timeouts and fast retransmits are not
-    seen by a tap: None."""
+    by either end, and its mean RTT (Karn's rule: every data segment not sent
+    again before the first ACK covering it arrived, to that ACK, at the sender's
+    own interface; the simulator's rtt_avg_s is its estimator's samples). The
+    emulator accumulates the same table while it runs (`conn_frame`). Timeouts
+    and fast retransmits are not seen by a tap: None."""
     import polars as pl
 
-    cols = {
-        "id": pl.Int64,
-        "app": pl.Utf8,
-        "direction": pl.Utf8,
-        "variant": pl.Utf8,
-        "start_s": pl.Float64,
-        "bytes_delivered": pl.Int64,
-        "throughput_bps": pl.Float64,
-        "completion_s": pl.Float64,
-        "tcp_retransmits": pl.Int64,
-        "tcp_syn_retransmits": pl.Int64,
-        "tcp_fin_retransmits": pl.Int64,
-        "tcp_timeouts": pl.Int64,
-        "tcp_fast_retransmits": pl.Int64,
-        "rtt_avg_s": pl.Float64,
-        "packets_sent": pl.Int64,
-    }
+    cols = _schema()
     if trace.height == 0:
         return pl.DataFrame(schema=cols)
     tcp = trace.filter(pl.col("layer") == "tcp")
@@ -244,8 +267,9 @@ def connection_table(trace, duration_s: float):
     for (fid,), f in tcp.group_by(["flow"], maintain_order=True):
         sent = f.filter(pl.col("event").is_in(["send", "retransmit"]))
         syn, fin = syn_fin_retransmits(f)
-        by_dir = sent.group_by("dir").agg(pl.col("len").sum().alias("b"))
-        d = by_dir.sort("b", descending=True)["dir"][0] if by_dir.height else "down"
+        by_dir = dict(sent.group_by("dir").agg(pl.col("len").sum().alias("b")).iter_rows())
+        # The direction that carried more data bytes; a tie goes to "down".
+        d = "down" if by_dir.get("down", 0) >= by_dir.get("up", 0) else "up"
         sent = sent.filter(pl.col("dir") == d)
         rcv = f.filter((pl.col("event") == "recv") & (pl.col("dir") == d) & (pl.col("len") > 0))
         end = (rcv["seq"] + rcv["len"]).cum_max() if rcv.height else None
@@ -279,8 +303,8 @@ def connection_table(trace, duration_s: float):
 
 def _rtt_avg(f, d: str) -> float | None:
     """Mean RTT seen by the sender of direction `d`: from sending a data segment to
-    receiving the first ACK covering it, both at the sender's own interface;
-    segments sent more than once are left out (Karn)."""
+    receiving the first ACK covering it, both at the sender's own interface; a
+    segment sent again before that ACK arrived is left out (Karn)."""
     import numpy as np
     import polars as pl
 
@@ -290,14 +314,17 @@ def _rtt_avg(f, d: str) -> float | None:
     acks = at.filter((pl.col("event") == "recv") & (pl.col("dir") != d) & pl.col("ack").is_not_null())
     if data.height == 0 or acks.height == 0:
         return None
-    again = set(data.filter(pl.col("event") == "retransmit")["seq"].to_list())
-    first = data.filter(pl.col("event") == "send").filter(~pl.col("seq").is_in(list(again)))
+    again = dict(data.filter(pl.col("event") == "retransmit").group_by("seq").agg(pl.col("time_ns").min()).iter_rows())
+    first = data.filter(pl.col("event") == "send")
     ack_t = acks["time_ns"].to_numpy()
     ack_hi = np.maximum.accumulate(acks["ack"].to_numpy())
     ends = (first["seq"] + first["len"]).to_numpy()
     sent = first["time_ns"].to_numpy()
     i = np.maximum(np.searchsorted(ack_hi, ends, side="left"), np.searchsorted(ack_t, sent, side="right"))
     ok = i < len(ack_t)
+    # Karn: no sample from a segment sent again before its covering ACK arrived.
+    resent = np.array([again.get(q, np.iinfo(np.int64).max) for q in first["seq"].to_list()], dtype=np.int64)
+    ok &= ~(resent <= np.where(ok, ack_t[np.minimum(i, len(ack_t) - 1)], 0))
     if not ok.any():
         return None
     return float(np.mean(ack_t[i[ok]] - sent[ok]) / 1e9)

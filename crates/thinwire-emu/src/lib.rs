@@ -120,6 +120,9 @@ pub struct Report {
     pub unroutable: u64,
     /// Per path, each flow's mobile by flow number (`Fabric::flow_mobiles`).
     pub flow_mobiles: Vec<Vec<Option<usize>>>,
+    /// Per path, one row per TCP conversation (with `out`: accumulated as the
+    /// segments passed, `thinwire::trace::conn_table`).
+    pub conns: Vec<Vec<thinwire::trace::conn_table::ConnRow>>,
     /// Packets a TUN device would not take (its queue full).
     pub write_drops: u64,
     /// Packets the mobiles (all together) and the server (or gateway) sent that
@@ -656,6 +659,7 @@ fn run_loop(
         }),
         unroutable: fabric.unroutable,
         flow_mobiles: fabric.flow_mobiles(),
+        conns: fabric.paths().iter().map(|p| p.conn_rows()).collect(),
         write_drops,
         tun_queue_drops: [0; 2],
         unparsable,

@@ -57,6 +57,29 @@ pub fn emulate<'py>(
     d.set_item("mobile_status", r.mobile_status)?;
     d.set_item("mobile_statuses", r.mobile_statuses)?;
     d.set_item("flow_mobiles", r.flow_mobiles)?;
+    let conns = r
+        .conns
+        .iter()
+        .map(|rows| {
+            rows.iter()
+                .map(|c| {
+                    let row = PyDict::new(py);
+                    row.set_item("id", c.id)?;
+                    row.set_item("direction", if c.dir == 0 { "down" } else { "up" })?;
+                    row.set_item("start_s", c.start_s)?;
+                    row.set_item("bytes_delivered", c.bytes_delivered)?;
+                    row.set_item("throughput_bps", c.throughput_bps)?;
+                    row.set_item("tcp_retransmits", c.tcp_retransmits)?;
+                    row.set_item("tcp_syn_retransmits", c.tcp_syn_retransmits)?;
+                    row.set_item("tcp_fin_retransmits", c.tcp_fin_retransmits)?;
+                    row.set_item("rtt_avg_s", c.rtt_avg_s)?;
+                    row.set_item("packets_sent", c.packets_sent)?;
+                    Ok(row)
+                })
+                .collect::<PyResult<Vec<_>>>()
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    d.set_item("conns", conns)?;
     d.set_item("server_status", r.server_status)?;
     let l = PyDict::new(py);
     l.set_item("packets", r.lateness.count)?;

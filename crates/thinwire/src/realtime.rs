@@ -150,6 +150,8 @@ pub struct RealtimePath {
     /// direction), the first sequence number seen (relative numbers) and the
     /// highest sequence end sent (retransmissions).
     tcp_seen: FxMap<(u16, u8), (u32, u64)>,
+    /// One row per conversation, from the same segments (with `trace`).
+    conns: crate::trace::conn_table::ConnTable,
     pub stats: PathStats,
 }
 
@@ -180,6 +182,7 @@ impl RealtimePath {
             link_traced: trace,
             mm: None,
             tcp_seen: FxMap::default(),
+            conns: Default::default(),
             stats: PathStats::default(),
         }
     }
@@ -337,6 +340,12 @@ impl RealtimePath {
         Ok(())
     }
 
+    /// One row per TCP conversation seen (by flow number), accumulated as the
+    /// segments passed (`trace::conn_table`; needs `trace`).
+    pub fn conn_rows(&self) -> Vec<crate::trace::conn_table::ConnRow> {
+        self.conns.rows()
+    }
+
     /// Each flow's two addresses, by flow number (flows are numbered in the order
     /// of their first packet).
     pub fn flow_addresses(&self) -> Vec<(IpAddress, IpAddress)> {
@@ -447,6 +456,16 @@ impl RealtimePath {
         } else {
             None
         };
+        self.conns.segment(&crate::trace::conn_table::Seg {
+            at_ns: at.nanos(),
+            kind,
+            dir,
+            flow,
+            seq: rel,
+            ack: ack.map(|a| a as u64),
+            len: p.payload_len,
+            flags: t.flags.0,
+        });
         let ev = SegEvent {
             at,
             kind,

@@ -13,6 +13,7 @@
 //! Machines produce typed events (`link::wireless::LinkEvent`, `tcp::VarEvent`,
 //! `proxy::Event`, segments a driver saw); [`Recorder`] (recorder.rs) is the one
 //! place that turns them into rows, for the layers asked for, into a [`Sink`].
+pub mod conn_table;
 pub mod mahimahi;
 pub mod parquet;
 pub mod recorder;
