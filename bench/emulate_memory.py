@@ -5,6 +5,9 @@ getrusage after it exits, so the end of the run is included) and its wall time.
 
 Run as root: .venv/bin/python bench/emulate_memory.py [--packets 40000,160000,640000]
     [--exe A --exe B ...]   (thinwire executables to compare, runs alternated)
+    [--tcp-mb 50,200]       (instead of the flood: one TCP download of that many
+                             MB, curl from python's http.server, whose segments
+                             fill the trace's tcp layer and the flows table)
 """
 
 from __future__ import annotations
@@ -40,12 +43,23 @@ for i in range(int(sys.argv[1])):
 """
 
 
-def one(exe: str, n: int, tmp: Path, out: bool) -> dict:
+def one(exe: str, n: int, tmp: Path, out: bool, tcp: bool = False) -> dict:
     sc = tmp / "s.toml"
     sc.write_text(SCENARIO)
     flood = tmp / "flood.py"
     flood.write_text(FLOOD)
-    cmd = ["/usr/bin/time", "-f", "%M", exe, "emulate", str(sc), "--json", "--mobile", f"{sys.executable} {flood} {n}"]
+    mobile = f"{sys.executable} {flood} {n}"
+    extra = []
+    if tcp:
+        www = tmp / f"www-{n}"
+        if not www.is_dir():
+            www.mkdir()
+            with open(www / "f.bin", "wb") as f:
+                f.truncate(n * 1_000_000)
+        mobile = "curl -s -o /dev/null http://10.0.0.1:8000/f.bin"
+        extra = ["--server", f"exec python3 -m http.server 8000 --bind 10.0.0.1 --directory {www} 2>/dev/null"]
+        extra += ["--server-ready", "8000"]
+    cmd = ["/usr/bin/time", "-f", "%M", exe, "emulate", str(sc), "--json", "--mobile", mobile, *extra]
     if out:
         cmd += ["--out", str(tmp / f"out-{n}")]
     t0 = time.monotonic()
@@ -65,13 +79,15 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--packets", default="40000,160000,640000")
     ap.add_argument("--exe", action="append", default=[])
+    ap.add_argument("--tcp-mb", help="TCP downloads of these sizes (MB) instead of the UDP flood")
     a = ap.parse_args()
     exes = a.exe or [str(Path(sys.executable).parent / "thinwire")]
-    ns = [int(x) for x in a.packets.split(",")]
+    tcp = a.tcp_mb is not None
+    ns = [int(x) for x in (a.tcp_mb or a.packets).split(",")]
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         print(
-            "| packets offered | "
+            ("| MB downloaded | " if tcp else "| packets offered | ")
             + " | ".join(f"{Path(e).parents[2].name} --out peak MB (s)" for e in exes)
             + " | no --out peak MB |"
         )
@@ -79,9 +95,9 @@ def main() -> None:
         for n in ns:
             cells = []
             for e in exes:  # alternated per size
-                r = one(e, n, tmp, True)
+                r = one(e, n, tmp, True, tcp)
                 cells.append(f"{r['peak_mb']:.1f} ({r['wall_s']:.1f})")
-            base = one(exes[0], n, tmp, False)
+            base = one(exes[0], n, tmp, False, tcp)
             print(f"| {n:,} | " + " | ".join(cells) + f" | {base['peak_mb']:.1f} |", flush=True)
 
 

@@ -891,3 +891,39 @@ def test_flows_table_accumulated_while_running_equals_the_one_from_the_trace(tmp
             assert all((x is None and y is None) or abs(x - y) <= 1e-9 * max(1, abs(y)) for x, y in zip(a, b)), col
         else:
             assert a == b, (col, a, b)
+
+
+def test_out_peak_memory_does_not_grow_with_a_tcp_download(tmp_path, clean):
+    """Issue: the flows table was computed at the end from the trace's TCP rows,
+    read back whole (a 200 MB download: 250 MB peak, 147 MB for 50 MB). It is
+    now accumulated while the run goes: the emulator's peak RSS, end included,
+    is the same for an 8 MB and a 32 MB download (was ~17 MB apart)."""
+    link = LINK.format(
+        seed=1,
+        wireless='rate = "100Mbps"\ndelay = "1ms"\nframe = "1500B"\nheader = "0B"\nqueue = { limit = "1000pkt" }',
+    )
+    sc = tmp_path / "s.toml"
+    sc.write_text(link)
+    peaks = {}
+    for mb in (8, 32):
+        www = tmp_path / f"www{mb}"
+        www.mkdir()
+        with open(www / "f.bin", "wb") as f:
+            f.truncate(mb * 1_000_000)
+        cmd = [sys.executable, "-m", "thinwire.cli", "emulate", str(sc), "--out", str(tmp_path / f"o{mb}"), "--json"]
+        cmd += ["--set", "wired.rate=1Gbps", "--mobile", "curl -s -o /dev/null http://10.0.0.1:8000/f.bin", "--server-ready", "8000"]
+        cmd += ["--server", f"exec {PY} -m http.server 8000 --bind 10.0.0.1 --directory {www} 2>/dev/null"]
+        # The peak RSS of the emulator process itself (its own child here).
+        wrap = "import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+        wrap += (
+            "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.stderr.write(r.stderr)"
+        )
+        p = subprocess.run([sys.executable, "-c", wrap, *cmd], capture_output=True, text=True, timeout=300)
+        rc, peak = p.stdout.split()
+        assert rc == "0", p.stderr
+        peaks[mb] = int(peak) / 1024
+        import polars as pl
+
+        flows = pl.read_parquet(tmp_path / f"o{mb}" / "flows.parquet")
+        assert flows["bytes_delivered"].max() >= mb * 1_000_000
+    assert peaks[32] - peaks[8] < 8, peaks
