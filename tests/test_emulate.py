@@ -911,7 +911,14 @@ def test_out_peak_memory_does_not_grow_with_a_tcp_download(tmp_path, clean):
         with open(www / "f.bin", "wb") as f:
             f.truncate(mb * 1_000_000)
         cmd = [sys.executable, "-m", "thinwire.cli", "emulate", str(sc), "--out", str(tmp_path / f"o{mb}"), "--json"]
-        cmd += ["--set", "wired.rate=1Gbps", "--mobile", "curl -s -o /dev/null http://10.0.0.1:8000/f.bin", "--server-ready", "8000"]
+        cmd += [
+            "--set",
+            "wired.rate=1Gbps",
+            "--mobile",
+            "curl -s -o /dev/null http://10.0.0.1:8000/f.bin",
+            "--server-ready",
+            "8000",
+        ]
         cmd += ["--server", f"exec {PY} -m http.server 8000 --bind 10.0.0.1 --directory {www} 2>/dev/null"]
         # The peak RSS of the emulator process itself (its own child here).
         wrap = "import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
@@ -927,3 +934,21 @@ def test_out_peak_memory_does_not_grow_with_a_tcp_download(tmp_path, clean):
         flows = pl.read_parquet(tmp_path / f"o{mb}" / "flows.parquet")
         assert flows["bytes_delivered"].max() >= mb * 1_000_000
     assert peaks[32] - peaks[8] < 8, peaks
+
+
+def test_the_wait_in_the_tun_queue_before_a_packet_is_read_is_measured(tmp_path, clean):
+    """The kernel stamps each packet a host hands to its TUN device (a packet
+    socket on the device, tap.rs); the emulator reports how long packets waited
+    there before it read them. Here the mobile stops the emulator (SIGSTOP to
+    its parent) for 300 ms while it sends 20 datagrams: they waited that long."""
+    sc = tmp_path / "s.toml"
+    sc.write_text(LINK.format(seed=1, wireless=PROTOCOLS["raw"]))
+    send = f"{PY} -c \"import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); [s.sendto(b'x' * 100, ('10.0.0.1', 9)) for _ in range(20)]\""
+    mobile = f"kill -STOP $PPID; {send}; sleep 0.3; kill -CONT $PPID; sleep 0.2"
+    p = thinwire_cli("emulate", sc, "--json", "--mobile", mobile)
+    assert p.returncode == 0, p.stderr
+    lat = json.loads(p.stdout)["lateness"]
+    assert lat["read_wait_packets"] >= 20, lat
+    assert lat["read_wait_max_ms"] >= 250, lat
+    p = thinwire_cli("emulate", sc, "--mobile", mobile)
+    assert "waited in the TUN queues before being read" in p.stdout and "warning: p99 wait" in p.stdout, p.stdout

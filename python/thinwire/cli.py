@@ -586,6 +586,16 @@ def print_emulation(s: dict, out=sys.stdout) -> None:
         f"lateness of {lat['packets']:,} packets written: p50 {lat['p50_ms']:.3f} ms, p99 {lat['p99_ms']:.3f} ms, "
         f"max {lat['max_ms']:.3f} ms ({lat['late']:,} later than {lat['late_after_ms']:g} ms)\n"
     )
+    if lat.get("read_wait_packets"):
+        w(
+            f"waited in the TUN queues before being read, {lat['read_wait_packets']:,} packets: "
+            f"p50 {lat['read_wait_p50_ms']:.3f} ms, p99 {lat['read_wait_p99_ms']:.3f} ms, max {lat['read_wait_max_ms']:.3f} ms\n"
+        )
+        if lat["read_wait_p99_ms"] > lat["late_after_ms"]:
+            w(
+                f"warning: p99 wait before reading {lat['read_wait_p99_ms']:.3f} ms exceeds {lat['late_after_ms']:g} ms: "
+                "packets reached the link model late (the host is too busy for this rate)\n"
+            )
     lost = [
         (n, who)
         for n, who in (

@@ -24,6 +24,7 @@ pub mod logs;
 pub mod netns;
 pub mod proxyd;
 pub mod sys;
+pub mod tap;
 
 use fabric::{Cell, Fabric, From, To};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -92,6 +93,10 @@ pub struct Lateness {
     pub max_ns: i64,
     /// Outputs later than `late_after`.
     pub late: u64,
+    /// How long packets waited in the TUN devices' queues before they were read
+    /// (`tap.rs`): packets measured, p50, p99, max (ns). None: no tap could be
+    /// opened.
+    pub read_wait: Option<(u64, i64, i64, i64)>,
 }
 
 /// What an emulation did.
@@ -309,6 +314,14 @@ pub fn emulate(opts: Options) -> Result<Report, EmuError> {
     let signals = sys::Signals::new().map_err(|e| EmuError::Failed(format!("cannot take signals: {e}")))?;
     let hosts = netns::Hosts::create(k, opts.gateway.is_some(), opts.mobiles).map_err(EmuError::Failed)?;
     let paths = if opts.cell == Cell::Shared { 1 } else { opts.mobiles };
+    // A tap per device the hosts send into (`tap.rs`; none if it cannot be had),
+    // before any command runs, so that every packet a host sends has its copy.
+    let mut taps: Vec<Option<tap::Tap>> = hosts
+        .mobiles
+        .iter()
+        .chain(std::iter::once(hosts.far_end()))
+        .map(|h| tap::Tap::open(&h.ns, &h.dev).ok())
+        .collect();
     let mut logs = match &opts.out {
         Some(d) => Some(
             logs::Logs::create(d, opts.gateway.is_some(), opts.mobiles, paths)
@@ -356,7 +369,7 @@ pub fn emulate(opts: Options) -> Result<Report, EmuError> {
         }
     }
     let cmds = Commands { mobiles: &mut mobiles, server: server.as_mut(), gateway: gateway.as_mut() };
-    let result = run_loop(&opts, &hosts, &signals, cmds, interactive, logs.as_mut());
+    let result = run_loop(&opts, &hosts, &signals, cmds, interactive, logs.as_mut(), &mut taps);
     // Statuses of commands that ended by themselves (not those we stop now).
     let exited = |c: &mut Child| c.try_wait().ok().flatten().map(shell_status);
     let mobile_statuses: Vec<Option<i32>> = mobiles.iter_mut().map(exited).collect();
@@ -407,6 +420,7 @@ fn run_loop(
     cmds: Commands<'_>,
     interactive: bool,
     mut logs: Option<&mut logs::Logs>,
+    taps: &mut [Option<tap::Tap>],
 ) -> Result<Report, EmuError> {
     let Commands { mobiles, mut server, mut gateway } = cmds;
     let fail = |what: &str, e: std::io::Error| EmuError::Failed(format!("{what}: {e}"));
@@ -474,6 +488,8 @@ fn run_loop(
     let now = || Instant(sys::monotonic_ns() - start);
     let end_at = opts.duration.map(|d| Instant::ZERO + d);
     let mut lateness = latency::Histogram::new(opts.late_after.nanos());
+    let mut read_wait = latency::Histogram::new(opts.late_after.nanos());
+    let tapped = taps.iter().all(Option::is_some);
     let mut write_drops = 0u64;
     let mut unparsable = 0u64;
     let mut buf = vec![0u8; 65536];
@@ -540,14 +556,21 @@ fn run_loop(
             let mobile_exit = (TOK_EXIT..TOK_EXIT + tuns_m.len() as u64).contains(&tok);
             match tok {
                 _ if mobile_tun || tok == TOK_SERVER => {
-                    let (fd, from) = if mobile_tun {
+                    let (fd, from, ti) = if mobile_tun {
                         let k = (tok - TOK_MOBILE) as usize;
-                        (tuns_m[k], From::Mobile(k))
+                        (tuns_m[k], From::Mobile(k), k)
                     } else {
-                        (tun_s, From::Server)
+                        (tun_s, From::Server, tuns_m.len())
                     };
+                    // The copies of what is in the device's queue are in the tap.
+                    if let Some(tap) = taps[ti].as_mut() {
+                        tap.drain();
+                    }
                     while let Some(n) = sys::read_packet(fd, &mut buf).map_err(|e| fail("reading a TUN device", e))? {
                         let t = now();
+                        if let Some(sent) = taps[ti].as_mut().and_then(|tap| tap.sent_at(&buf[..n])) {
+                            read_wait.record(sys::realtime_ns() - sent);
+                        }
                         fabric.advance(t);
                         while let Some((to, o)) = fabric.poll_output() {
                             write_out(to, o, &mut logs, &mut lateness);
@@ -646,7 +669,16 @@ fn run_loop(
         mobile_status: None,
         mobile_statuses: vec![],
         server_status: None,
-        lateness: Lateness { count: lateness.count(), p50_ns: q(0.5), p99_ns: q(0.99), max_ns: lateness.max(), late },
+        lateness: Lateness {
+            count: lateness.count(),
+            p50_ns: q(0.5),
+            p99_ns: q(0.99),
+            max_ns: lateness.max(),
+            late,
+            read_wait: tapped.then(|| {
+                (read_wait.count(), read_wait.quantile(0.5), read_wait.quantile(0.99), read_wait.max())
+            }),
+        },
         link: fabric.paths().iter().map(|p| p.link_stats(run_s)).collect(),
         path: fabric.paths().iter().fold(thinwire::realtime::PathStats::default(), |mut a, p| {
             for i in 0..2 {

@@ -88,6 +88,16 @@ pub fn emulate<'py>(
     l.set_item("max_ms", r.lateness.max_ns as f64 / 1e6)?;
     l.set_item("late", r.lateness.late)?;
     l.set_item("late_after_ms", late_after_ms)?;
+    // The wait in the TUN devices' queues before the emulator read a packet
+    // (None: the kernel could not tell).
+    let (n, p50, p99, max) = match r.lateness.read_wait {
+        Some((n, a, b, c)) => (Some(n), Some(a as f64 / 1e6), Some(b as f64 / 1e6), Some(c as f64 / 1e6)),
+        None => (None, None, None, None),
+    };
+    l.set_item("read_wait_packets", n)?;
+    l.set_item("read_wait_p50_ms", p50)?;
+    l.set_item("read_wait_p99_ms", p99)?;
+    l.set_item("read_wait_max_ms", max)?;
     d.set_item("lateness", l)?;
     let p = PyDict::new(py);
     p.set_item("from_mobile", r.path.inputs[1])?;
