@@ -675,9 +675,8 @@ fn run_loop(
             p99_ns: q(0.99),
             max_ns: lateness.max(),
             late,
-            read_wait: tapped.then(|| {
-                (read_wait.count(), read_wait.quantile(0.5), read_wait.quantile(0.99), read_wait.max())
-            }),
+            read_wait: tapped
+                .then(|| (read_wait.count(), read_wait.quantile(0.5), read_wait.quantile(0.99), read_wait.max())),
         },
         link: fabric.paths().iter().map(|p| p.link_stats(run_s)).collect(),
         path: fabric.paths().iter().fold(thinwire::realtime::PathStats::default(), |mut a, p| {
