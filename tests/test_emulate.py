@@ -793,6 +793,8 @@ def test_three_mobiles_each_over_its_own_link(tmp_path, clean):
     )
     r = thinwire_cli("analyze", out / "mobile-1")
     assert r.returncode == 0 and "1 connection" in r.stdout, r.stdout + r.stderr
+    # The top folder is not one run: analyze says where the runs are.
+    one_line_error(thinwire_cli("analyze", out), "mobile-0", "3 mobiles")
 
 
 def test_three_mobiles_share_one_cell(tmp_path, clean):

@@ -109,6 +109,13 @@ class SimRun:
                 f"{d}: not a thinwire run directory (no summary.json; make one with 'thinwire run SCENARIO --out DIR')"
             )
         summary = json.loads((d / "summary.json").read_text())
+        if summary.get("kind") == "emulation" and summary.get("cell") == "separate" and summary.get("mobiles", 1) > 1:
+            # Each mobile's path wrote its own trace: the run of one mobile is its folder.
+            n = summary["mobiles"]
+            raise ValueError(
+                f"{d}: an emulation of {n} mobiles, each over its own link: each one's run is in "
+                f"{d}/mobile-0 to {d}/mobile-{n - 1} (e.g. thinwire analyze {d}/mobile-0); {d}/flows.parquet lists them all"
+            )
         flows = (
             pl.read_parquet(d / "flows.parquet") if (d / "flows.parquet").is_file() else pl.DataFrame(summary["flows"])
         )
