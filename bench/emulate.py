@@ -2,7 +2,8 @@
 link rates up to 10 Mbit/s, and the highest rate a `raw` link sustains with a
 delivery trace of many opportunities per millisecond, with the emulator's CPU use.
 
-Run as root: .venv/bin/python bench/emulate.py [--seconds 10]
+Run as root: .venv/bin/python bench/emulate.py [--seconds 10] [--only trace-100]
+    [--exe A --exe B] [--rounds 3]   (builds compared, runs alternated)
 Each case runs iperf3 (TCP, one stream, server → mobile) through
 `thinwire emulate` and reads the emulator's summary; CPU is the emulator process's
 user + system time (getrusage of children) over the run's length.
@@ -36,13 +37,13 @@ queue = {{ limit = "{queue}pkt" }}
 """
 
 
-def run(tmp: Path, name: str, scenario: str, seconds: float) -> dict:
+def run(tmp: Path, name: str, scenario: str, seconds: float, exe: Path = EXE) -> dict:
     sc = tmp / f"{name}.toml"
     sc.write_text(scenario)
     mobile = f"sleep 0.3; iperf3 -c $THINWIRE_PEER -R -t {seconds} -J --connect-timeout 3000 > {tmp}/{name}.iperf.json"
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run(
-        [str(EXE), "emulate", str(sc), "--json", "--mobile", mobile, "--server", "exec iperf3 -s -1 -B $THINWIRE_ADDR"],
+        [str(exe), "emulate", str(sc), "--json", "--mobile", mobile, "--server", "exec iperf3 -s -1 -B $THINWIRE_ADDR"],
         capture_output=True,
         text=True,
         timeout=seconds + 60,
@@ -78,22 +79,34 @@ def run(tmp: Path, name: str, scenario: str, seconds: float) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--only", help="run the cases whose name starts with this")
+    ap.add_argument("--exe", action="append", default=[], help="thinwire executables to compare (alternated)")
+    ap.add_argument("--rounds", type=int, default=1)
     a = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("run as root (network namespaces)")
+    exes = [Path(e) for e in a.exe] or [EXE]
     rows = []
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
+        cases = []
         for rate in ("1Mbps", "10Mbps"):
-            rows.append(
-                run(tmp, f"rate-{rate}", SCENARIO.format(wired="100Mbps", rate=rate, queue=100, extra=""), a.seconds)
-            )
+            cases.append((f"rate-{rate}", SCENARIO.format(wired="100Mbps", rate=rate, queue=100, extra="")))
         # 1504 bytes per opportunity; K opportunities per ms = K * 12.032 Mbit/s.
         for k in (50, 100):
             (tmp / f"k{k}.trace").write_text("1\n" * k)
             extra = f'[wireless.down]\ndelivery_trace = "k{k}.trace"'
             sc = SCENARIO.format(wired="10000Mbps", rate="10000Mbps", queue=1000, extra=extra)
-            rows.append(run(tmp, f"trace-{k}-per-ms-{k * 12.032:.0f}Mbps", sc, a.seconds))
+            cases.append((f"trace-{k}-per-ms-{k * 12.032:.0f}Mbps", sc))
+        for name, sc in cases:
+            if a.only and not name.startswith(a.only):
+                continue
+            for r in range(a.rounds):
+                for exe in exes:
+                    row = run(tmp, name, sc, a.seconds, exe)
+                    if len(exes) > 1:
+                        row = {"build": exe.parents[2].name, "round": r, **row}
+                    rows.append(row)
     cols = list(rows[0])
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
