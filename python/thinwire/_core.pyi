@@ -90,16 +90,26 @@ def emulate(
     commands_to_stderr: bool = ...,
     gateway: str | None = ...,
     server_ready: int | None = ...,
+    mobiles: int = ...,
+    cell: str = ...,
 ) -> dict[str, Any]:
     """Runs an emulation; returns its report (duration_s, ended, mobile_status,
-    lateness, packets, link, trace). Raises EmulateError for what the user must
-    fix (no root, no iproute2, an unwritable --out), RuntimeError otherwise."""
+    mobile_statuses, lateness, packets, link (a list with separate links for
+    several mobiles), flow_mobiles, conns, trace). Raises EmulateError for what
+    the user must fix (no root, no iproute2, an unwritable --out), RuntimeError
+    otherwise."""
 
 def replay(
-    toml_text: str, overrides: list[str], inputs: str | os.PathLike[str], end_ns: int, gateway: bool = ...
-) -> list[str]:
-    """Replays an emulation's inputs through the scenario's path until `end_ns`:
-    the schedule log, line by line."""
+    toml_text: str,
+    overrides: list[str],
+    inputs: str | os.PathLike[str],
+    end_ns: int,
+    gateway: bool = ...,
+    mobiles: int = ...,
+    cell: str = ...,
+) -> list[list[str]]:
+    """Replays an emulation's inputs through the scenario's paths until `end_ns`:
+    each path's schedule log, line by line."""
 
 def proxy_daemon(
     config: str | os.PathLike[str],
