@@ -2,7 +2,7 @@
 //! as the kernel tells it: a packet socket on the device, in its host's
 //! namespace, sees each packet the host sends when the kernel hands it to the
 //! device (`dev_queue_xmit_nit`, before `tun_net_xmit` queues it), stamped by the
-//! kernel (`SO_TIMESTAMPNS`, real-time clock). The emulator drains it just before
+//! kernel (real-time clock). The emulator drains it just before
 //! it reads the device (and again when a packet read has no copy yet), matches each packet read to its copy (the first 64 bytes,
 //! in order: both queues are FIFO; a copy whose packet the full TUN queue dropped
 //! is skipped), and records the difference. The path itself still takes the time
@@ -10,8 +10,11 @@
 //! costs.
 //!
 //! The socket keeps only outgoing packets (a BPF filter on the packet type) and
-//! 64 bytes of each; its buffer is 4 MB (`SO_RCVBUFFORCE`), past the TUN queue's
-//! 500 packets. Copies the socket dropped (its buffer full) only cost samples.
+//! 64 bytes of each, in a ring shared with the kernel (`PACKET_RX_RING`,
+//! TPACKET_V2: 8,192 frames of 256 bytes, far past the TUN queue's 500 packets),
+//! so reading a copy costs no system call (with `recvmsg` per copy the emulator
+//! used about 30 % more CPU at 900 Mbit/s). Copies the ring dropped (full) only
+//! cost samples.
 use crate::sys::cvt;
 use std::collections::VecDeque;
 use std::io;
@@ -22,8 +25,18 @@ const SNAP: usize = 64;
 /// How far ahead among the pending copies a packet read is looked for.
 const SCAN: usize = 256;
 
+/// Ring geometry: frames of FRAME bytes (header, address, 64 bytes of data).
+const FRAME: usize = 256;
+const BLOCK: usize = 4096;
+const BLOCKS: usize = 512;
+const FRAMES: usize = BLOCKS * BLOCK / FRAME;
+
 pub struct Tap {
-    fd: OwnedFd,
+    /// The packet socket: the ring lives while it is open (unmapped first, in `drop`).
+    _sock: OwnedFd,
+    /// The ring (BLOCKS × BLOCK bytes, mapped) and the next frame to look at.
+    ring: *mut u8,
+    next: usize,
     /// (hash of the first SNAP bytes, kernel time in real-time ns), oldest first.
     pending: VecDeque<(u64, i64)>,
     /// Copies the queue let go unmatched (the bound on `pending`).
@@ -83,12 +96,17 @@ impl Tap {
             };
             let size = std::mem::size_of::<libc::sock_fprog>() as u32;
             set(libc::SOL_SOCKET, libc::SO_ATTACH_FILTER, (&prog as *const libc::sock_fprog).cast(), size)?;
-            let one: libc::c_int = 1;
             let int = std::mem::size_of::<libc::c_int>() as u32;
-            set(libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, (&one as *const libc::c_int).cast(), int)?;
-            let buf: libc::c_int = 4 << 20;
-            // Past the default limit (root); without, the default buffer.
-            let _ = set(libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, (&buf as *const libc::c_int).cast(), int);
+            let v2 = libc::tpacket_versions::TPACKET_V2 as libc::c_int;
+            set(libc::SOL_PACKET, libc::PACKET_VERSION, (&v2 as *const libc::c_int).cast(), int)?;
+            let req = libc::tpacket_req {
+                tp_block_size: BLOCK as u32,
+                tp_block_nr: BLOCKS as u32,
+                tp_frame_size: FRAME as u32,
+                tp_frame_nr: FRAMES as u32,
+            };
+            let rl = std::mem::size_of::<libc::tpacket_req>() as u32;
+            set(libc::SOL_PACKET, libc::PACKET_RX_RING, (&req as *const libc::tpacket_req).cast(), rl)?;
             // SAFETY: a zeroed sockaddr_ll is valid; we fill in what bind needs.
             let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
             sll.sll_family = libc::AF_PACKET as u16;
@@ -99,41 +117,46 @@ impl Tap {
             cvt(unsafe { libc::bind(fd.as_raw_fd(), (&sll as *const libc::sockaddr_ll).cast(), len) })?;
             Ok(fd)
         })?;
-        Ok(Tap { fd, pending: VecDeque::new(), unmatched: 0 })
+        // SAFETY: maps the ring the socket set up, BLOCKS × BLOCK bytes, shared.
+        let ring = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                BLOCKS * BLOCK,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if ring == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Tap { _sock: fd, ring: ring.cast(), next: 0, pending: VecDeque::new(), unmatched: 0 })
     }
 
-    /// Takes every copy the socket holds.
+    /// Takes every copy the ring holds.
     pub fn drain(&mut self) {
-        let mut data = [0u8; SNAP];
-        let mut ctl = [0u64; 16];
+        use std::sync::atomic::{AtomicU32, Ordering};
         loop {
-            let mut iov = libc::iovec { iov_base: data.as_mut_ptr().cast(), iov_len: SNAP };
-            // SAFETY: a zeroed msghdr is valid; we point it at buffers we own.
-            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-            msg.msg_iov = &mut iov;
-            msg.msg_iovlen = 1;
-            msg.msg_control = ctl.as_mut_ptr().cast();
-            msg.msg_controllen = std::mem::size_of_val(&ctl);
-            // SAFETY: recvmsg writes into the buffers described by msg.
-            let n = unsafe { libc::recvmsg(self.fd.as_raw_fd(), &mut msg, libc::MSG_DONTWAIT) };
-            if n < 0 {
-                return;
-            }
-            let mut at = None;
-            // SAFETY: walks the control messages recvmsg wrote into `ctl`.
+            // SAFETY: frame `next` lies within the mapped ring; its header is
+            // the kernel's tpacket2_hdr, whose status word is handed back and
+            // forth with atomic loads and stores (the kernel's protocol).
             unsafe {
-                let mut c = libc::CMSG_FIRSTHDR(&msg);
-                while !c.is_null() {
-                    if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SO_TIMESTAMPNS {
-                        let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
-                        at = Some(ts.tv_sec * 1_000_000_000 + ts.tv_nsec);
-                    }
-                    c = libc::CMSG_NXTHDR(&msg, c);
+                let f = self.ring.add(self.next * FRAME);
+                let h = f as *mut libc::tpacket2_hdr;
+                let status = &*(std::ptr::addr_of_mut!((*h).tp_status) as *const AtomicU32);
+                if status.load(Ordering::Acquire) & libc::TP_STATUS_USER == 0 {
+                    return;
                 }
+                let (mac, len) = ((*h).tp_mac as usize, ((*h).tp_snaplen as usize).min(SNAP));
+                let at = (*h).tp_sec as i64 * 1_000_000_000 + (*h).tp_nsec as i64;
+                if mac + len <= FRAME {
+                    let data = std::slice::from_raw_parts(f.add(mac), len);
+                    self.pending.push_back((hash(data), at));
+                }
+                status.store(libc::TP_STATUS_KERNEL, Ordering::Release);
             }
-            if let Some(at) = at {
-                self.pending.push_back((hash(&data[..(n as usize).min(SNAP)]), at));
-            }
+            self.next = (self.next + 1) % FRAMES;
             // Copies whose packets will never be read (dropped by the full TUN
             // queue) must not pile up.
             while self.pending.len() > 4 * SCAN {
@@ -160,5 +183,12 @@ impl Tap {
         let at = self.pending[i].1;
         self.pending.drain(..=i);
         Some(at)
+    }
+}
+
+impl Drop for Tap {
+    fn drop(&mut self) {
+        // SAFETY: unmaps the ring mapped in `open`, once.
+        unsafe { libc::munmap(self.ring.cast(), BLOCKS * BLOCK) };
     }
 }
