@@ -14,6 +14,6 @@ fuzz_target!(|data: &[u8]| {
     let end = thinwire::time::Instant(60_000_000_000);
     use thinwire_emu::{fabric::Cell, Layout};
     for (gateway, mobiles, cell) in [(false, 1, Cell::Separate), (true, 1, Cell::Separate), (false, 3, Cell::Separate), (true, 3, Cell::Shared)] {
-        let _ = thinwire_emu::replay_from(sc, data, end, Layout { gateway, mobiles, cell });
+        let _ = thinwire_emu::replay_from(sc, data, end, Layout { gateway, mobiles, cell, udp_bypass: mobiles == 3 });
     }
 });

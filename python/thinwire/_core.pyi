@@ -92,6 +92,7 @@ def emulate(
     server_ready: int | None = ...,
     mobiles: int = ...,
     cell: str = ...,
+    udp_bypass: bool = ...,
 ) -> dict[str, Any]:
     """Runs an emulation; returns its report (duration_s, ended, mobile_status,
     mobile_statuses, lateness, packets, link (a list with separate links for
@@ -107,6 +108,7 @@ def replay(
     gateway: bool = ...,
     mobiles: int = ...,
     cell: str = ...,
+    udp_bypass: bool = ...,
 ) -> list[list[str]]:
     """Replays an emulation's inputs through the scenario's paths until `end_ns`:
     each path's schedule log, line by line."""

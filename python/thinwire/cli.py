@@ -523,6 +523,7 @@ def _cmd_emulate(a) -> int:
             server_ready=a.server_ready,
             mobiles=a.mobiles,
             cell=a.cell,
+            udp_bypass=a.udp_bypass,
         )
     except EmulateError as e:
         _die(str(e))
@@ -920,6 +921,11 @@ def main(argv: list[str] | None = None) -> int:
         choices=("separate", "shared"),
         default="separate",
         help="with --mobiles: each mobile over its own copy of the path (separate, the default) or all over one wireless link (shared)",
+    )
+    em.add_argument(
+        "--udp-bypass",
+        action="store_true",
+        help="UDP packets take the link's bypass session (no ARQ; seed 002's media), as the simulator's media flows do; by default every packet takes ARQ",
     )
     em.add_argument("--duration", help="end after this long (e.g. 60s)")
     em.add_argument(

@@ -80,6 +80,7 @@ def emulate(
     server_ready: int | None = None,
     mobiles: int = 1,
     cell: str = "separate",
+    udp_bypass: bool = False,
 ) -> dict:
     """Runs an emulation; returns its summary (and writes `out` if given).
     `commands_to_stderr`: the commands' standard output goes to standard error.
@@ -88,7 +89,9 @@ def emulate(
     none), e.g. a proxy. `server_ready`: start the mobile command only once
     something listens on this TCP port in the server's namespace (30 s at most).
     `mobiles`: how many mobile hosts run `mobile` (1 to 250); `cell`: "separate"
-    (each over a link of its own) or "shared" (all over one)."""
+    (each over a link of its own) or "shared" (all over one). `udp_bypass`: UDP
+    packets take the link's bypass session (no ARQ; seed 002's media session), as
+    the simulator's media flows do; by default every packet takes its ARQ."""
     if not (isinstance(mobiles, int) and not isinstance(mobiles, bool) and 1 <= mobiles <= MAX_MOBILES):
         raise ScenarioError(f"--mobiles: {mobiles!r} is not a number of mobile hosts (1 to {MAX_MOBILES})")
     if cell not in CELLS:
@@ -131,6 +134,7 @@ def emulate(
             server_ready,
             mobiles,
             cell,
+            bool(udp_bypass),
         )
     except _core.EmulateError as e:
         raise EmulateError(str(e)) from None
@@ -195,6 +199,7 @@ def emulate(
                     "gateway": gateway is not None,
                     "mobiles": mobiles,
                     "cell": cell,
+                    "udp_bypass": bool(udp_bypass),
                 },
                 indent=2,
             )
@@ -366,7 +371,8 @@ def simulate_log(directory: str | os.PathLike) -> dict:
             raise ScenarioError(f"{d}: {f.relative_to(d)} is missing")
     try:
         gw = bool(meta.get("gateway", False))
-        paths = _core.replay(text, overrides, str(d / "inputs.pcapng"), end_ns, gw, mobiles, cell)
+        bypass = bool(meta.get("udp_bypass", False))
+        paths = _core.replay(text, overrides, str(d / "inputs.pcapng"), end_ns, gw, mobiles, cell, bypass)
     except _core.EmulateError as e:
         raise ScenarioError(str(e)) from None
     total, diff = 0, None

@@ -97,7 +97,7 @@ pub fn mobile_run(run: u64, k: usize) -> u64 {
 impl Fabric {
     /// The paths of `mobiles` mobile hosts over the scenario (1 to
     /// `netns::MAX_MOBILES`). `trace`: record trace rows; `gateway`: no wired link.
-    pub fn new(sc: &Scenario, mobiles: usize, cell: Cell, trace: bool, gateway: bool) -> Fabric {
+    pub fn new(sc: &Scenario, mobiles: usize, cell: Cell, trace: bool, gateway: bool, udp_bypass: bool) -> Fabric {
         let n = if cell == Cell::Shared { 1 } else { mobiles };
         let paths = (0..n)
             .map(|k| {
@@ -110,6 +110,9 @@ impl Fabric {
                 };
                 if gateway {
                     p.without_wired();
+                }
+                if udp_bypass {
+                    p.bypass_udp();
                 }
                 p
             })

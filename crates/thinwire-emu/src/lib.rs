@@ -45,6 +45,8 @@ pub struct Options {
     pub mobiles: usize,
     /// How they meet the wireless link (`fabric.rs`).
     pub cell: Cell,
+    /// UDP takes the link's bypass session (no ARQ), as the simulator's media.
+    pub udp_bypass: bool,
     /// Run in the server's namespace for the whole emulation.
     pub server: Option<String>,
     /// Put a gateway namespace between the wireless link and the server (joined
@@ -426,7 +428,14 @@ fn run_loop(
     let fail = |what: &str, e: std::io::Error| EmuError::Failed(format!("{what}: {e}"));
     let tuns_m: Vec<&OwnedFd> = hosts.mobiles.iter().map(|h| h.tun.as_ref().expect("mobile TUN")).collect();
     let tun_s: &OwnedFd = hosts.far_end().tun.as_ref().expect("server or gateway TUN");
-    let mut fabric = Fabric::new(&opts.scenario, opts.mobiles, opts.cell, opts.out.is_some(), hosts.gateway.is_some());
+    let mut fabric = Fabric::new(
+        &opts.scenario,
+        opts.mobiles,
+        opts.cell,
+        opts.out.is_some(),
+        hosts.gateway.is_some(),
+        opts.udp_bypass,
+    );
     if let (Some(_), Some(dir)) = (&logs, &opts.out) {
         let one = fabric.paths().len() == 1;
         for (k, path) in fabric.paths_mut().iter_mut().enumerate() {
@@ -706,6 +715,8 @@ pub struct Layout {
     pub gateway: bool,
     pub mobiles: usize,
     pub cell: Cell,
+    /// `--udp-bypass`.
+    pub udp_bypass: bool,
 }
 
 /// Replays an emulation's inputs (`inputs.pcapng`) through the scenario's paths
@@ -740,7 +751,7 @@ pub fn replay_from<R: std::io::Read>(
         last = last.max(p.t_ns);
         ins.push((last, from, p.data.to_vec()));
     })?;
-    let mut fabric = Fabric::new(scenario, mobiles, layout.cell, false, layout.gateway);
+    let mut fabric = Fabric::new(scenario, mobiles, layout.cell, false, layout.gateway, layout.udp_bypass);
     for p in fabric.paths_mut() {
         p.record_decisions();
     }

@@ -13,7 +13,7 @@ pyo3::create_exception!(
 /// Runs an emulation; returns its report. Raises EmulateError for what the user
 /// must fix (no root, no iproute2, an unwritable --out), RuntimeError otherwise.
 #[pyfunction]
-#[pyo3(signature = (toml_text, overrides, mobile=None, server=None, duration_s=None, out_dir=None, late_after_ms=1.0, commands_to_stderr=false, gateway=None, server_ready=None, mobiles=1, cell="separate"))]
+#[pyo3(signature = (toml_text, overrides, mobile=None, server=None, duration_s=None, out_dir=None, late_after_ms=1.0, commands_to_stderr=false, gateway=None, server_ready=None, mobiles=1, cell="separate", udp_bypass=false))]
 #[allow(clippy::too_many_arguments)]
 pub fn emulate<'py>(
     py: Python<'py>,
@@ -29,6 +29,7 @@ pub fn emulate<'py>(
     server_ready: Option<u16>,
     mobiles: usize,
     cell: &str,
+    udp_bypass: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     use thinwire::time::Duration;
     let sc = crate::scenario(&toml_text, &overrides, None, true)?;
@@ -37,6 +38,7 @@ pub fn emulate<'py>(
         mobile,
         mobiles,
         cell: parse_cell(cell)?,
+        udp_bypass,
         server,
         gateway,
         duration: duration_s.map(Duration::from_secs_f64),
@@ -141,7 +143,8 @@ fn parse_cell(cell: &str) -> PyResult<thinwire_emu::fabric::Cell> {
 /// Replays an emulation's inputs through the scenario's paths until `end_ns`:
 /// the schedule log of each path, line by line.
 #[pyfunction]
-#[pyo3(signature = (toml_text, overrides, inputs, end_ns, gateway=false, mobiles=1, cell="separate"))]
+#[pyo3(signature = (toml_text, overrides, inputs, end_ns, gateway=false, mobiles=1, cell="separate", udp_bypass=false))]
+#[allow(clippy::too_many_arguments)]
 pub fn replay(
     toml_text: String,
     overrides: Vec<String>,
@@ -150,9 +153,10 @@ pub fn replay(
     gateway: bool,
     mobiles: usize,
     cell: &str,
+    udp_bypass: bool,
 ) -> PyResult<Vec<Vec<String>>> {
     let sc = crate::scenario(&toml_text, &overrides, None, true)?;
-    let layout = thinwire_emu::Layout { gateway, mobiles, cell: parse_cell(cell)? };
+    let layout = thinwire_emu::Layout { gateway, mobiles, cell: parse_cell(cell)?, udp_bypass };
     thinwire_emu::replay(&sc, &inputs, thinwire::time::Instant(end_ns), layout)
         .map_err(|e| EmulateError::new_err(e.to_string()))
 }

@@ -134,6 +134,9 @@ pub struct RealtimePath {
     /// False when a real gateway joins the link's far end to the server (the
     /// emulator's `--gateway`): packets go straight between link and `End::Server`.
     wired_on: bool,
+    /// UDP packets take the link's bypass session (no ARQ, seed 002 §III's media
+    /// session) instead of its ARQ session (`--udp-bypass`).
+    udp_bypass: bool,
     q: EventQueue<Ev>,
     out: VecDeque<Output>,
     decisions: Option<Vec<Decision>>,
@@ -173,6 +176,7 @@ impl RealtimePath {
                 w
             }),
             wired_on: true,
+            udp_bypass: false,
             q: EventQueue::new(),
             out: VecDeque::new(),
             decisions: None,
@@ -191,6 +195,12 @@ impl RealtimePath {
     /// real gateway forwards to the server).
     pub fn without_wired(&mut self) {
         self.wired_on = false;
+    }
+
+    /// UDP packets take the link's bypass session (no ARQ), as the simulator's
+    /// media flows do; everything else its ARQ session.
+    pub fn bypass_udp(&mut self) {
+        self.udp_bypass = true;
     }
 
     /// Keep every decision (for the schedule log).
@@ -382,7 +392,8 @@ impl RealtimePath {
 
     fn link_offer(&mut self, now: Instant, dir: usize, p: Packet) {
         let (len, hash) = (p.size(), if self.decisions.is_some() { packet_hash(&p) } else { 0 });
-        if self.link.offer_with(now, dir, Session::Arq, p, &mut self.q) == Offer::QueueFull {
+        let session = if self.udp_bypass && matches!(p.l4, L4::Udp(_)) { Session::Bypass } else { Session::Arq };
+        if self.link.offer_with(now, dir, session, p, &mut self.q) == Offer::QueueFull {
             self.stats.link_drops += 1;
             if let Some(d) = &mut self.decisions {
                 d.push(Decision::Drop { at: now, len, hash, wired: false });
