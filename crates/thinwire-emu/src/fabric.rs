@@ -18,9 +18,11 @@
 //! - `Shared` (seed 002's shared link): one path, one wireless link whose one
 //!   link-layer session per direction carries every mobile's packets, as the
 //!   simulator's flows share it; packets leaving it toward the mobiles go to the
-//!   host they are addressed to (multicast and broadcast to every mobile). (Per-mobile link-layer sessions contending in
-//!   the multiplexer are not built: the link has two sessions per direction, ARQ
-//!   and bypass.)
+//!   host they are addressed to (multicast and broadcast to every mobile).
+//!   (Per-mobile link-layer sessions contending in the multiplexer are not
+//!   built: the link has two sessions per direction, ARQ and bypass; with
+//!   `udp_bypass` the hosts' UDP takes the bypass session,
+//!   `RealtimePath::bypass_udp`.)
 //!
 //! With one mobile both are the single path of before, packet for packet.
 use crate::netns::{mobile_of, to_group};
