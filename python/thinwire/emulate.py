@@ -138,7 +138,7 @@ def emulate(
         )
     except _core.EmulateError as e:
         raise EmulateError(str(e)) from None
-    trace_cols = rep.pop("trace")
+    rep.pop("trace")  # empty: with --out the rows went to trace.parquet as they came
     flow_mobiles = rep.pop("flow_mobiles")
     conns = rep.pop("conns")
     summary = {"scenario": name, "kind": "emulation", **rep}
@@ -151,7 +151,6 @@ def emulate(
         import polars as pl
 
         from .outputs import write_parquet, write_text
-        from .traces import trace_frame
 
         if mobiles > 1 and cell == "separate":
             # Each mobile's path streamed its own trace into mobile-<k>/: a
@@ -173,14 +172,11 @@ def emulate(
                 write_text(sub / "summary.json", json.dumps(own, indent=2, sort_keys=True) + "\n")
                 tables.append(fk.with_columns(pl.lit(k, pl.Int64).alias("mobile")))
             flows = pl.concat(tables).with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("id"))
-            trace = None
         else:
             # With --out the emulator streamed the trace into trace.parquet as it
             # ran, and accumulated the flows table from the same segments
             # (bounded memory: nothing is read back).
-            streamed = (outp / "trace.parquet").is_file()
-            trace = None if streamed else trace_frame(trace_cols)
-            flows = conn_frame(conns[0]) if streamed else connection_table(trace, rep["duration_s"])
+            flows = conn_frame(conns[0])
             if mobiles > 1:
                 owner = flow_mobiles[0]
                 flows = flows.with_columns(
@@ -205,11 +201,6 @@ def emulate(
             )
             + "\n",
         )
-        if trace is not None and trace.height and not streamed:
-            from .outputs import atomic_path
-
-            with atomic_path(outp / "trace.parquet") as tmp:
-                _core.write_trace(trace_cols, tmp)
         write_parquet(flows, outp / "flows.parquet")
         write_text(outp / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
     return summary

@@ -41,13 +41,6 @@ pub enum Cell {
 }
 
 impl Cell {
-    pub fn name(self) -> &'static str {
-        match self {
-            Cell::Separate => "separate",
-            Cell::Shared => "shared",
-        }
-    }
-
     pub fn parse(s: &str) -> Option<Cell> {
         match s {
             "separate" => Some(Cell::Separate),
@@ -122,14 +115,6 @@ impl Fabric {
         Fabric { paths, mobiles, cell, unroutable: 0 }
     }
 
-    pub fn cell(&self) -> Cell {
-        self.cell
-    }
-
-    pub fn mobiles(&self) -> usize {
-        self.mobiles
-    }
-
     /// The paths: one per mobile (`Separate`), or one (`Shared`).
     pub fn paths_mut(&mut self) -> &mut [RealtimePath] {
         &mut self.paths
@@ -180,22 +165,24 @@ impl Fabric {
     /// goes.
     pub fn poll_output(&mut self) -> Option<(To, Output)> {
         loop {
-            let k = (0..self.paths.len())
-                .filter(|&k| self.paths[k].next_output_at().is_some())
-                .min_by_key(|&k| (self.paths[k].next_output_at(), k))?;
+            let (_, k) = (0..self.paths.len()).filter_map(|k| Some((self.paths[k].next_output_at()?, k))).min()?;
             let o = self.paths[k].poll_output().expect("an output");
             let to = match (o.to, self.cell) {
                 (End::Server, _) => To::Server,
                 (End::Mobile, Cell::Separate) => To::Mobile(k),
                 (End::Mobile, Cell::Shared) if self.mobiles == 1 => To::Mobile(0),
                 (End::Mobile, Cell::Shared) => {
-                    let bytes = match &o.packet.bytes {
-                        Some(b) => b.to_vec(),
-                        None => o.packet.emit(),
+                    let emitted;
+                    let bytes: &[u8] = match &o.packet.bytes {
+                        Some(b) => b,
+                        None => {
+                            emitted = o.packet.emit();
+                            &emitted
+                        }
                     };
-                    match mobile_of(&bytes, true) {
+                    match mobile_of(bytes, true) {
                         Some(m) if m < self.mobiles => To::Mobile(m),
-                        _ if to_group(&bytes) => To::Mobiles,
+                        _ if to_group(bytes) => To::Mobiles,
                         _ => {
                             self.unroutable += 1;
                             continue;
@@ -221,11 +208,5 @@ impl Fabric {
             IpAddress::V6(b) => crate::netns::mobile_of_addr(b),
         };
         self.paths.iter().map(|p| p.flow_addresses().iter().map(|(a, b)| of(a).or_else(|| of(b))).collect()).collect()
-    }
-
-    /// Which mobile a packet written to or read from the server side belongs to
-    /// (by its mobile-side address), for per-mobile captures.
-    pub fn mobile_of_server_packet(bytes: &[u8], toward_server: bool) -> Option<usize> {
-        mobile_of(bytes, !toward_server)
     }
 }

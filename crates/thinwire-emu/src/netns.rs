@@ -20,9 +20,7 @@ use crate::sys;
 use std::os::fd::OwnedFd;
 use std::process::Command;
 
-pub const MOBILE_V4: &str = "10.0.1.2";
 pub const SERVER_V4: &str = "10.0.0.1";
-pub const MOBILE_V6: &str = "fd00:1::2";
 pub const SERVER_V6: &str = "fd00::1";
 pub const MTU: u32 = 1500;
 /// With a gateway: its address on the wireless side (the mobile's router).

@@ -39,8 +39,6 @@ pub struct Tap {
     next: usize,
     /// (hash of the first SNAP bytes, kernel time in real-time ns), oldest first.
     pending: VecDeque<(u64, i64)>,
-    /// Copies the queue let go unmatched (the bound on `pending`).
-    pub unmatched: u64,
 }
 
 fn hash(b: &[u8]) -> u64 {
@@ -131,7 +129,7 @@ impl Tap {
         if ring == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        Ok(Tap { _sock: fd, ring: ring.cast(), next: 0, pending: VecDeque::new(), unmatched: 0 })
+        Ok(Tap { _sock: fd, ring: ring.cast(), next: 0, pending: VecDeque::new() })
     }
 
     /// Takes every copy the ring holds.
@@ -159,9 +157,8 @@ impl Tap {
             self.next = (self.next + 1) % FRAMES;
             // Copies whose packets will never be read (dropped by the full TUN
             // queue) must not pile up.
-            while self.pending.len() > 4 * SCAN {
+            if self.pending.len() > 4 * SCAN {
                 self.pending.pop_front();
-                self.unmatched += 1;
             }
         }
     }
@@ -179,7 +176,6 @@ impl Tap {
                 find(&self.pending)?
             }
         };
-        self.unmatched += i as u64;
         let at = self.pending[i].1;
         self.pending.drain(..=i);
         Some(at)
