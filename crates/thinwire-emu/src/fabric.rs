@@ -15,14 +15,16 @@
 //!   the path of the mobile they are addressed to, multicast and broadcast to
 //!   every mobile's path (a copy each); a packet for an address that is no
 //!   mobile's is dropped and counted (`unroutable`).
-//! - `Shared` (seed 002's shared link): one path, one wireless link whose one
-//!   link-layer session per direction carries every mobile's packets, as the
-//!   simulator's flows share it; packets leaving it toward the mobiles go to the
-//!   host they are addressed to (multicast and broadcast to every mobile).
-//!   (Per-mobile link-layer sessions contending in the multiplexer are not
-//!   built: the link has two sessions per direction, ARQ and bypass; with
-//!   `udp_bypass` the hosts' UDP takes the bypass session,
-//!   `RealtimePath::bypass_udp`.)
+//! - `Shared` (seed 002's shared link): one path, one wireless link (one radio
+//!   per direction, one channel, one wired link) on which each mobile has its
+//!   own link-layer session and IP queues at both ends
+//!   (`RealtimePath::share_cell`), as the simulator's flows of `mobile = k`: the
+//!   multiplexer serves the mobiles' sessions in turn (and the bypass session,
+//!   which carries the hosts' UDP with `udp_bypass`). Mobile 0's session is the
+//!   link's first, drawing the scenario's streams as with one mobile. Packets
+//!   leaving the link toward the mobiles go to the host they are addressed to
+//!   (multicast and broadcast to every mobile). GSM RLP and IS-707 are one
+//!   circuit per mobile: a shared cell of them is refused (`Fabric::new`).
 //!
 //! With one mobile both are the single path of before, packet for packet.
 use crate::netns::{mobile_of, to_group};
@@ -84,6 +86,31 @@ pub struct Fabric {
     pub unroutable: u64,
 }
 
+/// Why `mobiles` mobiles cannot share the scenario's link as `cell`, if they
+/// cannot: GSM RLP and IS-707 are one mobile's circuit.
+pub fn cell_refusal(sc: &Scenario, mobiles: usize, cell: Cell) -> Option<String> {
+    use thinwire::config::LinkCfg;
+    let circuit = matches!(sc.wireless.link(), LinkCfg::RlpGsm(_) | LinkCfg::Is707(_));
+    (cell == Cell::Shared && mobiles > 1 && circuit).then(|| {
+        "--cell shared: a GSM RLP or IS-707 link is one mobile's circuit; several mobiles share raw, sr, asr, \
+         rlc or gprs (or give each its own link: --cell separate)"
+            .to_string()
+    })
+}
+
+/// Each mobile's addresses, IPv4 and IPv6 (`netns::mobile_addr`).
+fn cell_addresses(mobiles: usize) -> Vec<Vec<thinwire::wire::IpAddress>> {
+    use thinwire::wire::IpAddress;
+    (0..mobiles)
+        .map(|k| {
+            let (v4, v6) = crate::netns::mobile_addr(k);
+            let v4: std::net::Ipv4Addr = v4.parse().expect("an IPv4 address");
+            let v6: std::net::Ipv6Addr = v6.parse().expect("an IPv6 address");
+            vec![IpAddress::V4(v4.octets()), IpAddress::V6(v6.octets())]
+        })
+        .collect()
+}
+
 /// The random-stream run index of mobile k's link (module doc).
 pub fn mobile_run(run: u64, k: usize) -> u64 {
     run.wrapping_add((k as u64) << 32)
@@ -92,7 +119,19 @@ pub fn mobile_run(run: u64, k: usize) -> u64 {
 impl Fabric {
     /// The paths of `mobiles` mobile hosts over the scenario (1 to
     /// `netns::MAX_MOBILES`). `trace`: record trace rows; `gateway`: no wired link.
-    pub fn new(sc: &Scenario, mobiles: usize, cell: Cell, trace: bool, gateway: bool, udp_bypass: bool) -> Fabric {
+    /// A shared cell of several mobiles over GSM RLP or IS-707 is refused (the
+    /// error says why; `cell_refusal`).
+    pub fn new(
+        sc: &Scenario,
+        mobiles: usize,
+        cell: Cell,
+        trace: bool,
+        gateway: bool,
+        udp_bypass: bool,
+    ) -> Result<Fabric, String> {
+        if let Some(why) = cell_refusal(sc, mobiles, cell) {
+            return Err(why);
+        }
         let n = if cell == Cell::Shared { 1 } else { mobiles };
         let paths = (0..n)
             .map(|k| {
@@ -109,10 +148,13 @@ impl Fabric {
                 if udp_bypass {
                     p.bypass_udp();
                 }
+                if cell == Cell::Shared && mobiles > 1 {
+                    p.share_cell(sc, &cell_addresses(mobiles));
+                }
                 p
             })
             .collect();
-        Fabric { paths, mobiles, cell, unroutable: 0 }
+        Ok(Fabric { paths, mobiles, cell, unroutable: 0 })
     }
 
     /// The paths: one per mobile (`Separate`), or one (`Shared`).

@@ -286,6 +286,9 @@ pub fn emulate(opts: Options) -> Result<Report, EmuError> {
             netns::MAX_MOBILES
         )));
     }
+    if let Some(why) = fabric::cell_refusal(&opts.scenario, opts.mobiles, opts.cell) {
+        return Err(EmuError::Usage(why));
+    }
     if opts.mobiles > 1 && opts.mobile.is_none() {
         return Err(EmuError::Usage(format!(
             "--mobiles {}: give the mobiles a command (--mobile CMD, run on each with $THINWIRE_MOBILE = 0, 1, …); an interactive shell opens with one mobile only",
@@ -435,7 +438,8 @@ fn run_loop(
         opts.out.is_some(),
         hosts.gateway.is_some(),
         opts.udp_bypass,
-    );
+    )
+    .map_err(EmuError::Usage)?;
     if let (Some(_), Some(dir)) = (&logs, &opts.out) {
         let one = fabric.paths().len() == 1;
         for (k, path) in fabric.paths_mut().iter_mut().enumerate() {
@@ -751,7 +755,8 @@ pub fn replay_from<R: std::io::Read>(
         last = last.max(p.t_ns);
         ins.push((last, from, p.data.to_vec()));
     })?;
-    let mut fabric = Fabric::new(scenario, mobiles, layout.cell, false, layout.gateway, layout.udp_bypass);
+    let mut fabric = Fabric::new(scenario, mobiles, layout.cell, false, layout.gateway, layout.udp_bypass)
+        .map_err(thinwire::pcap::CaptureError)?;
     for p in fabric.paths_mut() {
         p.record_decisions();
     }

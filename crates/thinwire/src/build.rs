@@ -158,7 +158,19 @@ pub fn wireless(sc: &Scenario) -> WirelessLink {
             link.set_queue(d, session, queue(sc, cfg, &label));
         }
     }
+    let mobiles = sc.flow.iter().map(|f| f.mobile() as usize + 1).max().unwrap_or(1);
+    add_mobiles(sc, &mut link, mobiles);
     link
+}
+
+/// Gives the link's cell mobiles 1..`mobiles` (`WirelessLink::add_mobile`): each
+/// its own link-layer entities (GPRS with random streams of its own) and IP
+/// queues, configured as mobile 0's. Their sessions are `Session::Mobile(k)`.
+pub fn add_mobiles(sc: &Scenario, link: &mut WirelessLink, mobiles: usize) {
+    for k in link.mobiles()..mobiles {
+        let queues = [0, 1].map(|d| queue(sc, wireless_queue(sc, d), &format!("wireless.{}.arq.m{k}", DIR_NAMES[d])));
+        link.add_mobile([arq_of(sc, 0, k), arq_of(sc, 1, k)], queues);
+    }
 }
 
 /// The ARQ session's IP queue of wireless direction `d` (default drop-tail of
@@ -243,6 +255,11 @@ pub fn channel(sc: &Scenario, dir: usize, frame_airtime: Duration) -> Channel {
 
 /// The link protocol at end `side`: 0 is the gateway (network side), 1 the mobile.
 pub fn arq(sc: &Scenario, side: usize) -> Arq {
+    arq_of(sc, side, 0)
+}
+
+/// The link protocol of mobile `mobile`'s session at end `side`.
+fn arq_of(sc: &Scenario, side: usize, mobile: usize) -> Arq {
     let max_payload = sc.wireless.frame.0 as u32;
     match sc.wireless.link() {
         LinkCfg::Raw => Arq::Raw(Raw::new(max_payload)),
@@ -252,7 +269,10 @@ pub fn arq(sc: &Scenario, side: usize) -> Arq {
         LinkCfg::Is707(c) => Arq::Is707(Box::new(Is707::new(is707_config(&c, max_payload)))),
         LinkCfg::RlpGsm(c) => Arq::Gsm(Box::new(GsmCsd::new(csd_config(&c, max_payload, side == 0)))),
         LinkCfg::Gprs(c) => {
-            let stream = |l: &str| Rng::stream(sc.seed, sc.run, l);
+            // Mobile 0's streams keep their names (outputs unchanged); the others'
+            // end in `.m<k>`.
+            let name = |l: String| if mobile == 0 { l } else { format!("{l}.m{mobile}") };
+            let stream = |l: &str| Rng::stream(sc.seed, sc.run, &name(l.to_string()));
             let setup = stream(&format!("gprs.setup.{}", DIR_NAMES[side]));
             Arq::Gprs(Box::new(Gprs::new(gprs_config(&c, side), stream("gprs.outage"), stream("gprs.poor"), setup)))
         }

@@ -137,6 +137,9 @@ pub struct RealtimePath {
     /// UDP packets take the link's bypass session (no ARQ, seed 002 §III's media
     /// session) instead of its ARQ session (`--udp-bypass`).
     udp_bypass: bool,
+    /// A shared cell's mobiles by address (`share_cell`): packets to (down) or
+    /// from (up) mobile k >= 1 take its link-layer session; the others mobile 0's.
+    cell: FxMap<IpAddress, u16>,
     q: EventQueue<Ev>,
     out: VecDeque<Output>,
     decisions: Option<Vec<Decision>>,
@@ -177,6 +180,7 @@ impl RealtimePath {
             }),
             wired_on: true,
             udp_bypass: false,
+            cell: FxMap::default(),
             q: EventQueue::new(),
             out: VecDeque::new(),
             decisions: None,
@@ -201,6 +205,21 @@ impl RealtimePath {
     /// media flows do; everything else its ARQ session.
     pub fn bypass_udp(&mut self) {
         self.udp_bypass = true;
+    }
+
+    /// The wireless link is a cell that mobile k at `addrs[k]` (each of its
+    /// addresses) shares with the others: each mobile gets its own link-layer
+    /// session and IP queues (`WirelessLink::add_mobile`, configured as the
+    /// scenario's), multiplexed on the one radio. A packet goes to the session of
+    /// the mobile it is for (down) or from (up); one for no mobile (multicast)
+    /// to mobile 0's.
+    pub fn share_cell(&mut self, sc: &Scenario, addrs: &[Vec<IpAddress>]) {
+        build::add_mobiles(sc, &mut self.link, addrs.len());
+        for (k, a) in addrs.iter().enumerate().skip(1) {
+            for &a in a {
+                self.cell.insert(a, k as u16);
+            }
+        }
     }
 
     /// Keep every decision (for the schedule log).
@@ -392,7 +411,14 @@ impl RealtimePath {
 
     fn link_offer(&mut self, now: Instant, dir: usize, p: Packet) {
         let (len, hash) = (p.size(), if self.decisions.is_some() { packet_hash(&p) } else { 0 });
-        let session = if self.udp_bypass && matches!(p.l4, L4::Udp(_)) { Session::Bypass } else { Session::Arq };
+        let session = if self.udp_bypass && matches!(p.l4, L4::Udp(_)) {
+            Session::Bypass
+        } else if self.cell.is_empty() {
+            Session::Arq
+        } else {
+            let host = if dir == 0 { p.ip.dst() } else { p.ip.src() };
+            self.cell.get(&host).map_or(Session::Arq, |&k| Session::Mobile(k))
+        };
         if self.link.offer_with(now, dir, session, p, &mut self.q) == Offer::QueueFull {
             self.stats.link_drops += 1;
             if let Some(d) = &mut self.decisions {

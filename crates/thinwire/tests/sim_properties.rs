@@ -127,6 +127,52 @@ fn random_scenarios_run_repeatably_and_account_correctly() {
     assert!(web_tx > 50, "web flows must complete transactions: {web_tx}");
 }
 
+/// A shared cell's mobiles (flow `mobile`): each has its own ARQ session, and the
+/// skipped polls of the shared frame queue still change nothing, with the
+/// sessions' timers and frames interleaved.
+#[test]
+fn skipped_polls_change_no_result_on_a_shared_cell() {
+    use thinwire::engine::Sim;
+    let protocols = [
+        "protocol = \"raw\"",
+        "protocol = \"sr\"\nwindow = 127\nack_delay = \"500ms\"\ntimeout = \"1.1s\"",
+        "protocol = \"asr\"\nwindow = 127\nack_delay = \"500ms\"\ninitial_srtt = \"1.1s\"",
+        "protocol = \"rlc\"\npreset = \"uniform\"",
+        "protocol = \"gprs\"",
+    ];
+    let mut differ = vec![];
+    for (i, arq) in protocols.iter().enumerate() {
+        for mux in ["pull", "shared-queue"] {
+            for seed in 0..4 {
+                let mut text = format!(
+                    "seed = {seed}\nstop = \"end\"\nmax_time = \"6000s\"\n[wired]\nrate = \"10Mbps\"\ndelay = \"1ms\"\n\
+                     [wireless]\nrate = \"64kbps\"\ndelay = \"50ms\"\nframe = \"250B\"\nmux = \"{mux}\"\n\
+                     [wireless.channel]\nmodel = \"uniform\"\np = 0.05\n[wireless.arq]\n{arq}\n\
+                     [[flow]]\napp = \"media\"\ndirection = \"down\"\nmobile = 2\n"
+                );
+                for m in 0..3 {
+                    let dir = if m == 1 { "up" } else { "down" };
+                    text += &format!(
+                        "[[flow]]\napp = \"bulk\"\nbytes = \"60KB\"\nmobile = {m}\ndirection = \"{dir}\"\n\
+                         tcp = {{ variant = \"reno\", mss = 210, timer_granularity = \"10ms\" }}\n"
+                    );
+                }
+                let sc = parse_scenario(&text, &[]).unwrap_or_else(|e| panic!("{e}\n{text}"));
+                let a = Sim::new(&sc).run();
+                assert_eq!(a.flows.iter().filter(|f| f.completion_s.is_some()).count(), 3, "{text}");
+                let mut b = Sim::new(&sc);
+                b.link_mut().poll_always();
+                let b = b.run();
+                let same = format!("{:?}{:?}", a.flows, a.link) == format!("{:?}{:?}", b.flows, b.link);
+                if !same || a.events != b.events {
+                    differ.push((i, mux, seed));
+                }
+            }
+        }
+    }
+    assert!(differ.is_empty(), "(protocol, mux, seed) with other results: {differ:?}");
+}
+
 /// The shared frame queue skips polling sessions that cannot have a frame (nothing
 /// offered, received or timed out since they last had none): every protocol's
 /// results must be those of polling at every chance. The settings are those of the

@@ -12,7 +12,7 @@ use thinwire::link::{
     sr::{Sr, SrConfig},
     Arq,
 };
-use thinwire::queue::Limit;
+use thinwire::queue::{Limit, Queue};
 use thinwire::rng::Rng;
 use thinwire::sched::EventQueue;
 use thinwire::time::{Duration, Instant};
@@ -232,4 +232,145 @@ fn machines_are_send() {
     send::<Packet>();
     send::<thinwire::tcp::Tcp>();
     send::<thinwire::proxy::Proxy>();
+}
+
+// ----- a shared cell: one ARQ session per mobile -----
+
+/// A link of `mobiles` mobiles: mobile 0 on `Session::Arq`, the others added.
+fn cell(
+    mux: Mux,
+    arq: impl Fn() -> [Arq; 2],
+    mobiles: u16,
+    queue: Limit,
+    channels: [Channel; 2],
+) -> (WirelessLink, Vec<Session>) {
+    let mut l = link(mux, arq(), queue, channels);
+    let mut sessions = vec![Session::Arq];
+    for _ in 1..mobiles {
+        sessions.push(l.add_mobile(arq(), [Queue::droptail(queue), Queue::droptail(queue)]));
+    }
+    assert_eq!(l.mobiles(), mobiles as usize);
+    (l, sessions)
+}
+
+#[test]
+fn a_cells_mobiles_take_turns_on_the_radio() {
+    let (mut l, ss) = cell(Mux::default(), raw, 3, Limit::Packets(50), [Channel::None, Channel::None]);
+    assert_eq!(ss, [Session::Arq, Session::Mobile(1), Session::Mobile(2)]);
+    assert_eq!([ss[1].index(), ss[2].index(), Session::Mobile(0).index()], [2, 3, 0]);
+    for i in 0..8 {
+        for (m, &s) in ss.iter().enumerate() {
+            assert_eq!(l.offer(Instant::ZERO, 0, s, pkt(m as u16, i, 250)), Offer::Queued);
+        }
+    }
+    let (out, evs) = drain(&mut l, Duration::from_secs(60));
+    let order = down_frames(&evs);
+    assert_eq!(order.len(), 24);
+    // After the first frame (mobile 0's, sent as it was offered), the radio cycles
+    // through the three mobiles' sessions.
+    assert!(order.windows(3).all(|w| w[0] != w[1] && w[1] != w[2] && w[0] != w[2]), "{order:?}");
+    for m in 0..3u16 {
+        let idents: Vec<u16> = out[0].iter().filter(|p| p.meta.flow == m).map(|p| p.ident() as u16).collect();
+        assert_eq!(idents, (0..8).collect::<Vec<_>>(), "mobile {m}'s packets once, in order");
+    }
+}
+
+#[test]
+fn each_mobile_has_its_own_ip_queue() {
+    let (mut l, ss) = cell(Mux::default(), raw, 2, Limit::Packets(3), [Channel::None, Channel::None]);
+    let full: Vec<Offer> = (0..6).map(|i| l.offer(Instant::ZERO, 0, ss[0], pkt(0, i, 250))).collect();
+    assert_eq!(full.iter().filter(|&&o| o == Offer::QueueFull).count(), 2);
+    // Mobile 1's queue is empty: its three packets all wait.
+    for i in 0..3 {
+        assert_eq!(l.offer(Instant::ZERO, 0, ss[1], pkt(1, i, 250)), Offer::Queued);
+    }
+    assert_eq!((l.queue_len(0, ss[0]), l.queue_len(0, ss[1])), (3, 3));
+    let (out, _) = drain(&mut l, Duration::from_secs(10));
+    assert_eq!(out[0].len(), 7);
+}
+
+/// SR delivers in order: a lost frame holds back what follows it in its session,
+/// and only there. One session for both mobiles makes mobile 1's packet wait for
+/// mobile 0's retransmission; a session each does not.
+#[test]
+fn a_loss_holds_back_only_its_own_mobiles_packets() {
+    let when_delivered = |sessions: bool| {
+        let (mut l, ss) = cell(
+            Mux::default(),
+            || [sr(600), sr(600)],
+            2,
+            Limit::Packets(50),
+            [Channel::droplist(vec![0]), Channel::None],
+        );
+        let s1 = if sessions { ss[1] } else { Session::Arq };
+        l.offer(Instant::ZERO, 0, ss[0], pkt(0, 0, 250));
+        l.offer(Instant::ZERO, 0, s1, pkt(1, 0, 250));
+        let mut at = [None; 2];
+        while let Some(t) = l.poll_timeout() {
+            l.handle_timeout(t);
+            while let Some((_, p)) = l.poll_deliver() {
+                at[p.meta.flow as usize] = Some(t);
+            }
+        }
+        assert!(l.stats()[0].frames_retransmitted >= 1);
+        at.map(|t| (t.expect("delivered") - Instant::ZERO).as_secs_f64())
+    };
+    let ([a0, a1], [b0, b1]) = (when_delivered(false), when_delivered(true));
+    // Airtime of a frame at 64 kbit/s: 31.75 ms; one-way delay 50 ms.
+    assert!(a1 >= a0, "one session: mobile 1's packet after mobile 0's retransmission ({a0}, {a1})");
+    assert!(b1 < 0.2, "own session: mobile 1's packet at once ({b1})");
+    // Mobile 0's loss: in one session mobile 1's later frame reveals the gap (a
+    // NACK, ~0.25 s); alone in its session only its timer (600 ms) does.
+    assert!(a0 < 0.3 && b0 > 0.6, "mobile 0's retransmission: by NACK {a0}, by timer {b0}");
+}
+
+#[test]
+fn strict_priority_with_mobiles_serves_the_arq_sessions_in_turn() {
+    for (sched, arq_first) in [(Scheduler::ArqFirst, true), (Scheduler::BypassFirst, false)] {
+        let (mut l, ss) = cell(Mux::Pull(sched), raw, 2, Limit::Packets(50), [Channel::None, Channel::None]);
+        for i in 0..5 {
+            l.offer(Instant::ZERO, 0, ss[0], pkt(0, i, 250));
+            l.offer(Instant::ZERO, 0, ss[1], pkt(1, i, 250));
+            l.offer(Instant::ZERO, 0, Session::Bypass, pkt(9, i, 250));
+        }
+        let (_, evs) = drain(&mut l, Duration::from_secs(60));
+        let order = down_frames(&evs);
+        let rest = &order[1..];
+        let (arq, bypass): (Vec<u16>, Vec<u16>) = rest.iter().partition(|&&f| f != 9);
+        let arq_part = if arq_first { &rest[..arq.len()] } else { &rest[bypass.len()..] };
+        assert!(arq_part.iter().all(|&f| f != 9), "{sched:?}: {order:?}");
+        assert!(arq_part.windows(2).all(|w| w[0] != w[1]), "{sched:?}: the mobiles alternate: {order:?}");
+    }
+}
+
+#[test]
+fn every_mobiles_arq_recovers_losses_with_its_own_timers() {
+    for mux in [Mux::default(), Mux::SharedQueue { limit: 20 }] {
+        let chan = |d: &str| Channel::Uniform { p: 0.15, rng: Rng::stream(3, 0, d) };
+        let (mut l, ss) = cell(mux, || [sr(600), sr(600)], 4, Limit::Packets(100), [chan("down"), chan("up")]);
+        for i in 0..30 {
+            for (m, &s) in ss.iter().enumerate() {
+                l.offer(Instant::ZERO, (i % 2) as usize, s, pkt(m as u16, i, 400));
+            }
+        }
+        let (out, _) = drain(&mut l, Duration::from_secs(3600));
+        for (d, out) in out.iter().enumerate() {
+            for m in 0..4u16 {
+                let got: Vec<u16> = out.iter().filter(|p| p.meta.flow == m).map(|p| p.ident() as u16).collect();
+                let want: Vec<u16> = (0..30).filter(|i| i % 2 == d as u16).collect();
+                assert_eq!(got, want, "{mux:?} dir {d} mobile {m}");
+            }
+        }
+        let st = l.stats();
+        assert!(st[0].frames_lost > 10 && st[0].arq_timeouts > 0, "{mux:?} {:?}", st[0]);
+    }
+}
+
+#[test]
+#[should_panic(expected = "one mobile per circuit")]
+fn a_circuit_takes_no_second_mobile() {
+    use thinwire::link::gsm_csd::{CsdConfig, GsmCsd};
+    let gsm = |gw| Arq::Gsm(Box::new(GsmCsd::new(CsdConfig { network_side: gw, ..CsdConfig::default() })));
+    let mut l = link(Mux::default(), [gsm(true), gsm(false)], Limit::Packets(5), [Channel::None, Channel::None]);
+    l.add_mobile([gsm(true), gsm(false)], [Queue::droptail(Limit::Packets(5)), Queue::droptail(Limit::Packets(5))]);
 }

@@ -4,14 +4,15 @@ simulator's three flows over the same cell.
 
 Seed 002 (§III–IV) studies link-layer ARQ on a link that several sessions share.
 Here the sessions are three real hosts' TCP connections, each from its own
-network namespace (10.0.1.2–4), all through one emulated RLC link (its one ARQ
-session per direction, its queues, its channel): the cell of study `sim-vs-real`'s
+network namespace (10.0.1.2–4), all through one emulated RLC link (one radio and
+channel per direction; each host its own RLC session and IP queues, served in
+turn): the cell of study `sim-vs-real`'s
 `rlc-bursty` (384 kbit/s, 40 ms, 40-byte PDUs, two-state channel with Table I's
 two-state preset, a 100-packet IP queue). Each host fetches the same file with
 curl from one `python3 -m http.server` at the same moment; the congestion control
 is set on every route (`TCPS` of sim-vs-real: the kernel's cubic against the
 simulated `linux` profile). The simulator runs the same link with three `http`
-flows making the real exchange (curl's request, the server's reply header and
+flows (`mobile = 0, 1, 2`, a session each) making the real exchange (curl's request, the server's reply header and
 file) from time 0, over seeds 1..S; the real runs use link seeds 1..R.
 
 Per run: each host's completion time (its first SYN to its last data byte), the
@@ -44,10 +45,11 @@ def scenario_text(size: int = SIZE, hosts: int = HOSTS) -> tuple[str, list[str]]
     text, over, _ = CELLS[CELL]
     reply = size + HTTP_HEADER + len(str(size))
     flow = (
-        f'\n[[flow]]\napp = "http"\nobjects = 1\ntransactions = 1\nrequest = "{HTTP_REQUEST}B"\n'
-        f'bytes = "{reply}B"\ndirection = "down"\ntcp = {TCPS[TCP][1]}\n'
+        '\n[[flow]]\napp = "http"\nobjects = 1\ntransactions = 1\nrequest = "{request}B"\n'
+        'bytes = "{reply}B"\ndirection = "down"\ntcp = {tcp}\nmobile = {k}\n'
     )
-    return text + flow * hosts, over
+    flows = "".join(flow.format(request=HTTP_REQUEST, reply=reply, tcp=TCPS[TCP][1], k=k) for k in range(hosts))
+    return text + flows, over
 
 
 def jain(x: list[float]) -> float:

@@ -134,6 +134,10 @@ pub struct BulkCfg {
     pub start: Option<Dur>,
     #[serde(default)]
     pub link: Option<LinkSession>,
+    /// The mobile host (0..=249, default 0): on a link its mobiles share, each
+    /// mobile's flows take its own link-layer session (`link::wireless`).
+    #[serde(default)]
+    pub mobile: Option<u16>,
     #[serde(default)]
     pub tcp: Option<TcpCfg>,
     /// The server's port (default 5001).
@@ -158,6 +162,10 @@ pub struct MediaCfg {
     pub start: Option<Dur>,
     #[serde(default)]
     pub link: Option<LinkSession>,
+    /// The mobile host (0..=249, default 0): on a link its mobiles share, each
+    /// mobile's flows take its own link-layer session (`link::wireless`).
+    #[serde(default)]
+    pub mobile: Option<u16>,
     #[serde(default)]
     pub direction: Option<Direction>,
     /// Sending rate while talking (default 56 kbit/s).
@@ -182,6 +190,10 @@ pub struct WebCfg {
     pub start: Option<Dur>,
     #[serde(default)]
     pub link: Option<LinkSession>,
+    /// The mobile host (0..=249, default 0): on a link its mobiles share, each
+    /// mobile's flows take its own link-layer session (`link::wireless`).
+    #[serde(default)]
+    pub mobile: Option<u16>,
     #[serde(default)]
     pub tcp: Option<TcpCfg>,
     /// The server's port (default 80).
@@ -206,6 +218,10 @@ pub struct TtcpCfg {
     pub start: Option<Dur>,
     #[serde(default)]
     pub link: Option<LinkSession>,
+    /// The mobile host (0..=249, default 0): on a link its mobiles share, each
+    /// mobile's flows take its own link-layer session (`link::wireless`).
+    #[serde(default)]
+    pub mobile: Option<u16>,
     #[serde(default)]
     pub tcp: Option<TcpCfg>,
     /// The server's port (default 5001).
@@ -231,6 +247,10 @@ pub struct HttpCfg {
     pub start: Option<Dur>,
     #[serde(default)]
     pub link: Option<LinkSession>,
+    /// The mobile host (0..=249, default 0): on a link its mobiles share, each
+    /// mobile's flows take its own link-layer session (`link::wireless`).
+    #[serde(default)]
+    pub mobile: Option<u16>,
     #[serde(default)]
     pub tcp: Option<TcpCfg>,
     /// The server's port (default 80).
@@ -268,6 +288,10 @@ pub struct InteractiveCfg {
     pub start: Option<Dur>,
     #[serde(default)]
     pub link: Option<LinkSession>,
+    /// The mobile host (0..=249, default 0): on a link its mobiles share, each
+    /// mobile's flows take its own link-layer session (`link::wireless`).
+    #[serde(default)]
+    pub mobile: Option<u16>,
     #[serde(default)]
     pub tcp: Option<TcpCfg>,
     /// The server's port (default 23).
@@ -295,6 +319,10 @@ pub struct ProbeCfg {
     pub start: Option<Dur>,
     #[serde(default)]
     pub link: Option<LinkSession>,
+    /// The mobile host (0..=249, default 0): on a link its mobiles share, each
+    /// mobile's flows take its own link-layer session (`link::wireless`).
+    #[serde(default)]
+    pub mobile: Option<u16>,
     #[serde(default)]
     pub direction: Option<Direction>,
     /// IP packet size (default 92 B).
@@ -379,6 +407,19 @@ impl FlowCfg {
             FlowCfg::Probe(c) => c.link,
         };
         l.unwrap_or(if matches!(self, FlowCfg::Media(_)) { LinkSession::Bypass } else { LinkSession::Arq })
+    }
+    /// The mobile host the flow runs on (default 0).
+    pub fn mobile(&self) -> u16 {
+        let m = match self {
+            FlowCfg::Bulk(c) => c.mobile,
+            FlowCfg::Media(c) => c.mobile,
+            FlowCfg::Web(c) => c.mobile,
+            FlowCfg::Ttcp(c) => c.mobile,
+            FlowCfg::Http(c) => c.mobile,
+            FlowCfg::Interactive(c) => c.mobile,
+            FlowCfg::Probe(c) => c.mobile,
+        };
+        m.unwrap_or(0)
     }
     /// The TCP settings of a TCP application (None: defaults, or not TCP).
     pub fn tcp(&self) -> Option<&TcpCfg> {

@@ -616,6 +616,10 @@ fn apply_override(root: &mut toml::Value, o: &str) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// Mobile hosts a scenario or an emulation may have (flow `mobile` 0..=249; the
+/// emulator's addresses 10.0.1.2..=10.0.1.251).
+pub const MOBILES: u16 = 250;
+
 fn validate(sc: &Scenario, flows_run: bool) -> Result<(), ConfigError> {
     let w = &sc.wireless;
     for (n, d) in [("down", &w.down), ("up", &w.up)] {
@@ -672,6 +676,15 @@ fn validate(sc: &Scenario, flows_run: bool) -> Result<(), ConfigError> {
     let end = sc.end_time();
     for (i, f) in sc.flow.iter().enumerate() {
         f.validate(i, flows_run && sc.stop == Stop::End)?;
+        if f.mobile() >= MOBILES {
+            return Err(cerr(format!("flow[{i}].mobile"), format!("must be between 0 and {}", MOBILES - 1)));
+        }
+        if f.mobile() > 0 && matches!(w.link(), LinkCfg::RlpGsm(_) | LinkCfg::Is707(_)) {
+            return Err(cerr(
+                format!("flow[{i}].mobile"),
+                "a GSM RLP or IS-707 link is one mobile's circuit; several mobiles share raw, sr, asr, rlc or gprs",
+            ));
+        }
         // A flow starting at or after the end never runs (once a silent no-op).
         if flows_run && f.start() >= end {
             let k = if sc.stop == Stop::End { "max_time" } else { "stop" };

@@ -32,7 +32,11 @@ mod gateway;
 use apps::{Interactive, Web};
 
 pub const SERVER_ADDR: [u8; 4] = [10, 0, 0, 1];
-pub const MOBILE_ADDR: [u8; 4] = [10, 0, 1, 2];
+/// Mobile `k`'s address (flow key `mobile`): 10.0.1.(2 + k), as the emulator's
+/// hosts.
+pub fn mobile_addr(k: u16) -> [u8; 4] {
+    [10, 0, 1, 2 + k as u8]
+}
 
 #[derive(Clone, Copy, Debug)]
 enum Event {
@@ -73,6 +77,8 @@ struct Flow {
     completed: Option<Instant>,
     /// An interactive flow's message source and latencies.
     chat: Option<Interactive>,
+    /// The mobile host's address (`mobile_addr`).
+    addr: [u8; 4],
 }
 
 /// A media (UDP on/off) flow and what its receiver saw.
@@ -80,6 +86,8 @@ struct Media {
     id: usize,
     src: crate::app::UdpSource,
     sender: usize,
+    /// The mobile host's address (`mobile_addr`).
+    addr: [u8; 4],
     ident: u16,
     /// Birth times of the packets sent and of those received, for the loss ratio.
     sent_born: BornCount,
@@ -380,9 +388,10 @@ impl Sim {
         for (i, f) in sc.flow.iter().enumerate() {
             let start = Instant::ZERO + f.start();
             let sender = if f.direction() == Direction::Up { 1 } else { 0 };
-            session.push(match f.session() {
-                LinkSession::Arq => Session::Arq,
-                LinkSession::Bypass => Session::Bypass,
+            session.push(match (f.session(), f.mobile()) {
+                (LinkSession::Arq, 0) => Session::Arq,
+                (LinkSession::Arq, k) => Session::Mobile(k),
+                (LinkSession::Bypass, _) => Session::Bypass,
             });
             if let FlowCfg::Media(_) | FlowCfg::Probe(_) = f {
                 let rng = Rng::stream(sc.seed, sc.run, &format!("flow.{i}.media"));
@@ -397,6 +406,7 @@ impl Sim {
                     id: i,
                     src,
                     sender,
+                    addr: mobile_addr(f.mobile()),
                     ident: 1,
                     sent_born: BornCount::default(),
                     recv_born: BornCount::default(),
@@ -451,6 +461,7 @@ impl Sim {
                 sender,
                 completed: None,
                 chat,
+                addr: mobile_addr(f.mobile()),
             });
         }
         let pending_finite =
@@ -654,7 +665,7 @@ impl Sim {
         loop {
             let fl = &mut self.flows[f];
             let Some(seg) = fl.ep[end].poll_transmit(now) else { break };
-            let (src, dst) = if end == 0 { (SERVER_ADDR, MOBILE_ADDR) } else { (MOBILE_ADDR, SERVER_ADDR) };
+            let (src, dst) = if end == 0 { (SERVER_ADDR, fl.addr) } else { (fl.addr, SERVER_ADDR) };
             let ident = fl.ident[end];
             fl.ident[end] = ident.wrapping_add(1);
             let id = fl.id;
@@ -771,7 +782,7 @@ impl Sim {
         let now = self.now();
         while let Some(size) = self.media[m].src.poll_packet(now) {
             let md = &mut self.media[m];
-            let (src, dst) = if md.sender == 0 { (SERVER_ADDR, MOBILE_ADDR) } else { (MOBILE_ADDR, SERVER_ADDR) };
+            let (src, dst) = if md.sender == 0 { (SERVER_ADDR, md.addr) } else { (md.addr, SERVER_ADDR) };
             let port = 6000 + md.id as u16;
             let pkt = Packet::new(
                 src,

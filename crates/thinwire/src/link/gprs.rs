@@ -243,5 +243,14 @@ impl Gprs {
         self.wake
     }
 
-    pub fn handle_timeout(&mut self, _now: Instant) {}
+    /// The wake-up asked for (the end of a TBF set-up or an outage) has come: the
+    /// link polls the machine at its next chance — now if the radio is free, when
+    /// it frees otherwise. Left standing, a wake-up in the past made the link ask
+    /// again at the same instant for as long as another session (media on the
+    /// bypass, another mobile) kept the radio busy.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if self.wake.is_some_and(|w| w <= now) {
+            self.wake = None;
+        }
+    }
 }

@@ -12,10 +12,17 @@
 //! machine sends in its direction and receives the other, so ACKs ride on reverse
 //! data frames.
 //!
-//! Multiplexing the two sessions onto the radio:
+//! A shared cell adds one ARQ session per further mobile ([`WirelessLink::add_mobile`],
+//! [`Session::Mobile`]): each mobile's own link-layer entities at both ends (as a
+//! UMTS RNC keeps an RLC entity and buffer per UE, TS 25.322 §4.2, or a GPRS PCU a
+//! TBF per mobile) with their own IP queues, all multiplexed onto the one radio.
+//! GSM RLP and IS-707 are one circuit per mobile and take no further sessions.
+//!
+//! Multiplexing the sessions onto the radio:
 //! - `Mux::Pull` (default): when the radio is free it takes the next frame from one
-//!   session, `RoundRobin` (alternating between sessions that have a frame ready),
-//!   `ArqFirst` or `BypassFirst` (strict priorities).
+//!   session, `RoundRobin` (cycling through the sessions that have a frame ready),
+//!   `ArqFirst` or `BypassFirst` (strict priorities; the ARQ sessions of several
+//!   mobiles take turns among themselves).
 //! - `Mux::SharedQueue { limit }`: the sessions push every frame they can produce, as
 //!   soon as they can, into one drop-tail frame queue (default 50 frames) served
 //!   first come, first served: ns-2's structure, with the link layer above the
@@ -61,11 +68,30 @@ const PREFETCH_AHEAD: usize = 4;
 /// A link-layer session on the shared radio.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Session {
-    /// The configured link protocol (with ARQ unless it is `raw`).
-    Arq = 0,
+    /// The configured link protocol (with ARQ unless it is `raw`): the first
+    /// mobile's.
+    Arq,
     /// No ARQ: frames are sent once (media, seed 002 §III).
-    Bypass = 1,
+    Bypass,
+    /// The configured link protocol's session of mobile `k` of a shared cell
+    /// ([`WirelessLink::add_mobile`]); `Mobile(0)` is `Arq`.
+    Mobile(u16),
 }
+
+impl Session {
+    /// The session's number on the radio (`Frame::session`): 0 = the first
+    /// mobile's ARQ session, 1 = bypass, k + 1 = mobile k's (k >= 1).
+    pub fn index(self) -> usize {
+        match self {
+            Session::Arq | Session::Mobile(0) => 0,
+            Session::Bypass => 1,
+            Session::Mobile(k) => k as usize + 1,
+        }
+    }
+}
+
+/// The most mobiles one link serves (a session's number fits `Frame::session`).
+pub const MAX_MOBILES: usize = 255;
 
 /// How the radio picks between sessions in `Mux::Pull`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -129,6 +155,8 @@ pub enum LinkTimer {
     FrameArrive(u8),
     /// The ARQ machine of end `.0` (0 = gateway, 1 = mobile) has a timer due.
     Arq(u8),
+    /// The same for the session of mobile `.1` (>= 1) of a shared cell.
+    ArqOf(u8, u16),
 }
 
 /// What a trace records of a frame handed to the radio.
@@ -266,6 +294,10 @@ crate::described! {
 
 struct Radio {
     qs: [Queue; 2],
+    /// The IP queues of mobiles 1.. of a shared cell (`WirelessLink::add_mobile`).
+    more: Vec<Queue>,
+    /// Round robin: the session to try first (with strict priorities and several
+    /// mobiles, the ARQ session among them).
     rr: usize,
     shared: Option<(VecDeque<Frame>, usize)>,
     /// Shared-queue mode: the sessions had no frame at the last fill, and nothing
@@ -284,12 +316,48 @@ struct Radio {
     air_end: Instant,
 }
 
+impl Radio {
+    /// The IP queue of session number `sess`.
+    #[inline(always)]
+    fn q(&mut self, sess: usize) -> &mut Queue {
+        if sess < 2 {
+            &mut self.qs[sess]
+        } else {
+            &mut self.more[sess - 2]
+        }
+    }
+}
+
+/// The link-layer entities of a further mobile of a shared cell, at both ends.
+struct MobileSession {
+    arq: [Arq; 2],
+    sched: [Option<Instant>; 2],
+    dirty: [bool; 2],
+}
+
+/// When an ARQ machine driven since its timer was last looked at (`dirty`) wants
+/// a wake-up that is not already asked for (`sched`): the time to schedule.
+#[inline(always)]
+fn arq_wakeup(arq: &mut Arq, sched: &mut Option<Instant>, dirty: &mut bool, now: Instant) -> Option<Instant> {
+    if !std::mem::take(dirty) {
+        return None;
+    }
+    let t = arq.poll_timeout()?.max(now);
+    if sched.is_none_or(|x| t < x) {
+        *sched = Some(t);
+        return Some(t);
+    }
+    None
+}
+
 pub struct WirelessLink {
     radio: [Radio; 2],
     /// The configured protocol at each end (0 = gateway, 1 = mobile): session 0.
     arq: [Arq; 2],
     /// The bypass session at each end (no ARQ): session 1.
     bypass: [Raw; 2],
+    /// Mobiles 1.. of a shared cell: sessions 2.. (empty: one mobile).
+    mobiles: Vec<MobileSession>,
     arq_sched: [Option<Instant>; 2],
     /// The end's ARQ machine was driven since its timer was last looked at (its
     /// deadline can only have changed then).
@@ -320,6 +388,7 @@ impl WirelessLink {
             let dc = cfg.dirs[d];
             Radio {
                 qs: [Queue::droptail(dc.queue), Queue::droptail(dc.queue)],
+                more: Vec::new(),
                 rr: 0,
                 shared: match cfg.mux {
                     Mux::SharedQueue { limit } => Some((VecDeque::new(), limit)),
@@ -341,6 +410,7 @@ impl WirelessLink {
             radio: [radio(0, c0), radio(1, c1)],
             arq,
             bypass: [Raw::new(cfg.frame), Raw::new(cfg.frame)],
+            mobiles: Vec::new(),
             arq_sched: [None, None],
             arq_dirty: [true, true],
             scheduler: match cfg.mux {
@@ -411,12 +481,40 @@ impl WirelessLink {
     /// Replaces direction `dir`'s IP queue of `session` (empty) with another
     /// discipline.
     pub fn set_queue(&mut self, dir: usize, session: Session, q: Queue) {
-        self.radio[dir].qs[session as usize] = q;
+        *self.radio[dir].q(session.index()) = q;
     }
 
     /// Packets waiting in direction `dir`'s IP queue of `session`.
     pub fn queue_len(&self, dir: usize, session: Session) -> usize {
-        self.radio[dir].qs[session as usize].len()
+        let (r, s) = (&self.radio[dir], session.index());
+        if s < 2 {
+            r.qs[s].len()
+        } else {
+            r.more[s - 2].len()
+        }
+    }
+
+    /// A further mobile on this cell: its link-layer entities (`arq[e]` at end
+    /// `e`: 0 = gateway, 1 = the mobile; the configured protocol, fresh) and its
+    /// IP queue per direction (`queues[d]`). Returns its session, to offer its
+    /// packets to. Call before any packet is offered.
+    ///
+    /// # Panics
+    /// With GSM RLP or IS-707 (a circuit per mobile: give each its own link), or
+    /// beyond [`MAX_MOBILES`].
+    pub fn add_mobile(&mut self, arq: [Arq; 2], queues: [Queue; 2]) -> Session {
+        assert!(!matches!(arq[0], Arq::Gsm(_) | Arq::Is707(_)), "GSM RLP and IS-707 carry one mobile per circuit");
+        assert!(self.mobiles.len() + 1 < MAX_MOBILES, "at most {MAX_MOBILES} mobiles on a link");
+        let [q0, q1] = queues;
+        self.radio[0].more.push(q0);
+        self.radio[1].more.push(q1);
+        self.mobiles.push(MobileSession { arq, sched: [None, None], dirty: [true, true] });
+        Session::Mobile(self.mobiles.len() as u16)
+    }
+
+    /// Mobiles served: 1 + those added with [`add_mobile`](Self::add_mobile).
+    pub fn mobiles(&self) -> usize {
+        1 + self.mobiles.len()
     }
 
     // ----- on its own -----
@@ -482,12 +580,12 @@ impl WirelessLink {
     }
 
     fn push(&mut self, now: Instant, dir: usize, session: Session, mut p: Packet) -> Offer {
-        let sess = session as usize;
+        let sess = session.index();
         p.meta.queued = now;
         let (flow, len) = (p.meta.flow, p.size());
         let r = &mut self.radio[dir];
         r.drained = false;
-        let Queue::DropTail(q) = &mut r.qs[sess] else {
+        let Queue::DropTail(q) = r.q(sess) else {
             return self.push_aqm(now, dir, sess, p);
         };
         // Drop-tail: the path the link had before queue disciplines.
@@ -526,7 +624,7 @@ impl WirelessLink {
     fn push_aqm(&mut self, now: Instant, dir: usize, sess: usize, p: Packet) -> Offer {
         let (flow, len) = (p.meta.flow, p.size());
         let r = &mut self.radio[dir];
-        let verdict = r.qs[sess].put(now, p);
+        let verdict = r.q(sess).put(now, p);
         match verdict {
             Verdict::Queued => {}
             Verdict::Marked => r.stats.queue_marks += 1,
@@ -535,7 +633,7 @@ impl WirelessLink {
                 r.stats.queue_aqm_drops += (why == DropReason::Aqm) as u64;
             }
         }
-        let qlen = r.qs[sess].len();
+        let qlen = r.q(sess).len();
         let offer = self.pushed(now, dir, flow, len, qlen, verdict);
         self.queue_events(now, dir, sess);
         offer
@@ -545,9 +643,9 @@ impl WirelessLink {
     /// besides its verdicts: drops and marks at dequeue, head drops.
     #[inline(never)]
     fn queue_events(&mut self, now: Instant, dir: usize, sess: usize) {
-        while let Some(e) = self.radio[dir].qs[sess].poll_event() {
+        while let Some(e) = self.radio[dir].q(sess).poll_event() {
             let r = &mut self.radio[dir];
-            let qlen = r.qs[sess].len() as u32;
+            let qlen = r.q(sess).len() as u32;
             let (flow, len, reason) = match e {
                 QdiscEvent::Drop { packet, reason, .. } => {
                     r.stats.queue_drops += 1;
@@ -568,8 +666,8 @@ impl WirelessLink {
     /// The next packet from direction `d`'s queue of session `sess` at `now`.
     #[inline(always)]
     fn dequeue(&mut self, d: usize, sess: usize, now: Instant) -> Option<Packet> {
-        let p = self.radio[d].qs[sess].take(now);
-        if self.radio[d].qs[sess].has_events() {
+        let p = self.radio[d].q(sess).take(now);
+        if self.radio[d].q(sess).has_events() {
             self.queue_events(now, d, sess);
         }
         if let (true, Some(p)) = (self.trace.sojourn, &p) {
@@ -599,13 +697,30 @@ impl WirelessLink {
                 self.delivering = Some((e, 0, now));
                 self.resume = Some((e, now));
             }
+            LinkTimer::ArqOf(e, k) => {
+                let (e, k) = (e as usize, k as usize);
+                let m = &mut self.mobiles[k - 1];
+                if m.sched[e] != Some(now) {
+                    return; // superseded by an earlier timer
+                }
+                m.sched[e] = None;
+                m.arq[e].handle_timeout(now);
+                m.dirty[e] = true;
+                self.radio[e].drained = false;
+                self.delivering = Some((e, k + 1, now));
+                self.resume = Some((e, now));
+            }
         }
     }
 
     /// The next packet that left the far end of its direction: (direction, packet).
     pub fn poll_deliver(&mut self) -> Option<(usize, Packet)> {
         let (end, sess, now) = self.delivering?;
-        let next = if sess == 0 { self.arq[end].poll_deliver() } else { self.bypass[end].poll_deliver() };
+        let next = match sess {
+            0 => self.arq[end].poll_deliver(),
+            1 => self.bypass[end].poll_deliver(),
+            s => self.mobiles[s - 2].arq[end].poll_deliver(),
+        };
         let Some(p) = next else {
             self.delivering = None;
             return None;
@@ -658,6 +773,14 @@ impl WirelessLink {
             }
             s.arq_timeouts = self.arq[d].timeouts();
             s.sdu_discards = self.arq[d].discards();
+            for m in &self.mobiles {
+                if let Arq::Gprs(g) = &m.arq[d] {
+                    s.tbf_setups += g.stats.tbf_setups;
+                    s.outages += g.stats.outages;
+                }
+                s.arq_timeouts += m.arq[d].timeouts();
+                s.sdu_discards += m.arq[d].discards();
+            }
             s.flr = if s.frames_sent > 0 { s.frames_lost as f64 / s.frames_sent as f64 } else { 0.0 };
         }
         out
@@ -686,6 +809,9 @@ impl WirelessLink {
     /// outlined (inlined, it gave every call a 776-byte stack frame to set up:
     /// bench/RESULTS.md, 2026-11-24 (late)).
     fn next_frame(&mut self, d: usize, now: Instant, queued: bool) -> Option<Frame> {
+        if !self.mobiles.is_empty() {
+            return self.next_frame_cell(d, now, queued);
+        }
         let rr = self.radio[d].rr;
         let order = match self.scheduler {
             Scheduler::RoundRobin => [rr, 1 - rr],
@@ -693,35 +819,96 @@ impl WirelessLink {
             Scheduler::BypassFirst => [1, 0],
         };
         for s in order {
-            let next = if s == 0 {
-                self.arq_dirty[d] = true;
-                if !self.radio[d].qs[0].is_empty() && self.arq[d].wants_packet() {
-                    self.feed_arq(d, now);
-                }
-                let arq = &mut self.arq[d];
-                if queued {
-                    arq.poll_transmit_queued(now)
-                } else {
-                    arq.poll_transmit(now)
-                }
-            } else {
-                // An idle bypass session (no media on the link: most runs) has
-                // nothing to give; `poll_transmit` would return `None` unchanged.
-                if self.bypass[d].wants_packet() {
-                    if self.radio[d].qs[1].is_empty() {
-                        continue;
-                    }
-                    self.feed_bypass(d, now);
-                }
-                self.bypass[d].poll_transmit(now)
-            };
-            if let Some(mut f) = next {
+            if let Some(mut f) = self.poll_session(d, s, now, queued) {
                 f.session = s as u8;
                 self.radio[d].rr = 1 - s;
                 return Some(f);
             }
         }
         None
+    }
+
+    /// [`next_frame`](Self::next_frame) on a cell of several mobiles: sessions
+    /// 0, 2, 3, … (each mobile's ARQ session) and 1 (bypass), in round robin over
+    /// all, or with the strict priority between ARQ and bypass and round robin
+    /// among the mobiles.
+    #[inline(never)]
+    fn next_frame_cell(&mut self, d: usize, now: Instant, queued: bool) -> Option<Frame> {
+        let n = 2 + self.mobiles.len();
+        let rr = self.radio[d].rr;
+        // The k-th ARQ session in turn from `rr` (sessions 0, 2, 3, …).
+        let arq_turn = |k: usize| match (rr + k) % (n - 1) {
+            0 => 0,
+            j => j + 1,
+        };
+        for i in 0..n {
+            let s = match self.scheduler {
+                Scheduler::RoundRobin => (rr + i) % n,
+                Scheduler::ArqFirst if i == n - 1 => 1,
+                Scheduler::ArqFirst => arq_turn(i),
+                Scheduler::BypassFirst if i == 0 => 1,
+                Scheduler::BypassFirst => arq_turn(i - 1),
+            };
+            if let Some(mut f) = self.poll_session(d, s, now, queued) {
+                f.session = s as u8;
+                self.radio[d].rr = match (self.scheduler, s) {
+                    (Scheduler::RoundRobin, _) => (s + 1) % n,
+                    (_, 1) => rr,
+                    (_, 0) => 1,
+                    (_, s) => s % (n - 1),
+                };
+                return Some(f);
+            }
+        }
+        None
+    }
+
+    /// The next frame of session `s` of direction `d`, handing it queued packets
+    /// as it wants them.
+    #[inline(always)]
+    fn poll_session(&mut self, d: usize, s: usize, now: Instant, queued: bool) -> Option<Frame> {
+        if s == 0 {
+            self.arq_dirty[d] = true;
+            if !self.radio[d].qs[0].is_empty() && self.arq[d].wants_packet() {
+                self.feed_arq(d, now);
+            }
+            let arq = &mut self.arq[d];
+            if queued {
+                arq.poll_transmit_queued(now)
+            } else {
+                arq.poll_transmit(now)
+            }
+        } else if s == 1 {
+            // An idle bypass session (no media on the link: most runs) has
+            // nothing to give; `poll_transmit` would return `None` unchanged.
+            if self.bypass[d].wants_packet() {
+                if self.radio[d].qs[1].is_empty() {
+                    return None;
+                }
+                self.feed_bypass(d, now);
+            }
+            self.bypass[d].poll_transmit(now)
+        } else {
+            self.poll_mobile(d, s, now, queued)
+        }
+    }
+
+    /// The next frame of mobile session `s` (>= 2) of direction `d`.
+    #[inline(never)]
+    fn poll_mobile(&mut self, d: usize, s: usize, now: Instant, queued: bool) -> Option<Frame> {
+        self.mobiles[s - 2].dirty[d] = true;
+        while self.mobiles[s - 2].arq[d].wants_packet() {
+            match self.dequeue(d, s, now) {
+                Some(p) => self.mobiles[s - 2].arq[d].send(now, p),
+                None => break,
+            }
+        }
+        let arq = &mut self.mobiles[s - 2].arq[d];
+        if queued {
+            arq.poll_transmit_queued(now)
+        } else {
+            arq.poll_transmit(now)
+        }
     }
 
     /// Hands direction `d`'s queued packets to its ARQ session while it wants them.
@@ -893,7 +1080,11 @@ impl WirelessLink {
             });
         }
         if self.trace.link {
-            rlc_rows(&mut self.events, &self.arq[d], now, d, &frame);
+            let arq = match frame.session {
+                0 | 1 => &self.arq[d],
+                k => &self.mobiles[k as usize - 2].arq[d],
+            };
+            rlc_rows(&mut self.events, arq, now, d, &frame);
         }
         if let Channel::TwoState(c) = &mut r.channel {
             if let Some(log) = &mut c.log {
@@ -934,25 +1125,37 @@ impl WirelessLink {
         }
         let sess = frame.session as usize;
         self.radio[end].drained = false;
-        if sess == 0 {
-            self.arq[end].on_frame(now, frame);
-            self.arq_dirty[end] = true;
-        } else {
-            self.bypass[end].on_frame(now, frame);
+        match sess {
+            0 => {
+                self.arq[end].on_frame(now, frame);
+                self.arq_dirty[end] = true;
+            }
+            1 => self.bypass[end].on_frame(now, frame),
+            s => {
+                let m = &mut self.mobiles[s - 2];
+                m.arq[end].on_frame(now, frame);
+                m.dirty[end] = true;
+            }
         }
         self.delivering = Some((end, sess, now));
         self.resume = Some((end, now));
     }
 
+    /// Asks for end `e`'s ARQ timers: its first mobile's, then the others'.
     fn sched_arq(&mut self, now: Instant, e: usize, timers: &mut impl Timers<LinkTimer>) {
-        if !std::mem::take(&mut self.arq_dirty[e]) {
-            return;
+        if let Some(t) = arq_wakeup(&mut self.arq[e], &mut self.arq_sched[e], &mut self.arq_dirty[e], now) {
+            timers.schedule(t, LinkTimer::Arq(e as u8));
         }
-        if let Some(t) = self.arq[e].poll_timeout() {
-            let t = t.max(now);
-            if self.arq_sched[e].is_none_or(|x| t < x) {
-                self.arq_sched[e] = Some(t);
-                timers.schedule(t, LinkTimer::Arq(e as u8));
+        if !self.mobiles.is_empty() {
+            self.sched_mobiles(now, e, timers);
+        }
+    }
+
+    #[inline(never)]
+    fn sched_mobiles(&mut self, now: Instant, e: usize, timers: &mut impl Timers<LinkTimer>) {
+        for (i, m) in self.mobiles.iter_mut().enumerate() {
+            if let Some(t) = arq_wakeup(&mut m.arq[e], &mut m.sched[e], &mut m.dirty[e], now) {
+                timers.schedule(t, LinkTimer::ArqOf(e as u8, i as u16 + 1));
             }
         }
     }

@@ -209,6 +209,7 @@ impl Sim {
             sender: 0,
             completed: None,
             chat: None,
+            addr: super::mobile_addr(web.cfg.mobile()),
         });
         self.drain_tcp(f, 1);
     }
