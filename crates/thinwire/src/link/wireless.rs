@@ -350,6 +350,19 @@ fn arq_wakeup(arq: &mut Arq, sched: &mut Option<Instant>, dirty: &mut bool, now:
     None
 }
 
+/// An ARQ timer event at `now`: false if an earlier one superseded it; else the
+/// machine handles its timeout.
+#[inline(always)]
+fn arq_fire(arq: &mut Arq, sched: &mut Option<Instant>, dirty: &mut bool, now: Instant) -> bool {
+    if *sched != Some(now) {
+        return false;
+    }
+    *sched = None;
+    arq.handle_timeout(now);
+    *dirty = true;
+    true
+}
+
 pub struct WirelessLink {
     radio: [Radio; 2],
     /// The configured protocol at each end (0 = gateway, 1 = mobile): session 0.
@@ -687,30 +700,27 @@ impl WirelessLink {
             LinkTimer::FrameArrive(d) => self.frame_arrive(now, d as usize),
             LinkTimer::Arq(e) => {
                 let e = e as usize;
-                if self.arq_sched[e] != Some(now) {
-                    return; // superseded by an earlier timer
+                if arq_fire(&mut self.arq[e], &mut self.arq_sched[e], &mut self.arq_dirty[e], now) {
+                    self.arq_fired(now, e, 0);
                 }
-                self.arq_sched[e] = None;
-                self.arq[e].handle_timeout(now);
-                self.arq_dirty[e] = true;
-                self.radio[e].drained = false;
-                self.delivering = Some((e, 0, now));
-                self.resume = Some((e, now));
             }
             LinkTimer::ArqOf(e, k) => {
                 let (e, k) = (e as usize, k as usize);
                 let m = &mut self.mobiles[k - 1];
-                if m.sched[e] != Some(now) {
-                    return; // superseded by an earlier timer
+                if arq_fire(&mut m.arq[e], &mut m.sched[e], &mut m.dirty[e], now) {
+                    self.arq_fired(now, e, k + 1);
                 }
-                m.sched[e] = None;
-                m.arq[e].handle_timeout(now);
-                m.dirty[e] = true;
-                self.radio[e].drained = false;
-                self.delivering = Some((e, k + 1, now));
-                self.resume = Some((e, now));
             }
         }
+    }
+
+    /// End `e`'s session `sess` handled a timer: it may deliver packets, and it
+    /// transmits again once they are taken.
+    #[inline(always)]
+    fn arq_fired(&mut self, now: Instant, e: usize, sess: usize) {
+        self.radio[e].drained = false;
+        self.delivering = Some((e, sess, now));
+        self.resume = Some((e, now));
     }
 
     /// The next packet that left the far end of its direction: (direction, packet).
