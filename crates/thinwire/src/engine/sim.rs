@@ -721,11 +721,12 @@ impl Sim {
     }
 
     /// The TCP connection whose mobile end sent `p` (for a local drop at the mobile).
-    fn local_sender(&self, p: &Packet) -> Option<usize> {
-        let L4::Tcp(r) = &p.l4 else { return None };
-        match self.slots[p.meta.flow as usize] {
+    /// The TCP connection (index in `flows`) of the mobile's segment from
+    /// `src_port` of scenario flow `flow`.
+    fn local_sender(&self, flow: u16, src_port: u16) -> Option<usize> {
+        match self.slots[flow as usize] {
             Slot::Tcp(f) => Some(f),
-            Slot::Web(w) => self.webs[w].ports.get(&r.src_port).copied(),
+            Slot::Web(w) => self.webs[w].ports.get(&src_port).copied(),
             Slot::Media(_) => None,
         }
     }
@@ -861,11 +862,18 @@ impl Sim {
     fn enqueue_radio(&mut self, d: usize, p: Packet) {
         let now = self.now();
         let session = self.session[p.meta.flow as usize];
-        let quench = if d == 1 { self.local_sender(&p) } else { None };
+        // A mobile's TCP segment the local interface queue drops quenches its sender
+        // (the `bsd` profile); which connection it was is looked up only then.
+        let local = match (&p.l4, d) {
+            (L4::Tcp(r), 1) => Some((p.meta.flow, r.src_port)),
+            _ => None,
+        };
         let offer = self.link.offer_with(now, d, session, p, &mut self.q);
-        if let (Offer::QueueFull, Some(f)) = (offer, quench) {
-            if self.flows[f].ep[1].config().source_quench {
-                self.flows[f].ep[1].source_quench(now);
+        if let (Offer::QueueFull, Some((flow, port))) = (offer, local) {
+            if let Some(f) = self.local_sender(flow, port) {
+                if self.flows[f].ep[1].config().source_quench {
+                    self.flows[f].ep[1].source_quench(now);
+                }
             }
         }
         self.drain_link_events();

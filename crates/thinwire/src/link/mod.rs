@@ -94,6 +94,7 @@ impl Arq {
             Arq::Gprs(g) => g.on_frame(now, f),
         }
     }
+    #[inline(always)] // the link's hot path and its cold one for further mobiles alike
     pub fn poll_deliver(&mut self) -> Option<Packet> {
         match self {
             Arq::Raw(r) => r.poll_deliver(),
@@ -114,6 +115,7 @@ impl Arq {
             Arq::Gprs(g) => g.poll_timeout(),
         }
     }
+    #[inline(always)] // as poll_deliver
     pub fn handle_timeout(&mut self, now: Instant) {
         match self {
             Arq::Raw(_) => {}

@@ -155,8 +155,9 @@ pub enum LinkTimer {
     FrameArrive(u8),
     /// The ARQ machine of end `.0` (0 = gateway, 1 = mobile) has a timer due.
     Arq(u8),
-    /// The same for the session of mobile `.1` (>= 1) of a shared cell.
-    ArqOf(u8, u16),
+    /// The same for the session of mobile `.1` (>= 1) of a shared cell (a byte:
+    /// the timer stays two bytes, as the simulator's events).
+    ArqOf(u8, u8),
 }
 
 /// What a trace records of a frame handed to the radio.
@@ -593,12 +594,20 @@ impl WirelessLink {
     }
 
     fn push(&mut self, now: Instant, dir: usize, session: Session, mut p: Packet) -> Offer {
-        let sess = session.index();
         p.meta.queued = now;
+        let sess = match session {
+            Session::Arq | Session::Mobile(0) => 0,
+            Session::Bypass => 1,
+            Session::Mobile(k) => {
+                // Further mobiles' queues take the general road.
+                self.radio[dir].drained = false;
+                return self.push_aqm(now, dir, k as usize + 1, p);
+            }
+        };
         let (flow, len) = (p.meta.flow, p.size());
         let r = &mut self.radio[dir];
         r.drained = false;
-        let Queue::DropTail(q) = r.q(sess) else {
+        let Queue::DropTail(q) = &mut r.qs[sess] else {
             return self.push_aqm(now, dir, sess, p);
         };
         // Drop-tail: the path the link had before queue disciplines.
@@ -631,8 +640,8 @@ impl WirelessLink {
         }
     }
 
-    /// An offer to a queue of another discipline: its verdict, then what it did
-    /// besides (FQ-CoDel's drops from the fattest flow).
+    /// An offer to a queue of another discipline (or of a further mobile): its
+    /// verdict, then what it did besides (FQ-CoDel's drops from the fattest flow).
     #[inline(never)]
     fn push_aqm(&mut self, now: Instant, dir: usize, sess: usize, p: Packet) -> Offer {
         let (flow, len) = (p.meta.flow, p.size());
@@ -704,13 +713,17 @@ impl WirelessLink {
                     self.arq_fired(now, e, 0);
                 }
             }
-            LinkTimer::ArqOf(e, k) => {
-                let (e, k) = (e as usize, k as usize);
-                let m = &mut self.mobiles[k - 1];
-                if arq_fire(&mut m.arq[e], &mut m.sched[e], &mut m.dirty[e], now) {
-                    self.arq_fired(now, e, k + 1);
-                }
-            }
+            LinkTimer::ArqOf(e, k) => self.mobile_timer(now, e as usize, k as usize),
+        }
+    }
+
+    /// The timer of end `e`'s session of mobile `k` (>= 1) has fired (kept out of
+    /// line: the one-mobile link's timer path stays as it was).
+    #[inline(never)]
+    fn mobile_timer(&mut self, now: Instant, e: usize, k: usize) {
+        let m = &mut self.mobiles[k - 1];
+        if arq_fire(&mut m.arq[e], &mut m.sched[e], &mut m.dirty[e], now) {
+            self.arq_fired(now, e, k + 1);
         }
     }
 
@@ -729,7 +742,7 @@ impl WirelessLink {
         let next = match sess {
             0 => self.arq[end].poll_deliver(),
             1 => self.bypass[end].poll_deliver(),
-            s => self.mobiles[s - 2].arq[end].poll_deliver(),
+            s => self.mobile_deliver(end, s),
         };
         let Some(p) = next else {
             self.delivering = None;
@@ -748,6 +761,11 @@ impl WirelessLink {
             });
         }
         Some((dir, p))
+    }
+
+    #[inline(never)]
+    fn mobile_deliver(&mut self, end: usize, sess: usize) -> Option<Packet> {
+        self.mobiles[sess - 2].arq[end].poll_deliver()
     }
 
     /// After a delivery, once every delivered packet has been taken (and answers
@@ -1165,7 +1183,7 @@ impl WirelessLink {
     fn sched_mobiles(&mut self, now: Instant, e: usize, timers: &mut impl Timers<LinkTimer>) {
         for (i, m) in self.mobiles.iter_mut().enumerate() {
             if let Some(t) = arq_wakeup(&mut m.arq[e], &mut m.sched[e], &mut m.dirty[e], now) {
-                timers.schedule(t, LinkTimer::ArqOf(e as u8, i as u16 + 1));
+                timers.schedule(t, LinkTimer::ArqOf(e as u8, i as u8 + 1));
             }
         }
     }

@@ -57,7 +57,7 @@ pub(super) struct Web {
     requested: Option<usize>,
     reply_cum: u64,
     /// Client port -> connection, for every connection not yet closed.
-    pub(super) ports: std::collections::HashMap<u16, usize>,
+    pub(super) ports: crate::fx::FxMap<u16, usize>,
     pub(super) done: u64,
     pub(super) bytes_done: u64,
     pub(super) last_done: Option<Instant>,
