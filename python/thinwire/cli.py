@@ -920,7 +920,7 @@ def main(argv: list[str] | None = None) -> int:
         "--cell",
         choices=("separate", "shared"),
         default="separate",
-        help="with --mobiles: each mobile over its own copy of the path (separate, the default) or all over one wireless link (shared)",
+        help="with --mobiles: each mobile over its own copy of the path (separate, the default) or all over one wireless link, each with its own link-layer session and queues on the one radio (shared; not GSM RLP or IS-707)",
     )
     em.add_argument(
         "--udp-bypass",
