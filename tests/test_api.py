@@ -71,3 +71,22 @@ def test_write_outputs(small_scenario, tmp_path):
     assert s["flows"][0]["bytes_delivered"] == 100_000
     t = pl.read_parquet(tmp_path / "out" / "trace.parquet")
     assert t.height == r.trace.height
+
+
+def test_a_path_with_an_equals_sign_is_a_path(small_scenario, tmp_path):
+    """Sweep folders name files after their settings (`loss=0.1.toml`): such a
+    string is a path (it was read as TOML text and failed to parse), while one
+    line of TOML given directly is still text."""
+    d = tmp_path / "p=0.02"
+    d.mkdir()
+    f = d / "loss=0.02.toml"
+    f.write_text(small_scenario.read_text())
+    for s in (str(f), f, str(d / "missing=1.toml")):
+        if "missing" in str(s):
+            with pytest.raises(thinwire.ScenarioError, match="no such scenario file"):
+                thinwire.run(s)
+        else:
+            assert thinwire.run(s).flows.height == 1
+    with pytest.raises(thinwire.ScenarioError) as e:
+        thinwire.run('seed = "x"')
+    assert "no such scenario file" not in str(e.value)

@@ -53,8 +53,15 @@ class Summary(TypedDict):
 
 
 def _is_file(scenario: str | os.PathLike) -> bool:
-    """A scenario is a path to a file unless it is TOML text (a line break or an `=`)."""
-    return isinstance(scenario, os.PathLike) or ("\n" not in str(scenario) and "=" not in str(scenario))
+    """A scenario is a path to a file unless it is TOML text: a line break, or an
+    `=` in a string that is neither an existing file nor a name ending in `.toml`
+    (so `runs/loss=0.1.toml` is a path, `seed = 3` is TOML)."""
+    if isinstance(scenario, os.PathLike):
+        return True
+    s = str(scenario)
+    if "\n" in s:
+        return False
+    return "=" not in s or s.rstrip().endswith(".toml") or Path(s).is_file()
 
 
 _NAME = re.compile(r"""^\s*name\s*=\s*(?:"([^"\\\n]*)"|'([^'\n]*)')\s*(?:#.*)?$""")

@@ -3,7 +3,7 @@ two sentences per (claim id, structure) citing the paper's text (or its silence)
 and the mechanism measured, written from the full study's results (30
 replications, 2026-11-24; docs/studies/shared-link-arq.md). `"*"` stands for every
 structure. The figures of each run (timeouts or retransmissions per run, ties
-within 95 % CIs) are appended by `shared_link_arq_claims`; nothing here decides a
+within 95 % CIs) are appended by `claims.py`; nothing here decides a
 claim, and a failure without an entry says it was not examined.
 """
 

@@ -12,8 +12,8 @@ changes a claim or a model.
 
 from __future__ import annotations
 
-from .report import counts, verdict
-from .shared_link_arq import (
+from ..report import counts, verdict
+from .design import (
     APPS,
     COMPARE_FIGS,
     DELAY_FIGS,
@@ -24,16 +24,16 @@ from .shared_link_arq import (
     NAMES,
     SR_TIMEOUTS,
     TUNED,
-    _sel,
+    select,
 )
-from .shared_link_arq_why import WHY
+from .why import WHY
 
 
 def _at(summary, app, protocol, model, contention, flr=0.054, delay=False):
     m, c = ("delay_mean", "delay_ci95") if delay else ("mean", "ci95")
     return {
         r["setting"]: (r[m], r[c])
-        for r in _sel(summary, app=app, protocol=protocol, model=model, contention=contention, flr=flr).to_dicts()
+        for r in select(summary, app=app, protocol=protocol, model=model, contention=contention, flr=flr).to_dicts()
     }
 
 
@@ -331,7 +331,7 @@ def _why_rank(summary, mux, section, protocol, app, model, contention, want, bes
     explanation, whether the two are a statistical tie, and the timeouts per run."""
     pts = {
         r["setting"]: r
-        for r in _sel(summary, app=app, protocol=protocol, model=model, contention=contention, flr=0.054).to_dicts()
+        for r in select(summary, app=app, protocol=protocol, model=model, contention=contention, flr=0.054).to_dicts()
     }
     shown = [s for s in dict.fromkeys([want, best] + (["1+4", worst] if worst else [])) if s in pts]
     notes = []
@@ -354,7 +354,7 @@ def claims(summary) -> list[dict]:
     """Every claim under each structure in `summary` (the paper's first)."""
     out = []
     for mux in MUXES:
-        sub = _sel(summary, mux=mux)
+        sub = select(summary, mux=mux)
         if sub.height == 0:
             continue
         for c in _claims_one(sub, mux):
