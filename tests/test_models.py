@@ -496,6 +496,7 @@ mobile = 1
     own = thinwire.run(base + extra, pcap=True, out=tmp_path / "own")
     one = thinwire.run(base + extra.replace("mobile = 1", "mobile = 0"))
     assert own.summary["link"]["down"]["queue_max"] > 200
+    assert own.flows["mobile"].to_list() == [0, 1] and one.flows["mobile"].to_list() == [0, 0]
     small, behind = (r.flows.filter(pl.col("id") == 1)["completion_s"][0] for r in (own, one))
     # 8 KB at half of 64 kbit/s: about 2 s and a handshake; behind ~250 packets of
     # mobile 0's (31 ms of airtime each) it took longer than that backlog.

@@ -86,7 +86,8 @@ struct Media {
     id: usize,
     src: crate::app::UdpSource,
     sender: usize,
-    /// The mobile host's address (`mobile_addr`).
+    /// The mobile host and its address (`mobile_addr`).
+    mobile: u16,
     addr: [u8; 4],
     ident: u16,
     /// Birth times of the packets sent and of those received, for the loss ratio.
@@ -159,6 +160,8 @@ crate::described! {
         pub id: usize => (info, "count", "flow", "tcp media"),
         pub app: String => (info, "text", "app", "tcp media"),
         pub direction: String => (info, "text", "dir", "tcp media"),
+        /// The mobile host (flow key `mobile`, address 10.0.1.(2 + k)).
+        pub mobile: u16 => (info, "count", "", ""),
         /// TCP algorithms of the sender: the seeds' variant name for `reno` with one of
         /// their recoveries (`newreno`), else `CC+RECOVERY` (`cubic+sack`); `udp` for
         /// media and probes.
@@ -406,6 +409,7 @@ impl Sim {
                     id: i,
                     src,
                     sender,
+                    mobile: f.mobile(),
                     addr: mobile_addr(f.mobile()),
                     ident: 1,
                     sent_born: BornCount::default(),
@@ -931,6 +935,7 @@ impl Sim {
                         id: f.id,
                         app: f.cfg.app().into(),
                         direction: f.cfg.direction().name().into(),
+                        mobile: f.cfg.mobile(),
                         variant: snd.cfg.variant_name(),
                         start_s: f.start.as_secs_f64(),
                         bytes_delivered: delivered,
@@ -954,6 +959,7 @@ impl Sim {
                         id: wb.id,
                         app: wb.cfg.app().into(),
                         direction: "down".into(),
+                        mobile: wb.cfg.mobile(),
                         variant: build::tcp_config(&wb.cfg).variant_name(),
                         start_s: wb.start.as_secs_f64(),
                         bytes_delivered: wb.bytes_done,
@@ -977,6 +983,7 @@ impl Sim {
                         }
                         .into(),
                         direction: if m.sender == 0 { "down".into() } else { "up".into() },
+                        mobile: m.mobile,
                         variant: "udp".into(),
                         start_s: m.start.as_secs_f64(),
                         bytes_delivered: m.bytes,
