@@ -161,7 +161,7 @@ crate::described! {
         pub app: String => (info, "text", "app", "tcp media"),
         pub direction: String => (info, "text", "dir", "tcp media"),
         /// The mobile host (flow key `mobile`, address 10.0.1.(2 + k)).
-        pub mobile: u16 => (info, "count", "", ""),
+        pub mobile: u16 => (info, "count", "mobile?", "tcp media"),
         /// TCP algorithms of the sender: the seeds' variant name for `reno` with one of
         /// their recoveries (`newreno`), else `CC+RECOVERY` (`cubic+sack`); `udp` for
         /// media and probes.
