@@ -372,6 +372,10 @@ pub struct WirelessLink {
     bypass: [Raw; 2],
     /// Mobiles 1.. of a shared cell: sessions 2.. (empty: one mobile).
     mobiles: Vec<MobileSession>,
+    /// Per end, the mobiles (index in `mobiles`) whose machine at that end was
+    /// driven since its timer was last looked at (their `dirty` flag): the timers
+    /// are looked at for these only, not for every mobile at every step.
+    dirty_mobiles: [Vec<usize>; 2],
     arq_sched: [Option<Instant>; 2],
     /// The end's ARQ machine was driven since its timer was last looked at (its
     /// deadline can only have changed then).
@@ -425,6 +429,7 @@ impl WirelessLink {
             arq,
             bypass: [Raw::new(cfg.frame), Raw::new(cfg.frame)],
             mobiles: Vec::new(),
+            dirty_mobiles: [Vec::new(), Vec::new()],
             arq_sched: [None, None],
             arq_dirty: [true, true],
             scheduler: match cfg.mux {
@@ -523,6 +528,9 @@ impl WirelessLink {
         self.radio[0].more.push(q0);
         self.radio[1].more.push(q1);
         self.mobiles.push(MobileSession { arq, sched: [None, None], dirty: [true, true] });
+        for list in &mut self.dirty_mobiles {
+            list.push(self.mobiles.len() - 1);
+        }
         Session::Mobile(self.mobiles.len() as u16)
     }
 
@@ -722,7 +730,11 @@ impl WirelessLink {
     #[inline(never)]
     fn mobile_timer(&mut self, now: Instant, e: usize, k: usize) {
         let m = &mut self.mobiles[k - 1];
+        let was = m.dirty[e];
         if arq_fire(&mut m.arq[e], &mut m.sched[e], &mut m.dirty[e], now) {
+            if !was {
+                self.dirty_mobiles[e].push(k - 1);
+            }
             self.arq_fired(now, e, k + 1);
         }
     }
@@ -924,7 +936,7 @@ impl WirelessLink {
     /// The next frame of mobile session `s` (>= 2) of direction `d`.
     #[inline(never)]
     fn poll_mobile(&mut self, d: usize, s: usize, now: Instant, queued: bool) -> Option<Frame> {
-        self.mobiles[s - 2].dirty[d] = true;
+        self.mobile_driven(s - 2, d);
         while self.mobiles[s - 2].arq[d].wants_packet() {
             match self.dequeue(d, s, now) {
                 Some(p) => self.mobiles[s - 2].arq[d].send(now, p),
@@ -1160,9 +1172,8 @@ impl WirelessLink {
             }
             1 => self.bypass[end].on_frame(now, frame),
             s => {
-                let m = &mut self.mobiles[s - 2];
-                m.arq[end].on_frame(now, frame);
-                m.dirty[end] = true;
+                self.mobiles[s - 2].arq[end].on_frame(now, frame);
+                self.mobile_driven(s - 2, end);
             }
         }
         self.delivering = Some((end, sess, now));
@@ -1174,18 +1185,33 @@ impl WirelessLink {
         if let Some(t) = arq_wakeup(&mut self.arq[e], &mut self.arq_sched[e], &mut self.arq_dirty[e], now) {
             timers.schedule(t, LinkTimer::Arq(e as u8));
         }
-        if !self.mobiles.is_empty() {
+        if !self.dirty_mobiles[e].is_empty() {
             self.sched_mobiles(now, e, timers);
         }
     }
 
+    /// Mobile `i`'s machine at end `e` was driven: its timer is to be looked at.
+    fn mobile_driven(&mut self, i: usize, e: usize) {
+        let d = &mut self.mobiles[i].dirty[e];
+        if !*d {
+            *d = true;
+            self.dirty_mobiles[e].push(i);
+        }
+    }
+
+    /// The timers of the mobiles driven at end `e`, in the mobiles' order.
     #[inline(never)]
     fn sched_mobiles(&mut self, now: Instant, e: usize, timers: &mut impl Timers<LinkTimer>) {
-        for (i, m) in self.mobiles.iter_mut().enumerate() {
+        let mut list = std::mem::take(&mut self.dirty_mobiles[e]);
+        list.sort_unstable();
+        for &i in &list {
+            let m = &mut self.mobiles[i];
             if let Some(t) = arq_wakeup(&mut m.arq[e], &mut m.sched[e], &mut m.dirty[e], now) {
                 timers.schedule(t, LinkTimer::ArqOf(e as u8, i as u8 + 1));
             }
         }
+        list.clear();
+        self.dirty_mobiles[e] = list;
     }
 }
 
