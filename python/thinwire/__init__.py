@@ -11,8 +11,9 @@ link-layer ARQ.
 
 from __future__ import annotations
 
-import importlib
-
+# Nothing is imported here (not even importlib): a Ctrl-C while the command
+# starts can land in this module's import, and an import in progress would show
+# as a traceback through the standard library (tests/test_reliability.py).
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (start-up time)
 
 __all__ = [
@@ -64,6 +65,8 @@ _SUBMODULES = ("examples", "fields")
 
 
 def __getattr__(name: str) -> "Any":
+    import importlib
+
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name], __name__), name)
     if name in _SUBMODULES:
