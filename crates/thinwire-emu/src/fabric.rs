@@ -89,9 +89,7 @@ pub struct Fabric {
 /// Why `mobiles` mobiles cannot share the scenario's link as `cell`, if they
 /// cannot: GSM RLP and IS-707 are one mobile's circuit.
 pub fn cell_refusal(sc: &Scenario, mobiles: usize, cell: Cell) -> Option<String> {
-    use thinwire::config::LinkCfg;
-    let circuit = matches!(sc.wireless.link(), LinkCfg::RlpGsm(_) | LinkCfg::Is707(_));
-    (cell == Cell::Shared && mobiles > 1 && circuit).then(|| {
+    (cell == Cell::Shared && mobiles > 1 && sc.wireless.link().is_circuit()).then(|| {
         "--cell shared: a GSM RLP or IS-707 link is one mobile's circuit; several mobiles share raw, sr, asr, \
          rlc or gprs (or give each its own link: --cell separate)"
             .to_string()
@@ -103,10 +101,8 @@ fn cell_addresses(mobiles: usize) -> Vec<Vec<thinwire::wire::IpAddress>> {
     use thinwire::wire::IpAddress;
     (0..mobiles)
         .map(|k| {
-            let (v4, v6) = crate::netns::mobile_addr(k);
-            let v4: std::net::Ipv4Addr = v4.parse().expect("an IPv4 address");
-            let v6: std::net::Ipv6Addr = v6.parse().expect("an IPv6 address");
-            vec![IpAddress::V4(v4.octets()), IpAddress::V6(v6.octets())]
+            let v6: std::net::Ipv6Addr = crate::netns::mobile_addr(k).1.parse().expect("an IPv6 address");
+            vec![IpAddress::V4(thinwire::config::mobile_addr(k as u16)), IpAddress::V6(v6.octets())]
         })
         .collect()
 }

@@ -41,12 +41,13 @@ pub fn ip(args: &[&str]) -> Result<(), String> {
 }
 
 /// At most this many mobile hosts (their addresses are 10.0.1.2 to 10.0.1.251).
-pub const MAX_MOBILES: usize = 250;
+pub const MAX_MOBILES: usize = thinwire::config::MOBILES as usize;
 
 /// Mobile `k`'s addresses (IPv4, IPv6).
 pub fn mobile_addr(k: usize) -> (String, String) {
     assert!(k < MAX_MOBILES, "mobile {k}: at most {MAX_MOBILES}");
-    (format!("10.0.1.{}", 2 + k), format!("fd00:1::{:x}", 2 + k))
+    let v4 = std::net::Ipv4Addr::from(thinwire::config::mobile_addr(k as u16));
+    (v4.to_string(), format!("fd00:1::{:x}", 2 + k))
 }
 
 /// Which mobile an IP packet's destination (`dst`) or source address names, if any.

@@ -31,6 +31,11 @@ pub enum LinkCfg {
 pub const PROTOCOLS: &[&str] = &["raw", "sr", "asr", "rlc", "is707", "rlp-gsm", "gprs"];
 
 impl LinkCfg {
+    /// A circuit of one mobile (GSM RLP, IS-707): several mobiles cannot share it.
+    pub fn is_circuit(&self) -> bool {
+        matches!(self, LinkCfg::RlpGsm(_) | LinkCfg::Is707(_))
+    }
+
     /// The protocol's name as written in scenarios.
     pub fn protocol(&self) -> &'static str {
         match self {

@@ -620,6 +620,12 @@ fn apply_override(root: &mut toml::Value, o: &str) -> Result<(), ConfigError> {
 /// emulator's addresses 10.0.1.2..=10.0.1.251).
 pub const MOBILES: u16 = 250;
 
+/// Mobile `k`'s IPv4 address (flow key `mobile`): 10.0.1.(2 + k), in the
+/// simulator as in the emulator's namespaces.
+pub fn mobile_addr(k: u16) -> [u8; 4] {
+    [10, 0, 1, 2 + k as u8]
+}
+
 fn validate(sc: &Scenario, flows_run: bool) -> Result<(), ConfigError> {
     let w = &sc.wireless;
     for (n, d) in [("down", &w.down), ("up", &w.up)] {
@@ -679,7 +685,7 @@ fn validate(sc: &Scenario, flows_run: bool) -> Result<(), ConfigError> {
         if f.mobile() >= MOBILES {
             return Err(cerr(format!("flow[{i}].mobile"), format!("must be between 0 and {}", MOBILES - 1)));
         }
-        if f.mobile() > 0 && matches!(w.link(), LinkCfg::RlpGsm(_) | LinkCfg::Is707(_)) {
+        if f.mobile() > 0 && w.link().is_circuit() {
             return Err(cerr(
                 format!("flow[{i}].mobile"),
                 "a GSM RLP or IS-707 link is one mobile's circuit; several mobiles share raw, sr, asr, rlc or gprs",

@@ -15,7 +15,7 @@ use crate::app::media::MediaSource;
 use crate::app::web::{Transaction, WebModel};
 use crate::app::{probe::ProbeSource, UdpSource};
 use crate::build;
-use crate::config::{Direction, FlowCfg, LinkSession, Scenario, Stop};
+use crate::config::{mobile_addr, Direction, FlowCfg, LinkSession, Scenario, Stop};
 use crate::link::wireless::{LinkTimer, LinkTrace, Offer, Session, WirelessLink};
 use crate::queue::wired::WiredLink;
 use crate::rng::Rng;
@@ -32,11 +32,6 @@ mod gateway;
 use apps::{Interactive, Web};
 
 pub const SERVER_ADDR: [u8; 4] = [10, 0, 0, 1];
-/// Mobile `k`'s address (flow key `mobile`): 10.0.1.(2 + k), as the emulator's
-/// hosts.
-pub fn mobile_addr(k: u16) -> [u8; 4] {
-    [10, 0, 1, 2 + k as u8]
-}
 
 #[derive(Clone, Copy, Debug)]
 enum Event {

@@ -506,11 +506,7 @@ impl WirelessLink {
     /// Packets waiting in direction `dir`'s IP queue of `session`.
     pub fn queue_len(&self, dir: usize, session: Session) -> usize {
         let (r, s) = (&self.radio[dir], session.index());
-        if s < 2 {
-            r.qs[s].len()
-        } else {
-            r.more[s - 2].len()
-        }
+        if s < 2 { &r.qs[s] } else { &r.more[s - 2] }.len()
     }
 
     /// A further mobile on this cell: its link-layer entities (`arq[e]` at end
