@@ -53,8 +53,13 @@ impl Prr {
 
     /// The window for this ACK with `pipe` bytes in flight.
     pub(super) fn reduce_with(&mut self, tcb: &mut Tcb, now: Instant, una_advanced: bool, pipe: u64) {
+        let delivered = tcb.delivered.div_ceil(tcb.smss);
+        self.reduce_by(tcb, now, una_advanced, pipe, delivered);
+    }
+
+    /// The same with this ACK's `delivered` packets given.
+    pub(super) fn reduce_by(&mut self, tcb: &mut Tcb, now: Instant, una_advanced: bool, pipe: u64, delivered: u64) {
         let smss = tcb.smss;
-        let delivered = tcb.delivered.div_ceil(smss);
         if delivered == 0 {
             return;
         }

@@ -24,10 +24,11 @@
 //!   last recovery point: ssthresh from the controller, PRR's window, the lost
 //!   segments resent in sequence order, then new data; it ends when the recovery
 //!   point is acknowledged (cwnd = ssthresh).
-//! - Without SACK the kernel does not run RACK (`tcp_is_rack`): the third
-//!   duplicate ACK marks the first unacknowledged segment lost and starts the
-//!   recovery, and each partial ACK in it the next (NewReno, `tcp_add_reno_sack`,
-//!   `tcp_mark_head_lost`).
+//! - Without SACK the kernel runs no RACK detection (`tcp_identify_packet_loss`
+//!   calls `tcp_newreno_mark_lost` for a Reno connection): the third duplicate ACK
+//!   marks the first unacknowledged segment lost and starts the recovery, and each
+//!   partial ACK in it the next (NewReno, `tcp_add_reno_sack`). RACK.rtt still
+//!   follows the ACKs, for the timeout's marking.
 //!
 //! - At a retransmission timeout (§6.3, `tcp_timeout_mark_lost`): the first
 //!   unacknowledged segment and those unacknowledged for RACK.rtt are lost, the
@@ -93,6 +94,19 @@ pub struct Rack {
     dsacks: u64,
     /// In a recovery or a timeout's recovery at the last ACK (to see one end).
     in_episode: bool,
+    /// Without SACK, the segments that duplicate ACKs showed delivered above the
+    /// hole (Linux's Reno emulation, `sacked_out` of a connection without SACK:
+    /// one per duplicate ACK, `tcp_add_reno_sack`, at most what is out less the
+    /// holes, `tcp_limit_reno_sacked`; a partial ACK of n segments takes n − 1
+    /// of them, `tcp_remove_reno_sacks`; none once `snd_una` advances outside a
+    /// recovery or the recovery ends, `tcp_reset_reno_sack`). They are out of the
+    /// pipe, as in `tcp_packets_in_flight`: without them a recovery's pipe stayed
+    /// at the whole flight, PRR held to its proportional part, the duplicate ACKs
+    /// thinned out and the timer fired (a clean 20 Mbit/s link's slow start).
+    reno_sacked: u64,
+    /// Without SACK, the segments a partial ACK delivered as PRR counts them
+    /// (`max(acked − sacked_out, 1)`: the duplicate ACKs counted the rest).
+    reno_delivered: u64,
 }
 
 /// Linux `tcp_mark_skb_lost`: the segment is lost; a retransmission lost again
@@ -113,6 +127,37 @@ const REO_WND_PERSIST: u32 = 16;
 impl Rack {
     pub fn new(_: &TcpConfig) -> Rack {
         Rack { reo_wnd_mult: 1, ..Rack::default() }
+    }
+
+    /// What is in flight (`tcp_packets_in_flight`): sent, not SACKed, not deemed
+    /// lost unless sent again, and without SACK less the segments duplicate ACKs
+    /// counted (`reno_sacked`, 0 with SACK).
+    fn pipe(&self, tcb: &Tcb) -> u64 {
+        tcb.pipe_sent().saturating_sub(self.reno_sacked * tcb.smss)
+    }
+
+    /// Without SACK, the duplicate-ACK count as an ACK changes it (see
+    /// `reno_sacked`). `dupack`: this ACK is a duplicate; else it advanced
+    /// `snd_una` by `tcb.delivered` bytes.
+    fn count_reno_sacks(&mut self, tcb: &Tcb, dupack: bool) {
+        if dupack {
+            // In a timeout's recovery only a duplicate ACK for F-RTO's new data
+            // counts (`tcp_process_loss`).
+            if !tcb.in_loss || tcb.snd_max > tcb.recover {
+                let lost = tcb.sent.iter().filter(|r| r.lost).count() as u64;
+                let out = tcb.sent.len() as u64;
+                let cap = out.saturating_sub(lost.max(1).min(out));
+                self.reno_sacked = (self.reno_sacked + 1).min(cap);
+            }
+            return;
+        }
+        let acked = tcb.delivered.div_ceil(tcb.smss);
+        if tcb.in_recovery {
+            self.reno_delivered = acked.saturating_sub(self.reno_sacked).max(1);
+            self.reno_sacked -= acked.saturating_sub(1).min(self.reno_sacked);
+        } else {
+            self.reno_sacked = 0;
+        }
     }
 
     /// RFC 8985 §6.2 steps 2 and 4 (Linux `tcp_rack_update_reo_wnd`, the
@@ -302,7 +347,13 @@ impl LossRecovery for Rack {
     fn on_ack(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant) {
         self.update_reo_wnd(tcb);
         Self::tlp_ack(tcb, cc, now);
-        if self.advance(tcb, now) {
+        // RACK.rtt advances on every ACK (`tcp_clean_rtx_queue`), for the timeout's
+        // marking; detection runs only with SACK (`tcp_identify_packet_loss`):
+        // without it the duplicate ACKs and partial ACKs mark the head instead.
+        if !tcb.sack_ok && !tcb.delivered_segs.is_empty() {
+            self.count_reno_sacks(tcb, false);
+        }
+        if self.advance(tcb, now) && tcb.sack_ok {
             self.detect_and_enter(tcb, cc, now, false);
         }
         self.schedule_probe(tcb, now);
@@ -324,7 +375,7 @@ impl LossRecovery for Rack {
         self.detect_and_enter(tcb, cc, now, true);
         if tcb.in_recovery && !was {
             // Nothing was delivered: PRR's first packet, the retransmission.
-            let pipe = tcb.pipe_sent();
+            let pipe = self.pipe(tcb);
             tcb.set_cwnd(now, pipe + tcb.smss);
         }
     }
@@ -338,6 +389,9 @@ impl LossRecovery for Rack {
         // Without SACK the kernel does not run RACK (`tcp_is_rack` needs it): the
         // duplicate ACKs count as SACKed segments (`tcp_add_reno_sack`) and the
         // third marks the head lost (`tcp_time_to_recover`, `tcp_mark_head_lost`).
+        if !tcb.sack_ok {
+            self.count_reno_sacks(tcb, true);
+        }
         if !tcb.sack_ok && !tcb.in_recovery && !tcb.in_loss && tcb.dupacks >= DUP_THRESH && tcb.snd_una >= tcb.recover {
             if Self::mark_head_lost(tcb) {
                 if !tcb.in_cwr {
@@ -346,13 +400,13 @@ impl LossRecovery for Rack {
                 let ssthresh = super::loss_ssthresh(tcb, cc);
                 tcb.enter_recovery(now, ssthresh);
                 tcb.tlp = None;
-                let pipe = tcb.pipe_sent();
+                let pipe = self.pipe(tcb);
                 tcb.set_cwnd(now, pipe + tcb.smss);
             }
             return;
         }
         if tcb.in_recovery {
-            let pipe = tcb.pipe_sent();
+            let pipe = self.pipe(tcb);
             self.prr.reduce_with(tcb, now, false, pipe);
         }
     }
@@ -364,21 +418,25 @@ impl LossRecovery for Rack {
     }
 
     fn on_cwr_ack(&mut self, tcb: &mut Tcb, now: Instant, advanced: bool) {
-        let pipe = tcb.pipe_sent();
+        let pipe = self.pipe(tcb);
         self.prr.reduce_with(tcb, now, advanced, pipe);
     }
 
     fn on_recovery_ack(&mut self, tcb: &mut Tcb, now: Instant, _acked: u64) {
         if tcb.snd_una < tcb.recover {
-            if !tcb.sack_ok {
+            let pipe = self.pipe(tcb);
+            if tcb.sack_ok {
+                self.prr.reduce_with(tcb, now, true, pipe);
+            } else {
                 // NewReno without SACK: a partial ACK shows the next hole.
                 Self::mark_head_lost(tcb);
+                let pipe = self.pipe(tcb);
+                self.prr.reduce_by(tcb, now, true, pipe, self.reno_delivered);
             }
-            let pipe = tcb.pipe_sent();
-            self.prr.reduce_with(tcb, now, true, pipe);
             return;
         }
         tcb.in_recovery = false;
+        self.reno_sacked = 0;
         tcb.set_cwnd(now, tcb.ssthresh);
     }
 
@@ -398,7 +456,7 @@ impl LossRecovery for Rack {
     }
 
     fn next_segment(&mut self, tcb: &mut Tcb, data_end: u64) -> NextSeg {
-        if tcb.cwnd < tcb.pipe_sent() + tcb.smss {
+        if tcb.cwnd < self.pipe(tcb) + tcb.smss {
             return NextSeg::Wait;
         }
         // F-RTO's step 2.b (`tcb.frto_new`): new data only, for this ACK.
