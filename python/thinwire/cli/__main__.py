@@ -1,0 +1,7 @@
+"""`python -m thinwire.cli`: the `thinwire` command."""
+
+import sys
+
+from . import main
+
+sys.exit(main())
