@@ -90,3 +90,20 @@ def test_a_path_with_an_equals_sign_is_a_path(small_scenario, tmp_path):
     with pytest.raises(thinwire.ScenarioError) as e:
         thinwire.run('seed = "x"')
     assert "no such scenario file" not in str(e.value)
+
+
+def test_run_text_never_reads_a_path(small_scenario, tmp_path):
+    """`run_text` takes TOML text whatever it looks like: the same string that
+    `run` reads as a path (an existing file) is parsed as TOML there, and the
+    file's text runs as it does from the file."""
+    f = tmp_path / "loss=0.02.toml"
+    f.write_text(small_scenario.read_text())
+    assert thinwire.run(str(f)).flows.height == 1
+    with pytest.raises(thinwire.ScenarioError) as e:
+        thinwire.run_text(str(f))
+    assert "no such scenario file" not in str(e.value)
+    a = thinwire.run_text(f.read_text(), seed=3).summary
+    b = thinwire.run(f, seed=3).summary
+    assert a["flows"] == b["flows"] and a["scenario"] == "scenario" and b["scenario"] == "loss=0.02"
+    with pytest.raises(TypeError):
+        thinwire.run_text(f)

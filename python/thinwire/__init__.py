@@ -18,6 +18,7 @@ TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (star
 
 __all__ = [
     "run",
+    "run_text",
     "check",
     "sweep",
     "RunResult",
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from .api import check as check
     from .api import load_scenario_text as load_scenario_text
     from .api import run as run
+    from .api import run_text as run_text
     from .sweeping import SweepResult as SweepResult
     from .sweeping import sweep as sweep
 
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
 # not need them (`thinwire analyze`, `thinwire --version`) start faster.
 _LAZY = {
     "run": ".api",
+    "run_text": ".api",
     "check": ".api",
     "RunResult": ".api",
     "Summary": ".api",

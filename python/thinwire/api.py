@@ -364,7 +364,9 @@ def run(
     mm_log: bool = False,
     out: str | os.PathLike[str] | None = None,
 ) -> RunResult:
-    """Runs a scenario (a path to a TOML file, or TOML text).
+    """Runs a scenario: a path to a TOML file, or TOML text (a string with a line
+    break, or with an `=` that names no file and does not end in `.toml`; use
+    `run_text` to say which without the guess).
 
     seed, run_index: override the scenario's root seed and run index.
     set: field overrides, {"flow.0.bytes": "1MB"} or ["flow.0.bytes=1MB"].
@@ -378,8 +380,30 @@ def run(
       Atomic as a set: a failed or interrupted run leaves the folder as it was.
     """
     text, name = load_scenario_text(scenario)
+    return _run(text, name, scenario_file(scenario), seed, run_index, set, trace, pcap, mm_log, out)
+
+
+def run_text(
+    text: str,
+    seed: int | None = None,
+    *,
+    run_index: int | None = None,
+    set: Mapping[str, object] | Sequence[str] | None = None,
+    trace: Sequence[str] | None = None,
+    pcap: bool = False,
+    mm_log: bool = False,
+    out: str | os.PathLike[str] | None = None,
+) -> RunResult:
+    """Runs a scenario given as TOML text, never read as a path (`run` guesses
+    between the two for a string). Relative file paths in it (delivery traces) are
+    relative to the working directory. The other arguments are `run`'s."""
+    if not isinstance(text, str):
+        raise TypeError(f"run_text takes the scenario's TOML text as a str, not {type(text).__name__}")
+    return _run(text, _declared_name(text) or "scenario", None, seed, run_index, set, trace, pcap, mm_log, out)
+
+
+def _run(text, name, file, seed, run_index, set, trace, pcap, mm_log, out) -> RunResult:
     overrides = _overrides(set, seed, run_index, trace, pcap, mm_log)
-    file = scenario_file(scenario)
     if out is None:
         res = RunResult(raw=_core.run(text, overrides, scenario_file=file), name=name)
         _warn(res.warnings)
