@@ -120,12 +120,26 @@ CELLS: dict[str, tuple[str, list[str], int]] = {
     ),
     "clean-fast": (_RAW.format(rate="20Mbps", delay="20ms", frame="1500B", header="0B"), [], 5_000_000),
 }
-# name -> (the real hosts' congestion control, the simulated flow's TCP)
-TCPS = {
-    "cubic": ("cubic", '{profile="linux"}'),
-    "reno": ("reno", '{profile="linux", cc="reno"}'),
-    "bbr": ("bbr", '{profile="linux", cc="bbr"}'),
+# name -> (the real hosts' congestion control, the simulated flow's TCP, the real
+# hosts' sysctls beyond the stock ones (both namespaces), options of their route)
+TCPS: dict[str, tuple[str, str, dict[str, int], str]] = {
+    "cubic": ("cubic", '{profile="linux"}', {}, ""),
+    "reno": ("reno", '{profile="linux", cc="reno"}', {}, ""),
+    "bbr": ("bbr", '{profile="linux", cc="bbr"}', {}, ""),
+    # Tuned hosts: one knob turned away from the kernel's default on the real hosts
+    # and the same key of the simulated `linux` profile, so the profile's knobs are
+    # checked against the kernel's as well as its defaults. SACK off (the kernel then
+    # runs neither RACK nor SACK recovery: NewReno on duplicate ACKs), timestamps
+    # off (no Eifel undo, RTT samples from unretransmitted segments only, 12 B more
+    # payload per segment), an initial window of 4 (`initcwnd` on the route).
+    "reno-nosack": ("reno", '{profile="linux", cc="reno", sack=false}', {"tcp_sack": 0}, ""),
+    "cubic-nots": ("cubic", '{profile="linux", timestamps=false}', {"tcp_timestamps": 0}, ""),
+    "cubic-iw4": ("cubic", '{profile="linux", initial_window=4}', {}, "initcwnd 4"),
 }
+# The stock TCPs run in every cell; the tuned ones in these (the short cells: each
+# link family's loss recovery, slow start on a clean link).
+STOCK = ["cubic", "reno", "bbr"]
+TUNED_CELLS = ["gsm-rlp-vj", "rlc-bursty", "raw-lossy", "clean-fast"]
 QUICK = {
     "cells": {"raw-lossy": 300_000},
     "tcps": ["cubic"],
@@ -170,6 +184,14 @@ _CURL = "for i in $(seq 100); do curl -sf -o /dev/null http://$THINWIRE_PEER:800
 # default may only be one of the host's `tcp_allowed_congestion_control`, a route
 # may use any available one.
 _TUNE = "ip route change $THINWIRE_PEER dev $THINWIRE_DEV congctl {cc}"
+
+
+def tune(tcp: str) -> str:
+    """The shell command that sets a real host up as `tcp` says (run in both
+    namespaces): its sysctls, then the route's congestion control and options."""
+    cc, _, sysctls, route = TCPS[tcp]
+    sets = "".join(f"sysctl -qw net.ipv4.{k}={v} && " for k, v in sysctls.items())
+    return sets + _TUNE.format(cc=cc) + (f" {route}" if route else "")
 
 
 # The real download is curl's GET of a file from Python's http.server: an 82-byte
@@ -242,9 +264,9 @@ def real_run(cell: str, tcp: str, seed: int, work: Path, size: int | None = None
     if not www.is_dir():
         www.mkdir()
         (www / "f.bin").write_bytes(bytes(range(256)) * (size // 256) + bytes(size % 256))
-    tune = _TUNE.format(cc=TCPS[tcp][0])
+    setup = tune(tcp)
     pid = run / "server.pid"
-    server = f"echo $$ > {pid}; {tune} && exec python3 -m http.server 8000 --bind $THINWIRE_ADDR --directory {www} 2>/dev/null"
+    server = f"echo $$ > {pid}; {setup} && exec python3 -m http.server 8000 --bind $THINWIRE_ADDR --directory {www} 2>/dev/null"
     ss_log = run / "ss.log"
     if sample_ss:
         # Unix time, then the sockets of port 8000; the loop ends with the server.
@@ -252,7 +274,7 @@ def real_run(cell: str, tcp: str, seed: int, work: Path, size: int | None = None
         server = f"({loop}) > {ss_log} 2>/dev/null & {server}"
     # After the download the mobile reads the server namespace's counters.
     stats = f"cat /proc/$(cat {pid})/net/netstat /proc/$(cat {pid})/net/snmp > {run}/server.netstat"
-    mobile = f"{tune} && {_CURL} && {stats}"
+    mobile = f"{setup} && {_CURL} && {stats}"
     s = emulate(
         text,
         seed=seed,
@@ -647,7 +669,7 @@ def _transfer_real(name: str, over: list[str], d: Path, mobile_tune: str = "") -
     from ..emulate import emulate
 
     size = _micro_size(name)
-    tune = _TUNE.format(cc="cubic")
+    setup = tune("cubic")
     serve = (
         "import socket,sys\ns=socket.socket()\ns.setsockopt(1,2,1)\ns.bind((sys.argv[1],9000))\ns.listen()\n"
         f"c,_=s.accept()\nc.sendall(b'x'*{size})\nc.close()\nimport time\ntime.sleep(30)"
@@ -657,10 +679,10 @@ def _transfer_real(name: str, over: list[str], d: Path, mobile_tune: str = "") -
     )
     d.mkdir(parents=True, exist_ok=True)
     pid = d / "server.pid"
-    server = f'echo $$ > {pid}; {tune} && exec python3 -c "{serve}" $THINWIRE_ADDR'
+    server = f'echo $$ > {pid}; {setup} && exec python3 -c "{serve}" $THINWIRE_ADDR'
     stats = f"cat /proc/$(cat {pid})/net/netstat /proc/$(cat {pid})/net/snmp > {d}/server.netstat"
     mobile = (
-        f'{tune}{mobile_tune} && sleep 1 && python3 -c "{fetch}" $THINWIRE_PEER && {stats} '
+        f'{setup}{mobile_tune} && sleep 1 && python3 -c "{fetch}" $THINWIRE_PEER && {stats} '
         f"&& cat /proc/net/netstat > {d}/mobile.netstat"
     )
     text = _rwnd_text(name)[0] if name in RWND else _micro_text(name, 0)[0]
@@ -780,13 +802,13 @@ def rwnd_real(name: str, work: Path) -> dict:
     starts moves by a segment or two from run to run (at 50 segments, 117,760 or
     134,144 B in three stock runs)."""
     rmem, scale = RWND[name]
-    tune = f" && sysctl -qw net.ipv4.tcp_rmem='4096 {rmem} {rmem}'" if rmem else ""
+    extra = f" && sysctl -qw net.ipv4.tcp_rmem='4096 {rmem} {rmem}'" if rmem else ""
     if not scale:
-        tune += " && sysctl -qw net.ipv4.tcp_window_scaling=0"
+        extra += " && sysctl -qw net.ipv4.tcp_window_scaling=0"
     runs, late = [], []
     for i in range(RWND_RUNS):
         d = work / f"micro-{name}-{i}"
-        s, _ = _transfer_real(name, [], d, mobile_tune=tune)
+        s, _ = _transfer_real(name, [], d, mobile_tune=extra)
         runs.append(ack_windows(d / "out" / "mobile.pcap"))
         late.append(s["lateness"]["p99_ms"])
     return {"cell": name, "side": "real", "windows_runs": runs, "late_p99_ms": max(late)}
@@ -898,6 +920,7 @@ def reproduce(
     sizes = plan.get("cells") or {c: None for c in CELLS}
     if cells:
         sizes = {c: sizes.get(c) for c in cells}
+    explicit = tcps is not None
     tcps = tcps or plan.get("tcps") or list(TCPS)
     rows: list[dict] = []
     old = out / "runs.json"
@@ -906,7 +929,7 @@ def reproduce(
     with tempfile.TemporaryDirectory() as d:
         work = Path(d)
         for cell, size in sizes.items():
-            for tcp in tcps:
+            for tcp in [t for t in tcps if explicit or t in STOCK or cell in TUNED_CELLS]:
                 n_real = plan.get("real_by_cell", {}).get(cell, plan["real"])
                 if progress:
                     print(f"sim-vs-real: {cell}, {tcp}: {n_real} real runs ...", flush=True)
