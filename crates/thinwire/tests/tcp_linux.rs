@@ -538,6 +538,25 @@ fn without_sack_partial_acks_resend_one_hole_each() {
     }
 }
 
+/// Without SACK the duplicate ACKs of a recovery stand for segments delivered
+/// (`sacked_out`), and a timeout forgets them (`tcp_timeout_mark_lost`:
+/// `tcp_reset_reno_sack`): the timeout's window is what is in flight plus one, so
+/// one segment leaves at the timeout. Kept across it, they shrank the pipe by a
+/// window's worth and a burst of go-back-N retransmissions left at once (a raw
+/// 1.5 Mbit/s link with 1.5 % loss: 54 retransmissions where the kernel sent 16).
+#[test]
+fn without_sack_a_timeout_sends_one_segment() {
+    let client = TcpConfig { sack: false, ..cfg() };
+    let server = TcpConfig { initial_window: 10, ..rack(linux(cfg())) };
+    let mut p = pair(client, server, 100_000, drop_with_retransmissions(&[20], 1));
+    run_until(&mut p, Duration::from_secs(30), |p| p.ep[0].delivered() == 100_000);
+    assert_eq!(p.ep[1].stats().timeouts, 1);
+    let retx: Vec<_> = p.log[1].iter().filter(|e| e.3).collect();
+    let rto = retx.iter().enumerate().find(|(i, e)| retx[..*i].iter().any(|f| f.1 == e.1)).map(|(_, e)| e.0);
+    let at = rto.expect("the head sent again at the timeout");
+    assert_eq!(retx.iter().filter(|e| e.0 == at).count(), 1);
+}
+
 /// The kernel acknowledges a request in the softirq, before the server process
 /// writes its reply: with Linux's receiver (`quickack`) the request's ACK goes
 /// out alone and the reply follows; without, the reply's first segment carries

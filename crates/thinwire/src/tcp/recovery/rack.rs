@@ -444,6 +444,9 @@ impl LossRecovery for Rack {
     /// the first unacknowledged segment, and every other one unacknowledged for
     /// RACK.rtt, is lost; what was sent more recently stays in flight.
     fn on_rto(&mut self, tcb: &mut Tcb, now: Instant) -> bool {
+        // Without SACK the duplicate ACKs' count starts again
+        // (`tcp_timeout_mark_lost`: `tcp_reset_reno_sack`).
+        self.reno_sacked = 0;
         let una = tcb.snd_una;
         for r in tcb.sent.iter_mut().filter(|r| !r.sacked) {
             if !r.lost && (r.start <= una || now - r.xmit >= self.rtt) {
