@@ -124,3 +124,21 @@ start = "20s"
     f0, f1 = r.summary["flows"]
     assert f0["completion_s"] is None and 0 < f0["bytes_delivered"] < 500_000
     assert f1["bytes_delivered"] == 5_000 and r.summary["end"] == "finished"
+
+
+def test_an_http_header_written_apart_leaves_in_a_segment_of_its_own():
+    """`header`: a server writes its status line and headers, then the body
+    (Python's http.server does): the first reply segment carries the header alone,
+    the body follows in full segments, the same bytes arrive. Without it the
+    reply is one write, cut into full segments from its start."""
+    import polars as pl
+
+    page = '[[flow]]\napp = "http"\nbytes = "20000B"\nobjects = 1\ntransactions = 1\nrequest = "82B"\n{}tcp = {{ profile = "linux" }}\n'
+    firsts = {}
+    for head in ("", 'header = "203B"\n'):
+        r = run(page.format(head), trace=["tcp"])
+        assert r.raw["flows"][0]["bytes_delivered"] == 20_000
+        t = r.trace.filter((pl.col("node") == "server") & (pl.col("event") == "send") & (pl.col("len") > 0))
+        firsts[head] = t["len"].to_list()[:3]
+    assert firsts[""] == [1448, 1448, 1448]
+    assert firsts['header = "203B"\n'] == [203, 1448, 1448]

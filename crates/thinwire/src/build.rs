@@ -493,14 +493,19 @@ pub fn session(f: &FlowCfg) -> Option<SessionConfig> {
             let d = SessionConfig::ttcp(bytes.and_then(|b| b.0).unwrap_or(0));
             SessionConfig { limit: repeat.or(d.limit), think: dur(*think, d.think), port: port.unwrap_or(d.port), ..d }
         }
-        FlowCfg::Http(HttpCfg { bytes, objects, request, persistent, think, gap, transactions, port, .. }) => {
+        FlowCfg::Http(HttpCfg {
+            bytes, objects, request, persistent, header, think, gap, transactions, port, ..
+        }) => {
             let d = SessionConfig::http(bytes.and_then(|b| b.0).unwrap_or(0));
-            let SessionKind::Http { objects: o, request: r, persistent: p, bytes: b } = d.kind else { unreachable!() };
+            let SessionKind::Http { objects: o, request: r, persistent: p, bytes: b, header: h } = d.kind else {
+                unreachable!()
+            };
             let kind = SessionKind::Http {
                 bytes: b,
                 objects: objects.unwrap_or(o),
                 request: request.map_or(r, |s| s.0),
                 persistent: persistent.unwrap_or(p),
+                header: header.map_or(h, |s| s.0),
             };
             SessionConfig {
                 kind,

@@ -198,7 +198,12 @@ def tune(tcp: str) -> str:
 # request ("GET /f.bin HTTP/1.1", Host 10.0.0.1:8000, curl's User-Agent and
 # Accept), a reply header of 198 bytes plus the digits of Content-Length, the
 # file, and the server's close (HTTP/1.0). The simulated flow makes the same
-# exchange (`http`, one object), so both sides carry the same bytes each way.
+# exchange (`http`, one object), so both sides carry the same bytes each way. The
+# server writes the header, then the file (`send_header`s flushed by
+# `end_headers`, then `copyfile`): the kernel sends the header in a segment of its
+# own (the server's capture: 203 B, then full segments), so the simulated server
+# writes it apart too (`header`). On the GSM cell that first small segment's ACK
+# comes back early and restarts the retransmission timer.
 HTTP_REQUEST = 82
 HTTP_HEADER = 198
 
@@ -207,10 +212,10 @@ def cell_text(cell: str, size: int | None = None) -> tuple[str, list[str], int]:
     """A cell's scenario text (its link and one download flow), overrides, size."""
     text, over, default = CELLS[cell]
     size = size or default
-    reply = size + HTTP_HEADER + len(str(size))
+    header = HTTP_HEADER + len(str(size))
     flow = (
         f'\n[[flow]]\napp = "http"\nobjects = 1\ntransactions = 1\nrequest = "{HTTP_REQUEST}B"\n'
-        f'bytes = "{reply}B"\ndirection = "down"\n'
+        f'bytes = "{size + header}B"\nheader = "{header}B"\ndirection = "down"\n'
     )
     return text + flow, over, size
 

@@ -8,7 +8,10 @@
 //! - `http` (seed 004 §VI-A): pages of `objects` objects (default 4) of `bytes`,
 //!   each requested with `request` bytes (default 300 B), one request at a time;
 //!   `persistent` (default false: HTTP/1.0, a connection per object; true:
-//!   HTTP/1.1, one per page).
+//!   HTTP/1.1, one per page); `header` (default 0 B): each reply's first bytes
+//!   are written apart, before the rest — a server's status line and headers
+//!   (Python's `http.server` writes its 198-byte header, then the file), so TCP
+//!   sends them as a segment of their own when nothing else is waiting.
 //!
 //! All: `think` between transactions (default 0 s), `gap` before each further
 //! request of a page (default 0 s), `transactions` (pages; default unlimited), the
@@ -22,7 +25,7 @@ pub enum SessionKind {
     /// Fixed downloads; each ends with the server's FIN.
     Ttcp { bytes: u64 },
     /// Fixed pages of objects.
-    Http { bytes: u64, objects: u64, request: u64, persistent: bool },
+    Http { bytes: u64, objects: u64, request: u64, persistent: bool, header: u64 },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -45,7 +48,7 @@ impl SessionConfig {
     }
     /// HTTP/1.0 pages of 4 objects of `bytes`, 300-byte requests.
     pub fn http(bytes: u64) -> SessionConfig {
-        let kind = SessionKind::Http { bytes, objects: 4, request: 300, persistent: false };
+        let kind = SessionKind::Http { bytes, objects: 4, request: 300, persistent: false, header: 0 };
         SessionConfig { kind, ..Self::web() }
     }
     /// The request/response sizes of a fixed transaction (None: drawn per transaction).
@@ -54,6 +57,13 @@ impl SessionConfig {
             SessionKind::Web => None,
             SessionKind::Ttcp { bytes } => Some(vec![(0, bytes)]),
             SessionKind::Http { bytes, objects, request, .. } => Some(vec![(request, bytes); objects as usize]),
+        }
+    }
+    /// The bytes of each reply written before the rest (http's `header`; 0: one write).
+    pub fn reply_header(&self) -> u64 {
+        match self.kind {
+            SessionKind::Http { header, bytes, .. } => header.min(bytes),
+            _ => 0,
         }
     }
     pub fn persistent(&self) -> bool {

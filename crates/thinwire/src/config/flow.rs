@@ -270,6 +270,10 @@ pub struct HttpCfg {
     /// HTTP/1.1 persistent connection per page (true) or HTTP/1.0 (false, default).
     #[serde(default)]
     pub persistent: Option<bool>,
+    /// Each reply's first bytes written apart, before the rest (a server's status
+    /// line and headers; default 0 B: the reply in one write).
+    #[serde(default)]
+    pub header: Option<Size>,
     #[serde(default)]
     pub think: Option<Dur>,
     /// Pause before each further request of a page (default 0 s).

@@ -44,6 +44,8 @@ pub(super) struct Web {
     persistent: bool,
     /// An exchange ends only when the server's FIN has reached the mobile (ttcp).
     wait_fin: bool,
+    /// Bytes of each reply written before the rest (http's `header`).
+    header: u64,
     server_port: u16,
     tx: Option<Transaction>,
     tx_start: Instant,
@@ -82,6 +84,7 @@ impl Web {
             start,
             persistent: cfg.persistent(),
             wait_fin: cfg.wait_fin(),
+            header: cfg.reply_header(),
             server_port: cfg.port,
             tx: None,
             tx_start: start,
@@ -233,9 +236,16 @@ impl Sim {
             && fl.ep[0].app_limit().unwrap_or(0) < target
             && fl.ep[0].delivered() >= web.req_cum
         {
-            // The server answers; HTTP/1.0 and ttcp servers then close.
-            fl.ep[0].set_app_data(Some(target), !web.persistent);
+            // The server answers; HTTP/1.0 and ttcp servers then close. A header
+            // written apart leaves first, in a segment of its own.
+            let close = !web.persistent;
+            if web.header > 0 {
+                fl.ep[0].set_app_data(Some(web.reply_cum + web.header.min(reply)), false);
+                self.drain_tcp(f, 0);
+            }
+            self.flows[f].ep[0].set_app_data(Some(target), close);
         }
+        let (web, fl) = (&mut self.webs[w], &mut self.flows[f]);
         if end == 1 && fl.ep[1].delivered() >= target && (!web.wait_fin || fl.ep[1].fin_received()) {
             web.reply_cum = target;
             web.step += 1;
