@@ -150,3 +150,25 @@ def test_quick_study_over_the_emulator(tmp_path):
     assert all(-0.5 < r["t_s"] < st["real_completion_s"] + 1.0 for r in real)
     assert all(0.2 <= r["rto_s"] < 5 for r in real if r["rto_s"])
     assert st["sim"]["cwnd"] and st["sim"]["rto"]
+
+
+def test_gsm_probe_outstanding_then_timeout_as_the_kernel():
+    """The GSM cell without timestamps, seed 3, as a capture of the kernel showed
+    it (docs/studies/sim-vs-real.md): the header's small segment is acknowledged
+    early, the loss probe goes (the last segment again), and when the probe timer
+    fires again before the next ACK, with that probe still outstanding, no second
+    probe goes: the retransmission timer runs from the first unacknowledged
+    segment's transmission and fires at once (`tcp_send_loss_probe`'s
+    `rearm_timer`, `tcp_rto_delta_us`) — one timeout, then go-back-N, eleven
+    retransmissions in all. Timed from the probe, the timer would not fire."""
+    import polars as pl
+    import thinwire
+
+    text, over, _ = sim_vs_real.cell_text("gsm-rlp-vj")
+    r = thinwire.run(text, seed=3, set=over + [f"flow.0.tcp={sim_vs_real.TCPS['cubic-nots'][1]}"], trace=["tcp"])
+    f = r.flows.row(0, named=True)
+    assert (f["tcp_loss_probes"], f["tcp_timeouts"], f["tcp_retransmits"]) == (1, 1, 11)
+    t = r.trace.filter((pl.col("node") == "server") & pl.col("event").cast(pl.String).is_in(["loss_probe", "timeout"]))
+    probe, timeout = t["time_s"].to_list()
+    # The kernel's: probe 1.55 s after the first data, timeout 2.16 s after the probe.
+    assert 1.0 < timeout - probe < 2.5

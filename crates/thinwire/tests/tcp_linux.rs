@@ -557,6 +557,26 @@ fn without_sack_a_timeout_sends_one_segment() {
     assert_eq!(retx.iter().filter(|e| e.0 == at).count(), 1);
 }
 
+/// Linux's client acknowledges the SYN-ACK at once and alone
+/// (`tcp_rcv_synsent_state_process` → `tcp_send_ack`); the application's first
+/// data follows in a segment of its own (curl's GET in the GSM cell's capture:
+/// the ACK, then the request 80 ms later). Without Linux's receiver the ACK rides
+/// on the first data segment. The server's handshake RTT sample then excludes the
+/// request's transmission time.
+#[test]
+fn the_handshake_ack_goes_out_alone() {
+    for quickack in [true, false] {
+        let client = TcpConfig { quickack, ..rack(linux(cfg())) };
+        let mut p = pair(client, rack(linux(cfg())), 1, TcpPair::drop_none());
+        p.ep[0].set_app_data(Some(500), false);
+        p.ep[1].set_app_data(Some(0), false);
+        p.run(Duration::from_secs(10));
+        let lens: Vec<u32> = p.log[0].iter().take(3).map(|e| e.2).collect();
+        let want: &[u32] = if quickack { &[0, 0, 500] } else { &[0, 500] };
+        assert_eq!(&lens[..want.len()], want, "quickack {quickack}");
+    }
+}
+
 /// The kernel acknowledges a request in the softirq, before the server process
 /// writes its reply: with Linux's receiver (`quickack`) the request's ACK goes
 /// out alone and the reply follows; without, the reply's first segment carries

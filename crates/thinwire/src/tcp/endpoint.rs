@@ -254,6 +254,9 @@ pub struct Tcp {
     tcb: Tcb,
     /// Segments sent since the window's use was last validated.
     sent_burst: bool,
+    /// The burst was a tail loss probe: no probe timer after it (Linux sends the
+    /// probe with `push_one = 2`, which skips `tcp_schedule_loss_probe`).
+    probe_burst: bool,
     /// Linux's receiver (`quickack`): an immediate ACK decided when data arrived
     /// with nothing of ours ready to carry it goes out alone, before whatever the
     /// application writes in reply (the kernel acknowledges in the softirq, before
@@ -305,6 +308,7 @@ impl Tcp {
                 cfg.cwnd_clamp.map(u64::from),
             ),
             sent_burst: false,
+            probe_burst: false,
             ack_first: false,
             paced: None,
             cc: cfg.cc.make(&cfg),
@@ -571,6 +575,9 @@ impl Tcp {
                 if self.tcb.probe {
                     // The probe took the retransmission timer's place.
                     self.arm_rto(now);
+                } else if std::mem::take(&mut self.tcb.rto_from_head) {
+                    let head = self.tcb.sent.front().map_or(now, |r| r.xmit);
+                    self.rto_deadline = Some((head + self.rtt.rto()).max(now));
                 }
             }
         }
@@ -834,9 +841,14 @@ impl Tcp {
                 // The end of a burst (Linux `tcp_write_xmit`): was the window the
                 // limit? (Only Linux's controllers ask.)
                 let limited = self.tcb.flight() >= self.tcb.cwnd;
-                if self.sent_burst && self.tcb.track_sent {
-                    // Linux schedules the loss probe after every burst too.
-                    self.tcb.rto_in = self.rto_deadline.map_or(Duration::ZERO, |d| d - now);
+                if self.sent_burst && self.tcb.track_sent && !std::mem::take(&mut self.probe_burst) {
+                    // Linux schedules the loss probe after every burst too, no later
+                    // than the retransmission timer would fire counted from the
+                    // first unacknowledged segment's transmission
+                    // (`tcp_schedule_loss_probe` after `tcp_write_xmit`:
+                    // `tcp_rto_delta_us`).
+                    let head = self.tcb.sent.front().map_or(now, |r| r.xmit);
+                    self.tcb.rto_in = (head + self.rtt.rto()) - now;
                     self.recovery.on_sent(&mut self.tcb, now);
                 }
                 if (self.sent_burst || limited) && self.cc.kind() != super::CcKind::Rfc5681 {
@@ -1028,6 +1040,7 @@ impl Tcp {
             self.send_at(now, start, end - start)
         };
         self.tcb.tlp = Some((self.tcb.snd_max, seg.retransmission));
+        self.probe_burst = true;
         self.tcb.stats.loss_probes += 1;
         self.tcb.push_var(now, TcpVar::LossProbe, self.tcb.stats.loss_probes as i64);
         self.arm_rto(now);
@@ -1173,6 +1186,11 @@ impl Tcp {
                 self.rto_deadline = None;
                 self.state = State::Established;
                 self.ack_now = true;
+                // Linux's client acknowledges the SYN-ACK at once, alone
+                // (`tcp_rcv_synsent_state_process`: `tcp_send_ack`, unless a write
+                // is already waiting in connect); the application's first data
+                // follows in a segment of its own (a capture of curl's GET).
+                self.ack_first = self.cfg.quickack;
                 return;
             }
             State::SynRcvd => {

@@ -87,6 +87,12 @@ pub struct Tcb {
     /// new data if there is some the receiver's window allows, else the last
     /// segment again).
     pub probe: bool,
+    /// The probe timer fired while a probe was still outstanding (Linux
+    /// `tcp_send_loss_probe`: at most one, `rearm_timer`): no probe; the endpoint
+    /// re-arms the retransmission timer from the first unacknowledged segment's
+    /// transmission (`tcp_rearm_rto` with the probe timer pending:
+    /// `tcp_rto_delta_us`), so it fires at once if that time has passed.
+    pub rto_from_head: bool,
     /// The probe outstanding: `snd_max` after it, and whether it was a
     /// retransmission (Linux `tlp_high_seq`, `tlp_retrans`).
     pub tlp: Option<(u64, bool)>,
@@ -172,6 +178,7 @@ impl Tcb {
             min_rtt: None,
             sack_ok: false,
             probe: false,
+            rto_from_head: false,
             tlp: None,
             recover: 0,
             high_rxt: 0,

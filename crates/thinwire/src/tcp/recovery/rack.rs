@@ -27,8 +27,9 @@
 //! - Without SACK the kernel runs no RACK detection (`tcp_identify_packet_loss`
 //!   calls `tcp_newreno_mark_lost` for a Reno connection): the third duplicate ACK
 //!   marks the first unacknowledged segment lost and starts the recovery, and each
-//!   partial ACK in it the next (NewReno, `tcp_add_reno_sack`). RACK.rtt still
-//!   follows the ACKs, for the timeout's marking.
+//!   partial ACK in it the next (NewReno, `tcp_add_reno_sack`). RACK.rtt is not
+//!   advanced either (`tcp_clean_rtx_queue`), so a timeout marks every
+//!   unacknowledged segment lost.
 //!
 //! - At a retransmission timeout (§6.3, `tcp_timeout_mark_lost`): the first
 //!   unacknowledged segment and those unacknowledged for RACK.rtt are lost, the
@@ -240,8 +241,11 @@ impl Rack {
         if tcb.recovery_deadline.is_some() && !self.pto {
             return;
         }
+        // (An outstanding probe does not stop the timer, as in the kernel: when it
+        // fires then, no second probe goes out and the retransmission timer runs
+        // from the head's transmission, `on_timer`.)
         let open = !tcb.in_recovery && !tcb.in_loss && tcb.dupacks == 0 && tcb.scoreboard.is_empty();
-        if !open || tcb.tlp.is_some() || !tcb.sack_ok || tcb.flight() == 0 {
+        if !open || !tcb.sack_ok || tcb.flight() == 0 {
             if self.pto {
                 (tcb.recovery_deadline, self.pto) = (None, false);
             }
@@ -350,10 +354,16 @@ impl LossRecovery for Rack {
         // RACK.rtt advances on every ACK (`tcp_clean_rtx_queue`), for the timeout's
         // marking; detection runs only with SACK (`tcp_identify_packet_loss`):
         // without it the duplicate ACKs and partial ACKs mark the head instead.
-        if !tcb.sack_ok && !tcb.delivered_segs.is_empty() {
-            self.count_reno_sacks(tcb, false);
-        }
-        if self.advance(tcb, now) && tcb.sack_ok {
+        // Without SACK the kernel neither advances RACK (`tcp_clean_rtx_queue` calls
+        // `tcp_rack_advance` only for a SACK connection) nor runs its detection
+        // (`tcp_identify_packet_loss`: `tcp_newreno_mark_lost`): duplicate and
+        // partial ACKs mark the head instead, and RACK.rtt stays 0, so a timeout
+        // deems every unacknowledged segment lost (go-back-N).
+        if !tcb.sack_ok {
+            if !tcb.delivered_segs.is_empty() {
+                self.count_reno_sacks(tcb, false);
+            }
+        } else if self.advance(tcb, now) {
             self.detect_and_enter(tcb, cc, now, false);
         }
         self.schedule_probe(tcb, now);
@@ -368,7 +378,12 @@ impl LossRecovery for Rack {
 
     fn on_timer(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant) {
         if std::mem::take(&mut self.pto) {
-            tcb.probe = true;
+            if tcb.tlp.is_some() {
+                // At most one probe outstanding (`tcp_send_loss_probe`).
+                tcb.rto_from_head = true;
+            } else {
+                tcb.probe = true;
+            }
             return;
         }
         let was = tcb.in_recovery;
@@ -505,6 +520,43 @@ mod tests {
         t.cwnd = 10_000;
         t.snd_wnd = 100_000;
         assert_eq!(rack.next_segment(&mut t, 100_000), NextSeg::Send(1, 1000));
+    }
+
+    /// Without SACK, ACKs do not advance RACK (`tcp_clean_rtx_queue` calls
+    /// `tcp_rack_advance` for a SACK connection only): RACK.rtt stays 0 and a
+    /// timeout marks every unacknowledged segment lost, the recently sent ones
+    /// too — the receiver may hold them above a hole, and nothing would tell.
+    #[test]
+    fn without_sack_a_timeout_marks_everything_unacknowledged() {
+        let ms = |x: i64| Instant::ZERO + Duration::from_millis(x);
+        let cfg = TcpConfig { sack: false, ..TcpConfig::default() };
+        let mut cc = cfg.cc.make(&cfg);
+        for sack_ok in [true, false] {
+            let mut t = Tcb::new(1000, 10_000, None);
+            t.sack_ok = sack_ok;
+            t.snd_una = 1001;
+            for (i, sent_at) in [100, 380, 390].into_iter().enumerate() {
+                let start = 1001 + 1000 * i as u64;
+                t.sent.push_back(Sent {
+                    start,
+                    end: start + 1000,
+                    xmit: ms(sent_at),
+                    retx: false,
+                    lost: false,
+                    sacked: false,
+                    tx: Default::default(),
+                });
+            }
+            // An ACK of a segment sent at 0 ms, at 200 ms: an RTT of 200 ms.
+            t.delivered_segs = vec![(ms(0), 1001, false)];
+            t.delivered = 1000;
+            let mut rack = Rack::new(&cfg);
+            rack.on_ack(&mut t, &mut cc, ms(200));
+            assert!(rack.on_rto(&mut t, ms(400)));
+            let lost: Vec<bool> = t.sent.iter().map(|r| r.lost).collect();
+            let want = if sack_ok { [true, false, false] } else { [true, true, true] };
+            assert_eq!(lost, want, "sack {sack_ok}");
+        }
     }
 
     /// RFC 8985 §6.2 step 4 (Linux `tcp_rack_update_reo_wnd`): a DSACK adds
