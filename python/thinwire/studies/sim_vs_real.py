@@ -501,7 +501,7 @@ def _plot(rows: list[dict], summary: list[dict], out: Path) -> None:
     keys = [(s["cell"], s["tcp"]) for s in summary]
     cols = min(3, len(keys))
     nrows = math.ceil(len(keys) / cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.0 * nrows), squeeze=False)
+    fig, axes = plt.subplots(nrows, cols, figsize=(3.4 * cols, 2.5 * nrows), squeeze=False)
     for ax, (cell, tcp) in zip(axes.flat, keys):
         spread = 1.0
         for side, style in (("sim", "-"), ("real", "o-")):
@@ -871,9 +871,23 @@ def micro_claims(rows: list[dict]) -> list[dict]:
     return cl
 
 
+def _sims_for(real: list[dict], n: int) -> list[dict]:
+    """The simulated side (seeds 1..n) of every cell among the real runs `real`."""
+    # Rows recorded before rows carried their size are of the cell's default size.
+    cells = list(dict.fromkeys((r["cell"], r["tcp"], r.get("size") or CELLS[r["cell"]][2]) for r in real))
+    return [sim_run(c, t, s, size) for c, t, size in cells for s in range(1, n + 1)]
+
+
+def _write_runs(out: Path, rows: list[dict]) -> None:
+    real = [r for r in rows if r["side"] == "real"]
+    (out / "runs.json").write_text("[\n" + ",\n".join(json.dumps(r) for r in real) + "\n]\n")
+
+
 def finish(out: Path, rows: list[dict], micro_rows: list[dict]) -> list[dict]:
-    """Writes the summary, table, figure and claims of `rows` and `micro_rows`."""
-    (out / "runs.json").write_text(json.dumps(rows, indent=2) + "\n")
+    """Writes the summary, table, figure and claims of `rows` and `micro_rows`.
+    `runs.json` keeps the real runs, one per line (the simulated ones are the
+    model's, recomputed in seconds by `refresh_sim`)."""
+    _write_runs(out, rows)
     (out / "micro.json").write_text(json.dumps(micro_rows, indent=2) + "\n")
     summary = summarize(rows)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
@@ -894,11 +908,10 @@ def refresh_sim(out: Path, progress: bool = True) -> list[dict]:
     rows = json.loads((out / "runs.json").read_text())
     real = [r for r in rows if r["side"] == "real"]
     n = max(max((r["seed"] for r in rows if r["side"] == "sim"), default=0), FULL["sim"])
-    # Rows recorded before rows carried their size are of the cell's default size.
-    cells = list(dict.fromkeys((r["cell"], r["tcp"], r.get("size") or CELLS[r["cell"]][2]) for r in real))
     if progress:
-        print(f"sim-vs-real: {len(cells)} cells simulated again ({n} seeds each)", flush=True)
-    sims = [sim_run(c, t, s, size) for c, t, size in cells for s in range(1, n + 1)]
+        cells = len({(r["cell"], r["tcp"]) for r in real})
+        print(f"sim-vs-real: {cells} cells simulated again ({n} seeds each)", flush=True)
+    sims = _sims_for(real, n)
     micro = json.loads((out / "micro.json").read_text()) if (out / "micro.json").is_file() else []
     micro_real_rows = [r for r in micro if r["side"] == "real"]
     micro = [x for r in micro_real_rows for x in (micro_sim(r["cell"]), r)]
@@ -933,7 +946,12 @@ def reproduce(
     rows: list[dict] = []
     old = out / "runs.json"
     if partial and old.is_file():
-        rows = [r for r in json.loads(old.read_text()) if not (r["cell"] in sizes and r["tcp"] in tcps)]
+        rows = [
+            r
+            for r in json.loads(old.read_text())
+            if r["side"] == "real" and not (r["cell"] in sizes and r["tcp"] in tcps)
+        ]
+        rows += _sims_for(rows, plan["sim"])
     with tempfile.TemporaryDirectory() as d:
         work = Path(d)
         for cell, size in sizes.items():
@@ -950,7 +968,7 @@ def reproduce(
                         if not r["rejected"]:
                             break
                 rows += [sim_run(cell, tcp, s, size) for s in range(1, plan["sim"] + 1)]
-                (out / "runs.json").write_text(json.dumps(rows, indent=2) + "\n")
+                _write_runs(out, rows)
         pairs = [(c, t, sizes[c]) for c, t in SS_CELLS if c in sizes and t in tcps]
         if pairs:
             if progress:
