@@ -351,9 +351,6 @@ impl LossRecovery for Rack {
     fn on_ack(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant) {
         self.update_reo_wnd(tcb);
         Self::tlp_ack(tcb, cc, now);
-        // RACK.rtt advances on every ACK (`tcp_clean_rtx_queue`), for the timeout's
-        // marking; detection runs only with SACK (`tcp_identify_packet_loss`):
-        // without it the duplicate ACKs and partial ACKs mark the head instead.
         // Without SACK the kernel neither advances RACK (`tcp_clean_rtx_queue` calls
         // `tcp_rack_advance` only for a SACK connection) nor runs its detection
         // (`tcp_identify_packet_loss`: `tcp_newreno_mark_lost`): duplicate and
@@ -401,9 +398,9 @@ impl LossRecovery for Rack {
         if tcb.tlp.is_some_and(|(high, retx)| retx && tcb.snd_una == high) && tcb.delivered == 0 {
             tcb.tlp = None;
         }
-        // Without SACK the kernel does not run RACK (`tcp_is_rack` needs it): the
-        // duplicate ACKs count as SACKed segments (`tcp_add_reno_sack`) and the
-        // third marks the head lost (`tcp_time_to_recover`, `tcp_mark_head_lost`).
+        // Without SACK the kernel runs no RACK detection (`tcp_identify_packet_loss`):
+        // the duplicate ACKs count as SACKed segments (`tcp_add_reno_sack`) and the
+        // third marks the head lost (`tcp_time_to_recover`, `tcp_newreno_mark_lost`).
         if !tcb.sack_ok {
             self.count_reno_sacks(tcb, true);
         }
