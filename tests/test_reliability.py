@@ -126,10 +126,16 @@ def test_ctrl_c_while_the_command_starts_is_one_line(small_scenario):
             # Python's own start-up (site) and the pip-generated launcher's first
             # import (thinwire/__init__ and _entry: about 2 ms) can still be
             # interrupted before any code of ours can answer; Python prints that
-            # itself. Nothing later may show a traceback.
+            # itself. That import runs the import hooks site installed too
+            # (setuptools' `_distutils_hack` finder, from its .pth file: seen once
+            # in CI at 8 ms). Nothing later may show a traceback.
             frames = [line.strip() for line in err.splitlines() if line.strip().startswith('File "')]
             assert frames and all(
-                f.startswith(f'File "{EXE}"') or "<frozen " in f or "thinwire/__init__.py" in f or "_entry.py" in f
+                f.startswith(f'File "{EXE}"')
+                or "<frozen " in f
+                or "thinwire/__init__.py" in f
+                or "_entry.py" in f
+                or "_distutils_hack" in f
                 for f in frames
             ), (delay, err)
             continue
