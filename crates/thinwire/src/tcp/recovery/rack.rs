@@ -488,6 +488,11 @@ impl LossRecovery for Rack {
 mod tests {
     use super::*;
 
+    /// A 1000-byte segment from `start`, sent once at `xmit`.
+    fn segment(start: u64, xmit: Instant, sacked: bool) -> Sent {
+        Sent { start, end: start + 1000, xmit, retx: false, lost: false, sacked, tx: Default::default() }
+    }
+
     /// RFC 8985 §6.3: at a timeout the first unacknowledged segment and those
     /// unacknowledged for RACK.rtt are lost; the recently sent ones and the SACKed
     /// stay as they are, so the pipe keeps the recent ones.
@@ -498,15 +503,7 @@ mod tests {
         t.snd_una = 1;
         for (i, sent_at) in [0, 10, 20, 300, 310, 320].into_iter().enumerate() {
             let start = 1 + 1000 * i as u64;
-            t.sent.push_back(Sent {
-                start,
-                end: start + 1000,
-                xmit: ms(sent_at),
-                retx: false,
-                lost: false,
-                sacked: i == 1,
-                tx: Default::default(),
-            });
+            t.sent.push_back(segment(start, ms(sent_at), i == 1));
         }
         let mut rack = Rack { rtt: Duration::from_millis(200), ..Rack::default() };
         assert!(rack.on_rto(&mut t, ms(400)));
@@ -534,15 +531,7 @@ mod tests {
             t.snd_una = 1001;
             for (i, sent_at) in [100, 380, 390].into_iter().enumerate() {
                 let start = 1001 + 1000 * i as u64;
-                t.sent.push_back(Sent {
-                    start,
-                    end: start + 1000,
-                    xmit: ms(sent_at),
-                    retx: false,
-                    lost: false,
-                    sacked: false,
-                    tx: Default::default(),
-                });
+                t.sent.push_back(segment(start, ms(sent_at), false));
             }
             // An ACK of a segment sent at 0 ms, at 200 ms: an RTT of 200 ms.
             t.delivered_segs = vec![(ms(0), 1001, false)];
