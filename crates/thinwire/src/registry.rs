@@ -16,28 +16,47 @@
 //! shape follows quinn-proto's `congestion/` (a controller per file behind a trait)
 //! and smoltcp's sockets (an enum paired with a trait).
 
-/// `registry! { trait Trait(Arg) for Enum, Kind { "name" => Variant(module::Type), … }
-/// fn method(&mut self, arg: T, …) -> R; … ref { fn query(&self, …) -> R; … } }` —
-/// see the module documentation. The macro declares the trait with those methods
-/// (each may carry doc comments; methods taking `&self` go in the optional `ref`
-/// block after the others), so a signature is written once. Every algorithm type has `fn new(arg: &Arg) -> Self`.
+/// `registry! { trait Trait(Arg) for #[derive(…)] Enum, Kind { "name" => Variant(module::Type), … }
+/// fn method(&mut self, arg: T, …) -> R; … ref { fn query(&self, …) -> R; … }
+/// provided mut { fn hook(&mut self, …) -> R { default body } … }
+/// provided ref { fn ask(&self, …) -> R { default body } … } }` — see the module
+/// documentation. The macro declares the trait with those methods (each may carry
+/// doc comments; methods taking `&self` go in the optional `ref` block after the
+/// others; methods with a default body, which an algorithm may leave out, in the
+/// optional `provided mut` and `provided ref` blocks), so a signature is written
+/// once (the `self` of a default body is the caller's, for hygiene). With `(Arg)`, every algorithm type has `fn new(arg: &Arg) -> Self` and
+/// the kind gets `make`; without it (a family whose members are built from
+/// configurations of their own, as the link protocols) there is no `make`.
+///
+/// Beside the dispatch, every algorithm type converts into the enum (`From`) and
+/// a reference to the enum converts back to one to its type (`TryFrom`, failing
+/// with the kind held): a test that needs one algorithm's own counters asks for
+/// that type instead of matching variants.
 #[macro_export]
 macro_rules! registry {
     (
         $(#[$meta:meta])*
-        trait $tr:ident($arg:ty) for $en:ident, $kind:ident $variants:tt
+        trait $tr:ident $(($arg:ty))? for $(#[$emeta:meta])* $en:ident, $kind:ident $variants:tt
         $( $(#[$fmeta:meta])* fn $f:ident(&mut self $(, $a:ident: $t:ty)* ) $(-> $r:ty)?; )*
         $( ref { $( $(#[$gmeta:meta])* fn $g:ident(&self $(, $b:ident: $u:ty)* ) $(-> $s:ty)?; )* } )?
+        $( provided mut { $( $(#[$hmeta:meta])* fn $h:ident(&mut $hs:ident $(, $c:ident: $v:ty)* ) $(-> $w:ty)? $hb:block )* } )?
+        $( provided ref { $( $(#[$kmeta:meta])* fn $k:ident(&$ks:ident $(, $d:ident: $x:ty)* ) $(-> $y:ty)? $kb:block )* } )?
     ) => {
         $(#[$meta])*
         pub trait $tr {
             $( $(#[$fmeta])* fn $f(&mut self $(, $a: $t)*) $(-> $r)?; )*
             $( $( $(#[$gmeta])* fn $g(&self $(, $b: $u)*) $(-> $s)?; )* )?
+            $( $( $(#[$hmeta])* fn $h(&mut $hs $(, $c: $v)*) $(-> $w)? $hb )* )?
+            $( $( $(#[$kmeta])* fn $k(&$ks $(, $d: $x)*) $(-> $y)? $kb )* )?
         }
-        $crate::registry!(@types $en $kind $arg $variants);
+        $crate::registry!(@types [$(#[$emeta])*] $en $kind $variants);
+        $( $crate::registry!(@make $en $kind $arg $variants); )?
+        $crate::registry!(@convert $en $kind $variants);
         impl $tr for $en {
             $( $crate::registry!(@method $en $variants fn $f($($a: $t),*) $(-> $r)?); )*
             $( $( $crate::registry!(@ref_method $en $variants fn $g($($b: $u),*) $(-> $s)?); )* )?
+            $( $( $crate::registry!(@method $en $variants fn $h($($c: $v),*) $(-> $w)?); )* )?
+            $( $( $crate::registry!(@ref_method $en $variants fn $k($($d: $x),*) $(-> $y)?); )* )?
         }
     };
     (@method $en:ident $variants:tt fn $f:ident($($a:ident: $t:ty),*) $(-> $r:ty)?) => {
@@ -61,9 +80,9 @@ macro_rules! registry {
     (@ty $ty:ty, boxed) => { Box<$ty> };
     (@new $ty:ty, $a:expr) => { <$ty>::new($a) };
     (@new $ty:ty, $a:expr, boxed) => { Box::new(<$ty>::new($a)) };
-    (@types $en:ident $kind:ident $arg:ty { $( $name:literal => $var:ident($ty:ty) $([$bx:ident])? ),+ $(,)? }) => {
+    (@types [$(#[$emeta:meta])*] $en:ident $kind:ident { $( $name:literal => $var:ident($ty:ty) $([$bx:ident])? ),+ $(,)? }) => {
         /// One algorithm of the family, with its state (enum dispatch).
-        #[derive(Clone, Debug)]
+        $(#[$emeta])*
         pub enum $en {
             $( $var($crate::registry!(@ty $ty $(, $bx)?)), )+
         }
@@ -84,10 +103,6 @@ macro_rules! registry {
             }
             pub fn parse(s: &str) -> Option<$kind> {
                 match s { $( $name => Some($kind::$var), )+ _ => None }
-            }
-            /// A fresh algorithm of this kind.
-            pub fn make(self, arg: &$arg) -> $en {
-                match self { $( $kind::$var => $en::$var($crate::registry!(@new $ty, arg $(, $bx)?)), )+ }
             }
             /// The names for error messages: `"a", "b" or "c"`.
             pub fn choices() -> String {
@@ -119,5 +134,35 @@ macro_rules! registry {
                 $kind::parse(&s).ok_or_else(|| serde::de::Error::custom(format!("{s:?} is not one of {}", $kind::choices())))
             }
         }
+    };
+    (@make $en:ident $kind:ident $arg:ty { $( $name:literal => $var:ident($ty:ty) $([$bx:ident])? ),+ $(,)? }) => {
+        impl $kind {
+            /// A fresh algorithm of this kind.
+            pub fn make(self, arg: &$arg) -> $en {
+                match self { $( $kind::$var => $en::$var($crate::registry!(@new $ty, arg $(, $bx)?)), )+ }
+            }
+        }
+    };
+    (@wrap $x:expr) => { $x };
+    (@wrap $x:expr, boxed) => { Box::new($x) };
+    (@convert $en:ident $kind:ident { $( $name:literal => $var:ident($ty:ty) $([$bx:ident])? ),+ $(,)? }) => {
+        $(
+            impl From<$ty> for $en {
+                fn from(x: $ty) -> $en {
+                    $en::$var($crate::registry!(@wrap x $(, $bx)?))
+                }
+            }
+            impl<'a> TryFrom<&'a $en> for &'a $ty {
+                /// The kind the enum held instead.
+                type Error = $kind;
+                #[allow(unreachable_patterns)]
+                fn try_from(e: &'a $en) -> Result<&'a $ty, $kind> {
+                    match e {
+                        $en::$var(x) => Ok(x),
+                        other => Err(other.kind()),
+                    }
+                }
+            }
+        )+
     };
 }

@@ -7,7 +7,7 @@
 //! ([`WirelessLink`], driven on its own timers), dropping frames by index.
 use crate::channel::Channel;
 use crate::link::wireless::{DirConfig, Mux, Session, WirelessConfig, WirelessLink};
-use crate::link::Arq;
+use crate::link::{Arq, ArqKind};
 use crate::queue::Limit;
 use crate::sched::EventQueue;
 use crate::tcp::{Segment, Tcp, TcpConfig};
@@ -259,6 +259,20 @@ impl ArqPair {
     /// Side `s`'s link-layer machine.
     pub fn side(&self, s: usize) -> &Arq {
         self.link.arq(s)
+    }
+    /// Side `s`'s link-layer machine as its own type, for its own counters and
+    /// state: `p.machine::<Sr>(0)`.
+    ///
+    /// # Panics
+    /// If side `s` runs another protocol.
+    pub fn machine<T>(&self, s: usize) -> &T
+    where
+        for<'a> &'a T: TryFrom<&'a Arq, Error = ArqKind>,
+    {
+        match self.side(s).try_into() {
+            Ok(m) => m,
+            Err(k) => panic!("side {s} runs {}", k.name()),
+        }
     }
     /// Frames side `s` has sent.
     pub fn frames(&self, s: usize) -> u64 {

@@ -3,7 +3,7 @@ use thinwire::link::{
     frame::{Frame, FrameKind},
     raw::Raw,
     sr::{Sr, SrConfig},
-    Arq,
+    Arq, ArqMachine,
 };
 use thinwire::testkit::{ArqPair, DropFn};
 use thinwire::time::{Duration, Instant};
@@ -21,19 +21,13 @@ fn pkt(ident: u16, size: u32) -> Packet {
     )
 }
 fn sr(cfg: SrConfig) -> Arq {
-    Arq::Sr(Box::new(Sr::new(cfg)))
+    Sr::new(cfg).into()
 }
 fn stats(a: &Arq) -> thinwire::link::sr::SrStats {
-    match a {
-        Arq::Sr(s) => s.stats.clone(),
-        _ => panic!(),
-    }
+    sr_ref(a).stats.clone()
 }
 fn sr_ref(a: &Arq) -> &Sr {
-    match a {
-        Arq::Sr(s) => s,
-        _ => panic!(),
-    }
+    a.try_into().expect("an SR end")
 }
 /// Drops the listed frame indices sent by side `from`.
 fn drop_from(from: usize, list: &[u64]) -> DropFn {
@@ -55,7 +49,7 @@ fn idents(p: &ArqPair) -> Vec<u16> {
 
 #[test]
 fn raw_loses_the_packet_of_a_lost_frame() {
-    let p = transfer(Arq::Raw(Raw::new(250)), Arq::Raw(Raw::new(250)), 10, 600, drop_from(0, &[4]));
+    let p = transfer(Raw::new(250).into(), Raw::new(250).into(), 10, 600, drop_from(0, &[4]));
     // 600-byte packets are 3 frames each; frame 4 belongs to packet 1.
     assert_eq!(idents(&p), vec![0, 2, 3, 4, 5, 6, 7, 8, 9]);
 }
@@ -245,7 +239,7 @@ fn scripted_acks(policy: (u32, u32), n: u16, delay: impl Fn(u16) -> Duration) ->
     let mut s = Sr::new(cfg);
     for k in 0..n {
         let t = Instant::ZERO + Duration::from_millis(300) * k as i64;
-        s.send(pkt(k, 250));
+        s.send(t, pkt(k, 250));
         assert_eq!(s.poll_transmit(t).map(|f| f.seq), Some(k as u32));
         let ack_at = t + delay(k);
         while let Some(to) = s.poll_timeout().filter(|&to| to < ack_at) {

@@ -2,6 +2,7 @@
 //! only, outages that stop both directions and drop what outlives its lifetime,
 //! uplink allocation periods (ACK bunching).
 use thinwire::link::gprs::{Gprs, GprsConfig};
+use thinwire::link::ArqMachine;
 use thinwire::rng::Rng;
 use thinwire::time::{Duration, Instant};
 use thinwire::wire::{Packet, UdpRepr, L4};
@@ -31,7 +32,7 @@ fn drive(g: &mut Gprs, arrivals: &[(i64, u16)], tx_ms: i64, until_ms: i64) -> Ve
     while now <= until_ms {
         while let Some(&(t, id)) = pending.first() {
             if t <= now && g.wants_packet() {
-                g.send_at(at(now), pkt(id));
+                g.send(at(now), pkt(id));
                 pending.remove(0);
             } else {
                 break;
@@ -131,7 +132,7 @@ fn poor_radio_periods_stretch_airtime_in_both_directions_alike() {
     for k in 0..6000i64 {
         let now = at(k * 200);
         for (e, s) in ends.iter_mut().zip(sizes.iter_mut()) {
-            e.send_at(now, pkt(k as u16));
+            e.send(now, pkt(k as u16));
             // Past the set-up hold: poll again 1 ms later if needed.
             let f = e.poll_transmit(now).or_else(|| e.poll_transmit(now + Duration::from_millis(1))).expect("a frame");
             s.push(f.payload);

@@ -20,13 +20,10 @@ fn pkt(ident: u16) -> Packet {
     )
 }
 fn is707(idle: Option<u32>) -> Arq {
-    Arq::Is707(Box::new(Is707::new(Is707Config { idle_frames: idle, ..Is707Config::default() })))
+    Is707::new(Is707Config { idle_frames: idle, ..Is707Config::default() }).into()
 }
 fn st(a: &Arq) -> Is707Stats {
-    match a {
-        Arq::Is707(i) => i.stats.clone(),
-        _ => panic!(),
-    }
+    <&Is707>::try_from(a).expect("an IS-707 end").stats.clone()
 }
 
 fn transfer(n: u16, idle: Option<u32>, drop: DropFn, limit_s: i64) -> ArqPair {

@@ -24,7 +24,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("queue", &["fx", "registry", "rng", "time", "wire"]),
     ("tcp", &["registry", "time", "wire"]),
     ("app", &["rng", "time"]),
-    ("link", &["channel", "queue", "rng", "sched", "time", "wire"]),
+    ("link", &["channel", "queue", "registry", "rng", "sched", "time", "wire"]),
     ("proxy", &["fx", "tcp", "time", "wire"]),
     // Observing models: trace rows and pcap; capture analysis.
     ("trace", &["link", "queue", "tcp", "proxy", "wire", "time"]),

@@ -1,9 +1,6 @@
 //! Property tests over random loss patterns: reliable layers deliver every byte or
 //! packet exactly once and in order, whatever is lost.
-use thinwire::link::{
-    sr::{Sr, SrConfig},
-    Arq,
-};
+use thinwire::link::sr::{Sr, SrConfig};
 use thinwire::rng::Rng;
 use thinwire::tcp::{TcpConfig, Variant};
 use thinwire::testkit::{ArqPair, TcpPair};
@@ -59,8 +56,8 @@ fn sr_delivers_every_packet_once_in_order_under_random_loss() {
         let p_loss = [0.0, 0.05, 0.2, 0.4][case as usize % 4];
         let mut lr = Rng::stream(case, 1, "prop.sr.loss");
         let mut p = ArqPair::new(
-            Arq::Sr(Box::new(Sr::new(cfg))),
-            Arq::Sr(Box::new(Sr::new(cfg))),
+            Sr::new(cfg).into(),
+            Sr::new(cfg).into(),
             64_000,
             Duration::from_millis(50),
             Box::new(move |_, _, _| lr.bernoulli(p_loss)),
@@ -93,9 +90,7 @@ fn sr_delivers_every_packet_once_in_order_under_random_loss() {
         for w in p.delivered[0].windows(2) {
             assert!(w[0].ident() < w[1].ident(), "case {case}: reverse direction out of order or duplicated");
         }
-        if let Arq::Sr(s) = p.side(0) {
-            retx += s.stats.retransmissions;
-        }
+        retx += p.machine::<Sr>(0).stats.retransmissions;
     }
     assert!(retx > 1000, "the loss patterns must exercise recovery: {retx}");
 }

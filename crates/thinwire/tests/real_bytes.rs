@@ -147,7 +147,7 @@ fn random_bytes_cross_every_link_protocol_intact() {
             }
         }
         if protocol == "rlp-gsm" {
-            let thinwire::link::Arq::Gsm(g) = link.arq(0) else { panic!() };
+            let g: &thinwire::link::gsm_csd::GsmCsd = link.arq(0).try_into().expect("GSM RLP");
             let vj = extra.contains("compression = true");
             assert_eq!(g.stats.vj_compressed > 10, vj, "{extra}: {} compressed headers", g.stats.vj_compressed);
         }

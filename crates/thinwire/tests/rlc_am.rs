@@ -2,7 +2,7 @@
 //! driven by hand where the timing of polls and Status PDUs matters.
 use thinwire::link::{
     rlc_am::{Rlc, RlcConfig, RlcStats},
-    Arq, Body, Frame, FrameKind,
+    Arq, ArqMachine, Body, Frame, FrameKind,
 };
 use thinwire::rng::Rng;
 use thinwire::testkit::{ArqPair, DropFn};
@@ -21,13 +21,10 @@ fn pkt(ident: u16, size: u32) -> Packet {
     )
 }
 fn rlc(cfg: RlcConfig) -> Arq {
-    Arq::Rlc(Box::new(Rlc::new(cfg)))
+    Rlc::new(cfg).into()
 }
 fn rlc_ref(a: &Arq) -> &Rlc {
-    match a {
-        Arq::Rlc(r) => r,
-        _ => panic!(),
-    }
+    a.try_into().expect("an RLC end")
 }
 fn stats(a: &Arq) -> RlcStats {
     rlc_ref(a).stats.clone()
@@ -75,7 +72,7 @@ fn without_loss_everything_arrives_in_order_with_few_status_pdus() {
 #[test]
 fn pdus_and_status_pdus_are_padded_to_the_pdu_size() {
     let mut s = Rlc::new(uniform());
-    s.send(pkt(0, 40));
+    s.send(Instant::ZERO, pkt(0, 40));
     let f = s.poll_transmit(Instant::ZERO).unwrap();
     assert_eq!(f.payload, 250, "a 40-byte SDU still occupies a whole PDU");
     let mut r = Rlc::new(uniform());
@@ -85,7 +82,7 @@ fn pdus_and_status_pdus_are_padded_to_the_pdu_size() {
     let st = r.poll_transmit(ms(10)).unwrap();
     assert_eq!((st.kind, st.payload), (FrameKind::Status, 250));
     let mut unpadded = Rlc::new(RlcConfig { pad: false, ..uniform() });
-    unpadded.send(pkt(0, 40));
+    unpadded.send(Instant::ZERO, pkt(0, 40));
     assert_eq!(unpadded.poll_transmit(Instant::ZERO).unwrap().payload, 40);
 }
 
@@ -142,7 +139,7 @@ fn a_lost_mrw_is_repeated_by_the_mrw_timer_and_the_receiver_skips_the_sdu() {
     let cfg = RlcConfig { max_retransmissions: 1, ..uniform() };
     let (mut tx, mut rx) = (Rlc::new(cfg), Rlc::new(cfg));
     for i in 0..5 {
-        tx.send(pkt(i, 250));
+        tx.send(Instant::ZERO, pkt(i, 250));
     }
     let frames: Vec<Frame> = (0..5).map(|i| tx.poll_transmit(ms(i)).unwrap()).collect();
     for f in frames.iter().filter(|f| f.seq != 2) {
@@ -183,7 +180,7 @@ fn window_limits_the_sender_and_window_polls_respect_poll_prohibit() {
     for k in 0..200 {
         while s.wants_packet() {
             match queue.pop_front() {
-                Some(p) => s.send(p),
+                Some(p) => s.send(ms(k), p),
                 None => break,
             }
         }
@@ -204,7 +201,7 @@ fn poll_timer_repeats_an_unanswered_poll_on_the_newest_pdu() {
     let cfg = RlcConfig { poll_last_tx: true, ..uniform() };
     let mut s = Rlc::new(cfg);
     for i in 0..3 {
-        s.send(pkt(i, 250));
+        s.send(Instant::ZERO, pkt(i, 250));
     }
     for i in 0..3 {
         assert_eq!(s.poll_transmit(ms(i)).unwrap().poll(), i == 2, "only the last PDU in the buffer polls");
@@ -227,7 +224,7 @@ fn status_prohibit_defers_status_pdus() {
     let mut rx = Rlc::new(cfg);
     let mut frames = vec![];
     for i in 0..6 {
-        tx.send(pkt(i, 250));
+        tx.send(Instant::ZERO, pkt(i, 250));
         frames.push(tx.poll_transmit(ms(i as i64)).unwrap());
     }
     // PDUs 1 and 4 are lost.
@@ -330,7 +327,7 @@ fn a_nack_schedules_a_pdu_once_until_it_is_submitted_then_again() {
     // FIFO — docs/studies/shared-link-arq.md.)
     let mut r = Rlc::new(RlcConfig { poll_timer: None, poll_window: None, poll_last_tx: false, ..uniform() });
     for i in 0..3 {
-        r.send(pkt(i, 250));
+        r.send(Instant::ZERO, pkt(i, 250));
     }
     let sent: Vec<u32> = (0..3).filter_map(|_| r.poll_transmit(ms(0))).map(|f| f.seq).collect();
     assert_eq!(sent, vec![0, 1, 2]);

@@ -297,7 +297,7 @@ fn seg(seq: u32, len: u32) -> Packet {
 }
 
 fn csd(vj: bool, l2r: Option<u64>, network_side: bool) -> Arq {
-    Arq::Gsm(Box::new(GsmCsd::new(CsdConfig { vj, l2r_rate: l2r, network_side, ..CsdConfig::default() })))
+    GsmCsd::new(CsdConfig { vj, l2r_rate: l2r, network_side, ..CsdConfig::default() }).into()
 }
 
 fn pair(vj: bool, drop: thinwire::testkit::DropFn) -> ArqPair {
@@ -320,12 +320,12 @@ fn ppp_and_vj_round_trip_every_packet_exactly_when_nothing_is_lost() {
             assert_eq!((&a.ip, a.l4, a.payload_len), (&b.ip, b.l4, b.payload_len));
             assert_eq!(a.emit(), b.emit());
         }
-        let Arq::Gsm(g) = p.side(0) else { panic!() };
+        let g = p.machine::<GsmCsd>(0);
         // 460-byte segments without options: 500 bytes + 7 of PPP (+ escapes) without VJ;
         // VJ takes the 40-byte header down to a few bytes after the first packet.
         let frames = g.rlp.stats.retransmissions;
         assert_eq!(frames, 0);
-        let Arq::Gsm(r) = p.side(1) else { panic!() };
+        let r = p.machine::<GsmCsd>(1);
         assert_eq!(r.stats.checksum_drops + r.stats.ppp_damaged + r.stats.vj_tossed, 0);
     }
 }
@@ -365,7 +365,7 @@ fn l2r_flow_control_throttles_the_mobile_sender_to_the_relay_rate_with_pauses() 
     let secs = end.as_secs_f64();
     let rate = bytes / secs;
     assert!(rate < 990.0 && rate > 880.0, "relay rate {rate:.0} B/s over {secs:.1} s");
-    let Arq::Gsm(net) = p.side(1) else { panic!() };
+    let net = p.machine::<GsmCsd>(1);
     assert!(net.stats.l2r_busy >= 3, "busy episodes {}", net.stats.l2r_busy);
 }
 
@@ -383,9 +383,9 @@ fn a_reset_with_vj_makes_the_receiver_drop_segments_until_an_uncompressed_one() 
             p.send(0, s.clone());
         }
         p.run(Duration::from_secs(120));
-        let Arq::Gsm(tx) = p.side(0) else { panic!() };
+        let tx = p.machine::<GsmCsd>(0);
         assert_eq!(tx.rlp.stats.resets, 1, "vj {vj}");
-        let Arq::Gsm(rx) = p.side(1) else { panic!() };
+        let rx = p.machine::<GsmCsd>(1);
         // Whatever arrives is intact and in order.
         let seqs: Vec<u32> = p.delivered[1].iter().map(|q| q.tcp().unwrap().seq).collect();
         assert!(seqs.windows(2).all(|w| w[0] < w[1]));
@@ -422,12 +422,12 @@ fn without_error_reports_the_stale_base_fails_the_tcp_checksum() {
     let mut counts = vec![];
     for toss in [true, false] {
         let mk = |net| {
-            Arq::Gsm(Box::new(GsmCsd::new(CsdConfig {
+            Arq::from(GsmCsd::new(CsdConfig {
                 vj: true,
                 vj_toss_on_error: toss,
                 network_side: net,
                 ..CsdConfig::default()
-            })))
+            }))
         };
         let mut p = ArqPair::with_header(mk(false), mk(true), 12_000, DELAY, 6, Box::new(|_, _, _| false));
         p.add_outage(0, Instant::ZERO + Duration::from_secs(3), Instant::ZERO + Duration::from_secs(7));
@@ -435,7 +435,7 @@ fn without_error_reports_the_stale_base_fails_the_tcp_checksum() {
             p.send(0, seg(1 + i * 460, 460));
         }
         p.run(Duration::from_secs(120));
-        let Arq::Gsm(rx) = p.side(1) else { panic!() };
+        let rx = p.machine::<GsmCsd>(1);
         counts.push((rx.stats.vj_tossed, rx.stats.checksum_drops, p.delivered[1].len()));
     }
     let (tossed, ck_toss, n_toss) = counts[0];

@@ -27,7 +27,7 @@ fn pkt(flow: u16, ident: u16, size: u32) -> Packet {
 
 fn sr(timeout_ms: i64) -> Arq {
     let t = Duration::from_millis(timeout_ms);
-    Arq::Sr(Box::new(Sr::new(SrConfig { timeout: t, renack: Some(t), ..SrConfig::default() })))
+    Sr::new(SrConfig { timeout: t, renack: Some(t), ..SrConfig::default() }).into()
 }
 
 fn link(mux: Mux, arq: [Arq; 2], queue: Limit, channels: [Channel; 2]) -> WirelessLink {
@@ -79,7 +79,7 @@ fn contend(l: &mut WirelessLink, n: u16) {
 }
 
 fn raw() -> [Arq; 2] {
-    [Arq::Raw(Raw::new(250)), Arq::Raw(Raw::new(250))]
+    [Raw::new(250).into(), Raw::new(250).into()]
 }
 
 #[test]
@@ -370,7 +370,7 @@ fn every_mobiles_arq_recovers_losses_with_its_own_timers() {
 #[should_panic(expected = "one mobile per circuit")]
 fn a_circuit_takes_no_second_mobile() {
     use thinwire::link::gsm_csd::{CsdConfig, GsmCsd};
-    let gsm = |gw| Arq::Gsm(Box::new(GsmCsd::new(CsdConfig { network_side: gw, ..CsdConfig::default() })));
+    let gsm = |gw| Arq::from(GsmCsd::new(CsdConfig { network_side: gw, ..CsdConfig::default() }));
     let mut l = link(Mux::default(), [gsm(true), gsm(false)], Limit::Packets(5), [Channel::None, Channel::None]);
     l.add_mobile([gsm(true), gsm(false)], [Queue::droptail(Limit::Packets(5)), Queue::droptail(Limit::Packets(5))]);
 }

@@ -33,6 +33,7 @@
 //! Both ends draw the same outage schedule (one random stream), so an outage stops
 //! both directions at once.
 use super::frame::{unshare, Body, Frame, FrameKind};
+use super::{ArqMachine, LinkStats};
 use crate::rng::Rng;
 use crate::time::{Duration, Instant};
 use crate::wire::Packet;
@@ -162,17 +163,17 @@ impl Gprs {
             stats: GprsStats::default(),
         }
     }
+}
 
-    pub fn wants_packet(&self) -> bool {
+impl ArqMachine for Gprs {
+    fn wants_packet(&self) -> bool {
         self.held.len() < self.cfg.rlc_buffer
     }
-
     /// A packet handed down at `now` (the engine calls `poll_transmit` right after).
-    pub fn send_at(&mut self, now: Instant, p: Packet) {
+    fn send(&mut self, now: Instant, p: Packet) {
         self.held.push_back((now, p));
     }
-
-    pub fn poll_transmit(&mut self, now: Instant) -> Option<Frame> {
+    fn poll_transmit(&mut self, now: Instant) -> Option<Frame> {
         self.wake = None;
         if let Some(end) = self.outages.active(now) {
             if !self.in_outage {
@@ -228,29 +229,33 @@ impl Gprs {
         f.body = Body::Fragment { first: true, last: true, packet: Some(Arc::new(p)) };
         Some(f)
     }
-
-    pub fn on_frame(&mut self, _now: Instant, f: Frame) {
+    fn on_frame(&mut self, _now: Instant, f: Frame) {
         if let Body::Fragment { packet: Some(p), .. } = f.body {
             self.delivered.push_back(unshare(p));
         }
     }
-
-    pub fn poll_deliver(&mut self) -> Option<Packet> {
+    fn poll_deliver(&mut self) -> Option<Packet> {
         self.delivered.pop_front()
     }
-
-    pub fn poll_timeout(&self) -> Option<Instant> {
+    fn poll_timeout(&mut self) -> Option<Instant> {
         self.wake
     }
-
     /// The wake-up asked for (the end of a TBF set-up or an outage) has come: the
     /// link polls the machine at its next chance — now if the radio is free, when
     /// it frees otherwise. Left standing, a wake-up in the past made the link ask
     /// again at the same instant for as long as another session (media on the
     /// bypass, another mobile) kept the radio busy.
-    pub fn handle_timeout(&mut self, now: Instant) {
+    fn handle_timeout(&mut self, now: Instant) {
         if self.wake.is_some_and(|w| w <= now) {
             self.wake = None;
         }
+    }
+    fn transmits_by_clock(&self) -> bool {
+        true
+    }
+    fn counters(&self, sent: &mut LinkStats, _received: &mut LinkStats) {
+        sent.tbf_setups += self.stats.tbf_setups;
+        sent.outages += self.stats.outages;
+        sent.sdu_discards += self.stats.lifetime_drops;
     }
 }

@@ -28,6 +28,7 @@
 //! Downlink, bytes enter the network side's RLP no faster than the rate.
 use super::frame::{ByteQueue, Frame, Mark};
 use super::rlp_gsm::{Rlp, RlpConfig};
+use super::{ArqMachine, LinkStats};
 use crate::time::{Duration, Instant};
 use crate::wire::ppp::{Deframer, Framer, Received, PROTO_IP, PROTO_IPV6, PROTO_VJ_COMPRESSED, PROTO_VJ_UNCOMPRESSED};
 use crate::wire::vj::{Compressor, Decompressor, Kind, VjError};
@@ -151,42 +152,6 @@ impl GsmCsd {
         }
     }
 
-    pub fn wants_packet(&self) -> bool {
-        self.rlp.is_up() && self.rlp.unframed() + self.staged.len() < 2 * self.cfg.rlp.payload as usize
-    }
-
-    pub fn send(&mut self, p: Packet) {
-        let bytes = p.emit();
-        let v4 = matches!(p.ip, IpRepr::V4(_));
-        let (proto, info) = if self.cfg.vj && v4 && p.tcp().is_some() {
-            let hl = bytes.len() - p.payload_len as usize;
-            let (kind, mut hdr) = self.comp.compress(&bytes[..hl]);
-            hdr.extend_from_slice(&bytes[hl..]);
-            (
-                match kind {
-                    Kind::Ip => PROTO_IP,
-                    Kind::Uncompressed => PROTO_VJ_UNCOMPRESSED,
-                    Kind::Compressed => {
-                        self.stats.vj_compressed += 1;
-                        PROTO_VJ_COMPRESSED
-                    }
-                },
-                hdr,
-            )
-        } else {
-            (if v4 { PROTO_IP } else { PROTO_IPV6 }, bytes)
-        };
-        let mut wire = Vec::with_capacity(info.len() + 16);
-        self.framer.frame(proto, &info, &mut wire);
-        let mark = Mark { meta: p.meta, real: p.is_real() };
-        if self.send_gate.is_some() {
-            let last = wire.len() - 1;
-            self.staged.push(&wire, [(last, mark)]);
-        } else {
-            self.rlp.write(&wire, Some(mark));
-        }
-    }
-
     fn pass_gate(&mut self, now: Instant) {
         let Some(g) = &mut self.send_gate else { return };
         g.refill(now);
@@ -202,24 +167,6 @@ impl GsmCsd {
         }
         let open = self.staged.next_mark().map_or(u16::MAX, |m| m.meta.flow);
         self.rlp.write_partial(&b[from..], open);
-    }
-
-    pub fn poll_transmit(&mut self, now: Instant) -> Option<Frame> {
-        self.pass_gate(now);
-        self.relay_out(now);
-        self.rlp.poll_transmit(now)
-    }
-
-    pub fn on_frame(&mut self, now: Instant, f: Frame) {
-        self.rlp.on_frame(now, f);
-        while let Some(c) = self.rlp.read() {
-            if self.recv_gate.is_some() {
-                self.relay.push(&c.bytes, c.marks.iter().map(|&(o, m)| (o as usize, m)));
-            } else {
-                self.deframe(&c.bytes, c.marks.iter().map(|&(o, m)| (o as usize, m)).collect());
-            }
-        }
-        self.relay_out(now);
     }
 
     /// Uplink L2R: hands bytes to the modem side at the relay rate; flow control.
@@ -304,12 +251,63 @@ impl GsmCsd {
             Err(_) => self.stats.checksum_drops += 1,
         }
     }
+}
 
-    pub fn poll_deliver(&mut self) -> Option<Packet> {
+impl ArqMachine for GsmCsd {
+    fn wants_packet(&self) -> bool {
+        self.rlp.is_up() && self.rlp.unframed() + self.staged.len() < 2 * self.cfg.rlp.payload as usize
+    }
+    fn send(&mut self, _now: Instant, p: Packet) {
+        let bytes = p.emit();
+        let v4 = matches!(p.ip, IpRepr::V4(_));
+        let (proto, info) = if self.cfg.vj && v4 && p.tcp().is_some() {
+            let hl = bytes.len() - p.payload_len as usize;
+            let (kind, mut hdr) = self.comp.compress(&bytes[..hl]);
+            hdr.extend_from_slice(&bytes[hl..]);
+            (
+                match kind {
+                    Kind::Ip => PROTO_IP,
+                    Kind::Uncompressed => PROTO_VJ_UNCOMPRESSED,
+                    Kind::Compressed => {
+                        self.stats.vj_compressed += 1;
+                        PROTO_VJ_COMPRESSED
+                    }
+                },
+                hdr,
+            )
+        } else {
+            (if v4 { PROTO_IP } else { PROTO_IPV6 }, bytes)
+        };
+        let mut wire = Vec::with_capacity(info.len() + 16);
+        self.framer.frame(proto, &info, &mut wire);
+        let mark = Mark { meta: p.meta, real: p.is_real() };
+        if self.send_gate.is_some() {
+            let last = wire.len() - 1;
+            self.staged.push(&wire, [(last, mark)]);
+        } else {
+            self.rlp.write(&wire, Some(mark));
+        }
+    }
+    fn poll_transmit(&mut self, now: Instant) -> Option<Frame> {
+        self.pass_gate(now);
+        self.relay_out(now);
+        self.rlp.poll_transmit(now)
+    }
+    fn on_frame(&mut self, now: Instant, f: Frame) {
+        self.rlp.on_frame(now, f);
+        while let Some(c) = self.rlp.read() {
+            if self.recv_gate.is_some() {
+                self.relay.push(&c.bytes, c.marks.iter().map(|&(o, m)| (o as usize, m)));
+            } else {
+                self.deframe(&c.bytes, c.marks.iter().map(|&(o, m)| (o as usize, m)).collect());
+            }
+        }
+        self.relay_out(now);
+    }
+    fn poll_deliver(&mut self) -> Option<Packet> {
         self.delivered.pop_front()
     }
-
-    pub fn poll_timeout(&self) -> Option<Instant> {
+    fn poll_timeout(&mut self) -> Option<Instant> {
         let mut t = self.rlp.poll_timeout();
         let mut at = |x: Instant| t = Some(t.map_or(x, |y: Instant| y.min(x)));
         if let Some(g) = &self.send_gate {
@@ -324,10 +322,31 @@ impl GsmCsd {
         }
         t
     }
-
-    pub fn handle_timeout(&mut self, now: Instant) {
+    fn handle_timeout(&mut self, now: Instant) {
         self.rlp.handle_timeout(now);
         self.pass_gate(now);
         self.relay_out(now);
+    }
+    fn transmits_by_clock(&self) -> bool {
+        true
+    }
+    fn is_circuit(&self) -> bool {
+        true
+    }
+    /// As the sender: polls (the RLP's timer expiries), resets, bytes flushed
+    /// from its window; as the receiver: bytes flushed from its buffer and what
+    /// PPP, VJ and L2R threw away; either end down means the call dropped.
+    fn counters(&self, sent: &mut LinkStats, received: &mut LinkStats) {
+        let rlp = &self.rlp.stats;
+        sent.arq_timeouts += rlp.polls_sent;
+        sent.link_resets += rlp.resets;
+        sent.flushed_bytes += rlp.flushed_tx;
+        received.flushed_bytes += rlp.flushed_rx;
+        sent.call_dropped |= !self.rlp.is_up();
+        received.call_dropped |= !self.rlp.is_up();
+        received.ppp_damaged += self.stats.ppp_damaged;
+        received.vj_tossed += self.stats.vj_tossed;
+        received.checksum_drops += self.stats.checksum_drops;
+        received.l2r_busy += self.stats.l2r_busy;
     }
 }

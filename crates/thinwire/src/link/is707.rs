@@ -28,6 +28,7 @@
 //! of 20 ms frames plus interleaving and processing), `idle_frames` = 0.
 //! NAK frames go on the reverse channel, before retransmissions and new data.
 use super::frame::{fragment, Frame, FrameKind, Reassembler};
+use super::{ArqMachine, LinkStats};
 use crate::time::{Duration, Instant};
 use crate::wire::Packet;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -107,34 +108,14 @@ impl Is707 {
             stats: Is707Stats::default(),
         }
     }
-    pub fn wants_packet(&self) -> bool {
-        self.pending.is_empty()
-    }
-    pub fn send(&mut self, p: Packet) {
-        fragment(p, self.cfg.max_payload, |f| self.pending.push_back(f));
-    }
-    pub fn poll_deliver(&mut self) -> Option<Packet> {
-        self.delivered.pop_front()
-    }
     /// V(S), V(R), V(N).
-    pub fn counters(&self) -> (u32, u32, u32) {
+    pub fn state_variables(&self) -> (u32, u32, u32) {
         (self.v_s, self.v_r, self.v_n)
     }
 
     fn slot(&self, mut f: Frame) -> Frame {
         f.payload = self.cfg.max_payload as u16;
         f
-    }
-
-    pub fn poll_transmit(&mut self, now: Instant) -> Option<Frame> {
-        self.poll_frame(now, true)
-    }
-
-    /// As [`poll_transmit`](Self::poll_transmit) but never an idle frame: what the
-    /// sender puts into a frame queue (idle frames only fill a slot the queue
-    /// leaves empty, or the sender would queue idle frames forever).
-    pub fn poll_transmit_without_idle(&mut self, now: Instant) -> Option<Frame> {
-        self.poll_frame(now, false)
     }
 
     fn poll_frame(&mut self, _now: Instant, idle: bool) -> Option<Frame> {
@@ -174,32 +155,6 @@ impl Is707 {
         None
     }
 
-    pub fn on_frame(&mut self, now: Instant, f: Frame) {
-        match f.kind {
-            FrameKind::Nack => {
-                let last = f.ack.unwrap_or(f.seq);
-                for sn in f.seq..=last {
-                    if sn < self.v_s {
-                        self.rexmit.push_back(sn);
-                    }
-                }
-            }
-            FrameKind::Idle => self.notice_up_to(now, f.seq),
-            FrameKind::Data => {
-                let sn = f.seq;
-                if sn >= self.v_r {
-                    self.notice_up_to(now, sn);
-                    self.v_r = sn + 1;
-                    self.buf.insert(sn, f);
-                } else if self.missing.remove(&sn).is_some() {
-                    self.buf.insert(sn, f);
-                }
-                self.deliver();
-            }
-            _ => {}
-        }
-    }
-
     /// Frames V(R)..`upto` were sent but not received: start their NAK rounds.
     fn notice_up_to(&mut self, now: Instant, upto: u32) {
         if upto <= self.v_r {
@@ -235,12 +190,56 @@ impl Is707 {
             self.v_n += 1;
         }
     }
+}
 
-    pub fn poll_timeout(&mut self) -> Option<Instant> {
+impl ArqMachine for Is707 {
+    fn wants_packet(&self) -> bool {
+        self.pending.is_empty()
+    }
+    fn send(&mut self, _now: Instant, p: Packet) {
+        fragment(p, self.cfg.max_payload, |f| self.pending.push_back(f));
+    }
+    fn poll_deliver(&mut self) -> Option<Packet> {
+        self.delivered.pop_front()
+    }
+    fn poll_transmit(&mut self, now: Instant) -> Option<Frame> {
+        self.poll_frame(now, true)
+    }
+    /// As [`poll_transmit`](Self::poll_transmit) but never an idle frame: what the
+    /// sender puts into a frame queue (idle frames only fill a slot the queue
+    /// leaves empty, or the sender would queue idle frames forever).
+    fn poll_transmit_queued(&mut self, now: Instant) -> Option<Frame> {
+        self.poll_frame(now, false)
+    }
+    fn on_frame(&mut self, now: Instant, f: Frame) {
+        match f.kind {
+            FrameKind::Nack => {
+                let last = f.ack.unwrap_or(f.seq);
+                for sn in f.seq..=last {
+                    if sn < self.v_s {
+                        self.rexmit.push_back(sn);
+                    }
+                }
+            }
+            FrameKind::Idle => self.notice_up_to(now, f.seq),
+            FrameKind::Data => {
+                let sn = f.seq;
+                if sn >= self.v_r {
+                    self.notice_up_to(now, sn);
+                    self.v_r = sn + 1;
+                    self.buf.insert(sn, f);
+                } else if self.missing.remove(&sn).is_some() {
+                    self.buf.insert(sn, f);
+                }
+                self.deliver();
+            }
+            _ => {}
+        }
+    }
+    fn poll_timeout(&mut self) -> Option<Instant> {
         self.missing.values().map(|&(_, d)| d).min()
     }
-
-    pub fn handle_timeout(&mut self, now: Instant) {
+    fn handle_timeout(&mut self, now: Instant) {
         let due: Vec<u32> = self.missing.iter().filter(|(_, &(_, d))| d <= now).map(|(&s, _)| s).collect();
         if due.is_empty() {
             return;
@@ -279,5 +278,19 @@ impl Is707 {
             }
         }
         self.deliver();
+    }
+    fn sends_idle_frames(&self) -> bool {
+        true
+    }
+    fn is_circuit(&self) -> bool {
+        true
+    }
+    /// An idle frame announcing frames this end has already noticed: its V(R) has
+    /// reached the V(S) the frame carries, and V(R) never decreases.
+    fn ignores(&self, f: &Frame) -> bool {
+        f.kind == FrameKind::Idle && f.seq <= self.v_r
+    }
+    fn counters(&self, sent: &mut LinkStats, _received: &mut LinkStats) {
+        sent.sdu_discards += self.stats.frames_abandoned;
     }
 }

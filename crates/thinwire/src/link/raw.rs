@@ -3,6 +3,7 @@
 //! gap in frame sequence numbers). Parameters: frame payload and header size (from
 //! `[wireless]`), nothing else.
 use super::frame::{fragment, Frame, Reassembler};
+use super::ArqMachine;
 use crate::time::Instant;
 use crate::wire::Packet;
 use std::collections::VecDeque;
@@ -25,24 +26,27 @@ impl Raw {
             delivered: VecDeque::new(),
         }
     }
-    pub fn wants_packet(&self) -> bool {
+}
+
+impl ArqMachine for Raw {
+    fn wants_packet(&self) -> bool {
         self.pending.is_empty()
     }
-    pub fn send(&mut self, pkt: Packet) {
+    fn send(&mut self, _now: Instant, pkt: Packet) {
         fragment(pkt, self.max_payload, |f| self.pending.push_back(f));
     }
-    pub fn poll_transmit(&mut self, _now: Instant) -> Option<Frame> {
+    fn poll_transmit(&mut self, _now: Instant) -> Option<Frame> {
         let mut f = self.pending.pop_front()?;
         f.seq = self.next_seq;
         self.next_seq = self.next_seq.wrapping_add(1);
         Some(f)
     }
-    pub fn on_frame(&mut self, _now: Instant, f: Frame) {
+    fn on_frame(&mut self, _now: Instant, f: Frame) {
         if let Some(p) = self.rx.push(f) {
             self.delivered.push_back(p);
         }
     }
-    pub fn poll_deliver(&mut self) -> Option<Packet> {
+    fn poll_deliver(&mut self) -> Option<Packet> {
         self.delivered.pop_front()
     }
 }

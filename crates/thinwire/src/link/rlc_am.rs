@@ -57,6 +57,7 @@
 //! window threshold 80 %, status timer 500 ms, status prohibit 90 ms, MRW timer
 //! 110 ms and 1 retransmission.
 use super::frame::{fragment, Body, Frame, FrameKind, Reassembler, Report, Status};
+use super::{ArqMachine, LinkStats};
 use crate::time::{Duration, Instant};
 use crate::wire::Packet;
 use std::collections::VecDeque;
@@ -242,23 +243,7 @@ impl Rlc {
             stats: RlcStats::default(),
         }
     }
-    /// The RLC holds the SDU being segmented and the next one, so that "last PDU in
-    /// the transmission buffer" means the queue above is empty too.
-    pub fn wants_packet(&self) -> bool {
-        self.pending_sdus < 2
-    }
-    pub fn send(&mut self, pkt: Packet) {
-        self.pending_sdus += 1;
-        fragment(pkt, self.cfg.max_payload, |f| self.pending.push_back(f));
-    }
-    /// The transmit window: VT(A) (oldest unacknowledged PDU) and VT(S) (next new).
-    pub fn window(&self) -> (u32, u32) {
-        (self.vt_a, self.vt_s)
-    }
 
-    pub fn poll_deliver(&mut self) -> Option<Packet> {
-        self.delivered.pop_front()
-    }
     /// PDUs sent and not yet released (acknowledged or discarded and MRW-acknowledged).
     pub fn outstanding(&self) -> u32 {
         self.vt_s - self.vt_a
@@ -455,26 +440,6 @@ impl Rlc {
         Report { ack: self.vr_r, end: self.vr_h, missing }
     }
 
-    /// A frame arrived from the peer (it survived the channel).
-    pub fn on_frame(&mut self, now: Instant, f: Frame) {
-        match f.kind {
-            FrameKind::Data => self.on_data(now, f),
-            FrameKind::Status => {
-                let Body::Status(st) = f.body else { panic!("status PDU carries super-fields") };
-                if let Some(r) = &st.report {
-                    self.on_report(r);
-                }
-                if let Some(sn) = st.mrw {
-                    self.on_mrw(sn);
-                }
-                if let Some(sn) = st.mrw_ack {
-                    self.on_mrw_ack(sn);
-                }
-            }
-            FrameKind::Ack | FrameKind::Nack | FrameKind::Idle | FrameKind::Reset => {}
-        }
-    }
-
     // ----- transmission -----
 
     fn status_frame(&mut self, now: Instant) -> Option<Frame> {
@@ -541,10 +506,63 @@ impl Rlc {
         }
         f
     }
+}
 
+/// Size of a Status PDU without padding (TS 25.322 §9.2.2.11): a 1-byte header,
+/// ACK SUFI 2 bytes, BITMAP SUFI 3 bytes plus one bit per PDU reported, MRW 3
+/// bytes, MRW_ACK 3 bytes.
+fn status_bytes(st: &Status) -> u16 {
+    let mut b = 1;
+    if let Some(r) = &st.report {
+        b += 2;
+        if !r.missing.is_empty() {
+            b += 3 + (r.end - r.ack).div_ceil(8) as u16;
+        }
+    }
+    if st.mrw.is_some() {
+        b += 3;
+    }
+    if st.mrw_ack.is_some() {
+        b += 3;
+    }
+    b
+}
+
+impl ArqMachine for Rlc {
+    /// The RLC holds the SDU being segmented and the next one, so that "last PDU in
+    /// the transmission buffer" means the queue above is empty too.
+    fn wants_packet(&self) -> bool {
+        self.pending_sdus < 2
+    }
+    fn send(&mut self, _now: Instant, pkt: Packet) {
+        self.pending_sdus += 1;
+        fragment(pkt, self.cfg.max_payload, |f| self.pending.push_back(f));
+    }
+    fn poll_deliver(&mut self) -> Option<Packet> {
+        self.delivered.pop_front()
+    }
+    /// A frame arrived from the peer (it survived the channel).
+    fn on_frame(&mut self, now: Instant, f: Frame) {
+        match f.kind {
+            FrameKind::Data => self.on_data(now, f),
+            FrameKind::Status => {
+                let Body::Status(st) = f.body else { panic!("status PDU carries super-fields") };
+                if let Some(r) = &st.report {
+                    self.on_report(r);
+                }
+                if let Some(sn) = st.mrw {
+                    self.on_mrw(sn);
+                }
+                if let Some(sn) = st.mrw_ack {
+                    self.on_mrw_ack(sn);
+                }
+            }
+            FrameKind::Ack | FrameKind::Nack | FrameKind::Idle | FrameKind::Reset => {}
+        }
+    }
     /// The next frame to put on the air, if any: Status PDUs first, then
     /// retransmissions, then new PDUs, then a lone poll.
-    pub fn poll_transmit(&mut self, now: Instant) -> Option<Frame> {
+    fn poll_transmit(&mut self, now: Instant) -> Option<Frame> {
         if let Some(f) = self.status_frame(now) {
             return Some(f);
         }
@@ -582,16 +600,14 @@ impl Rlc {
         }
         None
     }
-
-    pub fn poll_timeout(&self) -> Option<Instant> {
+    fn poll_timeout(&mut self) -> Option<Instant> {
         let mut t = self.poll_timer.map(|p| p.0);
         t = min_opt(t, self.poll_prohibit);
         t = min_opt(t, self.status_prohibit);
         t = min_opt(t, self.status_periodic);
         min_opt(t, self.mrw.as_ref().and_then(|m| m.deadline))
     }
-
-    pub fn handle_timeout(&mut self, now: Instant) {
+    fn handle_timeout(&mut self, now: Instant) {
         if self.poll_timer.is_some_and(|p| p.0 <= now) {
             self.poll_timer = None;
             self.stats.poll_timeouts += 1;
@@ -618,26 +634,17 @@ impl Rlc {
             }
         }
     }
-}
-
-/// Size of a Status PDU without padding (TS 25.322 §9.2.2.11): a 1-byte header,
-/// ACK SUFI 2 bytes, BITMAP SUFI 3 bytes plus one bit per PDU reported, MRW 3
-/// bytes, MRW_ACK 3 bytes.
-fn status_bytes(st: &Status) -> u16 {
-    let mut b = 1;
-    if let Some(r) = &st.report {
-        b += 2;
-        if !r.missing.is_empty() {
-            b += 3 + (r.end - r.ack).div_ceil(8) as u16;
-        }
+    fn transmits_by_clock(&self) -> bool {
+        true
     }
-    if st.mrw.is_some() {
-        b += 3;
+    /// The transmit window: VT(A) (oldest unacknowledged PDU) and VT(S) (next new).
+    fn window(&self) -> Option<(u32, u32)> {
+        Some((self.vt_a, self.vt_s))
     }
-    if st.mrw_ack.is_some() {
-        b += 3;
+    fn counters(&self, sent: &mut LinkStats, _received: &mut LinkStats) {
+        sent.arq_timeouts += self.stats.poll_timeouts;
+        sent.sdu_discards += self.stats.sdu_discards;
     }
-    b
 }
 
 #[cfg(test)]

@@ -49,6 +49,7 @@
 //! srtt 1.1 s, initial srttvar 0, tick 10 ms, multireject by detection (`renack`
 //! unset).
 use super::frame::{fragment, Frame, FrameKind, Reassembler};
+use super::{ArqMachine, LinkStats};
 use crate::time::{Duration, Instant};
 use crate::wire::Packet;
 use std::collections::VecDeque;
@@ -182,15 +183,6 @@ impl Sr {
     /// ASR's smoothed RTT in whole ticks, as `rtxto` uses it.
     pub fn srtt(&self) -> Duration {
         self.cfg.tick * (self.srtt8 >> 3)
-    }
-    pub fn wants_packet(&self) -> bool {
-        self.pending.is_empty()
-    }
-    pub fn send(&mut self, pkt: Packet) {
-        fragment(pkt, self.cfg.max_payload, |f| self.pending.push_back(f));
-    }
-    pub fn poll_deliver(&mut self) -> Option<Packet> {
-        self.delivered.pop_front()
     }
     /// Frames sent but not yet acknowledged.
     pub fn outstanding(&self) -> u32 {
@@ -333,18 +325,6 @@ impl Sr {
         }
     }
 
-    /// A frame arrived from the peer (it survived the channel).
-    pub fn on_frame(&mut self, now: Instant, mut f: Frame) {
-        if let Some(a) = f.ack.take() {
-            self.on_ack(now, a);
-        }
-        match f.kind {
-            FrameKind::Data => self.on_data(now, f),
-            FrameKind::Ack | FrameKind::Status | FrameKind::Idle | FrameKind::Reset => {}
-            FrameKind::Nack => self.on_nack(f.seq, f.nsn),
-        }
-    }
-
     fn stamp(&mut self, now: Instant, seq: u32) -> Frame {
         let i = (seq - self.base) as usize;
         let deadline = (now + self.rto).max(self.last_deadline);
@@ -362,8 +342,43 @@ impl Sr {
         f
     }
 
+    fn prune_timers(&mut self) {
+        while let Some(&(_, seq, tx)) = self.timers.front() {
+            let live = seq >= self.base && {
+                let s = &self.slots[(seq - self.base) as usize];
+                s.frame.tx == tx && !s.queued
+            };
+            if live {
+                break;
+            }
+            self.timers.pop_front();
+        }
+    }
+}
+
+impl ArqMachine for Sr {
+    fn wants_packet(&self) -> bool {
+        self.pending.is_empty()
+    }
+    fn send(&mut self, _now: Instant, pkt: Packet) {
+        fragment(pkt, self.cfg.max_payload, |f| self.pending.push_back(f));
+    }
+    fn poll_deliver(&mut self) -> Option<Packet> {
+        self.delivered.pop_front()
+    }
+    /// A frame arrived from the peer (it survived the channel).
+    fn on_frame(&mut self, now: Instant, mut f: Frame) {
+        if let Some(a) = f.ack.take() {
+            self.on_ack(now, a);
+        }
+        match f.kind {
+            FrameKind::Data => self.on_data(now, f),
+            FrameKind::Ack | FrameKind::Status | FrameKind::Idle | FrameKind::Reset => {}
+            FrameKind::Nack => self.on_nack(f.seq, f.nsn),
+        }
+    }
     /// The next frame to put on the air, if any.
-    pub fn poll_transmit(&mut self, now: Instant) -> Option<Frame> {
+    fn poll_transmit(&mut self, now: Instant) -> Option<Frame> {
         if let Some((n, sn)) = self.nacks.pop_front() {
             self.stats.nacks_sent += 1;
             return Some(Frame { nsn: sn, ..Frame::control(FrameKind::Nack, n, None) });
@@ -395,21 +410,7 @@ impl Sr {
         }
         None
     }
-
-    fn prune_timers(&mut self) {
-        while let Some(&(_, seq, tx)) = self.timers.front() {
-            let live = seq >= self.base && {
-                let s = &self.slots[(seq - self.base) as usize];
-                s.frame.tx == tx && !s.queued
-            };
-            if live {
-                break;
-            }
-            self.timers.pop_front();
-        }
-    }
-
-    pub fn poll_timeout(&mut self) -> Option<Instant> {
+    fn poll_timeout(&mut self) -> Option<Instant> {
         self.prune_timers();
         let t = self.timers.front().map(|e| e.0);
         match (t, self.ack_due) {
@@ -417,8 +418,7 @@ impl Sr {
             (a, b) => a.or(b),
         }
     }
-
-    pub fn handle_timeout(&mut self, now: Instant) {
+    fn handle_timeout(&mut self, now: Instant) {
         if let Some(d) = self.ack_due {
             if d <= now {
                 self.ack_now = true;
@@ -438,5 +438,8 @@ impl Sr {
                 _ => break,
             }
         }
+    }
+    fn counters(&self, sent: &mut LinkStats, _received: &mut LinkStats) {
+        sent.arq_timeouts += self.stats.timeouts;
     }
 }

@@ -53,7 +53,7 @@
 //! `handle_timeout`, which `poll_timeout` then asks for at once), so such an answer
 //! can go in the next frame, as in the simulator since its first version.
 //! Trace events come from [`WirelessLink::poll_event`] when enabled.
-use super::{capacity::TraceCapacity, raw::Raw, Arq, Frame, FrameKind};
+use super::{capacity::TraceCapacity, raw::Raw, Arq, ArqMachine, Frame, FrameKind};
 use crate::channel::Channel;
 use crate::queue::{DropReason, Limit, Qdisc, QdiscEvent, Queue, Verdict};
 use crate::sched::{EventQueue, Timers};
@@ -518,7 +518,7 @@ impl WirelessLink {
     /// With GSM RLP or IS-707 (a circuit per mobile: give each its own link), or
     /// beyond [`MAX_MOBILES`].
     pub fn add_mobile(&mut self, arq: [Arq; 2], queues: [Queue; 2]) -> Session {
-        assert!(!matches!(arq[0], Arq::Gsm(_) | Arq::Is707(_)), "GSM RLP and IS-707 carry one mobile per circuit");
+        assert!(!arq[0].is_circuit(), "GSM RLP and IS-707 carry one mobile per circuit");
         assert!(self.mobiles.len() + 1 < MAX_MOBILES, "at most {MAX_MOBILES} mobiles on a link");
         let [q0, q1] = queues;
         self.radio[0].more.push(q0);
@@ -793,30 +793,15 @@ impl WirelessLink {
     /// Counters per direction (0 = down, 1 = up).
     pub fn stats(&self) -> [LinkStats; 2] {
         let mut out = [self.radio[0].stats.clone(), self.radio[1].stats.clone()];
-        for (d, s) in out.iter_mut().enumerate() {
-            if let Arq::Gprs(g) = &self.arq[d] {
-                s.tbf_setups = g.stats.tbf_setups;
-                s.outages = g.stats.outages;
-            }
-            if let (Arq::Gsm(tx), Arq::Gsm(rx)) = (&self.arq[d], &self.arq[1 - d]) {
-                s.link_resets = tx.rlp.stats.resets;
-                s.flushed_bytes = tx.rlp.stats.flushed_tx + rx.rlp.stats.flushed_rx;
-                s.call_dropped = !tx.rlp.is_up() || !rx.rlp.is_up();
-                s.ppp_damaged = rx.stats.ppp_damaged;
-                s.vj_tossed = rx.stats.vj_tossed;
-                s.checksum_drops = rx.stats.checksum_drops;
-                s.l2r_busy = rx.stats.l2r_busy;
-            }
-            s.arq_timeouts = self.arq[d].timeouts();
-            s.sdu_discards = self.arq[d].discards();
+        for e in 0..2 {
+            let [down, up] = &mut out;
+            let (sent, received) = if e == 0 { (down, up) } else { (up, down) };
+            self.arq[e].counters(sent, received);
             for m in &self.mobiles {
-                if let Arq::Gprs(g) = &m.arq[d] {
-                    s.tbf_setups += g.stats.tbf_setups;
-                    s.outages += g.stats.outages;
-                }
-                s.arq_timeouts += m.arq[d].timeouts();
-                s.sdu_discards += m.arq[d].discards();
+                m.arq[e].counters(sent, received);
             }
+        }
+        for s in out.iter_mut() {
             s.flr = if s.frames_sent > 0 { s.frames_lost as f64 / s.frames_sent as f64 } else { 0.0 };
         }
         out
@@ -975,12 +960,12 @@ impl WirelessLink {
     fn feed_bypass(&mut self, d: usize, now: Instant) {
         if let (Queue::DropTail(q), false) = (&mut self.radio[d].qs[1], self.trace.sojourn) {
             if let Some(p) = q.dequeue(now) {
-                self.bypass[d].send(p);
+                self.bypass[d].send(now, p);
             }
             return;
         }
         if let Some(p) = self.dequeue(d, 1, now) {
-            self.bypass[d].send(p);
+            self.bypass[d].send(now, p);
         }
     }
 

@@ -130,7 +130,7 @@ pub struct Init {
 
 crate::registry! {
     /// A queue discipline, chosen by [`QdiscKind`] (`queue.discipline`).
-    trait Qdisc(Init) for Queue, QdiscKind {
+    trait Qdisc(Init) for #[derive(Clone, Debug)] Queue, QdiscKind {
         "droptail" => DropTail(droptail::DropTail),
         "red" => Red(red::Red) [boxed],
         "codel" => Codel(codel::Codel) [boxed],

@@ -25,7 +25,7 @@ pub mod rfc5681;
 
 crate::registry! {
     /// A congestion controller, chosen by [`CcKind`] (`tcp.cc`).
-    trait CongestionControl(TcpConfig) for Cc, CcKind {
+    trait CongestionControl(TcpConfig) for #[derive(Clone, Debug)] Cc, CcKind {
         "rfc5681" => Rfc5681(rfc5681::Rfc5681),
         "reno" => Reno(reno::Reno),
         "cubic" => Cubic(cubic::Cubic),

@@ -39,7 +39,7 @@ pub const DUP_THRESH: u32 = 3;
 
 crate::registry! {
     /// A loss-recovery algorithm, chosen by [`RecoveryKind`] (`tcp.recovery`).
-    trait LossRecovery(TcpConfig) for Recovery, RecoveryKind {
+    trait LossRecovery(TcpConfig) for #[derive(Clone, Debug)] Recovery, RecoveryKind {
         "tahoe" => Tahoe(tahoe::Tahoe),
         "reno" => Reno(reno::Reno),
         "newreno" => NewReno(newreno::NewReno),
