@@ -8,7 +8,9 @@
 //! 004 §III); shared frame queue 50 frames; `max_time` 100000 s for `stop = "end"`.
 //! Random streams are labelled per component (`channel.down`, `gprs.outage`,
 //! `flow.3.isn`, ...), so adding one does not shift another's draws.
-use crate::app::{interactive::InteractiveConfig, media::MediaConfig, probe::ProbeConfig, session::SessionConfig};
+use crate::app::media::{MediaConfig, MediaSource};
+use crate::app::probe::{ProbeConfig, ProbeSource};
+use crate::app::{interactive::InteractiveConfig, session::SessionConfig, UdpSource};
 use crate::channel::{Channel, Fading, TwoState};
 use crate::config::flow::{HttpCfg, InteractiveCfg, MediaCfg, ProbeCfg, TtcpCfg, WebCfg};
 use crate::config::link::{AsrCfg, GprsCfg, Is707Cfg, OnN2Cfg, RlcCfg, RlpGsmCfg, SrCfg};
@@ -27,7 +29,7 @@ use crate::link::{
 use crate::queue::wired::WiredLink;
 use crate::queue::{QdiscConfig, Queue};
 use crate::rng::Rng;
-use crate::tcp::{TcpConfig, Variant};
+use crate::tcp::{Tcp, TcpConfig, Variant};
 use crate::time::{Duration, Instant};
 
 pub const DIR_NAMES: [&str; 2] = ["down", "up"];
@@ -473,6 +475,37 @@ pub fn interactive(c: &InteractiveCfg) -> InteractiveConfig {
         messages: c.messages.or(d.messages),
         port: c.port.unwrap_or(d.port),
     }
+}
+
+/// Flow `i`'s own random stream `what`: `isn` (its connections' initial sequence
+/// numbers), `media` (a UDP source's sizes and gaps), `web` (the page model).
+pub fn flow_stream(sc: &Scenario, i: usize, what: &str) -> Rng {
+    Rng::stream(sc.seed, sc.run, &format!("flow.{i}.{what}"))
+}
+
+/// The UDP source of flow `i` (media or probe) from `start`; None for the others.
+pub fn udp_source(sc: &Scenario, i: usize, f: &FlowCfg, start: Instant) -> Option<UdpSource> {
+    Some(match f {
+        FlowCfg::Media(c) => UdpSource::Media(MediaSource::new(media(c), start, flow_stream(sc, i, "media"))),
+        FlowCfg::Probe(c) => UdpSource::Probe(ProbeSource::new(probe(c), start, flow_stream(sc, i, "media"))),
+        _ => return None,
+    })
+}
+
+/// One connection of flow `f`: a listening server endpoint on `server_port` and an
+/// idle mobile endpoint on `mobile_port`, their ISNs drawn from `rng` (the
+/// server's first), tracing their variables when `traced`.
+pub fn tcp_pair(f: &FlowCfg, server_port: u16, mobile_port: u16, rng: &mut Rng, traced: bool) -> [Tcp; 2] {
+    let tcfg = tcp_config(f);
+    let (iss_s, iss_m) = (rng.next_u64() as u32, rng.next_u64() as u32);
+    let mut server = Tcp::new(tcfg, server_port, mobile_port, iss_s);
+    let mut mobile = Tcp::new(tcfg, mobile_port, server_port, iss_m);
+    if traced {
+        server.enable_trace();
+        mobile.enable_trace();
+    }
+    server.listen();
+    [server, mobile]
 }
 
 /// A session application's settings (web, ttcp, http); None for other flows.

@@ -11,9 +11,7 @@
 //! Each machine exposes `poll_timeout`; the simulator keeps the earliest wake-up it
 //! has scheduled per machine and ignores stale timer events.
 use super::outputs::{Closed, FileOut, Out, ParquetSink, Tap, TraceOut};
-use crate::app::media::MediaSource;
 use crate::app::web::{Transaction, WebModel};
-use crate::app::{probe::ProbeSource, UdpSource};
 use crate::build;
 use crate::config::{mobile_addr, Direction, FlowCfg, LinkSession, Scenario, Stop};
 use crate::link::wireless::{LinkTimer, LinkTrace, Offer, Session, WirelessLink};
@@ -29,7 +27,12 @@ use std::collections::VecDeque;
 
 mod apps;
 mod gateway;
+mod media;
+mod results;
 use apps::{Interactive, Web};
+pub use media::MediaResult;
+use media::{BornCount, Media};
+pub use results::{EndReason, FlowResult, RunResult};
 
 pub const SERVER_ADDR: [u8; 4] = [10, 0, 0, 1];
 
@@ -76,262 +79,16 @@ struct Flow {
     addr: [u8; 4],
 }
 
-/// A media (UDP on/off) flow and what its receiver saw.
-struct Media {
-    id: usize,
-    src: crate::app::UdpSource,
-    sender: usize,
-    /// The mobile host and its address (`mobile_addr`).
-    mobile: u16,
-    addr: [u8; 4],
-    ident: u16,
-    /// Birth times of the packets sent and of those received, for the loss ratio.
-    sent_born: BornCount,
-    recv_born: BornCount,
-    delays: Vec<i64>,
-    bytes: u64,
-    start: Instant,
-}
-
-/// Counts birth times and, at the end, how many are at most `end − 5 s` (the
-/// media loss ratio's cutoff), keeping only those of the last 5 s: a time at least
-/// 5 s before the moment it is counted is certainly before the cutoff, since the
-/// run ends no earlier. (A `Vec` of every birth time once made memory grow with
-/// simulated time.)
-#[derive(Default)]
-struct BornCount {
-    n: u64,
-    before: u64,
-    recent: VecDeque<i64>,
-}
-
-impl BornCount {
-    fn push(&mut self, born: Instant, now: Instant) {
-        self.n += 1;
-        self.recent.push_back(born.nanos());
-        let old = now.nanos() - LOSS_CUTOFF.nanos();
-        while self.recent.front().is_some_and(|&b| b <= old) {
-            self.recent.pop_front();
-            self.before += 1;
-        }
-    }
-    fn at_most(&self, cutoff: i64) -> u64 {
-        self.before + self.recent.iter().filter(|&&t| t <= cutoff).count() as u64
-    }
-}
-
-/// Media packets sent less than this before the end are not counted for loss.
-const LOSS_CUTOFF: Duration = Duration::from_secs(5);
-
-/// Media flow statistics. Loss counts packets sent at least 5 s before the end of
-/// the run that never arrived (later ones may still be in flight).
-#[derive(Clone, Debug, Default)]
-pub struct MediaResult {
-    pub packets_sent: u64,
-    pub packets_received: u64,
-    pub loss: f64,
-    pub delay_mean_s: Option<f64>,
-    pub delay_p50_s: Option<f64>,
-    pub delay_p95_s: Option<f64>,
-    pub delay_max_s: Option<f64>,
-    /// Every received packet's one-way delay, in arrival order (ns).
-    pub delays_ns: Vec<i64>,
-}
+/// Events at one simulated instant after which a run counts as stuck.
+pub const STUCK_EVENTS: u64 = 20_000_000;
+/// How often (in events) a run asks its caller whether to stop.
+pub const POLL_EVERY: u64 = 1 << 16;
 
 #[derive(Clone, Copy)]
 enum Slot {
     Tcp(usize),
     Media(usize),
     Web(usize),
-}
-
-crate::described! {
-    /// One flow's results. Labels say which column of the command line's summary
-    /// tables shows a field ("header|format"; groups: `tcp` flows, `media` flows
-    /// and interactive messages).
-    #[derive(Clone, Debug, Default)]
-    pub struct FlowResult {
-        /// Index in the scenario's flow list.
-        pub id: usize => (info, "count", "flow", "tcp media"),
-        pub app: String => (info, "text", "app", "tcp media"),
-        pub direction: String => (info, "text", "dir", "tcp media"),
-        /// The mobile host (flow key `mobile`, address 10.0.1.(2 + k)).
-        pub mobile: u16 => (info, "count", "mobile?", "tcp media"),
-        /// TCP algorithms of the sender: the seeds' variant name for `reno` with one of
-        /// their recoveries (`newreno`), else `CC+RECOVERY` (`cubic+sack`); `udp` for
-        /// media and probes.
-        pub variant: String => (info, "text", "tcp", "tcp"),
-        pub start_s: f64 => (info, "s", "", ""),
-        /// Application bytes delivered in order.
-        pub bytes_delivered: u64 => (metric, "bytes", "delivered", "tcp"),
-        /// Delivered bits per second from the start to completion (or the end).
-        pub throughput_bps: f64 => (metric, "bit/s", "throughput|rate", "tcp"),
-        /// Time from the start to the last byte (None: not finished).
-        pub completion_s: Option<f64> => (metric, "s", "complete|s", "tcp"),
-        /// Data segments (payload > 0) the sender sent again.
-        pub tcp_retransmits: u64 => (metric, "count", "rexmits", "tcp"),
-        /// SYNs and SYN-ACKs sent again, by either end (the connection's set-up;
-        /// web flows: summed over their connections).
-        pub tcp_syn_retransmits: u64 => (metric, "count", "SYN rexmit?", "tcp"),
-        /// FINs sent again without data, by either end.
-        pub tcp_fin_retransmits: u64 => (metric, "count", "FIN rexmit?", "tcp"),
-        /// Expiries of the sender's retransmission timer: each resent data, a
-        /// SYN-ACK or a FIN (so a timeout need not show in `tcp_retransmits`).
-        pub tcp_timeouts: u64 => (metric, "count", "RTOs", "tcp"),
-        /// Fast recoveries entered (losses found without a timeout).
-        pub tcp_fast_retransmits: u64 => (metric, "count", "FR", "tcp"),
-        /// Of the timeouts, those shown spurious and undone (timestamps, DSACK or
-        /// F-RTO; Linux `TCPLossUndo` + `TCPSpuriousRTOs`).
-        pub tcp_spurious_timeouts: u64 => (metric, "count", "spurious?", "tcp"),
-        /// Tail loss probes sent (RACK-TLP; Linux `TCPLossProbes`).
-        pub tcp_loss_probes: u64 => (metric, "count", "TLP?", "tcp"),
-        /// Retransmissions found lost again (RACK; Linux `TCPLostRetransmit`).
-        pub tcp_lost_retransmits: u64 => (metric, "count", "", ""),
-        /// Loss episodes undone as needless (timeouts and fast recoveries).
-        pub tcp_undos: u64 => (metric, "count", "undo?", "tcp"),
-        /// DSACK blocks the sender received (RFC 2883; Linux `TCPDSACKRecv`).
-        pub tcp_dsacks: u64 => (metric, "count", "", ""),
-        /// Window reductions for an ECN echo (RFC 3168; Linux CWR entries).
-        pub tcp_ecn_reductions: u64 => (metric, "count", "ECN?", "tcp"),
-        /// Data segments the receiver got marked CE.
-        pub tcp_ce_received: u64 => (metric, "count", "", ""),
-        /// Slow starts ended by HyStart (CUBIC; Linux `TCPHystartTrainDetect` +
-        /// `TCPHystartDelayDetect`).
-        pub tcp_hystart_exits: u64 => (metric, "count", "", ""),
-        /// The sender's pacing rate at the end (bit/s; BBR paces, the others do not).
-        pub tcp_pacing_rate_bps: Option<f64> => (metric, "bit/s", "", ""),
-        /// Mean of the RTT samples the sender's estimator took, the handshake's
-        /// included: with timestamps one per ACK (the echo), without them one timed
-        /// segment at a time (BSD, Karn's rule), with `rto = "linux"` the oldest
-        /// segment each ACK newly covers. A capture's RTT (`thinwire analyze`,
-        /// tcptrace) samples every data segment sent once, so the two differ.
-        pub rtt_avg_s: Option<f64> => (metric, "s", "avg RTT|ms", "tcp"),
-        pub segments_sent: u64 => (info, "count", "", ""),
-        /// Web, http, ttcp: completed transactions (pages, downloads).
-        pub transactions: Option<u64> => (info, "count", "", ""),
-        /// Web, http, ttcp: each completed transaction's duration, from its first
-        /// connection request to its last byte (ttcp: to the FIN).
-        pub durations_s: Vec<f64> => (info, "list", "", ""),
-        /// Media, probe: packets sent; interactive: messages written.
-        pub packets_sent: Option<u64> => (metric, "count", "sent", "media"),
-        pub packets_received: Option<u64> => (metric, "count", "received", "media"),
-        /// Share of packets sent at least 5 s before the end that never arrived.
-        pub loss: Option<f64> => (metric, "ratio", "loss|%", "media"),
-        /// One-way delay (interactive: write to delivery) statistics.
-        pub delay_mean_s: Option<f64> => (metric, "s", "mean delay|ms", "media"),
-        pub delay_p50_s: Option<f64> => (metric, "s", "", ""),
-        pub delay_p95_s: Option<f64> => (metric, "s", "p95 delay|ms", "media"),
-        pub delay_max_s: Option<f64> => (metric, "s", "max delay|ms", "media"),
-        /// Every received packet's one-way delay, in arrival order (ns).
-        #[serde(skip)]
-        pub delays_ns: Vec<i64> => (hidden, "ns", "", ""),
-    }
-}
-
-impl FlowResult {
-    /// Media statistics, for media, probe and interactive flows.
-    /// The sender's counters (`snd`) and the receiver's (`rcv`).
-    fn with_tcp(mut self, snd: &crate::tcp::TcpStats, rcv: &crate::tcp::TcpStats, pacing: Option<u64>) -> FlowResult {
-        self.tcp_retransmits = snd.retransmits;
-        self.tcp_syn_retransmits = snd.syn_retransmits + rcv.syn_retransmits;
-        self.tcp_fin_retransmits = snd.fin_retransmits + rcv.fin_retransmits;
-        self.tcp_timeouts = snd.timeouts;
-        self.tcp_fast_retransmits = snd.fast_retransmits;
-        self.tcp_spurious_timeouts = snd.spurious_timeouts;
-        self.tcp_loss_probes = snd.loss_probes;
-        self.tcp_lost_retransmits = snd.lost_retransmits;
-        self.tcp_undos = snd.undos;
-        self.tcp_dsacks = snd.dsacks_received;
-        self.tcp_ecn_reductions = snd.ecn_reductions;
-        self.tcp_ce_received = rcv.ce_received;
-        self.tcp_hystart_exits = snd.hystart_exits;
-        self.tcp_pacing_rate_bps = pacing.map(|r| r as f64 * 8.0);
-        self.rtt_avg_s = (snd.rtt_samples > 0).then(|| snd.rtt_sum.as_secs_f64() / snd.rtt_samples as f64);
-        self.segments_sent = snd.segments_sent;
-        self
-    }
-
-    fn with_media(mut self, m: Option<MediaResult>) -> FlowResult {
-        if let Some(m) = m {
-            self.packets_sent = Some(m.packets_sent);
-            self.packets_received = Some(m.packets_received);
-            self.loss = Some(m.loss);
-            self.delay_mean_s = m.delay_mean_s;
-            self.delay_p50_s = m.delay_p50_s;
-            self.delay_p95_s = m.delay_p95_s;
-            self.delay_max_s = m.delay_max_s;
-            self.delays_ns = m.delays_ns;
-        }
-        self
-    }
-}
-
-/// Why a run ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EndReason {
-    /// `stop = "end"`: every flow that ends by itself finished.
-    Finished,
-    /// `stop` is a duration and that time was reached.
-    StopTime,
-    /// `stop = "end"` but `max_time` came first: some flows did not finish.
-    MaxTime,
-    /// Nothing was left to happen while flows had not finished: they wait for ever
-    /// (a window that never opens, a flow starting after `max_time`).
-    Idle,
-    /// Simulated time stopped advancing: [`STUCK_EVENTS`] events at one instant
-    /// (a timer of zero length firing again and again). A model or range bug.
-    Stuck,
-    /// The caller's poll asked to stop (Ctrl-C).
-    Interrupted,
-}
-
-impl EndReason {
-    pub fn name(self) -> &'static str {
-        match self {
-            EndReason::Finished => "finished",
-            EndReason::StopTime => "stop",
-            EndReason::MaxTime => "max_time",
-            EndReason::Idle => "idle",
-            EndReason::Stuck => "stuck",
-            EndReason::Interrupted => "interrupted",
-        }
-    }
-}
-
-/// Events at one simulated instant after which a run counts as stuck.
-pub const STUCK_EVENTS: u64 = 20_000_000;
-/// How often (in events) a run asks its caller whether to stop.
-pub const POLL_EVERY: u64 = 1 << 16;
-
-#[derive(Clone, Debug)]
-pub struct RunResult {
-    /// Why the run ended.
-    pub end: EndReason,
-    /// Scenario flows that end by themselves but had not finished at the end.
-    pub unfinished: Vec<usize>,
-    pub events: u64,
-    pub sim_time_s: f64,
-    pub flows: Vec<FlowResult>,
-    pub link: [LinkStats; 2],
-    pub wired_drops: [u64; 2],
-    /// The wired queues' counters (drops, the discipline's drops, ECN marks).
-    pub wired: [crate::queue::wired::WiredStats; 2],
-    /// Trace rows, when kept in memory (empty when streamed to `trace.parquet`).
-    pub trace: TraceTable,
-    /// Trace rows recorded, in memory or streamed.
-    pub trace_rows: usize,
-    /// pcap taps, when kept in memory.
-    pub pcap_server: Option<Vec<u8>>,
-    pub pcap_mobile: Option<Vec<u8>>,
-    /// mm-link-format logs of the wireless link (down, up), when kept in memory.
-    pub mm_logs: Option<[Vec<u8>; 2]>,
-    /// Files streamed into the output folder ([`Sim::with_output_dir`]), complete.
-    pub files: Vec<&'static str>,
-    /// The first error writing a streamed file (file and reason); the run stopped
-    /// at its next poll and the files are incomplete.
-    pub output_error: Option<String>,
-    /// The split-TCP proxy's counters, if the scenario has one.
-    pub proxy: Option<crate::proxy::ProxyStats>,
 }
 
 pub struct Sim {
@@ -391,13 +148,7 @@ impl Sim {
                 (LinkSession::Arq, k) => Session::Mobile(k),
                 (LinkSession::Bypass, _) => Session::Bypass,
             });
-            if let FlowCfg::Media(_) | FlowCfg::Probe(_) = f {
-                let rng = Rng::stream(sc.seed, sc.run, &format!("flow.{i}.media"));
-                let src = match f {
-                    FlowCfg::Media(c) => UdpSource::Media(MediaSource::new(build::media(c), start, rng)),
-                    FlowCfg::Probe(c) => UdpSource::Probe(ProbeSource::new(build::probe(c), start, rng)),
-                    _ => unreachable!(),
-                };
+            if let Some(src) = build::udp_source(sc, i, f, start) {
                 q.schedule(start, Event::MediaNext(media.len() as u16));
                 slots.push(Slot::Media(media.len()));
                 media.push(Media {
@@ -421,7 +172,7 @@ impl Sim {
                 webs.push(Web::new(sc, i, f, cfg, start));
                 continue;
             }
-            let mut rng = Rng::stream(sc.seed, sc.run, &format!("flow.{i}.isn"));
+            let mut rng = build::flow_stream(sc, i, "isn");
             let chat = match f {
                 FlowCfg::Interactive(c) => Some(Interactive::new(build::interactive(c))),
                 _ => None,
@@ -431,7 +182,7 @@ impl Sim {
                 (_, Some(c)) => c.port(),
                 _ => unreachable!("bulk or interactive"),
             };
-            let [mut server, mut mobile] = endpoint_pair(f, port, 40000 + i as u16, &mut rng, mask);
+            let [mut server, mut mobile] = build::tcp_pair(f, port, 40000 + i as u16, &mut rng, mask.has(Layer::Tcp));
             let bytes = match &chat {
                 Some(c) => c.total(),
                 None => f.bytes(),
@@ -777,38 +528,6 @@ impl Sim {
         self.drain_tcp(f, end);
     }
 
-    // ----- media sources -----
-    fn media_send(&mut self, m: usize) {
-        let now = self.now();
-        while let Some(size) = self.media[m].src.poll_packet(now) {
-            let md = &mut self.media[m];
-            let (src, dst) = if md.sender == 0 { (SERVER_ADDR, md.addr) } else { (md.addr, SERVER_ADDR) };
-            let port = 6000 + md.id as u16;
-            let pkt = Packet::new(
-                src,
-                dst,
-                md.ident,
-                L4::Udp(crate::wire::UdpRepr { src_port: port, dst_port: port }),
-                size - 28,
-                md.id as u16,
-                now,
-            );
-            md.ident = md.ident.wrapping_add(1);
-            md.sent_born.push(now, now);
-            let sender = md.sender;
-            tap(&mut self.pcap[sender], now, &pkt);
-            if sender == 0 {
-                self.enqueue_wired(0, pkt);
-            } else {
-                self.enqueue_radio(1, pkt);
-            }
-        }
-        let next = self.media[m].src.poll_timeout();
-        if next <= self.max_time {
-            self.q.schedule(next, Event::MediaNext(m as u16));
-        }
-    }
-
     // ----- wired link -----
     fn enqueue_wired(&mut self, d: usize, p: Packet) {
         let now = self.now();
@@ -907,90 +626,7 @@ impl Sim {
     }
 
     fn finish(mut self, end: Instant, why: EndReason) -> RunResult {
-        let mut unfinished = vec![];
-        for slot in &self.slots {
-            match *slot {
-                Slot::Tcp(t) if self.flows[t].bytes.is_some() && self.flows[t].completed.is_none() => {
-                    unfinished.push(self.flows[t].id)
-                }
-                Slot::Web(w) if self.webs[w].unfinished() => unfinished.push(self.webs[w].id),
-                _ => {}
-            }
-        }
-        let mut flows = Vec::new();
-        for slot in &self.slots {
-            flows.push(match *slot {
-                Slot::Tcp(t) => {
-                    let f = &self.flows[t];
-                    let recv = &f.ep[1 - f.sender];
-                    let snd = &f.ep[f.sender];
-                    let delivered = recv.delivered();
-                    let span = (f.completed.unwrap_or(end) - f.start).as_secs_f64();
-                    FlowResult {
-                        id: f.id,
-                        app: f.cfg.app().into(),
-                        direction: f.cfg.direction().name().into(),
-                        mobile: f.cfg.mobile(),
-                        variant: snd.cfg.variant_name(),
-                        start_s: f.start.as_secs_f64(),
-                        bytes_delivered: delivered,
-                        throughput_bps: if span > 0.0 { delivered as f64 * 8.0 / span } else { 0.0 },
-                        completion_s: f.completed.map(|c| (c - f.start).as_secs_f64()),
-                        ..FlowResult::default()
-                    }
-                    .with_tcp(snd.stats(), recv.stats(), snd.pacing_rate())
-                    .with_media(f.chat.as_ref().map(|c| c.result()))
-                }
-                Slot::Web(w) => {
-                    let wb = &self.webs[w];
-                    let span = wb.last_done.map(|t| (t - wb.start).as_secs_f64()).unwrap_or(0.0);
-                    // Every connection's counters; each connection's server sends.
-                    let (mut snd, mut rcv) = (crate::tcp::TcpStats::default(), crate::tcp::TcpStats::default());
-                    for &c in &wb.conns {
-                        snd += self.flows[c].ep[0].stats();
-                        rcv += self.flows[c].ep[1].stats();
-                    }
-                    FlowResult {
-                        id: wb.id,
-                        app: wb.cfg.app().into(),
-                        direction: "down".into(),
-                        mobile: wb.cfg.mobile(),
-                        variant: build::tcp_config(&wb.cfg).variant_name(),
-                        start_s: wb.start.as_secs_f64(),
-                        bytes_delivered: wb.bytes_done,
-                        throughput_bps: if span > 0.0 { wb.bytes_done as f64 * 8.0 / span } else { 0.0 },
-                        completion_s: wb.last_done.map(|t| (t - wb.start).as_secs_f64()),
-                        transactions: Some(wb.done),
-                        durations_s: wb.durations.clone(),
-                        ..FlowResult::default()
-                    }
-                    .with_tcp(&snd, &rcv, None)
-                    .with_media(None)
-                }
-                Slot::Media(m) => {
-                    let m = &self.media[m];
-                    let span = (end - m.start).as_secs_f64();
-                    FlowResult {
-                        id: m.id,
-                        app: match m.src {
-                            crate::app::UdpSource::Media(_) => "media",
-                            crate::app::UdpSource::Probe(_) => "probe",
-                        }
-                        .into(),
-                        direction: if m.sender == 0 { "down".into() } else { "up".into() },
-                        mobile: m.mobile,
-                        variant: "udp".into(),
-                        start_s: m.start.as_secs_f64(),
-                        bytes_delivered: m.bytes,
-                        throughput_bps: if span > 0.0 { m.bytes as f64 * 8.0 / span } else { 0.0 },
-                        completion_s: None,
-                        segments_sent: m.sent_born.n,
-                        ..FlowResult::default()
-                    }
-                    .with_media(Some(media_result(m, end)))
-                }
-            });
-        }
+        let (flows, unfinished) = self.flow_results(end);
         let [p0, p1] = std::mem::take(&mut self.pcap);
         let mut out = Closed::default();
         let pcap_server = p0.and_then(|t| out.take("server.pcap", t.finish()));
@@ -1052,74 +688,7 @@ fn record_tap(w: &mut Tap, now: Instant, pkt: &Packet) {
     w.record(now.nanos(), pkt);
 }
 
-/// A listening server endpoint and an idle mobile endpoint for one connection, ISNs
-/// drawn from `rng`, tracing variables when the TCP layer is traced.
-fn endpoint_pair(f: &crate::config::FlowCfg, sport: u16, mport: u16, rng: &mut Rng, mask: LayerMask) -> [Tcp; 2] {
-    let tcfg = build::tcp_config(f);
-    let (iss_s, iss_m) = (rng.next_u64() as u32, rng.next_u64() as u32);
-    let mut server = Tcp::new(tcfg, sport, mport, iss_s);
-    let mut mobile = Tcp::new(tcfg, mport, sport, iss_m);
-    if mask.has(Layer::Tcp) {
-        server.enable_trace();
-        mobile.enable_trace();
-    }
-    server.listen();
-    [server, mobile]
-}
-
-fn media_result(m: &Media, end: Instant) -> MediaResult {
-    let cutoff = end.nanos() - LOSS_CUTOFF.nanos();
-    let sent = m.sent_born.at_most(cutoff);
-    let got = m.recv_born.at_most(cutoff);
-    let loss = if sent > 0 { 1.0 - got as f64 / sent as f64 } else { 0.0 };
-    delay_stats(m.sent_born.n, m.recv_born.n, &m.delays, loss)
-}
-
-/// Delay statistics over `delays` (ns, in arrival order).
-fn delay_stats(sent: u64, received: u64, delays: &[i64], loss: f64) -> MediaResult {
-    // Order statistics by selection, not a full sort (a sort of every delay was 2 %
-    // of the study mix's instructions: bench/RESULTS.md).
-    let mut d = delays.to_vec();
-    let mut q = |p: f64| {
-        let i = ((d.len().checked_sub(1)?) as f64 * p).round() as usize;
-        Some(*d.select_nth_unstable(i).1 as f64 * 1e-9)
-    };
-    let (p50, p95) = (q(0.5), q(0.95));
-    MediaResult {
-        packets_sent: sent,
-        packets_received: received,
-        loss,
-        delay_mean_s: (!d.is_empty()).then(|| d.iter().sum::<i64>() as f64 / d.len() as f64 * 1e-9),
-        delay_p50_s: p50,
-        delay_p95_s: p95,
-        delay_max_s: d.iter().max().map(|&x| x as f64 * 1e-9),
-        delays_ns: delays.to_vec(),
-    }
-}
-
 /// Parses, builds and runs a scenario.
 pub fn run_scenario(sc: &Scenario) -> RunResult {
     Sim::new(sc).run()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::delay_stats;
-
-    /// The selected order statistics are those of the sorted delays.
-    #[test]
-    fn delay_percentiles_match_a_sort() {
-        let mut rng = crate::rng::Rng::stream(1, 0, "delays");
-        for n in [0usize, 1, 2, 3, 10, 101, 1000] {
-            let delays: Vec<i64> = (0..n).map(|_| rng.below(5000) as i64).collect();
-            let r = delay_stats(n as u64, n as u64, &delays, 0.0);
-            let mut s = delays.clone();
-            s.sort_unstable();
-            let at = |p: f64| (!s.is_empty()).then(|| s[((s.len() - 1) as f64 * p).round() as usize] as f64 * 1e-9);
-            assert_eq!(r.delay_p50_s, at(0.5), "n = {n}");
-            assert_eq!(r.delay_p95_s, at(0.95), "n = {n}");
-            assert_eq!(r.delay_max_s, s.last().map(|&v| v as f64 * 1e-9), "n = {n}");
-            assert_eq!(r.delays_ns, delays, "arrival order kept");
-        }
-    }
 }

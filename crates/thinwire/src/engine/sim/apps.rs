@@ -12,6 +12,7 @@
 //! next request, and the client closes after the last object. interactive: messages
 //! start one interval after the connection request; each message's latency runs
 //! from the write to its last byte reaching the mobile's application in order.
+use super::media::delay_stats;
 use super::*;
 use crate::app::{interactive::InteractiveConfig, session::SessionConfig};
 
@@ -71,13 +72,13 @@ impl Web {
     pub(super) fn new(sc: &Scenario, i: usize, f: &crate::config::FlowCfg, cfg: SessionConfig, start: Instant) -> Web {
         let source = match cfg.exchanges() {
             Some(x) => TxSource::Fixed(x),
-            None => TxSource::Mah(WebModel::new(Rng::stream(sc.seed, sc.run, &format!("flow.{i}.web")))),
+            None => TxSource::Mah(WebModel::new(build::flow_stream(sc, i, "web"))),
         };
         Web {
             id: i,
             cfg: f.clone(),
             source,
-            rng: Rng::stream(sc.seed, sc.run, &format!("flow.{i}.isn")),
+            rng: build::flow_stream(sc, i, "isn"),
             think: cfg.think,
             gap: cfg.gap,
             limit: cfg.limit,
@@ -190,7 +191,8 @@ impl Sim {
             self.next_client_port = self.next_client_port.wrapping_add(1);
         }
         let web = &mut self.webs[w];
-        let [mut server, mut mobile] = endpoint_pair(&web.cfg, web.server_port, mport, &mut web.rng, self.rec.mask);
+        let [mut server, mut mobile] =
+            build::tcp_pair(&web.cfg, web.server_port, mport, &mut web.rng, self.rec.mask.has(Layer::Tcp));
         server.set_app_data(Some(0), false);
         mobile.set_app_data(Some(req), false);
         mobile.connect(now);
