@@ -41,6 +41,8 @@ struct Net {
     server_sent: Vec<Vec<(u64, u64)>>,
     mobile_got: Vec<Vec<(u64, u64)>>,
     fin_violation: bool,
+    /// The proxy's trace events so far.
+    log: Vec<thinwire::proxy::Event>,
     mobile_cfg: TcpConfig,
     server_cfg: TcpConfig,
     /// Rewrite the MSS option of the mobiles' SYNs (a misbehaving mobile).
@@ -59,7 +61,7 @@ impl Net {
     fn new(proxy: Option<ProxyConfig>, loss: Loss) -> Net {
         let proxy = proxy.map(|c| {
             let mut p = Proxy::new(c);
-            p.trace = Some(vec![]);
+            p.enable_trace();
             p
         });
         Net {
@@ -76,6 +78,7 @@ impl Net {
             server_sent: vec![],
             mobile_got: vec![],
             fin_violation: false,
+            log: vec![],
             mobile_cfg: linux(),
             server_cfg: linux(),
             syn_mss: None,
@@ -174,6 +177,9 @@ impl Net {
                 Side::Wireless => self.radio(0, p, To::Mobile),
             }
         }
+        while let Some(e) = self.proxy.as_mut().and_then(|x| x.poll_event()) {
+            self.log.push(e);
+        }
     }
 
     fn conn_of(&self, p: &Packet) -> usize {
@@ -247,7 +253,7 @@ impl Net {
     }
 
     fn events(&self, k: EventKind) -> Vec<thinwire::proxy::Event> {
-        self.proxy.as_ref().unwrap().trace.as_ref().unwrap().iter().filter(|e| e.kind == k).copied().collect()
+        self.log.iter().filter(|e| e.kind == k).copied().collect()
     }
 
     /// Every connection delivered exactly its bytes both ways, in order, and

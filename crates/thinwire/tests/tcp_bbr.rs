@@ -69,7 +69,7 @@ fn bbr_probes_the_rtt_every_ten_seconds() {
     let mut p = pair(linux(CcKind::Bbr), 6_000_000, TcpPair::drop_none());
     p.ep[1].enable_trace();
     p.run(Duration::from_secs(16));
-    let vars = p.ep[1].trace_vars().unwrap().clone();
+    let vars = std::iter::from_fn(|| p.ep[1].poll_event()).collect::<Vec<_>>();
     let cwnd: Vec<(f64, i64)> =
         vars.iter().filter(|v| v.var == TcpVar::Cwnd).map(|v| (v.at.as_secs_f64(), v.value)).collect();
     // The trace holds changes: the window drops to 4 segments, stays, then rises.

@@ -164,8 +164,10 @@ fn ssthresh_is_reduced_once_per_loss_episode() {
         p.run(Duration::from_secs(120));
         assert_eq!(p.ep[0].delivered(), 200_000);
         assert_eq!(p.ep[1].stats().timeouts, 2, "{rto:?}");
-        let ss: Vec<i64> =
-            p.ep[1].trace_vars().unwrap().iter().filter(|e| e.var == TcpVar::Ssthresh).map(|e| e.value).collect();
+        let ss: Vec<i64> = std::iter::from_fn(|| p.ep[1].poll_event())
+            .filter(|e| e.var == TcpVar::Ssthresh)
+            .map(|e| e.value)
+            .collect();
         ss
     };
     let l = run(RtoKind::Linux);

@@ -52,10 +52,7 @@ fn tahoe_restarts_from_one_segment_after_fast_retransmit() {
     finish(&mut p);
     let s = &p.ep[1].stats();
     assert_eq!((s.fast_retransmits, s.timeouts), (1, 0));
-    let cw: Vec<i64> = p.ep[1]
-        .trace_vars()
-        .unwrap()
-        .iter()
+    let cw: Vec<i64> = std::iter::from_fn(|| p.ep[1].poll_event())
         .filter(|e| e.var == thinwire::tcp::TcpVar::Cwnd)
         .map(|e| e.value)
         .collect();
@@ -334,7 +331,7 @@ fn cubic_reduces_to_seven_tenths_at_a_fast_retransmit() {
     let mut p = TcpPair::new(c, c, Some(BYTES), 2_000_000, Duration::from_millis(50), TcpPair::drop_data(&[60]));
     p.ep[1].enable_trace();
     finish(&mut p);
-    let vars = p.ep[1].trace_vars().unwrap().clone();
+    let vars = std::iter::from_fn(|| p.ep[1].poll_event()).collect::<Vec<_>>();
     let fr = vars.iter().position(|e| e.var == TcpVar::FastRetransmit).expect("a fast retransmit");
     let cwnd_before = vars[..fr].iter().rev().find(|e| e.var == TcpVar::Cwnd).unwrap().value;
     let ssthresh = vars[fr..].iter().find(|e| e.var == TcpVar::Ssthresh).unwrap().value;

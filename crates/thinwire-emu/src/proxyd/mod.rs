@@ -174,7 +174,7 @@ pub fn run(opts: Options) -> Result<(), EmuError> {
         next_flush: Instant::ZERO,
     };
     if let Some(dir) = &opts.out {
-        dm.proxy.trace = Some(vec![]);
+        dm.proxy.enable_trace();
         let f = std::fs::File::create(dir.join("daemon.log"))
             .map_err(|e| EmuError::Usage(format!("--out {}: {e}", dir.display())))?;
         dm.log.also_to(f);
@@ -408,8 +408,8 @@ impl Daemon {
     /// Moves the proxy's decisions into the trace and writes the files out.
     fn record_flush(&mut self) {
         let Some(r) = &mut self.rec else { return };
-        if let Some(ev) = &mut self.proxy.trace {
-            r.proxy_events(ev);
+        while let Some(e) = self.proxy.poll_event() {
+            r.proxy_event(&e);
         }
         if let Err(e) = r.flush() {
             if !self.write_failed {

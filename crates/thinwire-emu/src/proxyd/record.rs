@@ -232,10 +232,8 @@ impl Recording {
     }
 
     /// The proxy's decisions since the last call.
-    pub fn proxy_events(&mut self, events: &mut Vec<thinwire::proxy::Event>) {
-        for e in events.drain(..) {
-            self.rec.proxy(&e);
-        }
+    pub fn proxy_event(&mut self, e: &thinwire::proxy::Event) {
+        self.rec.proxy(e);
     }
 
     /// Writes what is buffered to the files; an error if this or any earlier

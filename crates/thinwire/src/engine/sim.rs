@@ -241,7 +241,7 @@ impl Sim {
             proxy: build::proxy_config(sc).map(|c| {
                 let mut p = crate::proxy::Proxy::new(c);
                 if mask.has(Layer::Proxy) {
-                    p.trace = Some(vec![]);
+                    p.enable_trace();
                 }
                 p
             }),
@@ -451,9 +451,8 @@ impl Sim {
 
     fn drain_vars(&mut self, f: usize, end: usize) {
         let fl = &mut self.flows[f];
-        let Some(vars) = fl.ep[end].trace_vars() else { return };
         let id = fl.id as i32;
-        for v in vars.drain(..) {
+        while let Some(v) = fl.ep[end].poll_event() {
             self.rec.tcp_var(end == 1, end as u8, id, &v);
         }
     }

@@ -60,8 +60,11 @@
 //! with a window above the BDP the RTT grows with the window and the estimate
 //! would feed on itself.
 pub mod acb;
+mod config;
 pub mod conn;
 pub mod sched;
+mod service;
+mod split;
 mod streams;
 pub mod wired;
 
@@ -76,6 +79,7 @@ use crate::wire::{Packet, TcpFlags, TcpRepr, L4};
 /// The smallest MSS the proxy sends to a mobile (Linux `tcp_min_snd_mss`).
 const MIN_SND_MSS: u16 = 48;
 use acb::{allowance_step, Acb};
+pub use config::ProxyConfig;
 use conn::{Conn, Phase};
 use sched::Stride;
 use std::collections::VecDeque;
@@ -87,98 +91,6 @@ pub use wired::{Command, Stream, Wired};
 pub enum Side {
     Wired,
     Wireless,
-}
-
-#[derive(Clone, Debug)]
-pub struct ProxyConfig {
-    /// Wireless downlink rate, bytes per second.
-    pub link_rate: u64,
-    /// Typical round-trip time over the wireless link.
-    pub link_rtt: Duration,
-    pub headroom: f64,
-    /// The aggregate's congestion controller (acb.rs); default `clamp`, the
-    /// seeds' fixed window.
-    pub cc: CcKind,
-    /// Initial window of a controller other than `clamp`, in segments; default 10.
-    pub initial_window: u32,
-    /// Fixed window; default (1 + headroom)·link_rate·link_rtt.
-    pub clamp: Option<u64>,
-    /// Estimate the clamp on line: (1 + headroom)·link_rate·(minimum RTT sampled
-    /// over the wireless leg), from the first sample on (until then as configured).
-    pub estimate_clamp: bool,
-    pub overprovision: f64,
-    /// Allowance growth α in bytes per second; default one BDP per second.
-    pub growth: Option<f64>,
-    pub retransmit_at: u32,
-    /// Feedback on another connection raises a segment's loss counter only if
-    /// the acknowledged segment was sent at least this long after it (acb.rs).
-    pub delack_allowance: Duration,
-    pub min_rto: Duration,
-    pub initial_rto: Duration,
-    pub max_rto: Duration,
-    pub mss: u32,
-    /// SACK the mobile's out-of-order data (when the mobile offers SACK).
-    pub sack_mobile: bool,
-    /// (server port, priority class, tickets); other ports get `default_class`.
-    pub classes: Vec<(u16, u8, u32)>,
-    pub default_class: (u8, u32),
-    pub wired_tcp: TcpConfig,
-    /// SYN-ACK retransmissions before a mobile's unfinished handshake is
-    /// dropped (Linux `tcp_synack_retries`); the first after `initial_rto`,
-    /// doubling, at most `max_rto`.
-    pub synack_retries: u32,
-    /// Unfinished handshakes held per mobile; a new SYN beyond drops the oldest,
-    /// so a SYN flood cannot hold a mobile's connection slots.
-    pub max_half_open: usize,
-}
-
-impl Default for ProxyConfig {
-    fn default() -> Self {
-        let mut wired = TcpConfig::profile("linux-2.4").expect("linux-2.4 profile");
-        wired.recovery = RecoveryKind::Sack;
-        wired.timestamps = false;
-        wired.rcv_wnd_initial = None;
-        wired.slow_start_after_idle = false;
-        wired.delack_count = 1;
-        ProxyConfig {
-            link_rate: 4150,
-            link_rtt: Duration::from_millis(1800),
-            headroom: 0.3,
-            cc: CcKind::Clamp,
-            initial_window: 10,
-            clamp: None,
-            estimate_clamp: false,
-            overprovision: 0.5,
-            growth: None,
-            retransmit_at: 3,
-            delack_allowance: Duration::from_millis(200),
-            min_rto: Duration::from_secs(3),
-            initial_rto: Duration::from_secs(6),
-            max_rto: Duration::from_secs(60),
-            mss: 1460,
-            sack_mobile: true,
-            classes: vec![(23, 0, 100)],
-            default_class: (1, 100),
-            wired_tcp: wired,
-            synack_retries: 5,
-            max_half_open: 256,
-        }
-    }
-}
-
-impl ProxyConfig {
-    pub fn bdp(&self) -> f64 {
-        self.link_rate as f64 * self.link_rtt.as_secs_f64()
-    }
-    /// The aggregate's window: `clamp`, or (1 + headroom)·BDP; never below one
-    /// segment, since a smaller window lets nothing through (a slow `link_rate`
-    /// once deadlocked every connection).
-    pub fn clamp_bytes(&self) -> u64 {
-        self.clamp.unwrap_or(((1.0 + self.headroom) * self.bdp()).round() as u64).max(self.mss as u64)
-    }
-    pub fn target(&self) -> f64 {
-        (1.0 + self.overprovision) * self.bdp()
-    }
 }
 
 /// A traced proxy decision. `flow` is the packet flow id of the connection (or
@@ -270,7 +182,9 @@ pub struct Proxy {
     closed: VecDeque<(usize, Instant)>,
     free: Vec<usize>,
     ident: u16,
-    pub trace: Option<Vec<Event>>,
+    /// Trace events not yet taken ([`poll_event`](Self::poll_event)); None when
+    /// not tracing.
+    trace: Option<VecDeque<Event>>,
     pub stats: ProxyStats,
     /// RSTs from mobiles answered with a challenge ACK (RFC 5961 §3.2), and
     /// those ignored as outside the window.
@@ -446,173 +360,6 @@ impl Proxy {
         self.out.push_back((other(from), p));
     }
 
-    fn open(&mut self, now: Instant, key: Key, p: &Packet, r: &TcpRepr) {
-        let (mobile, mport, server, sport) = key;
-        let a = match self.by_mobile.get(&mobile) {
-            Some(&a) => a,
-            None => {
-                let rtt = RttEstimator::new(
-                    self.cfg.initial_rto,
-                    Duration::from_millis(10),
-                    self.cfg.min_rto,
-                    self.cfg.max_rto,
-                );
-                let (cc, iw, mss) = (self.cfg.cc, self.cfg.initial_window, self.cfg.mss as u64);
-                self.acbs.push(Acb::new(mobile, cc, self.cfg.clamp_bytes(), mss, iw, rtt));
-                self.by_mobile.insert(mobile, self.acbs.len() - 1);
-                self.acbs.len() - 1
-            }
-        };
-        self.reap(now);
-        // A full table of unfinished handshakes for this mobile: the oldest goes.
-        let mut half = self.acbs[a].conns.iter().copied().filter(|&c| self.conns[c].half_open());
-        if let Some(oldest) = half.next() {
-            if 1 + half.count() >= self.cfg.max_half_open.max(1) {
-                self.drop_half_open(oldest, now);
-            }
-        }
-        let c = self.free.pop().unwrap_or(self.conns.len());
-        let wired = if self.streams {
-            self.cmds.push_back(Command::Connect { conn: c, mobile: (mobile, mport), server: (server, sport) });
-            Wired::Stream(Stream::default())
-        } else {
-            let mut t = crate::tcp::Tcp::new(self.cfg.wired_tcp, mport, sport, r.seq);
-            t.connect(now);
-            Wired::Tcp(Box::new(t))
-        };
-        let (class, tickets) =
-            self.cfg.classes.iter().find(|c| c.0 == sport).map(|c| (c.1, c.2)).unwrap_or(self.cfg.default_class);
-        // RFC 9293 §3.7.1 as Linux reads the option (`tcp_parse_options`, and
-        // `tcp_min_snd_mss` = 48): 0 means none (536), anything else at least 48.
-        let offered = r.mss.filter(|&m| m > 0).unwrap_or(536).max(MIN_SND_MSS);
-        let mss = (self.cfg.mss as u64).min(offered as u64);
-        let conn = Conn {
-            flow: p.meta.flow,
-            mobile,
-            server,
-            mport,
-            sport,
-            acb: a,
-            phase: Phase::Connecting,
-            wired,
-            down: self.streams.then(SendBuf::default),
-            up: self.streams.then(RecvBuf::default),
-            iss: 0,
-            irs: r.seq,
-            established: false,
-            mss,
-            sack: r.sack_permitted && self.cfg.sack_mobile,
-            snd_una: 1,
-            snd_nxt: 1,
-            rwnd: r.window as u64,
-            fin_at: None,
-            fin_sent: false,
-            fin_acked: false,
-            rcv_nxt: 1,
-            ooo: Default::default(),
-            mobile_fin_at: None,
-            mobile_fin_in: false,
-            mobile_fin_acked: false,
-            ack_owed: false,
-            persist: None,
-            persist_backoff: 0,
-            synack_at: None,
-            synack_timeouts: 0,
-            class,
-            tickets,
-            pass: 0,
-            allowance: 0.0,
-            fc_at: now,
-            last_cap: None,
-            last_queue: 0,
-        };
-        if c == self.conns.len() {
-            self.conns.push(conn);
-        } else {
-            self.conns[c] = conn;
-        }
-        self.by_key.insert(key, c);
-        self.live.push(c);
-        self.stats.connections += 1;
-        self.acbs[a].conns.push(c);
-        self.start_allowance(c, now);
-        self.drain_wired(c, now);
-    }
-
-    /// A new connection's allowance: its share of the aggregate's buffer target.
-    fn start_allowance(&mut self, c: usize, now: Instant) {
-        let a = self.conns[c].acb;
-        let n = self.acbs[a].conns.len().max(1) as f64;
-        let lo = 2.0 * self.cfg.mss as f64;
-        let w = (self.cfg.target() / n).max(lo);
-        let conn = &mut self.conns[c];
-        conn.allowance = w;
-        conn.fc_at = now;
-        conn.wired.set_window_cap(Some(w as u64));
-        conn.last_cap = Some(w as u64);
-        let flow = conn.flow as i32;
-        self.log(now, EventKind::Window, flow, -1, 0, w as i64);
-    }
-
-    fn from_server(&mut self, c: usize, now: Instant, r: &TcpRepr, len: u32) {
-        let conn = &mut self.conns[c];
-        let mut seg = *r;
-        if r.flags.has(TcpFlags::FIN) && !conn.fin_acked {
-            // Hold the FIN: the wired leg must not acknowledge it yet.
-            let off = (r.seq.wrapping_sub(conn.iss) as u64) + len as u64;
-            if conn.phase == Phase::Open {
-                conn.fin_at = Some(off);
-            }
-            seg.flags = TcpFlags(seg.flags.0 & !TcpFlags::FIN);
-            if len == 0 && !seg.flags.has(TcpFlags::ACK) {
-                return;
-            }
-        }
-        let was_connecting = conn.phase == Phase::Connecting;
-        let Some(t) = conn.wired.tcp() else { return };
-        t.on_segment(now, &seg, len);
-        if was_connecting
-            && r.flags.has(TcpFlags::SYN)
-            && r.flags.has(TcpFlags::ACK)
-            && t.state == crate::tcp::State::Established
-        {
-            conn.phase = Phase::Open;
-            conn.iss = r.seq;
-            self.send_synack(c, now);
-        }
-        self.drain_wired(c, now);
-    }
-
-    /// Sends (or resends) the SYN-ACK and arms its timer: the first after
-    /// `initial_rto`, doubling per expiry, at most `max_rto` (Linux
-    /// `reqsk_timer_handler`: `TCP_TIMEOUT_INIT << num_timeout`, capped).
-    fn send_synack(&mut self, c: usize, now: Instant) {
-        let conn = &self.conns[c];
-        let mut h = conn.header(0, TcpFlags::SYN | TcpFlags::ACK);
-        h.ack = conn.irs.wrapping_add(1);
-        h.mss = Some(self.cfg.mss as u16);
-        h.sack_permitted = conn.sack;
-        self.emit(c, Side::Wireless, h, 0, now);
-        let k = self.conns[c].synack_timeouts.min(16);
-        let wait = (self.cfg.initial_rto * (1i64 << k)).min(self.cfg.max_rto);
-        self.conns[c].synack_at = Some(now + wait);
-    }
-
-    /// The SYN-ACK went unacknowledged: resend it, or after `synack_retries`
-    /// resends drop the unfinished connection.
-    fn synack_timeout(&mut self, c: usize, now: Instant) {
-        let conn = &mut self.conns[c];
-        conn.synack_at = None;
-        if !conn.half_open() {
-            return;
-        }
-        if conn.synack_timeouts >= self.cfg.synack_retries {
-            return self.drop_half_open(c, now);
-        }
-        conn.synack_timeouts += 1;
-        self.send_synack(c, now);
-    }
-
     /// Forgets an unfinished handshake as a kernel listener does (the mobile is
     /// told nothing); the server's connection is reset.
     pub(crate) fn drop_half_open(&mut self, c: usize, now: Instant) {
@@ -628,344 +375,9 @@ impl Proxy {
         self.close(c, now);
     }
 
-    fn from_mobile(&mut self, c: usize, now: Instant, r: &TcpRepr, len: u32, payload: Option<&[u8]>) {
-        if is_syn(r) {
-            // The mobile did not get our SYN-ACK.
-            if self.conns[c].phase == Phase::Open && !self.conns[c].established {
-                self.send_synack(c, now);
-            }
-            return;
-        }
-        let conn = &mut self.conns[c];
-        if conn.phase != Phase::Open {
-            return;
-        }
-        if r.flags.has(TcpFlags::ACK) {
-            let acked =
-                conn.snd_una + (r.ack.wrapping_sub(conn.iss.wrapping_add(conn.snd_una as u32)) as i32).max(0) as u64;
-            if !conn.established && acked >= 1 {
-                conn.established = true;
-                conn.synack_at = None;
-            }
-            conn.rwnd = r.window as u64;
-            let top = conn.snd_nxt;
-            let acked = acked.min(top);
-            let base = conn.iss;
-            let sacks: Vec<(u64, u64)> = r
-                .sack_blocks()
-                .iter()
-                .map(|&(l, e)| (off(base, conn.snd_una, l), off(base, conn.snd_una, e)))
-                .collect();
-            if acked > conn.snd_una {
-                conn.snd_una = acked;
-                if let Some(d) = &mut conn.down {
-                    d.release(acked - 1);
-                }
-            }
-            if conn.fin_sent && acked > conn.fin_at.unwrap_or(u64::MAX) && !conn.fin_acked {
-                conn.fin_acked = true;
-                self.release_fin(c, now);
-            }
-            let a = self.conns[c].acb;
-            let rx = self.cfg.retransmit_at;
-            let fb = self.acbs[a].feedback(c, acked, &sacks, now, rx, self.cfg.delack_allowance);
-            if let Some(r) = fb.rtt {
-                let f = self.conns[c].flow as i32;
-                self.log(now, EventKind::Rtt, f, -1, 0, r.nanos());
-                self.stats.rtt_samples += 1;
-                self.stats.rtt_sum_ns += r.nanos();
-                if self.cfg.estimate_clamp {
-                    let min = self.acbs[a].min_rtt.unwrap_or(Duration::MAX);
-                    let w = ((1.0 + self.cfg.headroom) * self.cfg.link_rate as f64 * min.as_secs_f64()).round() as u64;
-                    let w = w.max(2 * self.cfg.mss as u64);
-                    if w != self.acbs[a].window() {
-                        self.acbs[a].set_clamp(w, now);
-                        self.log(now, EventKind::Cwnd, -1, -1, 0, w as i64);
-                    }
-                }
-            }
-            for &(k, s, n) in &fb.counters {
-                let f = self.conns[k].flow as i32;
-                self.log(now, EventKind::Counter, f, s as i64, 0, n as i64);
-            }
-            if fb.progress && self.acbs[a].on_progress(now) {
-                self.log(now, EventKind::Stall, -1, -1, 0, 0);
-                let w = self.acbs[a].window() as i64;
-                self.log(now, EventKind::Cwnd, -1, -1, 0, w);
-            }
-        }
-        let conn = &mut self.conns[c];
-        if len > 0 || r.flags.has(TcpFlags::FIN) {
-            if conn.receive(r.seq, len, r.flags.has(TcpFlags::FIN), payload) {
-                let (n, fin) = (conn.rcv_nxt - 1, conn.mobile_fin_in);
-                conn.wired.set_app_data(Some(n), fin);
-                self.wake(c);
-                self.drain_wired(c, now);
-            }
-            self.flush_acks(c, now);
-        }
-    }
-
-    /// The mobile has acknowledged our FIN: now the wired leg takes the server's.
-    fn release_fin(&mut self, c: usize, now: Instant) {
-        let conn = &mut self.conns[c];
-        let Some(off) = conn.fin_at else { return };
-        // A kernel socket acknowledged the server's FIN when it came.
-        let Wired::Tcp(wired) = &mut conn.wired else { return self.drain_wired(c, now) };
-        let h = TcpRepr {
-            src_port: conn.sport,
-            dst_port: conn.mport,
-            seq: conn.iss.wrapping_add(off as u32),
-            ack: wired.iss().wrapping_add(1 + wired.app_limit().unwrap_or(0) as u32),
-            flags: TcpFlags(TcpFlags::FIN),
-            window: 65535,
-            ..Default::default()
-        };
-        let limit = wired.app_limit();
-        wired.on_segment(now, &h, 0);
-        // The wired leg closes when the mobile does, not on the server's FIN.
-        wired.set_app_data(limit, conn.mobile_fin_in);
-        self.drain_wired(c, now);
-    }
-
-    /// Sends the wired leg's segments to the server; closes a finished split.
-    fn drain_wired(&mut self, c: usize, now: Instant) {
-        while let Some(seg) = self.conns[c].wired.tcp().and_then(|t| t.poll_transmit(now)) {
-            self.emit(c, Side::Wired, seg.repr, seg.len, now);
-        }
-        // The server acknowledged the wired leg's FIN: the mobile's FIN may be ACKed.
-        let conn = &self.conns[c];
-        if conn.mobile_fin_in && conn.wired.fin_acked() && !conn.mobile_fin_acked {
-            self.conns[c].mobile_fin_acked = true;
-            self.conns[c].ack_owed = true;
-            self.flush_acks(c, now);
-        }
-        let conn = &self.conns[c];
-        if conn.phase == Phase::Open && conn.wired.is_closed() && conn.fin_acked && conn.mobile_fin_in {
-            self.close(c, now);
-        }
-    }
-
-    fn flush_acks(&mut self, c: usize, now: Instant) {
-        if !self.conns[c].ack_owed {
-            return;
-        }
-        self.conns[c].ack_owed = false;
-        let conn = &self.conns[c];
-        let h = conn.header(conn.snd_nxt, TcpFlags::ACK);
-        self.emit(c, Side::Wireless, h, 0, now);
-    }
-
-    fn close(&mut self, c: usize, now: Instant) {
-        self.live.retain(|&x| x != c);
-        if self.streams {
-            self.cmds.push_back(Command::Close(c));
-            self.closed.push_back((c, now));
-        }
-        let conn = &mut self.conns[c];
-        conn.phase = Phase::Closed;
-        conn.down = conn.down.take().map(|_| SendBuf::default());
-        conn.up = conn.up.take().map(|_| RecvBuf::default());
-        let a = conn.acb;
-        let acb = &mut self.acbs[a];
-        acb.conns.retain(|&x| x != c);
-        acb.list.retain(|e| e.conn != c);
-        if !acb.list.iter().any(|e| !e.sacked) {
-            acb.deadline = None;
-            acb.probing = false;
-            acb.stalled = false;
-            acb.backoff = 0;
-        }
-    }
-
-    /// Stream mode: releases connections closed more than `LINGER` ago.
-    fn reap(&mut self, now: Instant) {
-        while let Some(&(c, at)) = self.closed.front() {
-            if now - at < LINGER {
-                break;
-            }
-            self.closed.pop_front();
-            let conn = &self.conns[c];
-            let key = (conn.mobile, conn.mport, conn.server, conn.sport);
-            if self.by_key.get(&key) == Some(&c) {
-                self.by_key.remove(&key);
-            }
-            self.free.push(c);
-        }
-    }
-
     /// Connection slots held (open, closed within `LINGER`, or free for reuse).
     pub fn slots(&self) -> usize {
         self.conns.len()
-    }
-
-    /// Sends what the aggregate's window and the scheduler allow, then updates the
-    /// advertised windows.
-    fn service(&mut self, a: usize, now: Instant) {
-        loop {
-            let mss = self.cfg.mss as u64;
-            if !self.acbs[a].has_room(mss) {
-                self.acbs[a].sent_until(true);
-                break;
-            }
-            if let Some(e) = self.acbs[a].take_due(now) {
-                self.emit_entry(&e, now);
-                continue;
-            }
-            let cands: Vec<sched::Candidate> = self.acbs[a]
-                .conns
-                .iter()
-                .filter(|&&c| self.conns[c].sendable().is_some())
-                .map(|&c| (c, self.conns[c].class, self.acbs[a].sched.join(self.conns[c].class, self.conns[c].pass)))
-                .collect();
-            let Some((c, class, pass)) = self.acbs[a].sched.pick(&cands) else {
-                self.acbs[a].sent_until(false);
-                break;
-            };
-            let (s, e, fin) = self.conns[c].sendable().unwrap();
-            let conn = &mut self.conns[c];
-            conn.pass = Stride::charge(pass, conn.tickets, (e - s).max(1), conn.mss);
-            conn.snd_nxt = e;
-            if fin {
-                conn.fin_sent = true;
-            }
-            let flow = conn.flow as i32;
-            self.log(now, EventKind::Pick, flow, s as i64, (e - s - fin as u64) as i64, class as i64);
-            self.acbs[a].push(c, s, e, fin, now);
-            if self.acbs[a].deadline.is_none() {
-                let f = self.cfg.initial_rto;
-                self.acbs[a].arm_after_idle(now, f);
-            }
-            self.send_piece(c, s, e, fin, now);
-        }
-        for i in 0..self.acbs[a].conns.len() {
-            let c = self.acbs[a].conns[i];
-            self.flush_acks(c, now);
-            self.persist(c, now);
-        }
-        self.flow_control(a, now);
-    }
-
-    /// The persist timer's next interval: the aggregate's RTO doubled per
-    /// unanswered probe, within [`min_rto`, `max_rto`] (RFC 9293 §3.8.6.1; Linux
-    /// `tcp_probe_timer`, capped at TCP_RTO_MAX).
-    fn persist_interval(&self, c: usize) -> Duration {
-        let a = self.conns[c].acb;
-        let base = self.acbs[a].rtt.rto();
-        let k = self.conns[c].persist_backoff.min(16);
-        (base * (1i64 << k)).max(self.cfg.min_rto).min(self.cfg.max_rto)
-    }
-
-    /// Arms or stops a connection's persist timer after a round of sending.
-    fn persist(&mut self, c: usize, now: Instant) {
-        let shut = self.conns[c].window_shut();
-        match (shut, self.conns[c].persist) {
-            (true, None) => {
-                self.conns[c].persist_backoff = 0;
-                let t = now + self.persist_interval(c);
-                self.conns[c].persist = Some(t);
-            }
-            (false, Some(_)) => {
-                self.conns[c].persist = None;
-                self.conns[c].persist_backoff = 0;
-            }
-            _ => {}
-        }
-    }
-
-    /// A zero-window probe: an empty segment one byte below the mobile's window,
-    /// which its TCP must answer with an ACK giving the window (Linux
-    /// `tcp_xmit_probe_skb`); the next one after twice the interval.
-    fn window_probe(&mut self, c: usize, now: Instant) {
-        if !self.conns[c].window_shut() {
-            self.conns[c].persist = None;
-            return;
-        }
-        self.window_probes += 1;
-        let conn = &self.conns[c];
-        let h = conn.header(conn.snd_una - 1, TcpFlags::ACK);
-        self.emit(c, Side::Wireless, h, 0, now);
-        self.conns[c].persist_backoff += 1;
-        let t = now + self.persist_interval(c);
-        self.conns[c].persist = Some(t);
-    }
-
-    fn emit_entry(&mut self, e: &acb::Entry, now: Instant) {
-        self.stats.retransmits += 1;
-        let flow = self.conns[e.conn].flow as i32;
-        self.log(now, EventKind::Retransmit, flow, e.start as i64, e.payload() as i64, e.tx as i64);
-        self.send_piece(e.conn, e.start, e.end, e.fin, now);
-    }
-
-    fn send_piece(&mut self, c: usize, s: u64, e: u64, fin: bool, now: Instant) {
-        let conn = &mut self.conns[c];
-        let len = e - s - fin as u64;
-        let flags = if fin {
-            TcpFlags::FIN | TcpFlags::ACK
-        } else if s + len == conn.avail_end() {
-            TcpFlags::ACK | TcpFlags::PSH
-        } else {
-            TcpFlags::ACK
-        };
-        conn.ack_owed = false;
-        let h = conn.header(s, flags);
-        self.stats.segments_sent += 1;
-        match &conn.down {
-            Some(d) if len > 0 => {
-                let data = d.read(s - 1, len as usize);
-                self.emit_bytes(c, h, &data, now)
-            }
-            _ => self.emit(c, Side::Wireless, h, len as u32, now),
-        }
-    }
-
-    fn flow_control(&mut self, a: usize, now: Instant) {
-        let target = self.cfg.target();
-        let alpha = self.cfg.growth.unwrap_or(self.cfg.bdp());
-        let lo = 2.0 * self.cfg.mss as f64;
-        let conns = self.acbs[a].conns.clone();
-        let q: u64 = conns.iter().map(|&c| self.conns[c].unsent()).sum();
-        let held: u64 = conns.iter().map(|&c| self.conns[c].held()).sum();
-        self.stats.max_buffered = self.stats.max_buffered.max(held);
-        let open: Vec<usize> = conns.into_iter().filter(|&c| self.conns[c].phase == Phase::Open).collect();
-        let mean = open.iter().map(|&c| self.conns[c].allowance).sum::<f64>() / open.len().max(1) as f64;
-        let stalled = self.acbs[a].stalled;
-        for c in open {
-            let conn = &mut self.conns[c];
-            let dt = (now - conn.fc_at).as_secs_f64();
-            conn.fc_at = now;
-            conn.allowance = allowance_step(
-                conn.allowance,
-                alpha,
-                dt,
-                q as f64 * conn.allowance / mean.max(1.0),
-                target,
-                lo,
-                65535.0,
-            );
-            let qc = conn.unsent();
-            let cap = if stalled { 0 } else { (conn.allowance as u64).saturating_sub(qc) };
-            let (flow, qchange, capchange) = (conn.flow as i32, qc != conn.last_queue, Some(cap) != conn.last_cap);
-            conn.last_queue = qc;
-            // A stream's read allowance counts from now, so it is set whether or
-            // not the cap changed; the driver looks at the socket again whenever
-            // it may read (it stops watching a socket it may not read, and a
-            // stall's end changes no cap).
-            if capchange || matches!(conn.wired, Wired::Stream(_)) {
-                conn.last_cap = Some(cap);
-                conn.wired.set_window_cap(Some(cap));
-            }
-            if conn.wired.stream().is_some_and(|s| s.read_allowance() > 0) {
-                self.wake(c);
-            }
-            if qchange {
-                self.log(now, EventKind::Queue, flow, -1, 0, qc as i64);
-            }
-            if capchange {
-                self.log(now, EventKind::Window, flow, -1, 0, cap as i64);
-                self.drain_wired(c, now);
-            }
-        }
     }
 
     fn emit(&mut self, c: usize, to: Side, h: TcpRepr, len: u32, now: Instant) {
@@ -997,8 +409,18 @@ impl Proxy {
 
     fn log(&mut self, at: Instant, kind: EventKind, flow: i32, seq: i64, len: i64, value: i64) {
         if let Some(t) = &mut self.trace {
-            t.push(Event { at, kind, flow, seq, len, value });
+            t.push_back(Event { at, kind, flow, seq, len, value });
         }
+    }
+
+    /// Starts recording the proxy's decisions as [`Event`]s.
+    pub fn enable_trace(&mut self) {
+        self.trace.get_or_insert_with(VecDeque::new);
+    }
+
+    /// The next trace event, oldest first (None when there is none or tracing is off).
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.trace.as_mut()?.pop_front()
     }
 
     /// Connections seen (open or closed), for inspection.

@@ -463,13 +463,14 @@ impl Tcp {
     pub fn stats(&self) -> &TcpStats {
         &self.tcb.stats
     }
-    /// Starts recording the sender's variables ([`trace_vars`](Self::trace_vars)).
+    /// Starts recording the sender's variables ([`poll_event`](Self::poll_event)).
     pub fn enable_trace(&mut self) {
-        self.tcb.trace.get_or_insert_with(Vec::new);
+        self.tcb.trace.get_or_insert_with(Default::default);
     }
-    /// The variables recorded since the last drain (None when not tracing).
-    pub fn trace_vars(&mut self) -> Option<&mut Vec<VarEvent>> {
-        self.tcb.trace.as_mut()
+    /// The next variable change recorded, oldest first (None when there is none
+    /// or tracing is off).
+    pub fn poll_event(&mut self) -> Option<VarEvent> {
+        self.tcb.trace.as_mut()?.pop_front()
     }
     /// The congestion controller's kind.
     pub fn cc_kind(&self) -> super::CcKind {

@@ -157,7 +157,7 @@ pub struct Tcb {
     pub cwnd_limited: bool,
     pub max_flight: u64,
     pub cwnd_usage_seq: u64,
-    pub trace: Option<Vec<VarEvent>>,
+    pub trace: Option<std::collections::VecDeque<VarEvent>>,
     pub stats: TcpStats,
 }
 
@@ -240,7 +240,7 @@ impl Tcb {
     /// Records a traced variable (when tracing).
     pub fn push_var(&mut self, now: Instant, var: TcpVar, value: i64) {
         if let Some(t) = &mut self.trace {
-            t.push(VarEvent { at: now, var, value });
+            t.push_back(VarEvent { at: now, var, value });
         }
     }
 

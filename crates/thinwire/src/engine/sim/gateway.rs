@@ -36,10 +36,8 @@ impl Sim {
             }
         }
         let Some(px) = self.proxy.as_mut() else { return };
-        if let Some(evs) = px.trace.as_mut() {
-            for e in evs.drain(..) {
-                self.rec.proxy(&e);
-            }
+        while let Some(e) = px.poll_event() {
+            self.rec.proxy(&e);
         }
         if let Some(t) = px.poll_timeout() {
             let t = t.max(now);
