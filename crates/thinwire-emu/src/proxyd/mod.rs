@@ -22,16 +22,19 @@
 //!   re-reads the configuration file's `[daemon]` limits and timeouts; SIGUSR1
 //!   logs a stats snapshot (also every `stats_interval`).
 //! - Logs: JSON lines on standard output (`event` names what happened).
+mod admit;
 mod log;
 pub mod record;
 mod setup;
 pub mod sock;
+mod stats;
+use sock::Sock;
+use stats::Counters;
 
 use crate::sys;
 use log::Log;
-use sock::Read;
 use std::collections::{HashMap, HashSet};
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use thinwire::config::daemon::{parse_daemon, DaemonCfg, DaemonFile, Prefix};
@@ -58,39 +61,7 @@ const TOK_SIGNAL: u64 = 2;
 const TOK_WIRED: u64 = 3;
 const TOK_SOCK: u64 = 1 << 32;
 
-/// The driver's side of one proxied connection.
-struct Sock {
-    fd: OwnedFd,
-    connecting: bool,
-    registered: bool,
-    /// The last write did not take everything: wait for EPOLLOUT.
-    blocked: bool,
-    shut: bool,
-    fin_acked: bool,
-    opened: Instant,
-    active: Instant,
-    /// When one direction finished while the other is open.
-    half: Option<Instant>,
-    /// The connection's 4-tuple (mobile address, port, server address, port).
-    key: Key,
-}
-
 pub(crate) type Key = (IpAddress, u16, IpAddress, u16);
-
-#[derive(Default)]
-struct Counters {
-    proxied: u64,
-    passed_limit: u64,
-    refused_destination: u64,
-    server_refused: u64,
-    resets_from_mobile: u64,
-    resets_from_server: u64,
-    timeouts: u64,
-    bytes_down: u64,
-    bytes_up: u64,
-    packets_passed: u64,
-    tun_drops: u64,
-}
 
 struct Daemon {
     cfg: DaemonCfg,
@@ -260,11 +231,6 @@ impl Daemon {
         }
     }
 
-    fn stats_due(&self, now: Instant) -> Option<Instant> {
-        let i = self.cfg.stats_interval.0;
-        (i > Duration::ZERO).then(|| now + i)
-    }
-
     fn signal(&mut self, s: i32, now: Instant, opts: &Options) {
         match s {
             libc::SIGHUP => match load(opts) {
@@ -323,67 +289,6 @@ impl Daemon {
             self.settle(now)?;
         }
         Ok(())
-    }
-
-    /// A packet from a mobile: proxied, refused, or passed on.
-    fn from_mobile(&mut self, mut p: Packet, now: Instant) {
-        let L4::Tcp(r) = p.l4 else { return self.pass(p) };
-        let key = (p.ip.src(), r.src_port, p.ip.dst(), r.dst_port);
-        if self.proxy.tracks((key.0, key.1), (key.2, key.3)) {
-            if r.flags.has(TcpFlags::RST) {
-                self.n.resets_from_mobile += 1;
-            }
-            return self.proxy.on_packet(now, Side::Wireless, p);
-        }
-        let syn = r.flags.has(TcpFlags::SYN) && !r.flags.has(TcpFlags::ACK);
-        if let Some(t) = self.bypass.get_mut(&key) {
-            *t = now;
-            return self.pass(p);
-        }
-        if !syn {
-            // Not a connection we carry (late packets of a finished one, or one
-            // that began before the daemon): the proxy answers or passes it.
-            return self.proxy.on_packet(now, Side::Wireless, p);
-        }
-        if !self.prefixes.is_empty() && !self.prefixes.iter().any(|x| x.contains(key.0.into())) {
-            return self.pass(p);
-        }
-        if let Some(why) = self.forbidden(key.2) {
-            self.n.refused_destination += 1;
-            self.log.event(
-                "refused",
-                &[("mobile", ip(key.0).into()), ("destination", ip(key.2).into()), ("why", why.into())],
-            );
-            return self.proxy.refuse(now, &p);
-        }
-        let limit = if self.draining.is_some() {
-            Some("draining")
-        } else if self.proxy.live_connections() >= self.cfg.max_connections {
-            Some("max_connections")
-        } else if self.proxy.mobile_connections(key.0) >= self.cfg.max_connections_per_mobile
-            && !self.proxy.evict_stale_half_open(key.0, now)
-        {
-            Some("max_connections_per_mobile")
-        } else if self.proxy.buffered() >= self.cfg.max_buffer.0 {
-            Some("max_buffer")
-        } else {
-            None
-        };
-        if let Some(l) = limit {
-            self.n.passed_limit += 1;
-            self.log
-                .event("passed", &[("mobile", ip(key.0).into()), ("server", ip(key.2).into()), ("limit", l.into())]);
-            self.bypass.insert(key, now);
-            return self.pass(p);
-        }
-        if let Some(r) = &mut self.rec {
-            p.meta.flow = r.new_flow(key);
-        }
-        self.proxy.on_packet(now, Side::Wireless, p);
-    }
-
-    fn forbidden(&self, dst: IpAddress) -> Option<&'static str> {
-        forbidden(IpAddr::from(dst), &self.local)
     }
 
     fn pass(&mut self, p: Packet) {
@@ -459,166 +364,6 @@ impl Daemon {
         }
     }
 
-    fn connect(&mut self, c: usize, mobile: (IpAddress, u16), server: (IpAddress, u16), now: Instant) {
-        let local = SocketAddr::new(mobile.0.into(), mobile.1);
-        let remote = SocketAddr::new(server.0.into(), server.1);
-        match sock::connect_transparent(local, remote, self.cfg.server_rcvbuf.0 as usize) {
-            Ok(fd) => {
-                self.n.proxied += 1;
-                self.log.event(
-                    "connect",
-                    &[("conn", c.into()), ("mobile", local.to_string().into()), ("server", remote.to_string().into())],
-                );
-                let s = Sock {
-                    fd,
-                    connecting: true,
-                    registered: false,
-                    blocked: false,
-                    shut: false,
-                    fin_acked: false,
-                    opened: now,
-                    active: now,
-                    half: None,
-                    key: (mobile.0, mobile.1, server.0, server.1),
-                };
-                self.socks.insert(c, s);
-                self.interest(c);
-            }
-            Err(e) => {
-                self.log.event(
-                    "connect_failed",
-                    &[("conn", c.into()), ("server", remote.to_string().into()), ("error", e.to_string().into())],
-                );
-                self.n.server_refused += 1;
-                self.proxy.stream_refused(c, now);
-            }
-        }
-    }
-
-    /// Moves what can move on connection `c`'s socket: completes a connect,
-    /// writes the mobile's data, reads the server's within the allowance.
-    fn service(&mut self, (c, from_poll): (usize, bool), now: Instant) {
-        let Some(s) = self.socks.get_mut(&c) else { return };
-        if s.connecting {
-            if !from_poll {
-                return;
-            }
-            match sock::take_error(&s.fd) {
-                None => {
-                    s.connecting = false;
-                    s.active = now;
-                    self.proxy.stream_connected(c, now, sock::random_u32());
-                }
-                Some(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => return,
-                Some(e) => {
-                    self.log.event("server_refused", &[("conn", c.into()), ("error", e.to_string().into())]);
-                    self.n.server_refused += 1;
-                    self.drop_sock(c);
-                    self.proxy.stream_refused(c, now);
-                    return;
-                }
-            }
-        }
-        // Upload.
-        loop {
-            let data = self.proxy.stream_upload(c, 65536);
-            if data.is_empty() {
-                break;
-            }
-            let s = self.socks.get_mut(&c).expect("present");
-            match sock::write(&s.fd, &data) {
-                Ok(0) => {
-                    s.blocked = true;
-                    break;
-                }
-                Ok(n) => {
-                    s.blocked = n < data.len();
-                    s.active = now;
-                    self.n.bytes_up += n as u64;
-                    self.proxy.stream_written(c, now, n);
-                    if n < data.len() {
-                        break;
-                    }
-                }
-                Err(_) => return self.server_reset(c, now),
-            }
-        }
-        let st = self.proxy.stream(c).cloned();
-        let s = self.socks.get_mut(&c).expect("present");
-        if let Some(st) = &st {
-            if st.wants_shutdown() && !s.shut {
-                sock::shutdown_write(&s.fd);
-                s.shut = true;
-                self.proxy.stream_shut(c);
-            }
-        }
-        // Download, within the allowance.
-        loop {
-            let room = self.proxy.read_allowance(c) as usize;
-            if room == 0 {
-                break;
-            }
-            let Some(s) = self.socks.get_mut(&c) else { return };
-            let want = room.min(self.buf.len());
-            match sock::read(&s.fd, &mut self.buf[..want]) {
-                Read::Data(n) => {
-                    s.active = now;
-                    self.n.bytes_down += n as u64;
-                    let chunk = self.buf[..n].to_vec();
-                    self.proxy.stream_data(c, now, &chunk);
-                }
-                Read::Eof => {
-                    self.proxy.stream_eof(c, now);
-                    break;
-                }
-                Read::WouldBlock => break,
-                Read::Reset => return self.server_reset(c, now),
-            }
-        }
-        if self.socks.contains_key(&c) {
-            self.interest(c);
-        }
-    }
-
-    fn server_reset(&mut self, c: usize, now: Instant) {
-        self.n.resets_from_server += 1;
-        self.log.event("server_reset", &[("conn", c.into())]);
-        self.drop_sock(c);
-        self.proxy.stream_reset(c, now);
-    }
-
-    fn drop_sock(&mut self, c: usize) {
-        if let Some(s) = self.socks.remove(&c) {
-            self.poll.remove(s.fd.as_raw_fd());
-            self.ended(s.key, self.now());
-        }
-    }
-
-    /// A connection is over: its trace rows stop after the proxy's linger time.
-    fn ended(&mut self, key: Key, now: Instant) {
-        if let Some(r) = &mut self.rec {
-            r.end_flow(key, now);
-        }
-    }
-
-    fn interest(&mut self, c: usize) {
-        let Some(s) = self.socks.get_mut(&c) else { return };
-        let mut ev = 0u32;
-        if s.connecting {
-            ev |= libc::EPOLLOUT as u32;
-        } else {
-            if self.proxy.read_allowance(c) > 0 {
-                ev |= libc::EPOLLIN as u32;
-            }
-            if s.blocked {
-                ev |= libc::EPOLLOUT as u32;
-            }
-        }
-        if self.poll.interest(s.fd.as_raw_fd(), TOK_SOCK + c as u64, ev, &mut s.registered).is_err() {
-            s.registered = false;
-        }
-    }
-
     /// FIN acknowledgements, timeouts, the bypass list.
     fn housekeeping(&mut self, now: Instant) {
         let mut fin = vec![];
@@ -682,114 +427,8 @@ impl Daemon {
         }
         let _ = self.settle(now);
     }
-
-    fn stats(&mut self, event: &str) {
-        let st = self.proxy.stats();
-        let mobiles: Vec<String> = self
-            .proxy
-            .mobile_snapshots()
-            .iter()
-            .map(|m| {
-                log::object(&[
-                    ("mobile", ip(m.mobile).into()),
-                    ("window", m.window.into()),
-                    ("queued", m.queued.into()),
-                    ("in_flight", m.in_flight.into()),
-                    ("srtt_ms", m.srtt.map(|d| d.as_secs_f64() * 1e3).into()),
-                    ("connections", m.connections.into()),
-                    ("stalled", m.stalled.into()),
-                ])
-            })
-            .collect();
-        let n = &self.n;
-        self.log.event(
-            event,
-            &[
-                ("open", self.socks.len().into()),
-                ("proxied", n.proxied.into()),
-                ("passed_limit", n.passed_limit.into()),
-                ("refused_destination", n.refused_destination.into()),
-                ("server_refused", n.server_refused.into()),
-                ("resets_from_mobile", n.resets_from_mobile.into()),
-                ("resets_from_server", n.resets_from_server.into()),
-                ("timeouts", n.timeouts.into()),
-                ("bytes_down", n.bytes_down.into()),
-                ("bytes_up", n.bytes_up.into()),
-                ("packets_passed", n.packets_passed.into()),
-                ("tun_drops", n.tun_drops.into()),
-                ("buffered", self.proxy.buffered().into()),
-                ("segments_sent", st.segments_sent.into()),
-                ("retransmits", st.retransmits.into()),
-                ("aggregate_timeouts", st.timeouts.into()),
-                ("stalls", st.stalls.into()),
-                ("half_open_dropped", self.proxy.half_open_dropped.into()),
-                ("challenge_acks", self.proxy.challenge_acks.into()),
-                ("rsts_ignored", self.proxy.rsts_ignored.into()),
-                ("window_probes", self.proxy.window_probes.into()),
-                ("mobiles", log::Value::Raw(format!("[{}]", mobiles.join(",")))),
-            ],
-        );
-    }
 }
 
 fn ip(a: IpAddress) -> String {
     IpAddr::from(a).to_string()
-}
-
-/// The IPv4 address an IPv6 one stands for, if any: IPv4-mapped
-/// (`::ffff:a.b.c.d`), IPv4-compatible (`::a.b.c.d`, RFC 4291 §2.5.5.1) and the
-/// NAT64 well-known prefix (`64:ff9b::/96`, RFC 6052) all reach an IPv4 host.
-fn embedded_v4(a: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
-    let s = a.segments();
-    let v4 = || std::net::Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
-    match s {
-        [0, 0, 0, 0, 0, 0xffff, _, _] => Some(v4()),
-        [0, 0, 0, 0, 0, 0, _, _] if s[6] != 0 => Some(v4()),
-        [0x64, 0xff9b, 0, 0, 0, 0, _, _] => Some(v4()),
-        _ => None,
-    }
-}
-
-/// Why the proxy must not connect to `a` for a mobile (None: it may): loopback,
-/// not a unicast address, or one of `local` — in any of its spellings.
-fn forbidden(a: IpAddr, local: &HashSet<IpAddr>) -> Option<&'static str> {
-    let forms = match a {
-        IpAddr::V6(v6) => [Some(a), embedded_v4(v6).map(IpAddr::V4)],
-        IpAddr::V4(_) => [Some(a), None],
-    };
-    for a in forms.into_iter().flatten() {
-        if a.is_loopback() {
-            return Some("loopback");
-        }
-        if a.is_unspecified() || a.is_multicast() || a == IpAddr::from([255, 255, 255, 255]) {
-            return Some("not a unicast address");
-        }
-        if local.contains(&a) {
-            return Some("the proxy's own address");
-        }
-    }
-    None
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn loopback_unspecified_and_own_addresses_are_refused_in_every_spelling() {
-        let local: HashSet<IpAddr> = ["10.0.0.2".parse().unwrap()].into_iter().collect();
-        let refused = |s: &str| forbidden(s.parse().unwrap(), &local);
-        for a in ["127.0.0.1", "::1", "::ffff:127.0.0.1", "::127.0.0.1", "64:ff9b::7f00:1"] {
-            assert_eq!(refused(a), Some("loopback"), "{a}");
-        }
-        for a in ["0.0.0.0", "::", "::ffff:0.0.0.0", "224.0.0.1", "::ffff:224.0.0.1", "64:ff9b::e000:1"] {
-            assert_eq!(refused(a), Some("not a unicast address"), "{a}");
-        }
-        for a in ["10.0.0.2", "::ffff:10.0.0.2", "64:ff9b::a00:2"] {
-            assert_eq!(refused(a), Some("the proxy's own address"), "{a}");
-        }
-        for a in ["10.0.0.1", "::ffff:10.0.0.1", "2001:db8::1", "64:ff9b::a00:1"] {
-            assert_eq!(refused(a), None, "{a}");
-        }
-    }
 }

@@ -2,6 +2,12 @@
 //! address with IP_TRANSPARENT / IPV6_TRANSPARENT, so the server sees the mobile,
 //! not the proxy), non-blocking, with a small receive buffer so that the proxy's
 //! allowance, not the kernel, decides how much a server may send ahead.
+//!
+//! Below the helpers, the daemon's socket driver: a connection's socket opened
+//! when the mobile's SYN comes, serviced on readiness (connect completing, data
+//! in as far as the allowance goes, data out, FIN, reset), its interest in
+//! epoll kept to what the proxy can take, and dropped at the end.
+use super::*;
 use crate::sys::cvt;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -211,4 +217,185 @@ pub fn local_addresses() -> Vec<IpAddr> {
         libc::freeifaddrs(ifa);
     }
     out
+}
+
+// ----- the daemon's side: driving the sockets -----
+
+/// The driver's side of one proxied connection.
+pub(super) struct Sock {
+    pub(super) fd: OwnedFd,
+    pub(super) connecting: bool,
+    pub(super) registered: bool,
+    /// The last write did not take everything: wait for EPOLLOUT.
+    pub(super) blocked: bool,
+    pub(super) shut: bool,
+    pub(super) fin_acked: bool,
+    pub(super) opened: Instant,
+    pub(super) active: Instant,
+    /// When one direction finished while the other is open.
+    pub(super) half: Option<Instant>,
+    /// The connection's 4-tuple (mobile address, port, server address, port).
+    pub(super) key: Key,
+}
+
+impl Daemon {
+    pub(super) fn connect(&mut self, c: usize, mobile: (IpAddress, u16), server: (IpAddress, u16), now: Instant) {
+        let local = SocketAddr::new(mobile.0.into(), mobile.1);
+        let remote = SocketAddr::new(server.0.into(), server.1);
+        match sock::connect_transparent(local, remote, self.cfg.server_rcvbuf.0 as usize) {
+            Ok(fd) => {
+                self.n.proxied += 1;
+                self.log.event(
+                    "connect",
+                    &[("conn", c.into()), ("mobile", local.to_string().into()), ("server", remote.to_string().into())],
+                );
+                let s = Sock {
+                    fd,
+                    connecting: true,
+                    registered: false,
+                    blocked: false,
+                    shut: false,
+                    fin_acked: false,
+                    opened: now,
+                    active: now,
+                    half: None,
+                    key: (mobile.0, mobile.1, server.0, server.1),
+                };
+                self.socks.insert(c, s);
+                self.interest(c);
+            }
+            Err(e) => {
+                self.log.event(
+                    "connect_failed",
+                    &[("conn", c.into()), ("server", remote.to_string().into()), ("error", e.to_string().into())],
+                );
+                self.n.server_refused += 1;
+                self.proxy.stream_refused(c, now);
+            }
+        }
+    }
+
+    /// Moves what can move on connection `c`'s socket: completes a connect,
+    /// writes the mobile's data, reads the server's within the allowance.
+    pub(super) fn service(&mut self, (c, from_poll): (usize, bool), now: Instant) {
+        let Some(s) = self.socks.get_mut(&c) else { return };
+        if s.connecting {
+            if !from_poll {
+                return;
+            }
+            match sock::take_error(&s.fd) {
+                None => {
+                    s.connecting = false;
+                    s.active = now;
+                    self.proxy.stream_connected(c, now, sock::random_u32());
+                }
+                Some(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => return,
+                Some(e) => {
+                    self.log.event("server_refused", &[("conn", c.into()), ("error", e.to_string().into())]);
+                    self.n.server_refused += 1;
+                    self.drop_sock(c);
+                    self.proxy.stream_refused(c, now);
+                    return;
+                }
+            }
+        }
+        // Upload.
+        loop {
+            let data = self.proxy.stream_upload(c, 65536);
+            if data.is_empty() {
+                break;
+            }
+            let s = self.socks.get_mut(&c).expect("present");
+            match sock::write(&s.fd, &data) {
+                Ok(0) => {
+                    s.blocked = true;
+                    break;
+                }
+                Ok(n) => {
+                    s.blocked = n < data.len();
+                    s.active = now;
+                    self.n.bytes_up += n as u64;
+                    self.proxy.stream_written(c, now, n);
+                    if n < data.len() {
+                        break;
+                    }
+                }
+                Err(_) => return self.server_reset(c, now),
+            }
+        }
+        let st = self.proxy.stream(c).cloned();
+        let s = self.socks.get_mut(&c).expect("present");
+        if let Some(st) = &st {
+            if st.wants_shutdown() && !s.shut {
+                sock::shutdown_write(&s.fd);
+                s.shut = true;
+                self.proxy.stream_shut(c);
+            }
+        }
+        // Download, within the allowance.
+        loop {
+            let room = self.proxy.read_allowance(c) as usize;
+            if room == 0 {
+                break;
+            }
+            let Some(s) = self.socks.get_mut(&c) else { return };
+            let want = room.min(self.buf.len());
+            match sock::read(&s.fd, &mut self.buf[..want]) {
+                Read::Data(n) => {
+                    s.active = now;
+                    self.n.bytes_down += n as u64;
+                    let chunk = self.buf[..n].to_vec();
+                    self.proxy.stream_data(c, now, &chunk);
+                }
+                Read::Eof => {
+                    self.proxy.stream_eof(c, now);
+                    break;
+                }
+                Read::WouldBlock => break,
+                Read::Reset => return self.server_reset(c, now),
+            }
+        }
+        if self.socks.contains_key(&c) {
+            self.interest(c);
+        }
+    }
+
+    pub(super) fn server_reset(&mut self, c: usize, now: Instant) {
+        self.n.resets_from_server += 1;
+        self.log.event("server_reset", &[("conn", c.into())]);
+        self.drop_sock(c);
+        self.proxy.stream_reset(c, now);
+    }
+
+    pub(super) fn drop_sock(&mut self, c: usize) {
+        if let Some(s) = self.socks.remove(&c) {
+            self.poll.remove(s.fd.as_raw_fd());
+            self.ended(s.key, self.now());
+        }
+    }
+
+    /// A connection is over: its trace rows stop after the proxy's linger time.
+    pub(super) fn ended(&mut self, key: Key, now: Instant) {
+        if let Some(r) = &mut self.rec {
+            r.end_flow(key, now);
+        }
+    }
+
+    pub(super) fn interest(&mut self, c: usize) {
+        let Some(s) = self.socks.get_mut(&c) else { return };
+        let mut ev = 0u32;
+        if s.connecting {
+            ev |= libc::EPOLLOUT as u32;
+        } else {
+            if self.proxy.read_allowance(c) > 0 {
+                ev |= libc::EPOLLIN as u32;
+            }
+            if s.blocked {
+                ev |= libc::EPOLLOUT as u32;
+            }
+        }
+        if self.poll.interest(s.fd.as_raw_fd(), TOK_SOCK + c as u64, ev, &mut s.registered).is_err() {
+            s.registered = false;
+        }
+    }
 }
