@@ -1,4 +1,4 @@
-"""One module per seed study; each exposes `reproduce(out, quick, scheduler, workers, progress) -> list[claim dict]`."""
+"""One module (or package) per study; each exposes `reproduce(out, quick, scheduler, workers, progress) -> list[claim dict]`, the simulated ones through a `study.Study` (its runs, reduction, tables, figures and claims)."""
 
 STUDIES = {
     "shared-link-arq": "thinwire.studies.shared_link_arq",

@@ -47,10 +47,10 @@ the next download's completion time.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
-from .report import finish_figure, label, write_claims
+from .report import finish_figure, label
+from .study import Study
 
 # ---------------------------------------------------------------------------
 # Links and queues
@@ -626,21 +626,22 @@ def write_tables(summ: dict, out: Path) -> None:
     write_text(out / "tables.md", text)
 
 
-def reproduce(out: Path, quick: bool = False, scheduler=None, workers=None, progress=True) -> list[dict]:
-    from ..outputs import write_text
-
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    rows = run_all(out, quick, scheduler, workers, progress)
-    t1 = time.perf_counter()
+def _tables(rows: list[dict], summ: dict, out: Path) -> None:
     import polars as pl
 
+    from ..outputs import write_text
+
     pl.DataFrame(rows, infer_schema_length=None).write_csv(out / "runs.csv")
-    summ = summarize(rows)
     write_text(out / "summary.json", json.dumps(summ, indent=2) + "\n")
     write_tables(summ, out)
-    plot(summ, out)
-    cl = claims(rows, summ)
-    write_claims(out, cl)
-    write_text(out / "timing.json", json.dumps({"runs": len(rows), "simulate_and_analyse_s": t1 - t0}, indent=2) + "\n")
-    return cl
+
+
+STUDY = Study(
+    run=run_all,
+    reduce=summarize,
+    tables=_tables,
+    figures=lambda rows, summ, out, quick: plot(summ, out),
+    claims=claims,
+    count=len,
+)
+reproduce = STUDY.reproduce

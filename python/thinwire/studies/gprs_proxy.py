@@ -22,13 +22,12 @@ The proxy runs with its defaults (clamp 9.7 KB from 4.15 KB/s × 1.8 s + 30 %).
 
 from __future__ import annotations
 
-import json
-import time
 from pathlib import Path
 
 from .gprs_common import LINK_BPS, add_claim, delivered, flow, recovery_s, scenario
 from .gprs_tcp import OUTAGE, second_flow
-from .report import finish_figure, label, write_claims
+from .report import finish_figure, label
+from .study import Study
 
 WINDOWS = [4, 8, 10, 16, 32]
 SIZES = [5, 10, 15, 20, 25, 30]
@@ -391,13 +390,9 @@ def claims(data: dict) -> list[dict]:
     return out
 
 
-def reproduce(out: Path, quick: bool = False, scheduler=None, workers=None, progress=True) -> list[dict]:
+def _tables(data: dict, _summary, out: Path) -> None:
     import polars as pl
 
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    data = run_all(out, quick, scheduler, workers, progress)
-    t1 = time.perf_counter()
     pl.DataFrame([{k: v for k, v in r.items() if k not in ("rtt_t", "rtt_v")} for r in data["windows"]]).write_csv(
         out / "windows.csv"
     )
@@ -406,8 +401,12 @@ def reproduce(out: Path, quick: bool = False, scheduler=None, workers=None, prog
     )
     pl.DataFrame(data["stall"]).write_csv(out / "stalls.csv")
     pl.DataFrame(data["web"]).write_csv(out / "web.csv")
-    plot(data, out)
-    cl = claims(data)
-    write_claims(out, cl)
-    (out / "timing.json").write_text(json.dumps({"simulate_and_analyse_s": t1 - t0}, indent=2) + "\n")
-    return cl
+
+
+STUDY = Study(
+    run=run_all,
+    tables=_tables,
+    figures=lambda data, _s, out, quick: plot(data, out),
+    claims=lambda data, _s: claims(data),
+)
+reproduce = STUDY.reproduce

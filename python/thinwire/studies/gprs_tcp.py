@@ -18,8 +18,6 @@ Link and hosts: studies/gprs_common.py. Experiments:
 
 from __future__ import annotations
 
-import json
-import time
 from pathlib import Path
 
 from .gprs_common import (
@@ -36,7 +34,8 @@ from .gprs_common import (
     srtt,
     syn_sends,
 )
-from .report import finish_figure, label, write_claims
+from .report import finish_figure, label
+from .study import Study
 
 OUTAGE = (60, 25)
 
@@ -346,18 +345,17 @@ def claims(data: dict) -> list[dict]:
     return out
 
 
-def reproduce(out: Path, quick: bool = False, scheduler=None, workers=None, progress=True) -> list[dict]:
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    data = run_all(out, quick, scheduler, workers, progress)
-    t1 = time.perf_counter()
+def _tables(data: dict, _summary, out: Path) -> None:
     import polars as pl
 
     pl.DataFrame(data["rows"]).write_csv(out / "runs.csv")
-    plot(data, out)
-    cl = claims(data)
-    write_claims(out, cl)
-    (out / "timing.json").write_text(
-        json.dumps({"runs": len(data["rows"]), "simulate_and_analyse_s": t1 - t0}, indent=2) + "\n"
-    )
-    return cl
+
+
+STUDY = Study(
+    run=run_all,
+    tables=_tables,
+    figures=lambda data, _s, out, quick: plot(data, out),
+    claims=lambda data, _s: claims(data),
+    count=lambda data: len(data["rows"]),
+)
+reproduce = STUDY.reproduce

@@ -34,11 +34,11 @@ run (RLP retransmission bursts); 12 RLP/L2R flow control (the sender's pauses).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..figures import tidy
 from .report import save_figure
+from .study import Study
 
 BASE = """
 seed = 1
@@ -419,20 +419,11 @@ def claims(df, second: dict) -> list[dict]:
     return out
 
 
-def reproduce(out: Path, quick: bool = False, scheduler=None, workers=None, progress=True) -> list[dict]:
-    import time
-
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    df, second = run_all(out, quick, scheduler, workers, progress)
-    t1 = time.perf_counter()
-    df.drop("stalls_s", "stall_at_s").write_csv(out / "runs.csv")
-    plot(df, out, quick)
-    cl = claims(df, second)
-    from .report import write_claims
-
-    write_claims(out, cl)
-    (out / "timing.json").write_text(
-        json.dumps({"runs": df.height, "simulate_and_analyse_s": t1 - t0}, indent=2) + "\n"
-    )
-    return cl
+STUDY = Study(
+    run=run_all,
+    tables=lambda runs, _s, out: runs[0].drop("stalls_s", "stall_at_s").write_csv(out / "runs.csv"),
+    figures=lambda runs, _s, out, quick: plot(runs[0], out, quick),
+    claims=lambda runs, _s: claims(*runs),
+    count=lambda runs: runs[0].height,
+)
+reproduce = STUDY.reproduce

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from ..figures import tidy
 from .report import save_figure
+from .study import Study
 
 FDTS = [0.01, 0.1, 1.0]
 PES = [0.01, 0.03, 0.05, 0.1, 0.2, 0.3]
@@ -406,29 +407,17 @@ def claims(summary, hists) -> list[dict]:
     return out
 
 
-def reproduce(out: Path, quick: bool = False, scheduler=None, workers=None, progress=True) -> list[dict]:
-    import time
-
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    df, hists = run_all(out, quick, scheduler, workers, progress)
-    t1 = time.perf_counter()
-    summary = summarize(df)
+def _tables(_runs, summary, out: Path) -> None:
     summary.write_parquet(out / "summary.parquet")
     summary.write_csv(out / "summary.csv")
-    plot(summary, hists, out, quick)
-    cl = claims(summary, hists)
-    from .report import write_claims
 
-    write_claims(out, cl)
-    (out / "timing.json").write_text(
-        json.dumps(
-            {
-                "simulate_s": t1 - t0,
-                "histogram_simulated_s_per_fdt": 20_000 if quick else 10_000_000,
-            },
-            indent=2,
-        )
-        + "\n"
-    )
-    return cl
+
+STUDY = Study(
+    run=run_all,
+    reduce=lambda runs: summarize(runs[0]),
+    tables=_tables,
+    figures=lambda runs, summary, out, quick: plot(summary, runs[1], out, quick),
+    claims=lambda runs, summary: claims(summary, runs[1]),
+    timing=lambda quick: {"histogram_simulated_s_per_fdt": 20_000 if quick else 10_000_000},
+)
+reproduce = STUDY.reproduce

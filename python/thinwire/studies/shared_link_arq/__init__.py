@@ -38,6 +38,7 @@ from pathlib import Path
 
 from ...figures import tidy
 from ...outputs import atomic_path
+from ..study import Study
 from .claims import claims as check_claims
 from .claims import claims_markdown
 from .design import (  # noqa: F401 (the study's design, as `thinwire.studies.shared_link_arq.X`)
@@ -259,21 +260,31 @@ def _plot_structure(summary, out: Path, mux: str) -> list[Path]:
     return written
 
 
-def reproduce(
-    out: Path, quick: bool = False, scheduler=None, workers=None, progress=True, mux: str = "both"
-) -> list[dict]:
+def _write_claims(out: Path, cl: list[dict]) -> None:
     import json
 
-    from ...outputs import write_parquet, write_text
+    from ...outputs import write_text
 
-    muxes = structures(mux)
-    out.mkdir(parents=True, exist_ok=True)
-    df = run_all(out, quick, scheduler, workers, progress, muxes)
-    summary = summarize(df)
-    write_parquet(summary, out / "summary.parquet")
-    write_text(out / "summary.csv", summary.write_csv())
-    plot(summary, out)
-    cl = check_claims(summary)
     write_text(out / "claims.json", json.dumps(cl, indent=2) + "\n")
     write_text(out / "claims.md", claims_markdown(cl))
-    return cl
+
+
+def _tables(_df, summary, out: Path) -> None:
+    from ...outputs import write_parquet, write_text
+
+    write_parquet(summary, out / "summary.parquet")
+    write_text(out / "summary.csv", summary.write_csv())
+
+
+STUDY = Study(
+    run=lambda out, quick, scheduler, workers, progress, mux="both": run_all(
+        out, quick, scheduler, workers, progress, structures(mux)
+    ),
+    reduce=summarize,
+    tables=_tables,
+    figures=lambda _df, summary, out, quick: plot(summary, out),
+    claims=lambda _df, summary: check_claims(summary),
+    write_claims=_write_claims,
+    timed=False,
+)
+reproduce = STUDY.reproduce

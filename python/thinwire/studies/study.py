@@ -1,0 +1,89 @@
+"""The shape every simulated study shares (after asv's benchmark protocol: a
+study is its parameters, its runs and a reduction of them), and the one
+`reproduce` skeleton that drives it.
+
+A study module builds a `Study` from its own functions and exports its
+`reproduce`:
+
+    STUDY = Study(
+        run=run_all,                          # (out, quick, scheduler, workers, progress, **params) -> runs
+        reduce=summarize,                     # runs -> summary (default: the runs themselves)
+        tables=lambda runs, s, out: ...,      # write the runs' and the summary's tables
+        figures=lambda runs, s, out, quick: plot(s, out),
+        claims=lambda runs, s: claims(s),     # -> list of claim dicts (report.py's shape)
+        count=len,                            # runs made, for timing.json (None: not counted)
+    )
+    reproduce = STUDY.reproduce
+
+`Study.reproduce(out, quick, scheduler, workers, progress, **params)` creates
+`out`, times the runs (`timing.json`: `runs`, `simulate_and_analyse_s`, and
+what `timing` adds), writes the tables and figures, checks the claims and
+writes them (`claims.json`, `claims.md`), and returns them. Adding a study is a
+module with these functions and one line in `STUDIES` (`studies/__init__.py`).
+`sim-vs-real`, whose runs are real hosts' as well as the model's, keeps a
+`reproduce` of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+
+def _same(runs: Any) -> Any:
+    return runs
+
+
+def _uncounted(runs: Any) -> int | None:
+    return None
+
+
+def _nothing(quick: bool) -> dict:
+    return {}
+
+
+@dataclass(frozen=True)
+class Study:
+    """A study's parts; see the module documentation."""
+
+    run: Callable[..., Any]
+    tables: Callable[[Any, Any, Path], None]
+    figures: Callable[[Any, Any, Path, bool], None]
+    claims: Callable[[Any, Any], list[dict]]
+    reduce: Callable[[Any], Any] = _same
+    count: Callable[[Any], int | None] = _uncounted
+    timing: Callable[[bool], dict] = field(default=_nothing)
+    """Further entries of `timing.json` (the size of a histogram's own runs, …)."""
+    timed: bool = True
+    """Whether `timing.json` is written at all."""
+    write_claims: Callable[[Path, list[dict]], None] | None = None
+    """How the claims are written (default: report.py's `claims.json` and table)."""
+
+    def reproduce(
+        self, out: Path, quick: bool = False, scheduler=None, workers=None, progress=True, **params
+    ) -> list[dict]:
+        from ..outputs import write_text
+        from .report import write_claims
+
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        t0 = time.perf_counter()
+        runs = self.run(out, quick, scheduler, workers, progress, **params)
+        t1 = time.perf_counter()
+        summary = self.reduce(runs)
+        self.tables(runs, summary, out)
+        self.figures(runs, summary, out, quick)
+        claims = self.claims(runs, summary)
+        (self.write_claims or write_claims)(out, claims)
+        if self.timed:
+            timing: dict = {}
+            n = self.count(runs)
+            if n is not None:
+                timing["runs"] = n
+            timing["simulate_and_analyse_s"] = t1 - t0
+            timing.update(self.timing(quick))
+            write_text(out / "timing.json", json.dumps(timing, indent=2) + "\n")
+        return claims
