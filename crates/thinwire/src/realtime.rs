@@ -167,10 +167,9 @@ impl RealtimePath {
     pub fn new(sc: &Scenario, trace: bool) -> RealtimePath {
         let mut link = build::wireless(sc);
         link.set_trace(LinkTrace { link: trace, queue: trace, sojourn: false, channel: trace });
-        let layers = ["tcp", "link", "queue", "channel"];
-        let mask = crate::trace::LayerMask::from_names(
-            &(if trace { layers.iter().map(|l| l.to_string()).collect() } else { vec![] }),
-        );
+        use crate::trace::{Layer, LayerMask};
+        let mask =
+            if trace { LayerMask::of(&[Layer::Tcp, Layer::Link, Layer::Queue, Layer::Channel]) } else { LayerMask(0) };
         RealtimePath {
             link,
             wired: [0, 1].map(|d| {

@@ -21,105 +21,98 @@ pub mod rows;
 
 pub use recorder::{Recorder, SegEvent, Sink};
 
-pub const LAYERS: &[&str] = &["tcp", "link", "queue", "channel", "proxy", "sojourn"];
-pub const EVENTS: &[&str] = &[
-    "send",
-    "retransmit",
-    "recv",
-    "cwnd",
-    "ssthresh",
-    "srtt",
-    "rttvar",
-    "rto",
-    "frame_send",
-    "frame_retransmit",
-    "frame_lost",
-    "frame_recv",
-    "ack_send",
-    "nack_send",
-    "packet_deliver",
-    "enqueue",
-    "drop",
-    "state",
-    "status_send",
-    "timeout",
-    "fast_retransmit",
-    "idle_send",
-    "reset",
-    "queue_len",
-    "adv_window",
-    "pick",
-    "loss_counter",
-    "stall",
-    "rtt",
-    "ecn_reduction",
-    "loss_probe",
-    "undo",
-    "hystart_exit",
-    "pacing_rate",
-    "mark",
-    "aqm_drop",
-    "dequeue",
-    "poll",
-    "status_report",
-];
+/// One description per vocabulary of the trace: `vocabulary! { pub enum Name,
+/// pub const LIST { Variant = "name", … } }` gives the `#[repr(u8)]` enum (codes
+/// 0, 1, … in order, as stored in rows and files), the names indexed by code,
+/// `ALL`, `name()` and `parse()` — the enum and its names cannot drift apart.
+macro_rules! vocabulary {
+    ($(#[$m:meta])* pub enum $en:ident, $(#[$lm:meta])* pub const $list:ident { $($var:ident = $name:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr(u8)]
+        pub enum $en {
+            $($var),+
+        }
+        $(#[$lm])*
+        pub const $list: &[&str] = &[$($name),+];
+        impl $en {
+            /// Every member, in code order.
+            pub const ALL: &'static [$en] = &[$($en::$var),+];
+            /// The name written in traces and scenarios.
+            pub fn name(self) -> &'static str {
+                $list[self as usize]
+            }
+            pub fn parse(s: &str) -> Option<$en> {
+                match s {
+                    $($name => Some($en::$var),)+
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+vocabulary! {
+    /// A trace layer (`trace.layers`, the `layer` column).
+    pub enum Layer,
+    pub const LAYERS {
+        Tcp = "tcp",
+        Link = "link",
+        Queue = "queue",
+        Channel = "channel",
+        Proxy = "proxy",
+        Sojourn = "sojourn",
+    }
+}
+
+vocabulary! {
+    /// A trace event (the `event` column; its meaning per layer in [`EVENT_DOCS`]).
+    pub enum Ev,
+    pub const EVENTS {
+        Send = "send",
+        Retransmit = "retransmit",
+        Recv = "recv",
+        Cwnd = "cwnd",
+        Ssthresh = "ssthresh",
+        Srtt = "srtt",
+        Rttvar = "rttvar",
+        Rto = "rto",
+        FrameSend = "frame_send",
+        FrameRetransmit = "frame_retransmit",
+        FrameLost = "frame_lost",
+        FrameRecv = "frame_recv",
+        AckSend = "ack_send",
+        NackSend = "nack_send",
+        PacketDeliver = "packet_deliver",
+        Enqueue = "enqueue",
+        Drop = "drop",
+        State = "state",
+        StatusSend = "status_send",
+        Timeout = "timeout",
+        FastRetransmit = "fast_retransmit",
+        IdleSend = "idle_send",
+        Reset = "reset",
+        QueueLen = "queue_len",
+        AdvWindow = "adv_window",
+        Pick = "pick",
+        LossCounter = "loss_counter",
+        Stall = "stall",
+        Rtt = "rtt",
+        EcnReduction = "ecn_reduction",
+        LossProbe = "loss_probe",
+        Undo = "undo",
+        HystartExit = "hystart_exit",
+        PacingRate = "pacing_rate",
+        Mark = "mark",
+        AqmDrop = "aqm_drop",
+        Dequeue = "dequeue",
+        Poll = "poll",
+        StatusReport = "status_report",
+    }
+}
+
 pub const NODES: &[&str] = &["server", "gateway", "mobile"];
 pub const DIRS: &[&str] = &["down", "up", "-"];
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Layer {
-    Tcp = 0,
-    Link = 1,
-    Queue = 2,
-    Channel = 3,
-    Proxy = 4,
-    Sojourn = 5,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Ev {
-    Send = 0,
-    Retransmit,
-    Recv,
-    Cwnd,
-    Ssthresh,
-    Srtt,
-    Rttvar,
-    Rto,
-    FrameSend,
-    FrameRetransmit,
-    FrameLost,
-    FrameRecv,
-    AckSend,
-    NackSend,
-    PacketDeliver,
-    Enqueue,
-    Drop,
-    State,
-    StatusSend,
-    Timeout,
-    FastRetransmit,
-    IdleSend,
-    Reset,
-    QueueLen,
-    AdvWindow,
-    Pick,
-    LossCounter,
-    Stall,
-    Rtt,
-    EcnReduction,
-    LossProbe,
-    Undo,
-    HystartExit,
-    PacingRate,
-    Mark,
-    AqmDrop,
-    Dequeue,
-    Poll,
-    StatusReport,
-}
 
 /// One (layer, event) pair of the trace: what a row of it means.
 #[derive(Clone, Copy, Debug)]
@@ -209,14 +202,13 @@ impl LayerMask {
     pub fn has(self, l: Layer) -> bool {
         self.0 & (1 << l as u8) != 0
     }
+    /// The layers named (names that are not layers are ignored: the scenario
+    /// checks them).
     pub fn from_names(names: &[String]) -> LayerMask {
-        let mut m = 0;
-        for n in names {
-            if let Some(i) = LAYERS.iter().position(|l| l == n) {
-                m |= 1 << i;
-            }
-        }
-        LayerMask(m)
+        LayerMask::of(&names.iter().filter_map(|n| Layer::parse(n)).collect::<Vec<_>>())
+    }
+    pub fn of(layers: &[Layer]) -> LayerMask {
+        LayerMask(layers.iter().fold(0, |m, &l| m | 1 << l as u8))
     }
 }
 
