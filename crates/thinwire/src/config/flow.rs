@@ -1,5 +1,6 @@
 //! `[[flow]]` sections, tagged by `app`: each application has its own fields (and
-//! the common `start` and `link`; TCP applications also `tcp` and `port`), and a
+//! the common `start`, `link`, `mobile` and `direction`; TCP applications also
+//! `tcp` and `port`: declared once, in `flow_app!`), and a
 //! field of another application is an error naming the field and what the chosen
 //! one takes. Defaults are the application models' own (`app::media::MediaConfig`,
 //! `app::probe::ProbeConfig`, `app::session::SessionConfig`,
@@ -126,324 +127,243 @@ pub struct TcpCfg {
     pub autotune: Option<bool>,
 }
 
-/// `app = "bulk"`: one TCP transfer of `bytes` (or unlimited) in `direction`.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct BulkCfg {
-    #[serde(default)]
-    pub start: Option<Dur>,
-    #[serde(default)]
-    pub link: Option<LinkSession>,
-    /// The mobile host (0..=249, default 0): on a link its mobiles share, each
-    /// mobile's flows take its own link-layer session (`link::wireless`).
-    #[serde(default)]
-    pub mobile: Option<u16>,
-    #[serde(default)]
-    pub tcp: Option<TcpCfg>,
-    /// The server's port (default 5001).
-    #[serde(default)]
-    pub port: Option<u16>,
-    #[serde(default)]
-    pub bytes: Option<Bytes>,
-    #[serde(default)]
-    pub direction: Option<Direction>,
-    /// The mobile's application aborts the connection this long after the
-    /// flow starts (a user stopping a download): a RST, and the flow ends
-    /// unfinished (it counts as ended for `stop = "end"`).
-    #[serde(default)]
-    pub abort: Option<Dur>,
+/// Declares a `[[flow]]` application's configuration: the fields every
+/// application has (`start`, `link`, `mobile`, `direction`), for a TCP
+/// application `tcp` and `port` (`tcp(port N)`: N its default), then its own —
+/// all optional, none other accepted. The common fields are written here once.
+macro_rules! flow_app {
+    (tcp(port $port:literal); $(#[$m:meta])* pub struct $name:ident { $($(#[$fm:meta])* pub $f:ident: $t:ty,)* }) => {
+        $(#[$m])*
+        #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            #[serde(default)]
+            pub start: Option<Dur>,
+            #[serde(default)]
+            pub link: Option<LinkSession>,
+            /// The mobile host (0..=249, default 0): on a link its mobiles share, each
+            /// mobile's flows take its own link-layer session (`link::wireless`).
+            #[serde(default)]
+            pub mobile: Option<u16>,
+            /// Which way the data goes (default "down").
+            #[serde(default)]
+            pub direction: Option<Direction>,
+            #[serde(default)]
+            pub tcp: Option<TcpCfg>,
+            #[doc = concat!("The server's port (default ", $port, ").")]
+            #[serde(default)]
+            pub port: Option<u16>,
+            $($(#[$fm])* #[serde(default)] pub $f: $t,)*
+        }
+        impl $name {
+            fn common(&self) -> Common<'_> {
+                Common { start: self.start, link: self.link, mobile: self.mobile, direction: self.direction, tcp: self.tcp.as_ref(), port: self.port }
+            }
+        }
+    };
+    (udp; $(#[$m:meta])* pub struct $name:ident { $($(#[$fm:meta])* pub $f:ident: $t:ty,)* }) => {
+        $(#[$m])*
+        #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            #[serde(default)]
+            pub start: Option<Dur>,
+            #[serde(default)]
+            pub link: Option<LinkSession>,
+            /// The mobile host (0..=249, default 0): on a link its mobiles share, each
+            /// mobile's flows take its own link-layer session (`link::wireless`).
+            #[serde(default)]
+            pub mobile: Option<u16>,
+            /// Which way the data goes (default "down").
+            #[serde(default)]
+            pub direction: Option<Direction>,
+            $($(#[$fm])* #[serde(default)] pub $f: $t,)*
+        }
+        impl $name {
+            fn common(&self) -> Common<'_> {
+                Common { start: self.start, link: self.link, mobile: self.mobile, direction: self.direction, tcp: None, port: None }
+            }
+        }
+    };
 }
 
-/// `app = "media"`: a UDP on/off speech source (seed 002 §III), bypassing the ARQ.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct MediaCfg {
-    #[serde(default)]
-    pub start: Option<Dur>,
-    #[serde(default)]
-    pub link: Option<LinkSession>,
-    /// The mobile host (0..=249, default 0): on a link its mobiles share, each
-    /// mobile's flows take its own link-layer session (`link::wireless`).
-    #[serde(default)]
-    pub mobile: Option<u16>,
-    #[serde(default)]
-    pub direction: Option<Direction>,
-    /// Sending rate while talking (default 56 kbit/s).
-    #[serde(default)]
-    pub rate: Option<Rate>,
-    /// IP packet size (default 250 B).
-    #[serde(default)]
-    pub packet: Option<Size>,
-    /// Mean talk-spurt length (default 1 s).
-    #[serde(default)]
-    pub talk: Option<Dur>,
-    /// Mean silence length (default 1.35 s).
-    #[serde(default)]
-    pub silence: Option<Dur>,
+/// What every application's configuration has.
+struct Common<'a> {
+    start: Option<Dur>,
+    link: Option<LinkSession>,
+    mobile: Option<u16>,
+    direction: Option<Direction>,
+    tcp: Option<&'a TcpCfg>,
+    port: Option<u16>,
 }
 
-/// `app = "web"`: Mah's HTTP model, a connection per exchange.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct WebCfg {
-    #[serde(default)]
-    pub start: Option<Dur>,
-    #[serde(default)]
-    pub link: Option<LinkSession>,
-    /// The mobile host (0..=249, default 0): on a link its mobiles share, each
-    /// mobile's flows take its own link-layer session (`link::wireless`).
-    #[serde(default)]
-    pub mobile: Option<u16>,
-    #[serde(default)]
-    pub tcp: Option<TcpCfg>,
-    /// The server's port (default 80).
-    #[serde(default)]
-    pub port: Option<u16>,
-    /// Only "down": a web client downloads.
-    #[serde(default)]
-    pub direction: Option<Direction>,
-    /// Pause between transactions (default 0 s).
-    #[serde(default)]
-    pub think: Option<Dur>,
-    /// Transactions, then the flow is finished (default: unlimited).
-    #[serde(default)]
-    pub transactions: Option<u64>,
+/// The applications: one line each gives the `FlowCfg` variant, its `app`
+/// name in `APPS` and the parser of its section.
+macro_rules! apps {
+    ($($name:literal => $var:ident($cfg:ident),)+) => {
+        /// One flow of the scenario.
+        #[derive(Clone, Debug, PartialEq)]
+        pub enum FlowCfg {
+            $($var($cfg),)+
+        }
+
+        pub const APPS: &[&str] = &[$($name),+];
+
+        impl<'de> Deserialize<'de> for FlowCfg {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let (a, rest) = split_tag(d, "app")?;
+                let what = format!("a {a} flow");
+                Ok(match a.as_str() {
+                    $($name => FlowCfg::$var(tagged(rest, &what)?),)+
+                    _ => return Err(bad_tag("app", &a, "an application", APPS)),
+                })
+            }
+        }
+
+        impl FlowCfg {
+            pub fn app(&self) -> &'static str {
+                match self {
+                    $(FlowCfg::$var(_) => $name,)+
+                }
+            }
+            fn common(&self) -> Common<'_> {
+                match self {
+                    $(FlowCfg::$var(c) => c.common(),)+
+                }
+            }
+        }
+    };
 }
 
-/// `app = "ttcp"` (seed 004 §VI-A): repeated downloads of `bytes`, a connection each.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct TtcpCfg {
-    #[serde(default)]
-    pub start: Option<Dur>,
-    #[serde(default)]
-    pub link: Option<LinkSession>,
-    /// The mobile host (0..=249, default 0): on a link its mobiles share, each
-    /// mobile's flows take its own link-layer session (`link::wireless`).
-    #[serde(default)]
-    pub mobile: Option<u16>,
-    #[serde(default)]
-    pub tcp: Option<TcpCfg>,
-    /// The server's port (default 5001).
-    #[serde(default)]
-    pub port: Option<u16>,
-    /// Only "down".
-    #[serde(default)]
-    pub direction: Option<Direction>,
-    #[serde(default)]
-    pub bytes: Option<Bytes>,
-    /// Downloads, one after another (default 1).
-    #[serde(default)]
-    pub repeat: Option<u64>,
-    #[serde(default)]
-    pub think: Option<Dur>,
-}
-
-/// `app = "http"` (seed 004 §VI-A): pages of `objects` objects of `bytes`.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct HttpCfg {
-    #[serde(default)]
-    pub start: Option<Dur>,
-    #[serde(default)]
-    pub link: Option<LinkSession>,
-    /// The mobile host (0..=249, default 0): on a link its mobiles share, each
-    /// mobile's flows take its own link-layer session (`link::wireless`).
-    #[serde(default)]
-    pub mobile: Option<u16>,
-    #[serde(default)]
-    pub tcp: Option<TcpCfg>,
-    /// The server's port (default 80).
-    #[serde(default)]
-    pub port: Option<u16>,
-    /// Only "down".
-    #[serde(default)]
-    pub direction: Option<Direction>,
-    #[serde(default)]
-    pub bytes: Option<Bytes>,
-    /// Objects per page (default 4).
-    #[serde(default)]
-    pub objects: Option<u64>,
-    /// Request size (default 300 B).
-    #[serde(default)]
-    pub request: Option<Size>,
-    /// HTTP/1.1 persistent connection per page (true) or HTTP/1.0 (false, default).
-    #[serde(default)]
-    pub persistent: Option<bool>,
-    /// Each reply's first bytes written apart, before the rest (a server's status
-    /// line and headers; default 0 B: the reply in one write).
-    #[serde(default)]
-    pub header: Option<Size>,
-    #[serde(default)]
-    pub think: Option<Dur>,
-    /// Pause before each further request of a page (default 0 s).
-    #[serde(default)]
-    pub gap: Option<Dur>,
-    /// Pages, then the flow is finished (default: unlimited).
-    #[serde(default)]
-    pub transactions: Option<u64>,
-}
-
-/// `app = "interactive"` (seed 004 §IV): telnet-like messages on one connection.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct InteractiveCfg {
-    #[serde(default)]
-    pub start: Option<Dur>,
-    #[serde(default)]
-    pub link: Option<LinkSession>,
-    /// The mobile host (0..=249, default 0): on a link its mobiles share, each
-    /// mobile's flows take its own link-layer session (`link::wireless`).
-    #[serde(default)]
-    pub mobile: Option<u16>,
-    #[serde(default)]
-    pub tcp: Option<TcpCfg>,
-    /// The server's port (default 23).
-    #[serde(default)]
-    pub port: Option<u16>,
-    /// Only "down".
-    #[serde(default)]
-    pub direction: Option<Direction>,
-    /// Message size (default 40 B).
-    #[serde(default)]
-    pub packet: Option<Size>,
-    /// Time between messages (default 1 s).
-    #[serde(default)]
-    pub interval: Option<Dur>,
-    /// Messages, then the flow is finished (default: unlimited).
-    #[serde(default)]
-    pub messages: Option<u64>,
-}
-
-/// `app = "probe"` (seed 003 Fig. 2): UDP datagrams alone or in bursts.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct ProbeCfg {
-    #[serde(default)]
-    pub start: Option<Dur>,
-    #[serde(default)]
-    pub link: Option<LinkSession>,
-    /// The mobile host (0..=249, default 0): on a link its mobiles share, each
-    /// mobile's flows take its own link-layer session (`link::wireless`).
-    #[serde(default)]
-    pub mobile: Option<u16>,
-    #[serde(default)]
-    pub direction: Option<Direction>,
-    /// IP packet size (default 92 B).
-    #[serde(default)]
-    pub packet: Option<Size>,
-    /// Packets per burst (default 1).
-    #[serde(default)]
-    pub burst: Option<u32>,
-    /// Spacing between bursts, uniform in [min, max] (default ["5s", "10s"]).
-    #[serde(default)]
-    pub spacing: Option<Vec<Dur>>,
-    /// Bursts, then the flow is finished (default: unlimited).
-    #[serde(default)]
-    pub messages: Option<u64>,
-}
-
-/// One flow of the scenario.
-#[derive(Clone, Debug, PartialEq)]
-pub enum FlowCfg {
-    Bulk(BulkCfg),
-    Media(MediaCfg),
-    Web(WebCfg),
-    Ttcp(TtcpCfg),
-    Http(HttpCfg),
-    Interactive(InteractiveCfg),
-    Probe(ProbeCfg),
-}
-
-pub const APPS: &[&str] = &["bulk", "media", "web", "ttcp", "http", "interactive", "probe"];
-
-impl<'de> Deserialize<'de> for FlowCfg {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let (a, rest) = split_tag(d, "app")?;
-        let what = format!("a {a} flow");
-        Ok(match a.as_str() {
-            "bulk" => FlowCfg::Bulk(tagged(rest, &what)?),
-            "media" => FlowCfg::Media(tagged(rest, &what)?),
-            "web" => FlowCfg::Web(tagged(rest, &what)?),
-            "ttcp" => FlowCfg::Ttcp(tagged(rest, &what)?),
-            "http" => FlowCfg::Http(tagged(rest, &what)?),
-            "interactive" => FlowCfg::Interactive(tagged(rest, &what)?),
-            "probe" => FlowCfg::Probe(tagged(rest, &what)?),
-            _ => return Err(bad_tag("app", &a, "an application", APPS)),
-        })
+flow_app! {
+    tcp(port 5001);
+    /// `app = "bulk"`: one TCP transfer of `bytes` (or unlimited) in `direction`.
+    pub struct BulkCfg {
+        pub bytes: Option<Bytes>,
+        /// The mobile's application aborts the connection this long after the
+        /// flow starts (a user stopping a download): a RST, and the flow ends
+        /// unfinished (it counts as ended for `stop = "end"`).
+        pub abort: Option<Dur>,
     }
+}
+
+flow_app! {
+    udp;
+    /// `app = "media"`: a UDP on/off speech source (seed 002 §III), bypassing the ARQ.
+    pub struct MediaCfg {
+        /// Sending rate while talking (default 56 kbit/s).
+        pub rate: Option<Rate>,
+        /// IP packet size (default 250 B).
+        pub packet: Option<Size>,
+        /// Mean talk-spurt length (default 1 s).
+        pub talk: Option<Dur>,
+        /// Mean silence length (default 1.35 s).
+        pub silence: Option<Dur>,
+    }
+}
+
+flow_app! {
+    tcp(port 80);
+    /// `app = "web"`: Mah's HTTP model, a connection per exchange.
+    pub struct WebCfg {
+        /// Pause between transactions (default 0 s).
+        pub think: Option<Dur>,
+        /// Transactions, then the flow is finished (default: unlimited).
+        pub transactions: Option<u64>,
+    }
+}
+
+flow_app! {
+    tcp(port 5001);
+    /// `app = "ttcp"` (seed 004 §VI-A): repeated downloads of `bytes`, a connection each.
+    pub struct TtcpCfg {
+        pub bytes: Option<Bytes>,
+        /// Downloads, one after another (default 1).
+        pub repeat: Option<u64>,
+        pub think: Option<Dur>,
+    }
+}
+
+flow_app! {
+    tcp(port 80);
+    /// `app = "http"` (seed 004 §VI-A): pages of `objects` objects of `bytes`.
+    pub struct HttpCfg {
+        pub bytes: Option<Bytes>,
+        /// Objects per page (default 4).
+        pub objects: Option<u64>,
+        /// Request size (default 300 B).
+        pub request: Option<Size>,
+        /// HTTP/1.1 persistent connection per page (true) or HTTP/1.0 (false, default).
+        pub persistent: Option<bool>,
+        /// Each reply's first bytes written apart, before the rest (a server's status
+        /// line and headers; default 0 B: the reply in one write).
+        pub header: Option<Size>,
+        pub think: Option<Dur>,
+        /// Pause before each further request of a page (default 0 s).
+        pub gap: Option<Dur>,
+        /// Pages, then the flow is finished (default: unlimited).
+        pub transactions: Option<u64>,
+    }
+}
+
+flow_app! {
+    tcp(port 23);
+    /// `app = "interactive"` (seed 004 §IV): telnet-like messages on one connection.
+    pub struct InteractiveCfg {
+        /// Message size (default 40 B).
+        pub packet: Option<Size>,
+        /// Time between messages (default 1 s).
+        pub interval: Option<Dur>,
+        /// Messages, then the flow is finished (default: unlimited).
+        pub messages: Option<u64>,
+    }
+}
+
+flow_app! {
+    udp;
+    /// `app = "probe"` (seed 003 Fig. 2): UDP datagrams alone or in bursts.
+    pub struct ProbeCfg {
+        /// IP packet size (default 92 B).
+        pub packet: Option<Size>,
+        /// Packets per burst (default 1).
+        pub burst: Option<u32>,
+        /// Spacing between bursts, uniform in [min, max] (default ["5s", "10s"]).
+        pub spacing: Option<Vec<Dur>>,
+        /// Bursts, then the flow is finished (default: unlimited).
+        pub messages: Option<u64>,
+    }
+}
+
+apps! {
+    "bulk" => Bulk(BulkCfg),
+    "media" => Media(MediaCfg),
+    "web" => Web(WebCfg),
+    "ttcp" => Ttcp(TtcpCfg),
+    "http" => Http(HttpCfg),
+    "interactive" => Interactive(InteractiveCfg),
+    "probe" => Probe(ProbeCfg),
 }
 
 impl FlowCfg {
-    pub fn app(&self) -> &'static str {
-        match self {
-            FlowCfg::Bulk(_) => "bulk",
-            FlowCfg::Media(_) => "media",
-            FlowCfg::Web(_) => "web",
-            FlowCfg::Ttcp(_) => "ttcp",
-            FlowCfg::Http(_) => "http",
-            FlowCfg::Interactive(_) => "interactive",
-            FlowCfg::Probe(_) => "probe",
-        }
-    }
     pub fn start(&self) -> Duration {
-        let s = match self {
-            FlowCfg::Bulk(c) => c.start,
-            FlowCfg::Media(c) => c.start,
-            FlowCfg::Web(c) => c.start,
-            FlowCfg::Ttcp(c) => c.start,
-            FlowCfg::Http(c) => c.start,
-            FlowCfg::Interactive(c) => c.start,
-            FlowCfg::Probe(c) => c.start,
-        };
-        s.map_or(Duration::ZERO, |d| d.0)
+        self.common().start.map_or(Duration::ZERO, |d| d.0)
     }
     /// The link-layer session: as set, else bypass for media and the ARQ session
     /// for everything else (seed 002 §III).
     pub fn session(&self) -> LinkSession {
-        let l = match self {
-            FlowCfg::Bulk(c) => c.link,
-            FlowCfg::Media(c) => c.link,
-            FlowCfg::Web(c) => c.link,
-            FlowCfg::Ttcp(c) => c.link,
-            FlowCfg::Http(c) => c.link,
-            FlowCfg::Interactive(c) => c.link,
-            FlowCfg::Probe(c) => c.link,
-        };
+        let l = self.common().link;
         l.unwrap_or(if matches!(self, FlowCfg::Media(_)) { LinkSession::Bypass } else { LinkSession::Arq })
     }
     /// The mobile host the flow runs on (default 0).
     pub fn mobile(&self) -> u16 {
-        let m = match self {
-            FlowCfg::Bulk(c) => c.mobile,
-            FlowCfg::Media(c) => c.mobile,
-            FlowCfg::Web(c) => c.mobile,
-            FlowCfg::Ttcp(c) => c.mobile,
-            FlowCfg::Http(c) => c.mobile,
-            FlowCfg::Interactive(c) => c.mobile,
-            FlowCfg::Probe(c) => c.mobile,
-        };
-        m.unwrap_or(0)
+        self.common().mobile.unwrap_or(0)
     }
     /// The TCP settings of a TCP application (None: defaults, or not TCP).
     pub fn tcp(&self) -> Option<&TcpCfg> {
-        match self {
-            FlowCfg::Bulk(c) => c.tcp.as_ref(),
-            FlowCfg::Web(c) => c.tcp.as_ref(),
-            FlowCfg::Ttcp(c) => c.tcp.as_ref(),
-            FlowCfg::Http(c) => c.tcp.as_ref(),
-            FlowCfg::Interactive(c) => c.tcp.as_ref(),
-            FlowCfg::Media(_) | FlowCfg::Probe(_) => None,
-        }
+        self.common().tcp
     }
     pub fn direction(&self) -> Direction {
-        let d = match self {
-            FlowCfg::Bulk(c) => c.direction,
-            FlowCfg::Media(c) => c.direction,
-            FlowCfg::Probe(c) => c.direction,
-            _ => None,
-        };
-        d.unwrap_or_default()
+        self.common().direction.unwrap_or_default()
     }
     /// Bytes per transfer (bulk: the transfer; ttcp: each download; http: each object).
     pub fn bytes(&self) -> Option<u64> {
@@ -469,25 +389,12 @@ impl FlowCfg {
     /// Checks values the types cannot, for flow `i`.
     pub(super) fn validate(&self, i: usize, stop_end: bool) -> Result<(), ConfigError> {
         let p = |k: &str| format!("flow[{i}].{k}");
-        let port = match self {
-            FlowCfg::Bulk(c) => c.port,
-            FlowCfg::Web(c) => c.port,
-            FlowCfg::Ttcp(c) => c.port,
-            FlowCfg::Http(c) => c.port,
-            FlowCfg::Interactive(c) => c.port,
-            _ => None,
-        };
+        let port = self.common().port;
         if port == Some(0) {
             return Err(cerr(p("port"), "must be a TCP port between 1 and 65535"));
         }
-        let fixed_down = match self {
-            FlowCfg::Web(c) => c.direction,
-            FlowCfg::Ttcp(c) => c.direction,
-            FlowCfg::Http(c) => c.direction,
-            FlowCfg::Interactive(c) => c.direction,
-            _ => None,
-        };
-        if fixed_down == Some(Direction::Up) {
+        let downloads_only = !matches!(self, FlowCfg::Bulk(_) | FlowCfg::Media(_) | FlowCfg::Probe(_));
+        if downloads_only && self.common().direction == Some(Direction::Up) {
             return Err(cerr(
                 p("direction"),
                 format!("a {} flow always downloads: use \"down\" or leave it out", self.app()),
