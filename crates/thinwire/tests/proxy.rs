@@ -160,7 +160,7 @@ impl Net {
             }
             while let Some(mut seg) = self.eps[i].1.poll_transmit(now) {
                 if seg.repr.flags.has(TcpFlags::SYN) && self.syn_mss.is_some() {
-                    seg.repr.mss = self.syn_mss;
+                    seg.repr.opts.mss = self.syn_mss;
                 }
                 let p = Packet::new(MOBILE, SERVER, 0, L4::Tcp(seg.repr), seg.len, i as u16, now);
                 self.from_mobile(p);

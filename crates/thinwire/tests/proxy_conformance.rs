@@ -5,7 +5,7 @@
 //! segments each test writes — so it can misbehave as no TCP endpoint would.
 use thinwire::proxy::{Command, Proxy, ProxyConfig, Side};
 use thinwire::time::{Duration, Instant};
-use thinwire::wire::{Meta, Packet, TcpFlags, TcpRepr, L4};
+use thinwire::wire::{Meta, Packet, TcpFlags, TcpOptions, TcpRepr, L4};
 
 const SERVER: [u8; 4] = [10, 0, 0, 1];
 const MOBILE: [u8; 4] = [10, 0, 1, 2];
@@ -57,7 +57,7 @@ impl Script {
             seq: MOBILE_ISN,
             flags: TcpFlags(TcpFlags::SYN),
             window: 65535,
-            mss: Some(1460),
+            opts: TcpOptions { mss: Some(1460), ..Default::default() },
             ..Default::default()
         };
         self.send_repr(r, &[]);

@@ -5,7 +5,7 @@
 use thinwire::link::wireless::{Session, WirelessLink};
 use thinwire::rng::Rng;
 use thinwire::time::{Duration, Instant};
-use thinwire::wire::{IpAddress, IpRepr, Meta, Packet, TcpFlags, TcpRepr, UdpRepr};
+use thinwire::wire::{IpAddress, IpRepr, Meta, Packet, TcpFlags, TcpOptions, TcpRepr, UdpRepr};
 
 const V4: ([u8; 4], [u8; 4]) = ([10, 0, 0, 1], [10, 0, 1, 2]);
 const V6: ([u8; 16], [u8; 16]) = ([0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], [0xfd; 16]);
@@ -19,8 +19,7 @@ fn tcp(src: IpAddress, dst: IpAddress, seq: u32, ts: u32, payload: &[u8]) -> Vec
         ack: 77,
         flags: TcpFlags(TcpFlags::ACK | TcpFlags::PSH),
         window: 29200,
-        timestamps: Some((ts, ts / 2)),
-        ..Default::default()
+        opts: TcpOptions { timestamps: Some((ts, ts / 2)), ..Default::default() },
     };
     let ip = IpRepr::new(src, dst, 6, seq as u16, t.header_len() + payload.len());
     let mut b = vec![0u8; ip.total_len()];

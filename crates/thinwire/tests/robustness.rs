@@ -2,7 +2,7 @@
 use thinwire::config::parse_scenario;
 use thinwire::rng::Rng;
 use thinwire::time::Instant;
-use thinwire::wire::{Packet, TcpFlags, TcpRepr, L4};
+use thinwire::wire::{Packet, TcpFlags, TcpOptions, TcpRepr, L4};
 
 #[test]
 fn packet_parse_survives_garbage_and_mutations() {
@@ -14,11 +14,10 @@ fn packet_parse_survives_garbage_and_mutations() {
         ack: 4,
         flags: TcpFlags(TcpFlags::ACK),
         window: 5,
-        timestamps: Some((6, 7)),
-        ..Default::default()
+        opts: TcpOptions { timestamps: Some((6, 7)), ..Default::default() },
     };
-    t.sack[0] = (1, 2);
-    t.sack_len = 1;
+    t.opts.sack[0] = (1, 2);
+    t.opts.sack_len = 1;
     let good = Packet::new([1, 2, 3, 4], [5, 6, 7, 8], 1, L4::Tcp(t), 100, 0, Instant::ZERO).emit();
     let mut ok = 0;
     for _ in 0..200_000 {

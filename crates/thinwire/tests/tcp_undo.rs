@@ -207,10 +207,10 @@ fn ts_recent_comes_from_the_segment_at_the_last_ack_sent() {
         let base = p.ep[0].delivered() as u32;
         let with_ts = |p: &TcpPair, offset: u32, tsval: u32| {
             let (mut r, len) = data(p, offset, 1000);
-            r.timestamps = Some((tsval, 1));
+            r.opts.timestamps = Some((tsval, 1));
             (r, len)
         };
-        let echo = |p: &mut TcpPair| p.ep[0].poll_transmit(now).expect("an ACK").repr.timestamps.unwrap().1;
+        let echo = |p: &mut TcpPair| p.ep[0].poll_transmit(now).expect("an ACK").repr.opts.timestamps.unwrap().1;
         // In order: TSval 5000, then 6000; the ACK after the second echoes the first.
         let (a, la) = with_ts(&p, base, 5000);
         p.ep[0].on_segment(now, &a, la);

@@ -246,7 +246,7 @@ mod tests {
         r.ack = 77;
         r.flags = TcpFlags(ACK | PSH);
         r.window = 5000;
-        r.timestamps = Some((11, 22));
+        r.opts.timestamps = Some((11, 22));
         let p = Packet::new([10, 0, 0, 1], [10, 0, 0, 2], 1, L4::Tcp(r), 100, 0, crate::time::Instant::ZERO);
         p.emit()
     }

@@ -130,8 +130,8 @@ impl Conn {
         };
         if self.sack && flags & TcpFlags::ACK != 0 && flags & TcpFlags::SYN == 0 {
             for (i, &(a, b)) in self.ooo.v.iter().rev().take(TcpRepr::max_sack_blocks(false)).enumerate() {
-                r.sack[i] = (self.irs.wrapping_add(a as u32), self.irs.wrapping_add(b as u32));
-                r.sack_len = i as u8 + 1;
+                r.opts.sack[i] = (self.irs.wrapping_add(a as u32), self.irs.wrapping_add(b as u32));
+                r.opts.sack_len = i as u8 + 1;
             }
         }
         r

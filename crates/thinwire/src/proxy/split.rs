@@ -45,7 +45,7 @@ impl Proxy {
             self.cfg.classes.iter().find(|c| c.0 == sport).map(|c| (c.1, c.2)).unwrap_or(self.cfg.default_class);
         // RFC 9293 §3.7.1 as Linux reads the option (`tcp_parse_options`, and
         // `tcp_min_snd_mss` = 48): 0 means none (536), anything else at least 48.
-        let offered = r.mss.filter(|&m| m > 0).unwrap_or(536).max(MIN_SND_MSS);
+        let offered = r.opts.mss.filter(|&m| m > 0).unwrap_or(536).max(MIN_SND_MSS);
         let mss = (self.cfg.mss as u64).min(offered as u64);
         let conn = Conn {
             flow: p.meta.flow,
@@ -62,7 +62,7 @@ impl Proxy {
             irs: r.seq,
             established: false,
             mss,
-            sack: r.sack_permitted && self.cfg.sack_mobile,
+            sack: r.opts.sack_permitted && self.cfg.sack_mobile,
             snd_una: 1,
             snd_nxt: 1,
             rwnd: r.window as u64,
@@ -151,8 +151,8 @@ impl Proxy {
         let conn = &self.conns[c];
         let mut h = conn.header(0, TcpFlags::SYN | TcpFlags::ACK);
         h.ack = conn.irs.wrapping_add(1);
-        h.mss = Some(self.cfg.mss as u16);
-        h.sack_permitted = conn.sack;
+        h.opts.mss = Some(self.cfg.mss as u16);
+        h.opts.sack_permitted = conn.sack;
         self.emit(c, Side::Wireless, h, 0, now);
         let k = self.conns[c].synack_timeouts.min(16);
         let wait = (self.cfg.initial_rto * (1i64 << k)).min(self.cfg.max_rto);

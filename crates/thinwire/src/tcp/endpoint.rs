@@ -741,7 +741,7 @@ impl Tcp {
         }
         let syn = flags & TcpFlags::SYN != 0;
         if syn {
-            r.mss = Some(self.cfg.mss as u16);
+            r.opts.mss = Some(self.cfg.mss as u16);
             r.window = match &self.lrw {
                 // The passive side rounds to its MSS less the timestamp option.
                 Some(l) => {
@@ -752,32 +752,32 @@ impl Tcp {
             };
             let offer_ws = self.cfg.window_scaling && (self.state == State::SynSent || self.snd_wscale_offered());
             if offer_ws {
-                r.wscale = Some(self.rcv_wscale_for_buf());
+                r.opts.wscale = Some(self.rcv_wscale_for_buf());
             }
             let passive = self.state == State::SynRcvd;
-            r.sack_permitted = if passive { self.sack_ok } else { self.cfg.sack };
+            r.opts.sack_permitted = if passive { self.sack_ok } else { self.cfg.sack };
             let ts = if passive { self.ts_ok } else { self.cfg.timestamps };
             if ts {
-                r.timestamps = Some((Self::ts_now(now), self.ts_recent));
+                r.opts.timestamps = Some((Self::ts_now(now), self.ts_recent));
             }
         } else if self.ts_ok {
-            r.timestamps = Some((Self::ts_now(now), self.ts_recent));
+            r.opts.timestamps = Some((Self::ts_now(now), self.ts_recent));
         }
         if !syn && self.sack_ok && (!self.ooo.is_empty() || self.dsack.is_some()) && flags & TcpFlags::ACK != 0 {
             let max = TcpRepr::max_sack_blocks(self.ts_ok);
             let mut n = 0;
             // RFC 2883: a duplicate's range goes first, whatever the other blocks.
             if let Some((s, e)) = self.dsack {
-                r.sack[0] = (self.irs.wrapping_add(s as u32), self.irs.wrapping_add(e as u32));
+                r.opts.sack[0] = (self.irs.wrapping_add(s as u32), self.irs.wrapping_add(e as u32));
                 n = 1;
             }
             let first = n;
             let mut push = |blk: (u64, u64), r: &mut TcpRepr| {
                 if n < max
-                    && !r.sack[first..n]
+                    && !r.opts.sack[first..n]
                         .contains(&(self.irs.wrapping_add(blk.0 as u32), self.irs.wrapping_add(blk.1 as u32)))
                 {
-                    r.sack[n] = (self.irs.wrapping_add(blk.0 as u32), self.irs.wrapping_add(blk.1 as u32));
+                    r.opts.sack[n] = (self.irs.wrapping_add(blk.0 as u32), self.irs.wrapping_add(blk.1 as u32));
                     n += 1;
                 }
             };
@@ -790,7 +790,7 @@ impl Tcp {
             for &b in self.ooo.v.iter().rev() {
                 push(b, &mut r);
             }
-            r.sack_len = n as u8;
+            r.opts.sack_len = n as u8;
         }
         r
     }
@@ -1161,7 +1161,7 @@ impl Tcp {
                 self.rcv_nxt = 1;
                 self.negotiate(now, seg);
                 self.state = State::SynRcvd;
-                if let Some((v, _)) = seg.timestamps {
+                if let Some((v, _)) = seg.opts.timestamps {
                     self.ts_recent = v;
                 }
                 return;
@@ -1176,7 +1176,7 @@ impl Tcp {
                 self.irs = seg.seq;
                 self.rcv_nxt = 1;
                 self.negotiate(now, seg);
-                if let Some((v, _)) = seg.timestamps {
+                if let Some((v, _)) = seg.opts.timestamps {
                     self.ts_recent = v;
                 }
                 self.tcb.snd_una = 1;
@@ -1219,7 +1219,7 @@ impl Tcp {
                 } // retransmitted SYN-ACK: our ACK was lost
             }
         }
-        if let Some((v, _)) = seg.timestamps {
+        if let Some((v, _)) = seg.opts.timestamps {
             let s = unwrap_seq(self.rcv_nxt, self.irs, seg.seq);
             let fresh = if self.cfg.ts_recent_at_ack_point {
                 // RFC 7323 §4.3 and Linux (`tcp_sequence`, then
@@ -1278,7 +1278,7 @@ impl Tcp {
     }
 
     fn negotiate(&mut self, now: Instant, seg: &TcpRepr) {
-        let peer_mss = seg.mss.unwrap_or(536) as u64;
+        let peer_mss = seg.opts.mss.unwrap_or(536) as u64;
         // RFC 3168 §6.1.1: the passive side accepts an ECN-setup SYN (ECE and
         // CWR) unless ECN is off; the active side, having asked, takes a SYN-ACK
         // with ECE and without CWR.
@@ -1287,11 +1287,11 @@ impl Tcp {
             State::Listen => self.cfg.ecn != super::Ecn::Off && ece && cwr,
             _ => self.cfg.ecn == super::Ecn::On && ece && !cwr,
         };
-        self.sack_ok = self.cfg.sack && seg.sack_permitted;
+        self.sack_ok = self.cfg.sack && seg.opts.sack_permitted;
         self.tcb.sack_ok = self.sack_ok;
-        self.ts_ok = self.cfg.timestamps && seg.timestamps.is_some();
-        self.snd_wscale_peer_offered = seg.wscale.is_some();
-        if let (true, Some(ws)) = (self.cfg.window_scaling, seg.wscale) {
+        self.ts_ok = self.cfg.timestamps && seg.opts.timestamps.is_some();
+        self.snd_wscale_peer_offered = seg.opts.wscale.is_some();
+        if let (true, Some(ws)) = (self.cfg.window_scaling, seg.opts.wscale) {
             self.snd_wscale = ws.min(14);
             self.rcv_wscale = self.rcv_wscale_for_buf();
         }
@@ -1337,7 +1337,7 @@ impl Tcp {
         let Some(l) = self.lrw.as_deref_mut() else { return false };
         let this = if in_order { skb_truesize(len as u64, hdr) } else { 0 };
         let held = this + l.held(self.ooo.bytes() + unread, hdr);
-        let tsecr = seg.timestamps.map_or(0, |(_, e)| e);
+        let tsecr = seg.opts.timestamps.map_or(0, |(_, e)| e);
         let ts = super::tcb::ts_clock(now);
         let grew = l.on_data(now, len as u64, hdr, in_order, held, self.last_adv, tsecr, ts, self.rcv_nxt);
         if in_order {
@@ -1365,7 +1365,7 @@ impl Tcp {
             }
             _ => None,
         };
-        let ts = || match seg.timestamps {
+        let ts = || match seg.opts.timestamps {
             Some((_, ecr)) if ecr != 0 => Some(Duration::from_millis((Self::ts_now(now).wrapping_sub(ecr)) as i64)),
             _ => None,
         };
@@ -1516,7 +1516,7 @@ impl Tcp {
             self.tcb.scoreboard.trim_below(ack);
             self.tcb.delivered =
                 if self.sack_ok { ack + self.tcb.scoreboard.bytes() } else { ack }.saturating_sub(held);
-            let ecr = seg.timestamps.map(|t| t.1).filter(|&e| self.ts_ok && e != 0);
+            let ecr = seg.opts.timestamps.map(|t| t.1).filter(|&e| self.ts_ok && e != 0);
             let (acked_rtt, sack_rtt) =
                 if self.tcb.track_sent { self.account_sent(now, ack, new_sack, ecr) } else { (None, None) };
             let logged = acked_rtt.or(sack_rtt);

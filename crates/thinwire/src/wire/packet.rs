@@ -287,8 +287,7 @@ mod tests {
             ack: 1,
             flags: TcpFlags(TcpFlags::ACK),
             window: 1000,
-            timestamps: Some((3, 4)),
-            ..Default::default()
+            opts: crate::wire::TcpOptions { timestamps: Some((3, 4)), ..Default::default() },
         };
         let p = Packet::new([10, 0, 0, 1], [10, 0, 1, 2], 9, L4::Tcp(t), 210, 0, Instant::ZERO);
         assert_eq!(p.size(), 20 + 32 + 210);

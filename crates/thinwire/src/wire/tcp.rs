@@ -30,18 +30,13 @@ pub struct TcpRepr {
     pub ack: u32,
     pub flags: TcpFlags,
     pub window: u16,
-    pub mss: Option<u16>,
-    pub wscale: Option<u8>,
-    pub sack_permitted: bool,
-    /// (TSval, TSecr)
-    pub timestamps: Option<(u32, u32)>,
-    pub sack: [(u32, u32); 4],
-    pub sack_len: u8,
+    /// The options (MSS, window scale, SACK, timestamps).
+    pub opts: TcpOptions,
 }
 
 impl TcpRepr {
     pub fn sack_blocks(&self) -> &[(u32, u32)] {
-        &self.sack[..self.sack_len as usize]
+        self.opts.sack_blocks()
     }
     /// Most SACK blocks that fit next to the other options.
     pub fn max_sack_blocks(timestamps: bool) -> usize {
@@ -54,20 +49,20 @@ impl TcpRepr {
 
     pub fn options_len(&self) -> usize {
         let mut n = 0;
-        if self.mss.is_some() {
+        if self.opts.mss.is_some() {
             n += 4;
         }
-        if self.wscale.is_some() {
+        if self.opts.wscale.is_some() {
             n += 4;
         }
-        if self.sack_permitted {
+        if self.opts.sack_permitted {
             n += 4;
         }
-        if self.timestamps.is_some() {
+        if self.opts.timestamps.is_some() {
             n += 12;
         }
-        if self.sack_len > 0 {
-            n += 4 + 8 * self.sack_len as usize;
+        if self.opts.sack_len > 0 {
+            n += 4 + 8 * self.opts.sack_len as usize;
         }
         n
     }
@@ -100,23 +95,23 @@ impl TcpRepr {
             b[*o..*o + bytes.len()].copy_from_slice(bytes);
             *o += bytes.len();
         };
-        if let Some(m) = self.mss {
+        if let Some(m) = self.opts.mss {
             let m = m.to_be_bytes();
             put(&[2, 4, m[0], m[1]], &mut o);
         }
-        if self.sack_permitted {
+        if self.opts.sack_permitted {
             put(&[1, 1, 4, 2], &mut o);
         }
-        if let Some((v, e)) = self.timestamps {
+        if let Some((v, e)) = self.opts.timestamps {
             put(&[1, 1, 8, 10], &mut o);
             put(&v.to_be_bytes(), &mut o);
             put(&e.to_be_bytes(), &mut o);
         }
-        if let Some(w) = self.wscale {
+        if let Some(w) = self.opts.wscale {
             put(&[1, 3, 3, w], &mut o);
         }
-        if self.sack_len > 0 {
-            put(&[1, 1, 5, 2 + 8 * self.sack_len], &mut o);
+        if self.opts.sack_len > 0 {
+            put(&[1, 1, 5, 2 + 8 * self.opts.sack_len], &mut o);
             for &(l, r) in self.sack_blocks() {
                 put(&l.to_be_bytes(), &mut o);
                 put(&r.to_be_bytes(), &mut o);
@@ -137,7 +132,7 @@ impl TcpRepr {
             return Err(WireError::Checksum);
         }
         let mut r = Self::fixed(buf);
-        r.set_options(parse_options(&buf[BASE_LEN..hl], OptionMode::Strict)?);
+        r.opts = parse_options(&buf[BASE_LEN..hl], OptionMode::Strict)?;
         Ok((r, &buf[hl..]))
     }
 
@@ -147,7 +142,7 @@ impl TcpRepr {
     pub fn parse_lenient(buf: &[u8]) -> Result<(TcpRepr, &[u8]), WireError> {
         let hl = Self::data_offset(buf)?;
         let mut r = Self::fixed(buf);
-        r.set_options(parse_options(&buf[BASE_LEN..hl], OptionMode::Lenient)?);
+        r.opts = parse_options(&buf[BASE_LEN..hl], OptionMode::Lenient)?;
         Ok((r, &buf[hl..]))
     }
 
@@ -172,27 +167,6 @@ impl TcpRepr {
             window: be16(buf, 14),
             ..Default::default()
         }
-    }
-
-    /// The options this header carries.
-    pub fn options(&self) -> TcpOptions {
-        TcpOptions {
-            mss: self.mss,
-            wscale: self.wscale,
-            sack_permitted: self.sack_permitted,
-            timestamps: self.timestamps,
-            sack: self.sack,
-            sack_len: self.sack_len,
-        }
-    }
-
-    pub fn set_options(&mut self, o: TcpOptions) {
-        self.mss = o.mss;
-        self.wscale = o.wscale;
-        self.sack_permitted = o.sack_permitted;
-        self.timestamps = o.timestamps;
-        self.sack = o.sack;
-        self.sack_len = o.sack_len;
     }
 }
 
@@ -291,15 +265,11 @@ mod tests {
             ack: 7,
             flags: TcpFlags(TcpFlags::ACK | TcpFlags::PSH),
             window: 65535,
-            mss: None,
-            wscale: None,
-            sack_permitted: false,
-            timestamps: Some((1, 2)),
-            ..Default::default()
+            opts: TcpOptions { timestamps: Some((1, 2)), ..Default::default() },
         };
-        r.sack[0] = (100, 200);
-        r.sack[1] = (300, 400);
-        r.sack_len = 2;
+        r.opts.sack[0] = (100, 200);
+        r.opts.sack[1] = (300, 400);
+        r.opts.sack_len = 2;
         let payload: Vec<u8> = (0..33u32).map(|i| crate::wire::virtual_byte(r.seq.wrapping_add(i))).collect();
         let mut buf = vec![0u8; r.header_len() + payload.len()];
         let (s, d) = ([10, 0, 0, 1].into(), [10, 0, 1, 2].into());
@@ -334,10 +304,13 @@ mod tests {
             seq: 5,
             flags: TcpFlags(TcpFlags::SYN),
             window: 8192,
-            mss: Some(1460),
-            wscale: Some(7),
-            sack_permitted: true,
-            timestamps: Some((9, 0)),
+            opts: TcpOptions {
+                mss: Some(1460),
+                wscale: Some(7),
+                sack_permitted: true,
+                timestamps: Some((9, 0)),
+                ..Default::default()
+            },
             ..Default::default()
         };
         let mut buf = vec![0u8; r.header_len()];

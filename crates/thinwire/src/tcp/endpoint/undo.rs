@@ -31,7 +31,7 @@ impl Tcp {
     /// timestamp older than the loss episode's first retransmission, so it was
     /// sent for an original transmission.
     fn packet_delayed(&self, seg: &TcpRepr) -> bool {
-        match (self.tcb.undo.and_then(|u| u.stamp), seg.timestamps) {
+        match (self.tcb.undo.and_then(|u| u.stamp), seg.opts.timestamps) {
             (Some(sent), Some((_, ecr))) if self.ts_ok && ecr != 0 => (ecr.wrapping_sub(sent) as i32) < 0,
             _ => false,
         }
