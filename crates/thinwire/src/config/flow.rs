@@ -132,7 +132,7 @@ pub struct TcpCfg {
 /// application `tcp` and `port` (`tcp(port N)`: N its default), then its own —
 /// all optional, none other accepted. The common fields are written here once.
 macro_rules! flow_app {
-    (tcp(port $port:literal); $(#[$m:meta])* pub struct $name:ident { $($(#[$fm:meta])* pub $f:ident: $t:ty,)* }) => {
+    ($(tcp(port $port:literal))? $(udp)?; $(#[$m:meta])* pub struct $name:ident { $($(#[$fm:meta])* pub $f:ident: $t:ty,)* }) => {
         $(#[$m])*
         #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
         #[serde(deny_unknown_fields)]
@@ -148,40 +148,21 @@ macro_rules! flow_app {
             /// Which way the data goes (default "down").
             #[serde(default)]
             pub direction: Option<Direction>,
-            #[serde(default)]
-            pub tcp: Option<TcpCfg>,
-            #[doc = concat!("The server's port (default ", $port, ").")]
-            #[serde(default)]
-            pub port: Option<u16>,
+            $(
+                #[serde(default)]
+                pub tcp: Option<TcpCfg>,
+                #[doc = concat!("The server's port (default ", $port, ").")]
+                #[serde(default)]
+                pub port: Option<u16>,
+            )?
             $($(#[$fm])* #[serde(default)] pub $f: $t,)*
         }
         impl $name {
             fn common(&self) -> Common<'_> {
-                Common { start: self.start, link: self.link, mobile: self.mobile, direction: self.direction, tcp: self.tcp.as_ref(), port: self.port }
-            }
-        }
-    };
-    (udp; $(#[$m:meta])* pub struct $name:ident { $($(#[$fm:meta])* pub $f:ident: $t:ty,)* }) => {
-        $(#[$m])*
-        #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
-        #[serde(deny_unknown_fields)]
-        pub struct $name {
-            #[serde(default)]
-            pub start: Option<Dur>,
-            #[serde(default)]
-            pub link: Option<LinkSession>,
-            /// The mobile host (0..=249, default 0): on a link its mobiles share, each
-            /// mobile's flows take its own link-layer session (`link::wireless`).
-            #[serde(default)]
-            pub mobile: Option<u16>,
-            /// Which way the data goes (default "down").
-            #[serde(default)]
-            pub direction: Option<Direction>,
-            $($(#[$fm])* #[serde(default)] pub $f: $t,)*
-        }
-        impl $name {
-            fn common(&self) -> Common<'_> {
-                Common { start: self.start, link: self.link, mobile: self.mobile, direction: self.direction, tcp: None, port: None }
+                let c = Common { start: self.start, link: self.link, mobile: self.mobile, direction: self.direction, tcp: None, port: None };
+                // A TCP application (`$port` only marks the repetition).
+                $( let _ = $port; let c = Common { tcp: self.tcp.as_ref(), port: self.port, ..c }; )?
+                c
             }
         }
     };
