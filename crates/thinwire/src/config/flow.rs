@@ -5,7 +5,7 @@
 //! one takes. Defaults are the application models' own (`app::media::MediaConfig`,
 //! `app::probe::ProbeConfig`, `app::session::SessionConfig`,
 //! `app::interactive::InteractiveConfig`); `build.rs` applies what is set over them.
-use super::units::{bad_tag, split_tag, tagged, Bytes, Dur, Rate, Size};
+use super::units::{bad_tag, split_tag, tagged, tagged_enum, Bytes, Dur, Rate, Size};
 use super::{cerr, ConfigError};
 use crate::time::Duration;
 use serde::{Deserialize, Deserializer};
@@ -182,31 +182,20 @@ struct Common<'a> {
 /// name in `APPS` and the parser of its section.
 macro_rules! apps {
     ($($name:literal => $var:ident($cfg:ident),)+) => {
-        /// One flow of the scenario.
-        #[derive(Clone, Debug, PartialEq)]
-        pub enum FlowCfg {
-            $($var($cfg),)+
-        }
-
-        pub const APPS: &[&str] = &[$($name),+];
-
-        impl<'de> Deserialize<'de> for FlowCfg {
-            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let (a, rest) = split_tag(d, "app")?;
-                let what = format!("a {a} flow");
-                Ok(match a.as_str() {
-                    $($name => FlowCfg::$var(tagged(rest, &what)?),)+
-                    _ => return Err(bad_tag("app", &a, "an application", APPS)),
-                })
+        tagged_enum! {
+            /// One flow of the scenario.
+            #[derive(Clone, Debug, PartialEq)]
+            pub enum FlowCfg,
+            pub const APPS,
+            fn app,
+            tag "app",
+            what "a {} flow",
+            kind "an application" {
+                $($name => $var($cfg),)+
             }
         }
 
         impl FlowCfg {
-            pub fn app(&self) -> &'static str {
-                match self {
-                    $(FlowCfg::$var(_) => $name,)+
-                }
-            }
             fn common(&self) -> Common<'_> {
                 match self {
                     $(FlowCfg::$var(c) => c.common(),)+

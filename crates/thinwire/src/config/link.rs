@@ -3,71 +3,42 @@
 //! error naming the field and what the chosen one takes. Defaults are the models'
 //! own (`SrConfig`, `RlcConfig::preset`, `Is707Config`, `RlpConfig`/`CsdConfig`,
 //! `GprsConfig::downlink`/`uplink`); `build.rs` applies what is set over them.
-use super::units::{bad_tag, split_tag, tagged, Dur, DurRange, Rate, Size, Timer};
+use super::units::{bad_tag, split_tag, tagged, tagged_enum, Dur, DurRange, NoFields, Rate, Size, Timer};
 use super::{cerr, ConfigError};
 use crate::time::Duration;
 use serde::{de, Deserialize, Deserializer};
 
-/// The link-layer protocol of the wireless link and its settings.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub enum LinkCfg {
-    /// No ARQ.
-    #[default]
-    Raw,
-    /// Selective Repeat with a fixed timeout (seed 002 §IV).
-    Sr(SrCfg),
-    /// Adaptive Selective Repeat (seed 002 §V).
-    Asr(AsrCfg),
-    /// UMTS RLC acknowledged mode (seed 002 §VI, TS 25.322).
-    Rlc(RlcCfg),
-    /// IS-707 RLP (seed 001).
-    Is707(Is707Cfg),
-    /// GSM RLP under PPP/VJ and L2R (seed 000).
-    RlpGsm(RlpGsmCfg),
-    /// A GPRS link (seeds 003/004).
-    Gprs(GprsCfg),
+tagged_enum! {
+    /// The link-layer protocol of the wireless link and its settings.
+    #[derive(Clone, Debug, Default, PartialEq)]
+    pub enum LinkCfg,
+    pub const PROTOCOLS,
+    fn protocol,
+    tag "protocol",
+    what "protocol {:?}",
+    kind "a link protocol" {
+        /// No ARQ.
+        #[default]
+        "raw" => Raw,
+        /// Selective Repeat with a fixed timeout (seed 002 §IV).
+        "sr" => Sr(SrCfg),
+        /// Adaptive Selective Repeat (seed 002 §V).
+        "asr" => Asr(AsrCfg),
+        /// UMTS RLC acknowledged mode (seed 002 §VI, TS 25.322).
+        "rlc" => Rlc(RlcCfg),
+        /// IS-707 RLP (seed 001).
+        "is707" => Is707(Is707Cfg),
+        /// GSM RLP under PPP/VJ and L2R (seed 000).
+        "rlp-gsm" => RlpGsm(RlpGsmCfg),
+        /// A GPRS link (seeds 003/004).
+        "gprs" => Gprs(GprsCfg),
+    }
 }
-
-pub const PROTOCOLS: &[&str] = &["raw", "sr", "asr", "rlc", "is707", "rlp-gsm", "gprs"];
 
 impl LinkCfg {
     /// A circuit of one mobile (GSM RLP, IS-707): several mobiles cannot share it.
     pub fn is_circuit(&self) -> bool {
         matches!(self, LinkCfg::RlpGsm(_) | LinkCfg::Is707(_))
-    }
-
-    /// The protocol's name as written in scenarios.
-    pub fn protocol(&self) -> &'static str {
-        match self {
-            LinkCfg::Raw => "raw",
-            LinkCfg::Sr(_) => "sr",
-            LinkCfg::Asr(_) => "asr",
-            LinkCfg::Rlc(_) => "rlc",
-            LinkCfg::Is707(_) => "is707",
-            LinkCfg::RlpGsm(_) => "rlp-gsm",
-            LinkCfg::Gprs(_) => "gprs",
-        }
-    }
-}
-
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-struct Nothing {}
-
-impl<'de> Deserialize<'de> for LinkCfg {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let (p, rest) = split_tag(d, "protocol")?;
-        let what = format!("protocol {p:?}");
-        Ok(match p.as_str() {
-            "raw" => tagged::<Nothing, _>(rest, &what).map(|_| LinkCfg::Raw)?,
-            "sr" => LinkCfg::Sr(tagged(rest, &what)?),
-            "asr" => LinkCfg::Asr(tagged(rest, &what)?),
-            "rlc" => LinkCfg::Rlc(tagged(rest, &what)?),
-            "is707" => LinkCfg::Is707(tagged(rest, &what)?),
-            "rlp-gsm" => LinkCfg::RlpGsm(tagged(rest, &what)?),
-            "gprs" => LinkCfg::Gprs(tagged(rest, &what)?),
-            _ => return Err(bad_tag("protocol", &p, "a link protocol", PROTOCOLS)),
-        })
     }
 }
 
@@ -428,7 +399,7 @@ impl<'de> Deserialize<'de> for ChannelCfg {
         let (m, rest) = split_tag(d, "model")?;
         let what = format!("model {m:?}");
         Ok(match m.as_str() {
-            "none" => tagged::<Nothing, _>(rest, &what).map(|_| ChannelCfg::None)?,
+            "none" => tagged::<NoFields, _>(rest, &what).map(|_| ChannelCfg::None)?,
             "uniform" => tagged::<Uniform, _>(rest, &what).map(|c| ChannelCfg::Uniform { p: c.p })?,
             "two-state" => tagged::<Two, _>(rest, &what).map(|c| ChannelCfg::TwoState { good: c.good, bad: c.bad })?,
             "fading" => tagged::<Fading, _>(rest, &what).map(|c| ChannelCfg::Fading {

@@ -133,6 +133,59 @@ pub(crate) fn tagged<T: DeserializeOwned, E: de::Error>(v: toml::Value, what: &s
     })
 }
 
+/// A section tagged by one key, as one description: `tagged_enum! { #[…] pub
+/// enum LinkCfg, pub const PROTOCOLS, fn protocol, tag "protocol", what
+/// "protocol {:?}", kind "a link protocol" { "raw" => Raw, "sr" => Sr(SrCfg), … } }`
+/// gives the enum (a variant with its configuration, or none), the list of
+/// names, the method naming a value's variant, and the parser: an unknown tag
+/// is one line naming the others, a field of another variant one line naming
+/// what this one takes (`what` formats the variant for it). The callers import
+/// `split_tag`, `tagged`, `bad_tag` and `NoFields`.
+macro_rules! tagged_enum {
+    ($(#[$m:meta])* pub enum $en:ident, pub const $list:ident, fn $namefn:ident, tag $tag:literal, what $what:literal, kind $kind:literal {
+        $($(#[$vm:meta])* $name:literal => $var:ident $(($cfg:ty))?,)+
+    }) => {
+        $(#[$m])*
+        pub enum $en {
+            $($(#[$vm])* $var $(($cfg))?,)+
+        }
+
+        pub const $list: &[&str] = &[$($name),+];
+
+        impl $en {
+            /// The name written in scenarios.
+            pub fn $namefn(&self) -> &'static str {
+                match self {
+                    $($en::$var { .. } => $name,)+
+                }
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $en {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let (t, rest) = split_tag(d, $tag)?;
+                let what = format!($what, t);
+                Ok(match t.as_str() {
+                    $($name => tagged_enum!(@parse $en $var rest what $(($cfg))?),)+
+                    _ => return Err(bad_tag($tag, &t, $kind, $list)),
+                })
+            }
+        }
+    };
+    (@parse $en:ident $var:ident $rest:ident $what:ident) => {
+        tagged::<NoFields, _>($rest, &$what).map(|_| $en::$var)?
+    };
+    (@parse $en:ident $var:ident $rest:ident $what:ident ($cfg:ty)) => {
+        $en::$var(tagged($rest, &$what)?)
+    };
+}
+pub(crate) use tagged_enum;
+
+/// The configuration of a variant that has none: any field is an error.
+#[derive(Clone, Debug, Default, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NoFields {}
+
 /// Splits a tagged section into its tag and the rest.
 pub(crate) fn split_tag<'de, D: Deserializer<'de>>(d: D, tag: &str) -> Result<(String, toml::Value), D::Error> {
     let v = toml::Value::deserialize(d)?;
