@@ -95,3 +95,39 @@ fn modules_import_only_lower_layers() {
     assert!(bad.is_empty(), "imports across layers:\n{}", bad.into_iter().collect::<Vec<_>>().join("\n"));
     assert!(seen.contains("link") && seen.contains("engine"), "the scan found the sources");
 }
+
+/// The crates' own rule (docs/architecture.md, "Crates"): the core depends on no
+/// other crate of the workspace; the emulator takes the model layer without the
+/// simulator (`default-features = false`) and names neither `thinwire::engine`
+/// nor the test harnesses; only the Python binding sits on both.
+#[test]
+fn crates_depend_only_downward() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let manifest = |c: &str| std::fs::read_to_string(crates.join(c).join("Cargo.toml")).unwrap();
+    let deps = |c: &str| -> Vec<String> {
+        let text = manifest(c);
+        let start = text.find("\n[dependencies]").expect("a [dependencies] table");
+        let rest = &text[start + 1..];
+        let end = rest[1..].find("\n[").map_or(rest.len(), |i| i + 1);
+        rest[..end].lines().filter(|l| l.contains("path = \"")).map(str::to_string).collect()
+    };
+    assert!(deps("thinwire").is_empty(), "the core depends on a workspace crate: {:?}", deps("thinwire"));
+    let emu = deps("thinwire-emu");
+    assert_eq!(emu.len(), 1, "thinwire-emu's workspace dependencies: {emu:?}");
+    assert!(
+        emu[0].starts_with("thinwire ") && emu[0].contains("default-features = false"),
+        "thinwire-emu must take thinwire without the simulator: {}",
+        emu[0]
+    );
+    let mut files = vec![];
+    sources(&crates.join("thinwire-emu").join("src"), &mut files);
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for forbidden in ["thinwire::engine", "thinwire::testkit"] {
+            assert!(!text.contains(forbidden), "{} names {forbidden}", f.display());
+        }
+    }
+    // The binding (the emulator only on Linux: a target-specific table).
+    let py = manifest("thinwire-py");
+    assert!(py.contains("\nthinwire = { path") && py.contains("\nthinwire-emu = { path"), "{py}");
+}

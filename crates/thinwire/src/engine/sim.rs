@@ -286,8 +286,8 @@ impl Sim {
         self.q.now()
     }
 
-    /// The wireless link, for tests that set it up differently.
-    #[doc(hidden)]
+    /// The wireless link, for tests that set it up differently (feature `testkit`).
+    #[cfg(feature = "testkit")]
     pub fn link_mut(&mut self) -> &mut WirelessLink {
         &mut self.link
     }

@@ -448,8 +448,9 @@ impl WirelessLink {
     }
 
     /// Polls every session at every chance instead of skipping the polls that
-    /// cannot give a frame: for tests that check the skipping changes nothing.
-    #[doc(hidden)]
+    /// cannot give a frame: for tests that check the skipping changes nothing
+    /// (feature `testkit`).
+    #[cfg(feature = "testkit")]
     pub fn poll_always(&mut self) {
         self.skip_polls = false;
     }
