@@ -13,7 +13,9 @@ use crate::app::probe::{ProbeConfig, ProbeSource};
 use crate::app::{interactive::InteractiveConfig, session::SessionConfig, UdpSource};
 use crate::channel::{Channel, Fading, TwoState};
 use crate::config::flow::{HttpCfg, InteractiveCfg, MediaCfg, ProbeCfg, TtcpCfg, WebCfg};
-use crate::config::link::{AsrCfg, GprsCfg, Is707Cfg, OnN2Cfg, RlcCfg, RlpGsmCfg, SrCfg};
+use crate::config::link::{
+    AsrCfg, DropListCfg, FadingCfg, GprsCfg, Is707Cfg, OnN2Cfg, RlcCfg, RlpGsmCfg, SrCfg, TwoStateCfg, UniformCfg,
+};
 use crate::config::{ChannelCfg, FlowCfg, Limit, LinkCfg, MuxCfg, QueueCfg, Scenario, SchedulerCfg};
 use crate::link::{
     gprs::{Gprs, GprsConfig},
@@ -237,14 +239,14 @@ pub fn channel(sc: &Scenario, dir: usize, frame_airtime: Duration) -> Channel {
     let rng = Rng::stream(sc.seed, sc.run, &format!("channel.{}", DIR_NAMES[dir]));
     match cfg {
         ChannelCfg::None => Channel::None,
-        ChannelCfg::Uniform { p } => Channel::Uniform { p, rng },
-        ChannelCfg::TwoState { good, bad } => {
+        ChannelCfg::Uniform(UniformCfg { p }) => Channel::Uniform { p, rng },
+        ChannelCfg::TwoState(TwoStateCfg { good, bad }) => {
             Channel::TwoState(TwoState::new(good.ber, good.mean.0, bad.ber, bad.mean.0, rng))
         }
-        ChannelCfg::Fading { pe, fdt, frame_time } => {
+        ChannelCfg::Fading(FadingCfg { pe, fdt, frame_time }) => {
             Channel::Fading(Fading::new(pe, fdt, Some(frame_time.map(|d| d.0).unwrap_or(frame_airtime)), rng))
         }
-        ChannelCfg::DropList { frames } => Channel::droplist(frames),
+        ChannelCfg::DropList(DropListCfg { frames }) => Channel::droplist(frames),
         ChannelCfg::Trace(t) => {
             let f = t.loaded.expect("a channel trace is read when the scenario is parsed");
             let name = t.section.as_deref().unwrap_or(DIR_NAMES[dir]);

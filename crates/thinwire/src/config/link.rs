@@ -263,30 +263,62 @@ pub struct GprsCfg {
     pub poor_share: Option<f64>,
 }
 
-/// A channel model (`[wireless.channel]`, or per direction).
-#[derive(Clone, Debug, PartialEq)]
-pub enum ChannelCfg {
-    None,
-    Uniform {
-        p: f64,
-    },
-    TwoState {
-        good: StateCfg,
-        bad: StateCfg,
-    },
-    Fading {
-        pe: f64,
-        fdt: f64,
-        frame_time: Option<Dur>,
-    },
-    DropList {
-        frames: Vec<u64>,
-    },
-    /// A recorded trace of frame fates (`channel/trace.rs`).
-    Trace(TraceChannelCfg),
+tagged_enum! {
+    /// A channel model (`[wireless.channel]`, or per direction).
+    #[derive(Clone, Debug, PartialEq)]
+    pub enum ChannelCfg,
+    pub const MODELS,
+    fn model,
+    tag "model",
+    what "model {:?}",
+    kind "a channel model" {
+        /// No losses.
+        "none" => None,
+        /// Each frame lost with probability `p`.
+        "uniform" => Uniform(UniformCfg),
+        /// A two-state (Gilbert–Elliott style) bit-error channel (seed 002 §III).
+        "two-state" => TwoState(TwoStateCfg),
+        /// A first-order Markov model of a Rayleigh-fading channel (seed 001 §III).
+        "fading" => Fading(FadingCfg),
+        /// The listed frames lost (indices from 0).
+        "droplist" => DropList(DropListCfg),
+        /// A recorded trace of frame fates (`channel/trace.rs`).
+        "trace" => Trace(TraceChannelCfg),
+    }
 }
 
-pub const MODELS: &[&str] = &["none", "uniform", "two-state", "fading", "droplist", "trace"];
+/// `model = "uniform"`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct UniformCfg {
+    pub p: f64,
+}
+
+/// `model = "two-state"`: each state's bit-error rate and mean duration.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TwoStateCfg {
+    pub good: StateCfg,
+    pub bad: StateCfg,
+}
+
+/// `model = "fading"`: frame-error rate, normalised Doppler, and the frame time the
+/// Doppler is normalised to (default the link's frame airtime).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FadingCfg {
+    pub pe: f64,
+    pub fdt: f64,
+    #[serde(default)]
+    pub frame_time: Option<Dur>,
+}
+
+/// `model = "droplist"`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DropListCfg {
+    pub frames: Vec<u64>,
+}
 
 /// `model = "trace"`: a frame-error trace file (relative to the scenario file).
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -370,56 +402,12 @@ pub struct StateCfg {
     pub mean: Dur,
 }
 
-impl<'de> Deserialize<'de> for ChannelCfg {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Uniform {
-            p: f64,
-        }
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Two {
-            good: StateCfg,
-            bad: StateCfg,
-        }
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Fading {
-            pe: f64,
-            fdt: f64,
-            #[serde(default)]
-            frame_time: Option<Dur>,
-        }
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Drop {
-            frames: Vec<u64>,
-        }
-        let (m, rest) = split_tag(d, "model")?;
-        let what = format!("model {m:?}");
-        Ok(match m.as_str() {
-            "none" => tagged::<NoFields, _>(rest, &what).map(|_| ChannelCfg::None)?,
-            "uniform" => tagged::<Uniform, _>(rest, &what).map(|c| ChannelCfg::Uniform { p: c.p })?,
-            "two-state" => tagged::<Two, _>(rest, &what).map(|c| ChannelCfg::TwoState { good: c.good, bad: c.bad })?,
-            "fading" => tagged::<Fading, _>(rest, &what).map(|c| ChannelCfg::Fading {
-                pe: c.pe,
-                fdt: c.fdt,
-                frame_time: c.frame_time,
-            })?,
-            "droplist" => tagged::<Drop, _>(rest, &what).map(|c| ChannelCfg::DropList { frames: c.frames })?,
-            "trace" => ChannelCfg::Trace(tagged(rest, &what)?),
-            _ => return Err(bad_tag("model", &m, "a channel model", MODELS)),
-        })
-    }
-}
-
 pub(super) fn validate_channel(c: &ChannelCfg, path: &str) -> Result<(), ConfigError> {
     match c {
-        ChannelCfg::Uniform { p } if !(0.0..=1.0).contains(p) => {
+        ChannelCfg::Uniform(UniformCfg { p }) if !(0.0..=1.0).contains(p) => {
             Err(cerr(format!("{path}.p"), format!("{p} is not a probability in [0, 1]")))
         }
-        ChannelCfg::TwoState { good, bad } => {
+        ChannelCfg::TwoState(TwoStateCfg { good, bad }) => {
             for (n, s) in [("good", good), ("bad", bad)] {
                 if !(0.0..=1.0).contains(&s.ber) {
                     return Err(cerr(
@@ -433,7 +421,7 @@ pub(super) fn validate_channel(c: &ChannelCfg, path: &str) -> Result<(), ConfigE
             }
             Ok(())
         }
-        ChannelCfg::Fading { pe, fdt, .. } => {
+        ChannelCfg::Fading(FadingCfg { pe, fdt, .. }) => {
             if !(*pe > 0.0 && *pe < 1.0) {
                 return Err(cerr(format!("{path}.pe"), format!("{pe} is not a frame error rate in (0, 1)")));
             }
