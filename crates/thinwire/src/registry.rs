@@ -81,8 +81,6 @@ macro_rules! registry {
     // algorithm does not make every value of the enum as large.
     (@ty $ty:ty) => { $ty };
     (@ty $ty:ty, boxed) => { Box<$ty> };
-    (@new $ty:ty, $a:expr) => { <$ty>::new($a) };
-    (@new $ty:ty, $a:expr, boxed) => { Box::new(<$ty>::new($a)) };
     (@types [$(#[$emeta:meta])*] $en:ident $kind:ident { $( $name:literal => $var:ident($ty:ty) $([$bx:ident])? ),+ $(,)? }) => {
         /// One algorithm of the family, with its state (enum dispatch).
         $(#[$emeta])*
@@ -142,10 +140,11 @@ macro_rules! registry {
         impl $kind {
             /// A fresh algorithm of this kind.
             pub fn make(self, arg: &$arg) -> $en {
-                match self { $( $kind::$var => $en::$var($crate::registry!(@new $ty, arg $(, $bx)?)), )+ }
+                match self { $( $kind::$var => $en::$var($crate::registry!(@wrap <$ty>::new(arg) $(, $bx)?)), )+ }
             }
         }
     };
+    // A variant marked `[boxed]` holds its state behind a `Box`.
     (@wrap $x:expr) => { $x };
     (@wrap $x:expr, boxed) => { Box::new($x) };
     (@convert $en:ident $kind:ident { $( $name:literal => $var:ident($ty:ty) $([$bx:ident])? ),+ $(,)? }) => {

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -55,7 +55,7 @@ class Study:
     claims: Callable[[Any, Any], list[dict]]
     reduce: Callable[[Any], Any] = _same
     count: Callable[[Any], int | None] = _uncounted
-    timing: Callable[[bool], dict] = field(default=_nothing)
+    timing: Callable[[bool], dict] = _nothing
     """Further entries of `timing.json` (the size of a histogram's own runs, …)."""
     timed: bool = True
     """Whether `timing.json` is written at all."""

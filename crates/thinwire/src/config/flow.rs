@@ -159,13 +159,20 @@ macro_rules! flow_app {
         }
         impl $name {
             fn common(&self) -> Common<'_> {
-                let c = Common { start: self.start, link: self.link, mobile: self.mobile, direction: self.direction, tcp: None, port: None };
-                // A TCP application (`$port` only marks the repetition).
-                $( let _ = $port; let c = Common { tcp: self.tcp.as_ref(), port: self.port, ..c }; )?
-                c
+                Common {
+                    start: self.start,
+                    link: self.link,
+                    mobile: self.mobile,
+                    direction: self.direction,
+                    tcp: flow_app!(@tcp self.tcp.as_ref() $(, $port)?),
+                    port: flow_app!(@tcp self.port $(, $port)?),
+                }
             }
         }
     };
+    // A TCP application's field (given its port's default), or None.
+    (@tcp $e:expr) => { None };
+    (@tcp $e:expr, $port:literal) => { $e };
 }
 
 /// What every application's configuration has.

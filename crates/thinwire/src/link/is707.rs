@@ -108,10 +108,6 @@ impl Is707 {
             stats: Is707Stats::default(),
         }
     }
-    /// V(S), V(R), V(N).
-    pub fn state_variables(&self) -> (u32, u32, u32) {
-        (self.v_s, self.v_r, self.v_n)
-    }
 
     fn slot(&self, mut f: Frame) -> Frame {
         f.payload = self.cfg.max_payload as u16;
