@@ -51,64 +51,7 @@ pub use crate::config::MAX_TIME;
 /// position's `default` limit and the link's `rate` (RED's idle decay). Each
 /// discipline's other parameters keep the model's defaults unless set.
 pub fn qdisc_config(q: Option<&QueueCfg>, default: Limit, rate: u64) -> QdiscConfig {
-    let limit = q.and_then(|q| q.limit()).unwrap_or(default);
-    let Some(q) = q else { return QdiscConfig::droptail(limit) };
-    let mut c = QdiscConfig::new(q.kind(), limit);
-    let dur = |d: Option<crate::config::Dur>, def: Duration| d.map_or(def, |d| d.0);
-    match q {
-        QueueCfg::DropTail(_) => {}
-        QueueCfg::Red(r) => {
-            c.ecn = r.ecn.unwrap_or(c.ecn);
-            let avpkt = r.avpkt.map_or(1000, |s| s.0 as u32);
-            // Thresholds count what the limit counts; the other unit converts
-            // through avpkt (as tc-red's bytes and ns-3's packets do).
-            let unit = |l: Limit| match (l, limit) {
-                (Limit::Packets(n), Limit::Packets(_)) => n as f64,
-                (Limit::Bytes(b), Limit::Bytes(_)) => b as f64,
-                (Limit::Packets(n), Limit::Bytes(_)) => n as f64 * avpkt as f64,
-                (Limit::Bytes(b), Limit::Packets(_)) => b as f64 / avpkt as f64,
-            };
-            c.red = crate::queue::red::RedConfig {
-                min: r.min.map(unit),
-                max: r.max.map(unit),
-                max_p: r.probability,
-                avpkt: Some(avpkt),
-                burst: r.burst,
-                bandwidth: Some(r.bandwidth.map_or(rate, |b| b.0)),
-                gentle: r.gentle,
-                harddrop: r.harddrop,
-            };
-        }
-        QueueCfg::Codel(k) => {
-            c.ecn = k.ecn.unwrap_or(c.ecn);
-            let d = &mut c.codel;
-            d.target = dur(k.target, d.target);
-            d.interval = dur(k.interval, d.interval);
-            d.mtu = k.mtu.map_or(d.mtu, |s| s.0 as u32);
-        }
-        QueueCfg::FqCodel(f) => {
-            c.ecn = f.ecn.unwrap_or(c.ecn);
-            let d = &mut c.codel;
-            d.target = dur(f.target, d.target);
-            d.interval = dur(f.interval, d.interval);
-            d.mtu = f.mtu.map_or(d.mtu, |s| s.0 as u32);
-            c.fq.flows = f.flows.unwrap_or(c.fq.flows);
-            c.fq.quantum = f.quantum.map_or(c.fq.quantum, |s| s.0 as u32);
-            c.fq.drop_batch = f.drop_batch.unwrap_or(c.fq.drop_batch);
-        }
-        QueueCfg::Pie(k) => {
-            c.ecn = k.ecn.unwrap_or(c.ecn);
-            let d = &mut c.pie;
-            d.target = dur(k.target, d.target);
-            d.t_update = dur(k.t_update, d.t_update);
-            d.alpha = k.alpha.unwrap_or(d.alpha);
-            d.beta = k.beta.unwrap_or(d.beta);
-            d.max_burst = dur(k.max_burst, d.max_burst);
-            d.mean_pkt_size = k.mean_pkt_size.map_or(d.mean_pkt_size, |s| s.0 as u32);
-            d.ecn_threshold = k.ecn_threshold.unwrap_or(d.ecn_threshold);
-        }
-    }
-    c
+    QdiscConfig::from_section(q, default, rate)
 }
 
 /// A queue of `cfg` with its own random stream `queue.<label>`.
@@ -208,8 +151,8 @@ pub fn mm_logs<W: std::io::Write>(
     let log = |d: usize, w: W| {
         let q = wireless_queue(sc, d);
         let queue = match q.limit {
-            Limit::Packets(n) => format!("{} [packets={n}]", q.kind.name()),
-            Limit::Bytes(n) => format!("{} [bytes={n}]", q.kind.name()),
+            Limit::Packets(n) => format!("{} [packets={n}]", q.kind().name()),
+            Limit::Bytes(n) => format!("{} [bytes={n}]", q.kind().name()),
         };
         let traced = sc.wireless.dir(d).and_then(|s| s.delivery.clone().map(|t| (t, s)));
         let (source, cap) = match traced {

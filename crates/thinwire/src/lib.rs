@@ -20,6 +20,7 @@ pub mod realtime;
 pub mod registry;
 pub mod rng;
 pub mod sched;
+pub mod schema;
 pub mod tcp;
 #[cfg(feature = "testkit")]
 pub mod testkit;

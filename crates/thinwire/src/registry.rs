@@ -27,6 +27,11 @@
 /// once (the `self` of a default body is the caller's, for hygiene). With `(Arg)`, every algorithm type has `fn new(arg: &Arg) -> Self` and
 /// the kind gets `make`; without it (a family whose members are built from
 /// configurations of their own, as the link protocols) there is no `make`.
+/// With `sections Cfg: SectionTrait` before `for`, every algorithm type names
+/// its scenario section (`schema::Configured`), and the macro generates `Cfg`,
+/// the tagged section of any algorithm (`kind`, `get` as `&dyn SectionTrait`,
+/// `default_of`, `parse`): a family whose members take parameters of their own
+/// keeps them, their checks and their defaults in the algorithm's file.
 ///
 /// Beside the dispatch, every algorithm type converts into the enum (`From`) and
 /// a reference to the enum converts back to one to its type (`TryFrom`, failing
@@ -36,7 +41,7 @@
 macro_rules! registry {
     (
         $(#[$meta:meta])*
-        trait $tr:ident $(($arg:ty))? for $(#[$emeta:meta])* $en:ident, $kind:ident $variants:tt
+        trait $tr:ident $(($arg:ty))? $(sections $cfg:ident: $sect:ident)? for $(#[$emeta:meta])* $en:ident, $kind:ident $variants:tt
         $( $(#[$fmeta:meta])* fn $f:ident(&mut self $(, $a:ident: $t:ty)* ) $(-> $r:ty)?; )*
         $( ref { $( $(#[$gmeta:meta])* fn $g:ident(&self $(, $b:ident: $u:ty)* ) $(-> $s:ty)?; )* } )?
         $( provided mut { $( $(#[$hmeta:meta])* fn $h:ident(&mut $hs:ident $(, $c:ident: $v:ty)* ) $(-> $w:ty)? $hb:block )* } )?
@@ -52,6 +57,7 @@ macro_rules! registry {
         $crate::registry!(@types [$(#[$emeta])*] $en $kind $variants);
         $( $crate::registry!(@make $en $kind $arg $variants); )?
         $crate::registry!(@convert $en $kind $variants);
+        $( $crate::registry!(@config $kind $cfg $sect $variants); )?
         impl $tr for $en {
             $( $crate::registry!(@method $en $variants fn $f($($a: $t),*) $(-> $r)?); )*
             $( $( $crate::registry!(@ref_method $en $variants fn $g($($b: $u),*) $(-> $s)?); )* )?
@@ -141,6 +147,37 @@ macro_rules! registry {
             /// A fresh algorithm of this kind.
             pub fn make(self, arg: &$arg) -> $en {
                 match self { $( $kind::$var => $en::$var($crate::registry!(@wrap <$ty>::new(arg) $(, $bx)?)), )+ }
+            }
+        }
+    };
+    // The family's sections: each algorithm's own (`schema::Configured`), one
+    // enum tagged by the kind, behind the family's section trait `$sect`.
+    (@config $kind:ident $cfg:ident $sect:ident { $( $name:literal => $var:ident($ty:ty) $([$bx:ident])? ),+ $(,)? }) => {
+        /// A scenario's section for one algorithm of the family: its own keys
+        /// (`schema::Configured::Section` of its type).
+        #[derive(Clone, Debug, PartialEq)]
+        pub enum $cfg {
+            $( $var(<$ty as $crate::schema::Configured>::Section), )+
+        }
+
+        impl $cfg {
+            /// The algorithm the section configures.
+            pub fn kind(&self) -> $kind {
+                match self { $( $cfg::$var(_) => $kind::$var, )+ }
+            }
+            /// The section's keys, through the family's section trait.
+            pub fn get(&self) -> &dyn $sect {
+                match self { $( $cfg::$var(s) => s, )+ }
+            }
+            /// The section of `kind` with every key unset (the model's defaults).
+            pub fn default_of(kind: $kind) -> $cfg {
+                match kind { $( $kind::$var => $cfg::$var(Default::default()), )+ }
+            }
+            /// Reads `rest`, a tagged table without its tag, as the section of
+            /// `kind`; `what` names the variant in an error about a key that is
+            /// not its own (`schema::tagged`).
+            pub fn parse<E: serde::de::Error>(kind: $kind, rest: toml::Value, what: &str) -> Result<$cfg, E> {
+                Ok(match kind { $( $kind::$var => $cfg::$var($crate::schema::tagged(rest, what)?), )+ })
             }
         }
     };

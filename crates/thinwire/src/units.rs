@@ -13,6 +13,7 @@
 //! could not finish or its arithmetic would overflow, so such values are errors
 //! that name the range rather than numbers that saturate or wrap silently.
 use crate::time::Duration;
+use serde::{de, Deserialize, Deserializer};
 
 /// The largest rate accepted: 1 Tbit/s.
 pub const MAX_RATE: u64 = 1_000_000_000_000;
@@ -139,5 +140,58 @@ mod tests {
         // Once wrapped into the past (a livelock); now an error naming the range.
         assert!(parse_duration("1e20s").unwrap_err().contains("1000000s"));
         assert!(parse_duration("1e10s").is_err());
+    }
+}
+
+// ----- the same quantities as scenario values (serde) -----
+
+macro_rules! unit_type {
+    ($name:ident, $inner:ty, $parse:path, $what:expr) => {
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        pub struct $name(pub $inner);
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl<'de> de::Visitor<'de> for V {
+                    type Value = $name;
+                    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                        f.write_str($what)
+                    }
+                    fn visit_str<E: de::Error>(self, s: &str) -> Result<$name, E> {
+                        $parse(s).map($name).map_err(E::custom)
+                    }
+                }
+                d.deserialize_any(V)
+            }
+        }
+    };
+}
+unit_type!(Rate, u64, parse_rate, "a rate string such as \"64kbps\"");
+unit_type!(Size, u64, parse_size, "a size string such as \"250B\" or \"10MB\"");
+unit_type!(Dur, Duration, parse_duration, "a duration string such as \"50ms\"");
+unit_type!(Timer, Option<Duration>, parse_timer, "a duration string such as \"200ms\", or \"off\"");
+
+/// A timer setting: a positive duration, or "off" (the timer is not used).
+fn parse_timer(s: &str) -> Result<Option<Duration>, String> {
+    if s.trim() == "off" {
+        return Ok(None);
+    }
+    let d = parse_duration(s).map_err(|e| format!("{e}, or \"off\""))?;
+    if d <= Duration::ZERO {
+        return Err(format!("{s:?} is not a positive duration; use e.g. \"200ms\", or \"off\""));
+    }
+    Ok(Some(d))
+}
+
+/// A `[min, max]` range of durations, min ≤ max, both non-negative.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DurRange(pub Duration, pub Duration);
+impl<'de> Deserialize<'de> for DurRange {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Vec::<Dur>::deserialize(d)?;
+        match v[..] {
+            [a, b] if a.0 >= Duration::ZERO && b.0 >= a.0 => Ok(DurRange(a.0, b.0)),
+            _ => Err(de::Error::custom("give a range [min, max] of durations, min ≤ max, e.g. [\"300ms\", \"2s\"]")),
+        }
     }
 }

@@ -11,6 +11,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // Foundations.
     ("time", &[]),
     ("units", &["time"]),
+    ("schema", &["units"]),
     ("rng", &[]),
     ("sched", &["time"]),
     ("fx", &[]),
@@ -21,10 +22,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("wire", &["time"]),
     // Models: sans-IO machines.
     ("channel", &["rng", "time"]),
-    ("queue", &["fx", "registry", "rng", "time", "wire"]),
+    ("queue", &["fx", "registry", "rng", "schema", "time", "units", "wire"]),
     ("tcp", &["registry", "time", "wire"]),
     ("app", &["rng", "time"]),
-    ("link", &["channel", "queue", "registry", "rng", "sched", "time", "wire"]),
+    ("link", &["channel", "queue", "registry", "rng", "sched", "schema", "time", "units", "wire"]),
     ("proxy", &["fx", "tcp", "time", "wire"]),
     // Observing models: trace rows and pcap; capture analysis.
     ("trace", &["link", "queue", "tcp", "proxy", "wire", "time"]),
@@ -33,7 +34,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // simulator's and the emulator's.
     ("outputs", &["link", "pcap", "trace", "wire"]),
     // Scenario schema (names models' presets) and the builder (scenario -> models).
-    ("config", &["time", "units", "channel", "queue", "link", "tcp", "trace"]),
+    ("config", &["time", "units", "schema", "channel", "queue", "link", "tcp", "trace"]),
     ("build", &["config", "time", "units", "rng", "channel", "queue", "link", "tcp", "app", "proxy", "wire", "trace"]),
     // Drivers.
     (

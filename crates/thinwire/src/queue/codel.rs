@@ -21,10 +21,63 @@
 //! time: 5 ms is 0.07 of a 1500-byte packet at 9.6 kbit/s (set `target`).
 //!
 //! [`CodelVars`] is the per-queue state FQ-CoDel keeps for each flow.
-use super::{try_mark, DropReason, Fifo, Init, Limit, Qdisc, QdiscEvent, Verdict};
+use super::{try_mark, DropReason, Fifo, Init, Limit, Qdisc, QdiscEvent, QueueCfg, QueueSection, Verdict};
+use crate::schema::{bytes, positive, Configured, FieldError};
 use crate::time::{Duration, Instant};
+use crate::units::{Dur, Size};
 use crate::wire::Packet;
 use std::collections::VecDeque;
+
+/// `discipline = "codel"`: the scenario's keys.
+#[derive(Clone, Debug, Default, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CodelCfg {
+    #[serde(default)]
+    pub limit: Option<Limit>,
+    #[serde(default)]
+    pub ecn: Option<bool>,
+    #[serde(default)]
+    pub target: Option<Dur>,
+    #[serde(default)]
+    pub interval: Option<Dur>,
+    #[serde(default)]
+    pub mtu: Option<Size>,
+}
+
+impl Configured for Codel {
+    type Section = CodelCfg;
+}
+
+impl QueueSection for CodelCfg {
+    fn limit(&self) -> Option<Limit> {
+        self.limit
+    }
+    fn ecn(&self) -> Option<bool> {
+        self.ecn
+    }
+    fn check(&self) -> Result<(), FieldError> {
+        check_keys(self.target, self.interval, self.mtu)
+    }
+}
+
+/// CoDel's keys' ranges (CoDel's and FQ-CoDel's sections).
+pub(super) fn check_keys(target: Option<Dur>, interval: Option<Dur>, mtu: Option<Size>) -> Result<(), FieldError> {
+    positive("target", target)?;
+    positive("interval", interval)?;
+    bytes("mtu", mtu, 0, 65535)
+}
+
+impl CodelConfig {
+    /// The defaults with what a section sets.
+    pub fn with_keys(target: Option<Dur>, interval: Option<Dur>, mtu: Option<Size>) -> CodelConfig {
+        let d = CodelConfig::default();
+        CodelConfig {
+            target: target.map_or(d.target, |x| x.0),
+            interval: interval.map_or(d.interval, |x| x.0),
+            mtu: mtu.map_or(d.mtu, |s| s.0 as u32),
+        }
+    }
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct CodelConfig {
@@ -163,7 +216,10 @@ impl Codel {
             fifo: Fifo::default(),
             limit: i.cfg.limit,
             ecn: i.cfg.ecn,
-            cfg: i.cfg.codel.clone(),
+            cfg: match &i.cfg.section {
+                QueueCfg::Codel(s) => CodelConfig::with_keys(s.target, s.interval, s.mtu),
+                _ => unreachable!("CoDel made from another discipline's section"),
+            },
             vars: CodelVars::default(),
             events: VecDeque::new(),
         }
@@ -299,9 +355,9 @@ mod tests {
                 q: VecDeque::new(),
                 bytes: 0,
                 limit: 200,
-                target: cfg.codel.target.0,
-                interval: cfg.codel.interval.0,
-                maxpacket: cfg.codel.mtu as u64,
+                target: CodelConfig::default().target.0,
+                interval: CodelConfig::default().interval.0,
+                maxpacket: CodelConfig::default().mtu as u64,
                 first_above_time_: 0,
                 drop_next_: 0,
                 count_: 0,

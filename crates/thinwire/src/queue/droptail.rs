@@ -7,6 +7,24 @@ use super::{DropReason, Fifo, Init, Limit, Qdisc, QdiscEvent, Verdict};
 use crate::time::Instant;
 use crate::wire::Packet;
 
+/// `discipline = "droptail"` (or none): `limit`.
+#[derive(Clone, Debug, Default, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DropTailCfg {
+    #[serde(default)]
+    pub limit: Option<Limit>,
+}
+
+impl crate::schema::Configured for DropTail {
+    type Section = DropTailCfg;
+}
+
+impl super::QueueSection for DropTailCfg {
+    fn limit(&self) -> Option<Limit> {
+        self.limit
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct DropTail {
     fifo: Fifo,

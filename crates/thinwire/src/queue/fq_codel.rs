@@ -25,10 +25,12 @@
 //! `qstats.backlog`. The hash is Fx over (source, destination, protocol, ports),
 //! perturbed by a value drawn from the queue's random stream (Linux: jhash with
 //! a random perturbation), so which flows collide is fixed by the seed.
-use super::codel::{CodelVars, Source};
-use super::{DropReason, Fifo, Init, Limit, Qdisc, QdiscEvent, Verdict};
+use super::codel::{check_keys, CodelConfig, CodelVars, Source};
+use super::{DropReason, Fifo, Init, Limit, Qdisc, QdiscEvent, QueueCfg, QueueSection, Verdict};
 use crate::fx::Fx;
+use crate::schema::{bytes, count, Configured, FieldError};
 use crate::time::Instant;
+use crate::units::{Dur, Size};
 use crate::wire::{Packet, L4};
 use std::collections::VecDeque;
 use std::hash::{Hash, Hasher};
@@ -46,6 +48,59 @@ pub struct FqConfig {
 impl Default for FqConfig {
     fn default() -> Self {
         FqConfig { flows: 1024, quantum: 1514, drop_batch: 64 }
+    }
+}
+
+/// `discipline = "fq_codel"`: CoDel's keys and the scheduler's.
+#[derive(Clone, Debug, Default, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FqCodelCfg {
+    #[serde(default)]
+    pub limit: Option<Limit>,
+    #[serde(default)]
+    pub ecn: Option<bool>,
+    #[serde(default)]
+    pub target: Option<Dur>,
+    #[serde(default)]
+    pub interval: Option<Dur>,
+    #[serde(default)]
+    pub mtu: Option<Size>,
+    #[serde(default)]
+    pub flows: Option<u32>,
+    #[serde(default)]
+    pub quantum: Option<Size>,
+    #[serde(default)]
+    pub drop_batch: Option<u32>,
+}
+
+impl Configured for FqCodel {
+    type Section = FqCodelCfg;
+}
+
+impl QueueSection for FqCodelCfg {
+    fn limit(&self) -> Option<Limit> {
+        self.limit
+    }
+    fn ecn(&self) -> Option<bool> {
+        self.ecn
+    }
+    fn check(&self) -> Result<(), FieldError> {
+        check_keys(self.target, self.interval, self.mtu)?;
+        count("flows", self.flows, 1, 65536)?;
+        bytes("quantum", self.quantum, 64, 1 << 20)?;
+        count("drop_batch", self.drop_batch, 1, 1_000_000)
+    }
+}
+
+impl FqCodelCfg {
+    /// The scheduler's configuration: the defaults with what the section sets.
+    pub fn fq(&self) -> FqConfig {
+        let d = FqConfig::default();
+        FqConfig {
+            flows: self.flows.unwrap_or(d.flows),
+            quantum: self.quantum.map_or(d.quantum, |s| s.0 as u32),
+            drop_batch: self.drop_batch.unwrap_or(d.drop_batch),
+        }
     }
 }
 
@@ -101,7 +156,10 @@ impl Source for FlowSource<'_> {
 
 impl FqCodel {
     pub fn new(i: &Init) -> FqCodel {
-        let fq = i.cfg.fq.clone();
+        let QueueCfg::FqCodel(s) = &i.cfg.section else {
+            unreachable!("FQ-CoDel made from another discipline's section")
+        };
+        let fq = s.fq();
         let flow = Flow { q: Fifo::default(), deficit: 0, vars: CodelVars::default(), list: List::None };
         FqCodel {
             flows: vec![flow; fq.flows.max(1) as usize],
@@ -112,7 +170,7 @@ impl FqCodel {
             perturb: i.rng.clone().next_u64(),
             limit: i.cfg.limit,
             ecn: i.cfg.ecn,
-            codel: i.cfg.codel.clone(),
+            codel: CodelConfig::with_keys(s.target, s.interval, s.mtu),
             fq,
             events: VecDeque::new(),
         }
@@ -240,10 +298,12 @@ impl Qdisc for FqCodel {
 
 #[cfg(test)]
 mod tests {
+    use super::FqCodelCfg;
     use crate::queue::testutil::{ms, pkt};
-    use crate::queue::{Limit, Qdisc, QdiscConfig, QdiscKind, Queue};
+    use crate::queue::{Limit, Qdisc, QdiscConfig, QdiscKind, Queue, QueueCfg};
     use crate::rng::Rng;
     use crate::time::Duration;
+    use crate::units::Dur;
 
     /// RFC 8290 §1: a sparse flow beside a saturating one. The bulk flow offers
     /// twice the link's rate in 1500-byte packets; a ping-like flow sends 100
@@ -293,7 +353,9 @@ mod tests {
     #[test]
     fn two_saturating_flows_share_by_bytes() {
         let mut cfg = QdiscConfig::new(QdiscKind::FqCodel, Limit::Packets(10_000));
-        cfg.codel.target = Duration::from_secs(100); // no AQM: scheduling only
+        // No AQM: scheduling only.
+        cfg.section =
+            QueueCfg::FqCodel(FqCodelCfg { target: Some(Dur(Duration::from_secs(100))), ..Default::default() });
         let mut q = Queue::new(cfg, Rng::stream(1, 0, "q"));
         for i in 0..3000 {
             q.enqueue(ms(i as f64 * 0.001), pkt(0, 1472, false));

@@ -58,6 +58,22 @@ impl Limit {
     }
 }
 
+/// A queue limit: `"50pkt"` (packets) or a size (`"64KB"`).
+impl<'de> serde::Deserialize<'de> for Limit {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <String as serde::Deserialize>::deserialize(d)?;
+        let bad = || {
+            <D::Error as serde::de::Error>::custom(format!(
+                "{s:?} is not a queue limit; use \"50pkt\" or a size such as \"64KB\""
+            ))
+        };
+        if let Some(n) = s.trim().strip_suffix("pkt").or_else(|| s.trim().strip_suffix("packets")) {
+            return n.trim().parse::<u32>().ok().filter(|&n| n > 0).map(Limit::Packets).ok_or_else(bad);
+        }
+        crate::units::parse_size(&s).ok().filter(|&b| b > 0).map(Limit::Bytes).ok_or_else(bad)
+    }
+}
+
 /// What became of a packet offered to a queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -86,38 +102,59 @@ pub enum QdiscEvent {
     Mark { at: Instant, flow: u16, len: u32 },
 }
 
-/// A discipline and its parameters. Each discipline reads its own part; the
-/// others keep their defaults.
+/// A discipline and its parameters: the keys every discipline shares, resolved,
+/// and the discipline's own section as the scenario set it (each discipline
+/// reads its own section, in its own file, over its model's defaults).
 #[derive(Clone, Debug, PartialEq)]
 pub struct QdiscConfig {
-    pub kind: QdiscKind,
     /// Hard limit (packets or bytes).
     pub limit: Limit,
     /// Mark ECN-capable packets instead of dropping them (AQMs only). Default
     /// false, but true for `fq_codel` (Linux's defaults).
     pub ecn: bool,
-    pub red: red::RedConfig,
-    pub codel: codel::CodelConfig,
-    pub fq: fq_codel::FqConfig,
-    pub pie: pie::PieConfig,
+    /// The rate of the link the queue feeds, bit/s (RED's idle decay; None in
+    /// model tests: RED's own default).
+    pub rate: Option<u64>,
+    /// The discipline and its own keys.
+    pub section: QueueCfg,
 }
 
 impl QdiscConfig {
     /// A discipline of `kind` with its defaults and `limit`.
     pub fn new(kind: QdiscKind, limit: Limit) -> QdiscConfig {
-        QdiscConfig {
-            kind,
-            limit,
-            ecn: kind == QdiscKind::FqCodel,
-            red: Default::default(),
-            codel: Default::default(),
-            fq: Default::default(),
-            pie: Default::default(),
-        }
+        QdiscConfig { limit, ecn: kind == QdiscKind::FqCodel, rate: None, section: QueueCfg::default_of(kind) }
     }
     /// The seeds' queue: drop-tail with `limit`.
     pub fn droptail(limit: Limit) -> QdiscConfig {
         QdiscConfig::new(QdiscKind::DropTail, limit)
+    }
+    /// A queue's discipline from a scenario's section (`None`: drop-tail), with
+    /// the position's `default` limit and the link's `rate`.
+    pub fn from_section(section: Option<&QueueCfg>, default: Limit, rate: u64) -> QdiscConfig {
+        let Some(s) = section else { return QdiscConfig::droptail(default) };
+        let mut c = QdiscConfig::new(s.kind(), s.get().limit().unwrap_or(default));
+        c.ecn = s.get().ecn().unwrap_or(c.ecn);
+        c.rate = Some(rate);
+        c.section = s.clone();
+        c
+    }
+    pub fn kind(&self) -> QdiscKind {
+        self.section.kind()
+    }
+}
+
+/// A discipline's scenario section (`queue = { discipline = "NAME", … }`, in
+/// the discipline's file): the keys all share, and the checks serde cannot make.
+pub trait QueueSection: std::fmt::Debug {
+    /// The hard limit, if set.
+    fn limit(&self) -> Option<Limit>;
+    /// Whether to mark ECN-capable packets, if set (AQMs).
+    fn ecn(&self) -> Option<bool> {
+        None
+    }
+    /// Ranges and relations of the discipline's own keys.
+    fn check(&self) -> Result<(), crate::schema::FieldError> {
+        Ok(())
     }
 }
 
@@ -130,7 +167,7 @@ pub struct Init {
 
 crate::registry! {
     /// A queue discipline, chosen by [`QdiscKind`] (`queue.discipline`).
-    trait Qdisc(Init) for #[derive(Clone, Debug)] Queue, QdiscKind {
+    trait Qdisc(Init) sections QueueCfg: QueueSection for #[derive(Clone, Debug)] Queue, QdiscKind {
         "droptail" => DropTail(droptail::DropTail),
         "red" => Red(red::Red) [boxed],
         "codel" => Codel(codel::Codel) [boxed],
@@ -163,7 +200,7 @@ crate::registry! {
 impl Queue {
     /// A discipline from its configuration and random stream.
     pub fn new(cfg: QdiscConfig, rng: Rng) -> Queue {
-        let kind = cfg.kind;
+        let kind = cfg.kind();
         kind.make(&Init { cfg, rng })
     }
     /// A drop-tail queue (no random stream needed).

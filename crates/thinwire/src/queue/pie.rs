@@ -34,10 +34,78 @@
 //! which gives the same decisions as a timer, without one; a long idle period
 //! at the controller's rest state (probability 0, no delay, full allowance)
 //! is skipped at once.
-use super::{try_mark, DropReason, Fifo, Init, Limit, Qdisc, QdiscEvent, Verdict};
+use super::{try_mark, DropReason, Fifo, Init, Limit, Qdisc, QdiscEvent, QueueCfg, QueueSection, Verdict};
 use crate::rng::Rng;
+use crate::schema::{bytes, positive, within, Configured, FieldError};
 use crate::time::{Duration, Instant};
+use crate::units::{Dur, Size};
 use crate::wire::Packet;
+
+/// `discipline = "pie"`: the scenario's keys (RFC 8033's names, lower case).
+#[derive(Clone, Debug, Default, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PieCfg {
+    #[serde(default)]
+    pub limit: Option<Limit>,
+    #[serde(default)]
+    pub ecn: Option<bool>,
+    #[serde(default)]
+    pub target: Option<Dur>,
+    #[serde(default)]
+    pub t_update: Option<Dur>,
+    #[serde(default)]
+    pub alpha: Option<f64>,
+    #[serde(default)]
+    pub beta: Option<f64>,
+    #[serde(default)]
+    pub max_burst: Option<Dur>,
+    #[serde(default)]
+    pub mean_pkt_size: Option<Size>,
+    #[serde(default)]
+    pub ecn_threshold: Option<f64>,
+}
+
+impl Configured for Pie {
+    type Section = PieCfg;
+}
+
+impl QueueSection for PieCfg {
+    fn limit(&self) -> Option<Limit> {
+        self.limit
+    }
+    fn ecn(&self) -> Option<bool> {
+        self.ecn
+    }
+    fn check(&self) -> Result<(), FieldError> {
+        positive("target", self.target)?;
+        positive("t_update", self.t_update)?;
+        // No burst allowance (0) is allowed.
+        if self.max_burst.is_some_and(|Dur(x)| x.nanos() != 0) {
+            positive("max_burst", self.max_burst)?;
+        }
+        within("alpha", self.alpha, 0.0, 1000.0)?;
+        within("beta", self.beta, 0.0, 1000.0)?;
+        within("ecn_threshold", self.ecn_threshold, 0.0, 1.0)?;
+        bytes("mean_pkt_size", self.mean_pkt_size, 1, 65535)
+    }
+}
+
+impl PieCfg {
+    /// The model's configuration: the defaults with what the section sets.
+    pub fn model(&self) -> PieConfig {
+        let d = PieConfig::default();
+        let dur = |x: Option<Dur>, def: Duration| x.map_or(def, |x| x.0);
+        PieConfig {
+            target: dur(self.target, d.target),
+            t_update: dur(self.t_update, d.t_update),
+            alpha: self.alpha.unwrap_or(d.alpha),
+            beta: self.beta.unwrap_or(d.beta),
+            max_burst: dur(self.max_burst, d.max_burst),
+            mean_pkt_size: self.mean_pkt_size.map_or(d.mean_pkt_size, |s| s.0 as u32),
+            ecn_threshold: self.ecn_threshold.unwrap_or(d.ecn_threshold),
+        }
+    }
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct PieConfig {
@@ -96,7 +164,8 @@ pub fn scale_step(p: f64, drop_prob: f64) -> f64 {
 
 impl Pie {
     pub fn new(i: &Init) -> Pie {
-        let c = i.cfg.pie.clone();
+        let QueueCfg::Pie(s) = &i.cfg.section else { unreachable!("PIE made from another discipline's section") };
+        let c = s.model();
         Pie {
             fifo: Fifo::default(),
             limit: i.cfg.limit,
@@ -282,7 +351,7 @@ mod tests {
             let cfg = QdiscConfig::new(QdiscKind::Pie, Limit::Packets(300));
             let qrng = Rng::stream(seed, 0, "q");
             let mut q = Queue::new(cfg.clone(), qrng.clone());
-            let c = cfg.pie.clone();
+            let c = PieConfig::default();
             let mut r = Rfc {
                 q: VecDeque::new(),
                 bytes: 0,

@@ -28,10 +28,98 @@
 //! w)^burst)/w` (`tc_red_eval_ewma`), `bandwidth` the link's rate, `gentle`
 //! on (Floyd's recommendation; ns-3's default), `harddrop` on (ns-3's
 //! `UseHardDrop`; Linux's default is off), `ecn` off. Not modelled: adaptive RED.
-use super::{try_mark, DropReason, Fifo, Init, Limit, Qdisc, QdiscEvent, Verdict};
+use super::{try_mark, DropReason, Fifo, Init, Limit, Qdisc, QdiscEvent, QueueCfg, QueueSection, Verdict};
 use crate::rng::Rng;
+use crate::schema::{bytes, count, within, Configured, FieldError};
 use crate::time::{Duration, Instant};
+use crate::units::{Rate, Size};
 use crate::wire::Packet;
+
+/// `discipline = "red"`: the scenario's keys (tc-red's names).
+#[derive(Clone, Debug, Default, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RedCfg {
+    #[serde(default)]
+    pub limit: Option<Limit>,
+    #[serde(default)]
+    pub ecn: Option<bool>,
+    /// Thresholds of the average, `"5pkt"` or a size.
+    #[serde(default)]
+    pub min: Option<Limit>,
+    #[serde(default)]
+    pub max: Option<Limit>,
+    /// max_p.
+    #[serde(default)]
+    pub probability: Option<f64>,
+    #[serde(default)]
+    pub avpkt: Option<Size>,
+    #[serde(default)]
+    pub burst: Option<u32>,
+    #[serde(default)]
+    pub bandwidth: Option<Rate>,
+    #[serde(default)]
+    pub gentle: Option<bool>,
+    #[serde(default)]
+    pub harddrop: Option<bool>,
+}
+
+impl Configured for Red {
+    type Section = RedCfg;
+}
+
+impl QueueSection for RedCfg {
+    fn limit(&self) -> Option<Limit> {
+        self.limit
+    }
+    fn ecn(&self) -> Option<bool> {
+        self.ecn
+    }
+    /// Ranges, and the thresholds in order.
+    fn check(&self) -> Result<(), FieldError> {
+        within("probability", self.probability, 1e-9, 1.0)?;
+        bytes("avpkt", self.avpkt, 1, 65535)?;
+        count("burst", self.burst, 1, 1_000_000)?;
+        if self.bandwidth.is_some_and(|r| r.0 == 0) {
+            return Err(FieldError::new("bandwidth", "must be a positive rate"));
+        }
+        let avpkt = self.avpkt.map_or(1000, |s| s.0);
+        let amount = |l: Limit| match l {
+            Limit::Packets(n) => n as u64 * avpkt,
+            Limit::Bytes(b) => b,
+        };
+        if let (Some(lo), Some(hi)) = (self.min, self.max) {
+            if amount(lo) >= amount(hi) {
+                return Err(FieldError::new("min", "must be below max"));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl RedCfg {
+    /// The model's configuration for a queue of `limit` on a link of `rate`.
+    /// Thresholds count what the limit counts; the other unit converts through
+    /// avpkt (as tc-red's bytes and ns-3's packets do).
+    pub fn model(&self, limit: Limit, rate: u64) -> RedConfig {
+        let avpkt = self.avpkt.map_or(1000, |s| s.0 as u32);
+        let unit = |l: Limit| match (l, limit) {
+            (Limit::Packets(n), Limit::Packets(_)) => n as f64,
+            (Limit::Bytes(b), Limit::Bytes(_)) => b as f64,
+            (Limit::Packets(n), Limit::Bytes(_)) => n as f64 * avpkt as f64,
+            (Limit::Bytes(b), Limit::Packets(_)) => b as f64 / avpkt as f64,
+        };
+        RedConfig {
+            min: self.min.map(unit),
+            max: self.max.map(unit),
+            max_p: self.probability,
+            avpkt: Some(avpkt),
+            burst: self.burst,
+            bandwidth: Some(self.bandwidth.map_or(rate, |b| b.0)),
+            gentle: self.gentle,
+            harddrop: self.harddrop,
+        }
+    }
+}
 
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct RedConfig {
@@ -135,12 +223,18 @@ pub enum RedAction {
 
 impl Red {
     pub fn new(i: &Init) -> Red {
+        let QueueCfg::Red(s) = &i.cfg.section else { unreachable!("RED made from another discipline's section") };
+        Red::with(&s.model(i.cfg.limit, i.cfg.rate.unwrap_or(10_000_000)), i.cfg.limit, i.cfg.ecn, i.rng.clone())
+    }
+
+    /// RED of the model's configuration `c` (bandwidth default 10 Mbit/s).
+    pub fn with(c: &RedConfig, limit: Limit, ecn: bool, rng: Rng) -> Red {
         Red {
             fifo: Fifo::default(),
-            limit: i.cfg.limit,
-            ecn: i.cfg.ecn,
-            p: i.cfg.red.resolve(i.cfg.limit, i.cfg.red.bandwidth.unwrap_or(10_000_000)),
-            rng: i.rng.clone(),
+            limit,
+            ecn,
+            p: c.resolve(limit, c.bandwidth.unwrap_or(10_000_000)),
+            rng,
             avg: 0.0,
             count: -1,
             idle_since: Some(Instant::ZERO),
@@ -239,17 +333,11 @@ impl Qdisc for Red {
 mod tests {
     use super::*;
     use crate::queue::testutil::{ms, pkt};
-    use crate::queue::{QdiscConfig, QdiscKind, Queue};
 
     fn red(limit: Limit, ecn: bool, f: impl FnOnce(&mut RedConfig)) -> Red {
-        let mut cfg = QdiscConfig::new(QdiscKind::Red, limit);
-        cfg.ecn = ecn;
-        cfg.red.bandwidth = Some(1_000_000);
-        f(&mut cfg.red);
-        match Queue::new(cfg, Rng::stream(1, 0, "red")) {
-            Queue::Red(r) => *r,
-            _ => unreachable!(),
-        }
+        let mut c = RedConfig { bandwidth: Some(1_000_000), ..Default::default() };
+        f(&mut c);
+        Red::with(&c, limit, ecn, Rng::stream(1, 0, "red"))
     }
 
     /// tc-red's weight: the least 2^−k whose EWMA lets a burst of `burst`

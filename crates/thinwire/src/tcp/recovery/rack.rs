@@ -529,6 +529,7 @@ mod tests {
             let mut t = Tcb::new(1000, 10_000, None);
             t.sack_ok = sack_ok;
             t.snd_una = 1001;
+            t.snd_max = 4001;
             for (i, sent_at) in [100, 380, 390].into_iter().enumerate() {
                 let start = 1001 + 1000 * i as u64;
                 t.sent.push_back(segment(start, ms(sent_at), false));
