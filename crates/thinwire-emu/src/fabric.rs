@@ -89,7 +89,7 @@ pub struct Fabric {
 /// Why `mobiles` mobiles cannot share the scenario's link as `cell`, if they
 /// cannot: GSM RLP and IS-707 are one mobile's circuit.
 pub fn cell_refusal(sc: &Scenario, mobiles: usize, cell: Cell) -> Option<String> {
-    (cell == Cell::Shared && mobiles > 1 && sc.wireless.link().is_circuit()).then(|| {
+    (cell == Cell::Shared && mobiles > 1 && sc.wireless.link().get().is_circuit()).then(|| {
         "--cell shared: a GSM RLP or IS-707 link is one mobile's circuit; several mobiles share raw, sr, asr, \
          rlc or gprs (or give each its own link: --cell separate)"
             .to_string()

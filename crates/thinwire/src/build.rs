@@ -13,20 +13,11 @@ use crate::app::probe::{ProbeConfig, ProbeSource};
 use crate::app::{interactive::InteractiveConfig, session::SessionConfig, UdpSource};
 use crate::channel::{Channel, Fading, TwoState};
 use crate::config::flow::{HttpCfg, InteractiveCfg, MediaCfg, ProbeCfg, TtcpCfg, WebCfg};
-use crate::config::link::{
-    AsrCfg, DropListCfg, FadingCfg, GprsCfg, Is707Cfg, OnN2Cfg, RlcCfg, RlpGsmCfg, SrCfg, TwoStateCfg, UniformCfg,
-};
-use crate::config::{ChannelCfg, FlowCfg, Limit, LinkCfg, MuxCfg, QueueCfg, Scenario, SchedulerCfg};
+use crate::config::link::{DropListCfg, FadingCfg, TwoStateCfg, UniformCfg};
+use crate::config::{ChannelCfg, FlowCfg, Limit, MuxCfg, QueueCfg, Scenario, SchedulerCfg};
 use crate::link::{
-    gprs::{Gprs, GprsConfig},
-    gsm_csd::{CsdConfig, GsmCsd},
-    is707::{Is707, Is707Config},
-    raw::Raw,
-    rlc_am::{Rlc, RlcConfig},
-    rlp_gsm::{OnN2, RlpConfig},
-    sr::{Sr, SrConfig},
     wireless::{DirConfig, Mux, Scheduler, Session, WirelessConfig, WirelessLink},
-    Arq,
+    Arq, LinkCfg, LinkInit,
 };
 use crate::queue::wired::WiredLink;
 use crate::queue::{QdiscConfig, Queue};
@@ -207,139 +198,16 @@ pub fn arq(sc: &Scenario, side: usize) -> Arq {
 
 /// The link protocol of mobile `mobile`'s session at end `side`.
 fn arq_of(sc: &Scenario, side: usize, mobile: usize) -> Arq {
-    let max_payload = sc.wireless.frame.0 as u32;
-    match sc.wireless.link() {
-        LinkCfg::Raw => Arq::Raw(Raw::new(max_payload)),
-        LinkCfg::Sr(c) => Arq::Sr(Box::new(Sr::new(sr_config(&c, max_payload)))),
-        LinkCfg::Asr(c) => Arq::Sr(Box::new(Sr::new(asr_config(&c, max_payload)))),
-        LinkCfg::Rlc(c) => Arq::Rlc(Box::new(Rlc::new(rlc_config(&c, max_payload)))),
-        LinkCfg::Is707(c) => Arq::Is707(Box::new(Is707::new(is707_config(&c, max_payload)))),
-        LinkCfg::RlpGsm(c) => Arq::Gsm(Box::new(GsmCsd::new(csd_config(&c, max_payload, side == 0)))),
-        LinkCfg::Gprs(c) => {
-            // Mobile 0's streams keep their names (outputs unchanged); the others'
-            // end in `.m<k>`.
-            let name = |l: String| if mobile == 0 { l } else { format!("{l}.m{mobile}") };
-            let stream = |l: &str| Rng::stream(sc.seed, sc.run, &name(l.to_string()));
-            let setup = stream(&format!("gprs.setup.{}", DIR_NAMES[side]));
-            Arq::Gprs(Box::new(Gprs::new(gprs_config(&c, side), stream("gprs.outage"), stream("gprs.poor"), setup)))
-        }
-    }
+    let init = LinkInit { max_payload: sc.wireless.frame.0 as u32, side, mobile, seed: sc.seed, run: sc.run };
+    sc.wireless.link().get().build(&init)
 }
 
 /// What a scenario's settings risk that the user may not intend (each a sentence
 /// for a warning; the run goes ahead): an RLC configuration that can leave a lost
 /// last PDU waiting for seconds.
 pub fn warnings(sc: &Scenario) -> Vec<String> {
-    let mut out = Vec::new();
-    if let Some(LinkCfg::Rlc(c)) = &sc.wireless.arq {
-        if let Some(w) = rlc_config(c, sc.wireless.frame.0 as u32).stall_risk() {
-            out.push(format!("wireless.arq: {w}"));
-        }
-    }
-    out
-}
-
-/// `side` 0 sends the downlink, 1 the uplink.
-pub fn gprs_config(a: &GprsCfg, side: usize) -> GprsConfig {
-    let d = if side == 0 { GprsConfig::downlink() } else { GprsConfig::uplink() };
-    let range = |v: Option<crate::config::DurRange>, d: (Duration, Duration)| v.map(|r| (r.0, r.1)).unwrap_or(d);
-    GprsConfig {
-        tbf_idle: a.tbf_idle.map(|x| x.0).unwrap_or(d.tbf_idle),
-        setup: range(if side == 0 { a.setup_down } else { a.setup_up }, d.setup),
-        rlc_buffer: a.rlc_buffer.map(|x| x as usize).unwrap_or(d.rlc_buffer),
-        pdu_lifetime: a.pdu_lifetime.map(|x| x.0).unwrap_or(d.pdu_lifetime),
-        outage_every: a.outage_every.map(|x| x.0).or(d.outage_every),
-        outage_duration: range(a.outage_duration, d.outage_duration),
-        outage_list: a.outages.as_ref().map(|v| v.iter().map(|o| (o[0].0, o[1].0)).collect()).unwrap_or_default(),
-        period: if side == 1 { a.uplink_period.map(|x| x.0) } else { None },
-        poor_every: a.poor_every.map(|x| x.0).or(d.poor_every),
-        poor_duration: range(a.poor_duration, d.poor_duration),
-        poor_share: a.poor_share.unwrap_or(d.poor_share),
-    }
-}
-
-pub fn csd_config(a: &RlpGsmCfg, max_payload: u32, network_side: bool) -> CsdConfig {
-    let d = RlpConfig::default();
-    let rlp = RlpConfig {
-        payload: max_payload,
-        window: a.window.unwrap_or(d.window),
-        t1: a.t1.map(|x| x.0).unwrap_or(d.t1),
-        n2: a.n2.unwrap_or(d.n2),
-        on_n2: match a.on_n2 {
-            Some(OnN2Cfg::DropCall) => OnN2::DropCall,
-            Some(OnN2Cfg::Reset) => OnN2::Reset,
-            None => d.on_n2,
-        },
-    };
-    let c = CsdConfig::default();
-    CsdConfig {
-        rlp,
-        vj: a.header_compression.unwrap_or(c.vj),
-        vj_toss_on_error: a.vj_toss_on_error.unwrap_or(c.vj_toss_on_error),
-        l2r_rate: a.l2r_rate.map(|r| r.0 / 8).or(c.l2r_rate),
-        l2r_buffer: a.l2r_buffer.map(|b| b.0 as u32).unwrap_or(c.l2r_buffer),
-        network_side,
-    }
-}
-
-pub fn is707_config(a: &Is707Cfg, max_payload: u32) -> Is707Config {
-    use crate::config::link::IdleFrames;
-    let d = Is707Config::default();
-    Is707Config {
-        max_payload,
-        nak_rounds: a.nak_rounds.clone().unwrap_or(d.nak_rounds),
-        nak_timer: a.nak_timer.map(|x| x.0).unwrap_or(d.nak_timer),
-        idle_frames: match a.idle_frames {
-            None => d.idle_frames,
-            Some(IdleFrames::Count(n)) => Some(n),
-            Some(IdleFrames::Unlimited) => None,
-        },
-    }
-}
-
-pub fn sr_config(a: &SrCfg, max_payload: u32) -> SrConfig {
-    let d = SrConfig::default();
-    SrConfig {
-        window: a.window.unwrap_or(d.window),
-        ack_delay: a.ack_delay.map(|x| x.0).unwrap_or(d.ack_delay),
-        timeout: a.timeout.map(|x| x.0).unwrap_or(d.timeout),
-        renack: a.renack.map(|x| x.0).or(d.renack),
-        max_payload,
-        ..d
-    }
-}
-
-pub fn asr_config(a: &AsrCfg, max_payload: u32) -> SrConfig {
-    let d = SrConfig::default();
-    let policy = a.policy.map(|p| (p.0, p.1)).unwrap_or(crate::link::sr::DEFAULT_POLICY);
-    SrConfig {
-        window: a.window.unwrap_or(d.window),
-        ack_delay: a.ack_delay.map(|x| x.0).unwrap_or(d.ack_delay),
-        adaptive: Some(policy),
-        initial_srtt: a.initial_srtt.map(|x| x.0).unwrap_or(d.initial_srtt),
-        renack: a.renack.map(|x| x.0).or(d.renack),
-        max_payload,
-        ..d
-    }
-}
-
-pub fn rlc_config(a: &RlcCfg, max_payload: u32) -> RlcConfig {
-    let d = RlcConfig::preset(a.preset.map_or("uniform", |p| p.name())).unwrap_or_default();
-    RlcConfig {
-        window: a.window.unwrap_or(d.window),
-        max_payload,
-        pad: a.pad.unwrap_or(d.pad),
-        max_retransmissions: a.max_retransmissions.unwrap_or(d.max_retransmissions),
-        poll_timer: a.poll_timer.map(|t| t.0).unwrap_or(d.poll_timer),
-        poll_window: a.poll_window.map(|p| (p > 0).then_some(p)).unwrap_or(d.poll_window),
-        poll_last_tx: a.poll_last_tx.unwrap_or(d.poll_last_tx),
-        poll_last_retx: a.poll_last_retx.unwrap_or(d.poll_last_retx),
-        poll_prohibit: a.poll_prohibit.map(|t| t.0).unwrap_or(d.poll_prohibit),
-        status_missing: a.status_missing.unwrap_or(d.status_missing),
-        status_periodic: a.status_periodic.map(|t| t.0).unwrap_or(d.status_periodic),
-        status_prohibit: a.status_prohibit.map(|t| t.0).unwrap_or(d.status_prohibit),
-        mrw_timer: a.mrw_timer.map(|t| t.0).unwrap_or(d.mrw_timer),
-    }
+    let w = sc.wireless.arq.as_ref().and_then(|a| a.get().warning(sc.wireless.frame.0 as u32));
+    w.map(|w| format!("wireless.arq: {w}")).into_iter().collect()
 }
 
 /// A flow's TCP settings: the profile (default "default"), then the fields set.
@@ -603,7 +471,7 @@ mod tests {
         .collect();
         let sc = parse_scenario(BASE, &o).unwrap();
         let LinkCfg::Rlc(r) = sc.wireless.link() else { panic!() };
-        let c = super::rlc_config(&r, 250);
+        let c = r.config(250);
         assert_eq!((c.status_prohibit, c.max_retransmissions, c.poll_window, c.poll_last_retx), (None, 4, None, true));
         assert_eq!(c.mrw_timer, Duration::from_millis(110), "the rest comes from the two-state column");
     }

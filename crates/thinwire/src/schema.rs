@@ -16,13 +16,21 @@ pub trait Configured {
 /// A value serde accepted that the model cannot take: the key and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FieldError {
-    pub key: &'static str,
+    pub key: String,
     pub message: String,
 }
 
 impl FieldError {
-    pub fn new(key: &'static str, message: impl Into<String>) -> FieldError {
-        FieldError { key, message: message.into() }
+    pub fn new(key: impl Into<String>, message: impl Into<String>) -> FieldError {
+        FieldError { key: key.into(), message: message.into() }
+    }
+}
+
+/// `key` must be a positive duration, if set.
+pub fn positive_duration(key: &'static str, d: Option<crate::units::Dur>) -> Result<(), FieldError> {
+    match d {
+        Some(crate::units::Dur(x)) if x.nanos() <= 0 => Err(FieldError::new(key, "must be a positive duration")),
+        _ => Ok(()),
     }
 }
 

@@ -685,7 +685,7 @@ fn validate(sc: &Scenario, flows_run: bool) -> Result<(), ConfigError> {
         if f.mobile() >= MOBILES {
             return Err(cerr(format!("flow[{i}].mobile"), format!("must be between 0 and {}", MOBILES - 1)));
         }
-        if f.mobile() > 0 && w.link().is_circuit() {
+        if f.mobile() > 0 && w.link().get().is_circuit() {
             return Err(cerr(
                 format!("flow[{i}].mobile"),
                 "a GSM RLP or IS-707 link is one mobile's circuit; several mobiles share raw, sr, asr, rlc or gprs",

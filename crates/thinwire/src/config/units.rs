@@ -43,8 +43,8 @@ impl<'de> Deserialize<'de> for Stop {
 }
 
 /// A section tagged by one key, as one description: `tagged_enum! { #[…] pub
-/// enum LinkCfg, pub const PROTOCOLS, fn protocol, tag "protocol", what
-/// "protocol {:?}", kind "a link protocol" { "raw" => Raw, "sr" => Sr(SrCfg), … } }`
+/// enum ChannelCfg, pub const MODELS, fn model, tag "model", what "model
+/// {:?}", kind "a channel model" { "none" => None, "uniform" => Uniform(UniformCfg), … } }`
 /// gives the enum (a variant with its configuration, or none), the list of
 /// names, the method naming a value's variant, and the parser: an unknown tag
 /// is one line naming the others, a field of another variant one line naming

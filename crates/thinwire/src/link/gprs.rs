@@ -33,12 +33,118 @@
 //! Both ends draw the same outage schedule (one random stream), so an outage stops
 //! both directions at once.
 use super::frame::{unshare, Body, Frame, FrameKind};
-use super::{ArqMachine, LinkStats};
+use super::{Arq, ArqMachine, LinkInit, LinkSection, LinkStats};
 use crate::rng::Rng;
+use crate::schema::{positive_duration, Configured, FieldError};
 use crate::time::{Duration, Instant};
+use crate::units::{Dur, DurRange};
 use crate::wire::Packet;
 use std::collections::VecDeque;
 use std::sync::Arc;
+
+/// `protocol = "gprs"`: TBF set-up delays, outages, uplink bunching, poor radio.
+#[derive(Clone, Debug, Default, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GprsCfg {
+    /// Idle time after which the next packet pays a TBF set-up delay.
+    pub tbf_idle: Option<Dur>,
+    /// Set-up delay range [min, max] on the downlink / uplink.
+    pub setup_down: Option<DurRange>,
+    pub setup_up: Option<DurRange>,
+    /// Packets the link layer holds (the rest wait in the interface queue).
+    pub rlc_buffer: Option<u32>,
+    /// Packets held longer than this are dropped when an outage ends.
+    pub pdu_lifetime: Option<Dur>,
+    /// Mean time between outages (exponential); absent: none.
+    pub outage_every: Option<Dur>,
+    /// Outage length range [min, max] (uniform).
+    pub outage_duration: Option<DurRange>,
+    /// Outages at fixed times, each [start, length], e.g. [["90s", "25s"]].
+    pub outages: Option<Vec<Vec<Dur>>>,
+    /// Uplink allocation period (ACK bunching); absent: none.
+    pub uplink_period: Option<Dur>,
+    /// Mean time between poor-radio periods; their length range; the rate share left.
+    pub poor_every: Option<Dur>,
+    pub poor_duration: Option<DurRange>,
+    pub poor_share: Option<f64>,
+}
+
+impl Configured for Gprs {
+    type Section = GprsCfg;
+}
+
+impl LinkSection for GprsCfg {
+    /// Random streams `gprs.outage`, `gprs.poor` and `gprs.setup.<down|up>`;
+    /// mobile 0's keep these names (outputs unchanged), the others' end in
+    /// `.m<k>`.
+    fn build(&self, i: &LinkInit) -> Arq {
+        let stream = |l: &str| {
+            let name = if i.mobile == 0 { l.to_string() } else { format!("{l}.m{}", i.mobile) };
+            Rng::stream(i.seed, i.run, &name)
+        };
+        let setup = stream(if i.side == 0 { "gprs.setup.down" } else { "gprs.setup.up" });
+        Gprs::new(self.config(i.side), stream("gprs.outage"), stream("gprs.poor"), setup).into()
+    }
+    fn check(&self) -> Result<(), FieldError> {
+        for (k, d) in [
+            ("tbf_idle", self.tbf_idle),
+            ("pdu_lifetime", self.pdu_lifetime),
+            ("outage_every", self.outage_every),
+            ("uplink_period", self.uplink_period),
+            ("poor_every", self.poor_every),
+        ] {
+            positive_duration(k, d)?;
+        }
+        if let Some(list) = &self.outages {
+            if self.outage_every.is_some() {
+                return Err(FieldError::new("outages", "give either fixed outages or outage_every, not both"));
+            }
+            let mut last = Duration::ZERO;
+            for (i, o) in list.iter().enumerate() {
+                if o.len() != 2 || o[0].0 < last || o[1].0 <= Duration::ZERO {
+                    return Err(FieldError::new(
+                        format!("outages[{i}]"),
+                        "give [start, length] with a positive length, in time order without overlap, e.g. [\"90s\", \"25s\"]",
+                    ));
+                }
+                last = o[0].0 + o[1].0;
+            }
+        }
+        if self.poor_share.is_some_and(|s| !(s > 0.0 && s <= 1.0)) {
+            return Err(FieldError::new("poor_share", "must be a share of the rate in (0, 1]"));
+        }
+        if self.rlc_buffer == Some(0) {
+            return Err(FieldError::new("rlc_buffer", "must be at least 1 packet"));
+        }
+        Ok(())
+    }
+}
+
+impl GprsCfg {
+    /// The model's configuration for end `side` (0 sends the downlink, 1 the
+    /// uplink): that direction's defaults with what the section sets.
+    pub fn config(&self, side: usize) -> GprsConfig {
+        let d = if side == 0 { GprsConfig::downlink() } else { GprsConfig::uplink() };
+        let range = |v: Option<DurRange>, d: (Duration, Duration)| v.map(|r| (r.0, r.1)).unwrap_or(d);
+        GprsConfig {
+            tbf_idle: self.tbf_idle.map(|x| x.0).unwrap_or(d.tbf_idle),
+            setup: range(if side == 0 { self.setup_down } else { self.setup_up }, d.setup),
+            rlc_buffer: self.rlc_buffer.map(|x| x as usize).unwrap_or(d.rlc_buffer),
+            pdu_lifetime: self.pdu_lifetime.map(|x| x.0).unwrap_or(d.pdu_lifetime),
+            outage_every: self.outage_every.map(|x| x.0).or(d.outage_every),
+            outage_duration: range(self.outage_duration, d.outage_duration),
+            outage_list: self
+                .outages
+                .as_ref()
+                .map(|v| v.iter().map(|o| (o[0].0, o[1].0)).collect())
+                .unwrap_or_default(),
+            period: if side == 1 { self.uplink_period.map(|x| x.0) } else { None },
+            poor_every: self.poor_every.map(|x| x.0).or(d.poor_every),
+            poor_duration: range(self.poor_duration, d.poor_duration),
+            poor_share: self.poor_share.unwrap_or(d.poor_share),
+        }
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct GprsConfig {

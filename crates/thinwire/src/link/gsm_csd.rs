@@ -27,13 +27,103 @@
 //! sender the periodic pauses of about a second the seed traced (Fig. 12).
 //! Downlink, bytes enter the network side's RLP no faster than the rate.
 use super::frame::{ByteQueue, Frame, Mark};
-use super::rlp_gsm::{Rlp, RlpConfig};
-use super::{ArqMachine, LinkStats};
+use super::rlp_gsm::{OnN2, Rlp, RlpConfig};
+use super::{check_window, Arq, ArqMachine, LinkInit, LinkSection, LinkStats};
+use crate::schema::{positive_duration, Configured, FieldError};
 use crate::time::{Duration, Instant};
+use crate::units::{Dur, Rate, Size};
 use crate::wire::ppp::{Deframer, Framer, Received, PROTO_IP, PROTO_IPV6, PROTO_VJ_COMPRESSED, PROTO_VJ_UNCOMPRESSED};
 use crate::wire::vj::{Compressor, Decompressor, Kind, VjError};
 use crate::wire::{IpRepr, Meta, Packet};
 use std::collections::VecDeque;
+
+/// What exceeding N2 does.
+#[derive(Clone, Copy, Debug, serde::Deserialize, PartialEq, Eq)]
+pub enum OnN2Cfg {
+    #[serde(rename = "reset")]
+    Reset,
+    #[serde(rename = "drop-call")]
+    DropCall,
+}
+
+/// `protocol = "rlp-gsm"`: GSM RLP (window 61, T1, N2, on_n2) under PPP with VJ
+/// header compression and L2R flow control.
+#[derive(Clone, Debug, Default, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RlpGsmCfg {
+    pub window: Option<u32>,
+    /// Acknowledgement timer T1.
+    pub t1: Option<Dur>,
+    /// Maximum retransmissions of a frame (and of a poll) before the link is reset.
+    pub n2: Option<u32>,
+    pub on_n2: Option<OnN2Cfg>,
+    /// VJ TCP/IP header compression (RFC 1144) on the PPP link.
+    pub header_compression: Option<bool>,
+    /// PPP reports damaged frames to the VJ decompressor (RFC 1144 toss).
+    pub vj_toss_on_error: Option<bool>,
+    /// L2R relay rate at the network side (seed 000: 960 bytes/s = "7680bps").
+    pub l2r_rate: Option<Rate>,
+    /// L2R buffer above which the network side's RLP signals "not ready".
+    pub l2r_buffer: Option<Size>,
+}
+
+impl Configured for GsmCsd {
+    type Section = RlpGsmCfg;
+}
+
+impl LinkSection for RlpGsmCfg {
+    fn build(&self, i: &LinkInit) -> Arq {
+        GsmCsd::new(self.config(i.max_payload, i.side == 0)).into()
+    }
+    fn check(&self) -> Result<(), FieldError> {
+        check_window(self.window)?;
+        if self.window.is_some_and(|w| w > 61) {
+            return Err(FieldError::new("window", "GSM RLP (modulus 64) allows at most 61 frames"));
+        }
+        if self.n2.is_some_and(|n| n == 0 || n > 255) {
+            return Err(FieldError::new("n2", "must be between 1 and 255 retransmissions"));
+        }
+        positive_duration("t1", self.t1)?;
+        if self.l2r_rate.is_some_and(|r| r.0 < 8) {
+            return Err(FieldError::new("l2r_rate", "must be at least 8bps (one byte per second)"));
+        }
+        if self.l2r_buffer.is_some_and(|b| b.0 == 0 || b.0 > 1 << 20) {
+            return Err(FieldError::new("l2r_buffer", "must be between 1B and 1MiB"));
+        }
+        Ok(())
+    }
+    fn is_circuit(&self) -> bool {
+        true
+    }
+}
+
+impl RlpGsmCfg {
+    /// The model's configuration at the network side (`network_side`) or the
+    /// mobile's: the defaults with what the section sets.
+    pub fn config(&self, max_payload: u32, network_side: bool) -> CsdConfig {
+        let d = RlpConfig::default();
+        let rlp = RlpConfig {
+            payload: max_payload,
+            window: self.window.unwrap_or(d.window),
+            t1: self.t1.map(|x| x.0).unwrap_or(d.t1),
+            n2: self.n2.unwrap_or(d.n2),
+            on_n2: match self.on_n2 {
+                Some(OnN2Cfg::DropCall) => OnN2::DropCall,
+                Some(OnN2Cfg::Reset) => OnN2::Reset,
+                None => d.on_n2,
+            },
+        };
+        let c = CsdConfig::default();
+        CsdConfig {
+            rlp,
+            vj: self.header_compression.unwrap_or(c.vj),
+            vj_toss_on_error: self.vj_toss_on_error.unwrap_or(c.vj_toss_on_error),
+            l2r_rate: self.l2r_rate.map(|r| r.0 / 8).or(c.l2r_rate),
+            l2r_buffer: self.l2r_buffer.map(|b| b.0 as u32).unwrap_or(c.l2r_buffer),
+            network_side,
+        }
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct CsdConfig {

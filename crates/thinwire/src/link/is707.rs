@@ -28,10 +28,90 @@
 //! of 20 ms frames plus interleaving and processing), `idle_frames` = 0.
 //! NAK frames go on the reverse channel, before retransmissions and new data.
 use super::frame::{fragment, Frame, FrameKind, Reassembler};
-use super::{ArqMachine, LinkStats};
+use super::{Arq, ArqMachine, LinkInit, LinkSection, LinkStats};
+use crate::schema::{positive_duration, Configured, FieldError};
 use crate::time::{Duration, Instant};
+use crate::units::Dur;
 use crate::wire::Packet;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// `idle_frames = 5` or `idle_frames = "unlimited"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdleFrames {
+    Count(u32),
+    Unlimited,
+}
+impl<'de> serde::Deserialize<'de> for IdleFrames {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Count(u32),
+            Word(String),
+        }
+        match <Raw as serde::Deserialize>::deserialize(d) {
+            Ok(Raw::Count(n)) => Ok(IdleFrames::Count(n)),
+            Ok(Raw::Word(w)) if w == "unlimited" => Ok(IdleFrames::Unlimited),
+            Ok(Raw::Word(w)) => {
+                Err(<D::Error as serde::de::Error>::custom(format!("{w:?}: give a number of frames or \"unlimited\"")))
+            }
+            Err(_) => Err(<D::Error as serde::de::Error>::custom("give a number of frames or \"unlimited\"")),
+        }
+    }
+}
+
+/// `protocol = "is707"`: NAK rounds (default [1, 2, 3]), the NAK timer, idle frames.
+#[derive(Clone, Debug, Default, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Is707Cfg {
+    /// NAKs per recovery round, e.g. [1, 2, 3].
+    pub nak_rounds: Option<Vec<u32>>,
+    /// How long each NAK round waits.
+    pub nak_timer: Option<Dur>,
+    /// Idle frames after the last data frame: a number or "unlimited".
+    pub idle_frames: Option<IdleFrames>,
+}
+
+impl Configured for Is707 {
+    type Section = Is707Cfg;
+}
+
+impl LinkSection for Is707Cfg {
+    fn build(&self, i: &LinkInit) -> Arq {
+        Is707::new(self.config(i.max_payload)).into()
+    }
+    fn check(&self) -> Result<(), FieldError> {
+        if let Some(r) = &self.nak_rounds {
+            if r.len() > 10 || r.iter().any(|&n| n == 0 || n > 10) {
+                return Err(FieldError::new(
+                    "nak_rounds",
+                    "give at most 10 rounds of 1 to 10 NAKs each, e.g. [1, 2, 3]",
+                ));
+            }
+        }
+        positive_duration("nak_timer", self.nak_timer)
+    }
+    fn is_circuit(&self) -> bool {
+        true
+    }
+}
+
+impl Is707Cfg {
+    /// The model's configuration: the defaults with what the section sets.
+    pub fn config(&self, max_payload: u32) -> Is707Config {
+        let d = Is707Config::default();
+        Is707Config {
+            max_payload,
+            nak_rounds: self.nak_rounds.clone().unwrap_or(d.nak_rounds),
+            nak_timer: self.nak_timer.map(|x| x.0).unwrap_or(d.nak_timer),
+            idle_frames: match self.idle_frames {
+                None => d.idle_frames,
+                Some(IdleFrames::Count(n)) => Some(n),
+                Some(IdleFrames::Unlimited) => None,
+            },
+        }
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct Is707Config {

@@ -1,10 +1,12 @@
 //! Link-layer protocols for the wireless link, one module each, all sans-IO:
-//! `raw` (no ARQ), `sr` and `asr` (Selective Repeat with fixed or adaptive timeout),
+//! `raw` (no ARQ), `sr` and `asr` (Selective Repeat with fixed or adaptive timeout;
+//! ASR is SR's machine with its adaptive timer, `asr.rs`),
 //! `rlc` (UMTS RLC Acknowledged Mode), `is707` (IS-707 RLP with NAK rounds and idle frames),
 //! `rlp-gsm` (GSM RLP byte stream, `rlp_gsm`, under PPP/VJ and L2R, `gsm_csd`), `gprs`
 //! (a GPRS link: TBF set-up delays, outages, uplink bunching). Beside them: `capacity`
 //! (a radio's capacity from a Mahimahi delivery trace), `frame`, and `wireless` (the
 //! link as one machine).
+pub mod asr;
 pub mod capacity;
 pub mod frame;
 pub mod gprs;
@@ -16,6 +18,7 @@ pub mod rlp_gsm;
 pub mod sr;
 pub mod wireless;
 
+use crate::schema::FieldError;
 use crate::time::Instant;
 use crate::wire::Packet;
 pub use frame::{Body, Frame, FrameKind};
@@ -24,12 +27,13 @@ pub use wireless::LinkStats;
 crate::registry! {
     /// A link-layer protocol at one end of the wireless link: the sender for its
     /// direction and the receiver for the other, so that ACKs can ride on reverse
-    /// data frames. [`Arq`] holds any of them (SR and ASR are one machine, [`sr::Sr`],
-    /// with a fixed or an adaptive timeout); each is built from its own
-    /// configuration (`build::arq`).
-    trait ArqMachine for Arq, ArqKind {
+    /// data frames. [`Arq`] holds any of them; each is built from its own
+    /// scenario section ([`LinkCfg`], `[wireless.arq] protocol = "NAME"`, declared
+    /// in the protocol's file) by [`LinkSection::build`].
+    trait ArqMachine sections LinkCfg: LinkSection for Arq, ArqKind {
         "raw" => Raw(raw::Raw),
         "sr" => Sr(sr::Sr) [boxed],
+        "asr" => Asr(asr::Asr) [boxed],
         "rlc" => Rlc(rlc_am::Rlc) [boxed],
         "is707" => Is707(is707::Is707) [boxed],
         "rlp-gsm" => Gsm(gsm_csd::GsmCsd) [boxed],
@@ -96,5 +100,54 @@ crate::registry! {
         /// sends, `_received` the one it receives (retransmission timer expiries,
         /// SDUs given up, GPRS set-ups and outages, GSM RLP resets, …).
         fn counters(&self, _sent: &mut LinkStats, _received: &mut LinkStats) {}
+    }
+}
+
+/// What a protocol's machine is made from besides its section: the frame
+/// payload (`[wireless] frame`), the end (0 the network side, sending the
+/// downlink; 1 the mobile), the mobile whose session it serves (0 for the first
+/// or only one), and the run's seed and number for random streams.
+#[derive(Clone, Copy, Debug)]
+pub struct LinkInit {
+    pub max_payload: u32,
+    pub side: usize,
+    pub mobile: usize,
+    pub seed: u64,
+    pub run: u64,
+}
+
+/// A protocol's scenario section (in the protocol's file): the machine it
+/// builds, the checks serde cannot make, and what the configuration cannot do.
+pub trait LinkSection: std::fmt::Debug {
+    /// The machine at one end.
+    fn build(&self, i: &LinkInit) -> Arq;
+    /// Ranges and combinations of the protocol's keys.
+    fn check(&self) -> Result<(), FieldError> {
+        Ok(())
+    }
+    /// A circuit of one mobile (GSM RLP, IS-707): several mobiles cannot share
+    /// it (the machine says the same: [`ArqMachine::is_circuit`]).
+    fn is_circuit(&self) -> bool {
+        false
+    }
+    /// A setting that runs but may not do what was meant, as a sentence
+    /// (`build::warnings`), for frames of `max_payload` bytes.
+    fn warning(&self, _max_payload: u32) -> Option<String> {
+        None
+    }
+}
+
+impl Default for LinkCfg {
+    /// No ARQ.
+    fn default() -> LinkCfg {
+        LinkCfg::default_of(ArqKind::Raw)
+    }
+}
+
+/// A window of frames must hold at least one.
+pub(crate) fn check_window(w: Option<u32>) -> Result<(), FieldError> {
+    match w {
+        Some(0) => Err(FieldError::new("window", "must be at least 1 frame")),
+        _ => Ok(()),
     }
 }

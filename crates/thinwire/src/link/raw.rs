@@ -3,10 +3,25 @@
 //! gap in frame sequence numbers). Parameters: frame payload and header size (from
 //! `[wireless]`), nothing else.
 use super::frame::{fragment, Frame, Reassembler};
-use super::ArqMachine;
+use super::{Arq, ArqMachine, LinkInit, LinkSection};
 use crate::time::Instant;
 use crate::wire::Packet;
 use std::collections::VecDeque;
+
+/// `protocol = "raw"`: no keys of its own.
+#[derive(Clone, Debug, Default, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RawCfg {}
+
+impl crate::schema::Configured for Raw {
+    type Section = RawCfg;
+}
+
+impl LinkSection for RawCfg {
+    fn build(&self, i: &LinkInit) -> Arq {
+        Raw::new(i.max_payload).into()
+    }
+}
 
 pub struct Raw {
     max_payload: u32,

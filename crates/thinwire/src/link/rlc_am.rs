@@ -57,10 +57,101 @@
 //! window threshold 80 %, status timer 500 ms, status prohibit 90 ms, MRW timer
 //! 110 ms and 1 retransmission.
 use super::frame::{fragment, Body, Frame, FrameKind, Reassembler, Report, Status};
-use super::{ArqMachine, LinkStats};
+use super::{check_window, Arq, ArqMachine, LinkInit, LinkSection, LinkStats};
+use crate::schema::{positive_duration, Configured, FieldError};
 use crate::time::{Duration, Instant};
+use crate::units::{Dur, Timer};
 use crate::wire::Packet;
 use std::collections::VecDeque;
+
+/// Seed 002 Table I's RLC settings (its two columns), and `typical`: polls on the
+/// last PDU as deployed TS 25.322 configurations set (`link/rlc_am.rs`).
+#[derive(Clone, Copy, Debug, serde::Deserialize, PartialEq, Eq)]
+pub enum RlcPreset {
+    #[serde(rename = "uniform")]
+    Uniform,
+    #[serde(rename = "two-state")]
+    TwoState,
+    #[serde(rename = "typical")]
+    Typical,
+}
+
+impl RlcPreset {
+    pub fn name(self) -> &'static str {
+        match self {
+            RlcPreset::Uniform => "uniform",
+            RlcPreset::TwoState => "two-state",
+            RlcPreset::Typical => "typical",
+        }
+    }
+}
+
+/// `protocol = "rlc"`: Table I column `preset` (default "uniform"); the fields
+/// override it.
+#[derive(Clone, Debug, Default, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RlcCfg {
+    pub preset: Option<RlcPreset>,
+    pub window: Option<u32>,
+    pub pad: Option<bool>,
+    pub max_retransmissions: Option<u32>,
+    pub poll_timer: Option<Timer>,
+    /// Window-based polling threshold in percent, or 0 for none.
+    pub poll_window: Option<u32>,
+    pub poll_last_tx: Option<bool>,
+    pub poll_last_retx: Option<bool>,
+    pub poll_prohibit: Option<Timer>,
+    pub status_missing: Option<bool>,
+    pub status_periodic: Option<Timer>,
+    pub status_prohibit: Option<Timer>,
+    pub mrw_timer: Option<Dur>,
+}
+
+impl Configured for Rlc {
+    type Section = RlcCfg;
+}
+
+impl LinkSection for RlcCfg {
+    fn build(&self, i: &LinkInit) -> Arq {
+        Rlc::new(self.config(i.max_payload)).into()
+    }
+    fn check(&self) -> Result<(), FieldError> {
+        check_window(self.window)?;
+        if self.poll_window.is_some_and(|p| p > 100) {
+            return Err(FieldError::new("poll_window", "is a percentage of the window: 0 (off) to 100"));
+        }
+        if self.max_retransmissions.is_some_and(|x| x > 1000) {
+            return Err(FieldError::new("max_retransmissions", "must be at most 1000"));
+        }
+        positive_duration("mrw_timer", self.mrw_timer)
+    }
+    fn warning(&self, max_payload: u32) -> Option<String> {
+        self.config(max_payload).stall_risk()
+    }
+}
+
+impl RlcCfg {
+    /// The model's configuration: the preset (default "uniform") with what the
+    /// section sets.
+    pub fn config(&self, max_payload: u32) -> RlcConfig {
+        let d = RlcConfig::preset(self.preset.map_or("uniform", |p| p.name())).unwrap_or_default();
+        RlcConfig {
+            window: self.window.unwrap_or(d.window),
+            max_payload,
+            pad: self.pad.unwrap_or(d.pad),
+            max_retransmissions: self.max_retransmissions.unwrap_or(d.max_retransmissions),
+            poll_timer: self.poll_timer.map(|t| t.0).unwrap_or(d.poll_timer),
+            poll_window: self.poll_window.map(|p| (p > 0).then_some(p)).unwrap_or(d.poll_window),
+            poll_last_tx: self.poll_last_tx.unwrap_or(d.poll_last_tx),
+            poll_last_retx: self.poll_last_retx.unwrap_or(d.poll_last_retx),
+            poll_prohibit: self.poll_prohibit.map(|t| t.0).unwrap_or(d.poll_prohibit),
+            status_missing: self.status_missing.unwrap_or(d.status_missing),
+            status_periodic: self.status_periodic.map(|t| t.0).unwrap_or(d.status_periodic),
+            status_prohibit: self.status_prohibit.map(|t| t.0).unwrap_or(d.status_prohibit),
+            mrw_timer: self.mrw_timer.map(|t| t.0).unwrap_or(d.mrw_timer),
+        }
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RlcConfig {

@@ -49,13 +49,56 @@
 //! srtt 1.1 s, initial srttvar 0, tick 10 ms, multireject by detection (`renack`
 //! unset).
 use super::frame::{fragment, Frame, FrameKind, Reassembler};
-use super::{ArqMachine, LinkStats};
+use super::{check_window, Arq, ArqMachine, LinkInit, LinkSection, LinkStats};
+use crate::schema::{positive_duration, Configured, FieldError};
 use crate::time::{Duration, Instant};
+use crate::units::Dur;
 use crate::wire::Packet;
 use std::collections::VecDeque;
 
 /// ASR's policy when none is given: "3+2" (seed 002 §V's TCP-like choice).
 pub const DEFAULT_POLICY: (u32, u32) = (3, 2);
+
+/// `protocol = "sr"`: defaults window 127, ack_delay 500 ms, timeout 1.1 s, renack
+/// unset (multireject by detection; a duration selects the timer rule).
+#[derive(Clone, Debug, Default, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SrCfg {
+    pub window: Option<u32>,
+    pub ack_delay: Option<Dur>,
+    pub timeout: Option<Dur>,
+    pub renack: Option<Dur>,
+}
+
+impl Configured for Sr {
+    type Section = SrCfg;
+}
+
+impl LinkSection for SrCfg {
+    fn build(&self, i: &LinkInit) -> Arq {
+        Sr::new(self.config(i.max_payload)).into()
+    }
+    fn check(&self) -> Result<(), FieldError> {
+        check_window(self.window)?;
+        positive_duration("timeout", self.timeout)?;
+        positive_duration("renack", self.renack)
+    }
+}
+
+impl SrCfg {
+    /// The model's configuration: the defaults with what the section sets.
+    pub fn config(&self, max_payload: u32) -> SrConfig {
+        let d = SrConfig::default();
+        SrConfig {
+            window: self.window.unwrap_or(d.window),
+            ack_delay: self.ack_delay.map(|x| x.0).unwrap_or(d.ack_delay),
+            timeout: self.timeout.map(|x| x.0).unwrap_or(d.timeout),
+            renack: self.renack.map(|x| x.0).or(d.renack),
+            max_payload,
+            ..d
+        }
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SrConfig {

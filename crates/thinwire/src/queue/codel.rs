@@ -32,15 +32,10 @@ use std::collections::VecDeque;
 #[derive(Clone, Debug, Default, serde::Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct CodelCfg {
-    #[serde(default)]
     pub limit: Option<Limit>,
-    #[serde(default)]
     pub ecn: Option<bool>,
-    #[serde(default)]
     pub target: Option<Dur>,
-    #[serde(default)]
     pub interval: Option<Dur>,
-    #[serde(default)]
     pub mtu: Option<Size>,
 }
 
@@ -49,12 +44,7 @@ impl Configured for Codel {
 }
 
 impl QueueSection for CodelCfg {
-    fn limit(&self) -> Option<Limit> {
-        self.limit
-    }
-    fn ecn(&self) -> Option<bool> {
-        self.ecn
-    }
+    super::limit_and_ecn!();
     fn check(&self) -> Result<(), FieldError> {
         check_keys(self.target, self.interval, self.mtu)
     }

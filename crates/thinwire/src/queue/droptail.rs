@@ -11,7 +11,6 @@ use crate::wire::Packet;
 #[derive(Clone, Debug, Default, serde::Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct DropTailCfg {
-    #[serde(default)]
     pub limit: Option<Limit>,
 }
 

@@ -55,21 +55,13 @@ impl Default for FqConfig {
 #[derive(Clone, Debug, Default, serde::Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct FqCodelCfg {
-    #[serde(default)]
     pub limit: Option<Limit>,
-    #[serde(default)]
     pub ecn: Option<bool>,
-    #[serde(default)]
     pub target: Option<Dur>,
-    #[serde(default)]
     pub interval: Option<Dur>,
-    #[serde(default)]
     pub mtu: Option<Size>,
-    #[serde(default)]
     pub flows: Option<u32>,
-    #[serde(default)]
     pub quantum: Option<Size>,
-    #[serde(default)]
     pub drop_batch: Option<u32>,
 }
 
@@ -78,12 +70,7 @@ impl Configured for FqCodel {
 }
 
 impl QueueSection for FqCodelCfg {
-    fn limit(&self) -> Option<Limit> {
-        self.limit
-    }
-    fn ecn(&self) -> Option<bool> {
-        self.ecn
-    }
+    super::limit_and_ecn!();
     fn check(&self) -> Result<(), FieldError> {
         check_keys(self.target, self.interval, self.mtu)?;
         count("flows", self.flows, 1, 65536)?;

@@ -143,6 +143,20 @@ impl QdiscConfig {
     }
 }
 
+/// `QueueSection`'s `limit` and `ecn`, from the section's fields of those names
+/// (the AQMs' sections).
+macro_rules! limit_and_ecn {
+    () => {
+        fn limit(&self) -> Option<Limit> {
+            self.limit
+        }
+        fn ecn(&self) -> Option<bool> {
+            self.ecn
+        }
+    };
+}
+pub(crate) use limit_and_ecn;
+
 /// A discipline's scenario section (`queue = { discipline = "NAME", … }`, in
 /// the discipline's file): the keys all share, and the checks serde cannot make.
 pub trait QueueSection: std::fmt::Debug {

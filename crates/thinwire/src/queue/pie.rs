@@ -45,23 +45,14 @@ use crate::wire::Packet;
 #[derive(Clone, Debug, Default, serde::Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct PieCfg {
-    #[serde(default)]
     pub limit: Option<Limit>,
-    #[serde(default)]
     pub ecn: Option<bool>,
-    #[serde(default)]
     pub target: Option<Dur>,
-    #[serde(default)]
     pub t_update: Option<Dur>,
-    #[serde(default)]
     pub alpha: Option<f64>,
-    #[serde(default)]
     pub beta: Option<f64>,
-    #[serde(default)]
     pub max_burst: Option<Dur>,
-    #[serde(default)]
     pub mean_pkt_size: Option<Size>,
-    #[serde(default)]
     pub ecn_threshold: Option<f64>,
 }
 
@@ -70,12 +61,7 @@ impl Configured for Pie {
 }
 
 impl QueueSection for PieCfg {
-    fn limit(&self) -> Option<Limit> {
-        self.limit
-    }
-    fn ecn(&self) -> Option<bool> {
-        self.ecn
-    }
+    super::limit_and_ecn!();
     fn check(&self) -> Result<(), FieldError> {
         positive("target", self.target)?;
         positive("t_update", self.t_update)?;

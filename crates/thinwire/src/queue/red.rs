@@ -39,27 +39,17 @@ use crate::wire::Packet;
 #[derive(Clone, Debug, Default, serde::Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RedCfg {
-    #[serde(default)]
     pub limit: Option<Limit>,
-    #[serde(default)]
     pub ecn: Option<bool>,
     /// Thresholds of the average, `"5pkt"` or a size.
-    #[serde(default)]
     pub min: Option<Limit>,
-    #[serde(default)]
     pub max: Option<Limit>,
     /// max_p.
-    #[serde(default)]
     pub probability: Option<f64>,
-    #[serde(default)]
     pub avpkt: Option<Size>,
-    #[serde(default)]
     pub burst: Option<u32>,
-    #[serde(default)]
     pub bandwidth: Option<Rate>,
-    #[serde(default)]
     pub gentle: Option<bool>,
-    #[serde(default)]
     pub harddrop: Option<bool>,
 }
 
@@ -68,12 +58,7 @@ impl Configured for Red {
 }
 
 impl QueueSection for RedCfg {
-    fn limit(&self) -> Option<Limit> {
-        self.limit
-    }
-    fn ecn(&self) -> Option<bool> {
-        self.ecn
-    }
+    super::limit_and_ecn!();
     /// Ranges, and the thresholds in order.
     fn check(&self) -> Result<(), FieldError> {
         within("probability", self.probability, 1e-9, 1.0)?;
