@@ -17,6 +17,7 @@
 use crate::build;
 use crate::config::Scenario;
 use crate::fx::FxMap;
+use crate::link::path::{self, PathDriver, WiredTimer};
 use crate::link::wireless::{LinkTimer, LinkTrace, Offer, Session, WirelessLink};
 use crate::outputs::TraceOut;
 use crate::queue::wired::WiredLink;
@@ -103,18 +104,20 @@ fn conversation(p: &Packet) -> ConvKey {
 }
 
 #[derive(Clone, Copy, Debug)]
-enum Ev {
+pub(crate) enum Ev {
     Link(LinkTimer),
-    /// The oldest packet in flight on the wired link in direction `.0` arrives.
-    Wired(u8),
-    /// The wired transmitter of direction `.0` is free (disciplines that decide
-    /// at dequeue).
-    WiredTx(u8),
+    Wired(WiredTimer),
 }
 
 impl From<LinkTimer> for Ev {
     fn from(t: LinkTimer) -> Ev {
         Ev::Link(t)
+    }
+}
+
+impl From<WiredTimer> for Ev {
+    fn from(t: WiredTimer) -> Ev {
+        Ev::Wired(t)
     }
 }
 
@@ -308,39 +311,8 @@ impl RealtimePath {
             }
             let (t, ev) = self.q.pop().expect("an event is due");
             match ev {
-                Ev::Link(timer) => {
-                    self.link.on_timer_with(t, timer, &mut self.q);
-                    self.drain_trace();
-                    while let Some((dir, p)) = self.link.poll_deliver() {
-                        self.drain_trace();
-                        if dir == 0 {
-                            self.emit(t, End::Mobile, p);
-                        } else {
-                            if let Some(taps) = &mut self.taps {
-                                taps.push((t, false, p.clone()));
-                            }
-                            self.wired_offer(t, 1, p);
-                        }
-                    }
-                    self.link.resume_with(&mut self.q);
-                    self.drain_trace();
-                }
-                Ev::WiredTx(d) => {
-                    let step = self.wired[d as usize].handle_timeout(t);
-                    self.wired_step(d as usize, step);
-                }
-                Ev::Wired(d) => {
-                    let p = self.wired[d as usize].poll_arrival(t).expect("a packet in flight");
-                    self.wired_events(d as usize);
-                    if d == 1 {
-                        self.emit(t, End::Server, p);
-                    } else {
-                        if let Some(taps) = &mut self.taps {
-                            taps.push((t, true, p.clone()));
-                        }
-                        self.link_offer(t, 0, p);
-                    }
-                }
+                Ev::Link(timer) => path::link_timer(self, t, timer),
+                Ev::Wired(timer) => path::wired_timer(self, t, timer),
             }
         }
     }
@@ -424,7 +396,7 @@ impl RealtimePath {
                 d.push(Decision::Drop { at: now, len, hash, wired: false });
             }
         }
-        self.drain_trace();
+        self.link_events();
     }
 
     fn wired_offer(&mut self, now: Instant, d: usize, p: Packet) {
@@ -432,38 +404,13 @@ impl RealtimePath {
             return if d == 0 { self.link_offer(now, 0, p) } else { self.emit(now, End::Server, p) };
         }
         let (len, hash) = (p.size(), if self.decisions.is_some() { packet_hash(&p) } else { 0 });
-        let (verdict, step) = self.wired[d].offer(now, p);
-        if let crate::queue::Verdict::Dropped(_) = verdict {
+        if let crate::queue::Verdict::Dropped(_) = path::wired_offer(self, now, d, p) {
             self.stats.wired_drops += 1;
             if let Some(dec) = &mut self.decisions {
                 dec.push(Decision::Drop { at: now, len, hash, wired: true });
             }
         }
-        self.wired_step(d, step);
-    }
-
-    fn wired_step(&mut self, d: usize, step: crate::queue::wired::Step) {
-        if let Some(t) = step.arrival {
-            self.q.schedule(t, Ev::Wired(d as u8));
-        }
-        if let Some(t) = step.wake {
-            self.q.schedule(t, Ev::WiredTx(d as u8));
-        }
         self.wired_events(d);
-    }
-
-    /// Drops by the wired discipline after queueing (CoDel at dequeue,
-    /// FQ-CoDel's head drops) count and enter the schedule.
-    fn wired_events(&mut self, d: usize) {
-        use crate::queue::{wired::WiredEvent, QdiscEvent};
-        while let Some(e) = self.wired[d].poll_event() {
-            if let WiredEvent::Queue { ev: QdiscEvent::Drop { at, packet, .. }, .. } = e {
-                self.stats.wired_drops += 1;
-                if let Some(dec) = &mut self.decisions {
-                    dec.push(Decision::Drop { at, len: packet.size(), hash: packet_hash(&packet), wired: true });
-                }
-            }
-        }
     }
 
     /// A TCP row: a segment sent by host `at_end` (`sent`) or received by it.
@@ -515,11 +462,51 @@ impl RealtimePath {
         };
         self.rec.segment(&ev);
     }
+}
 
-    fn drain_trace(&mut self) {
-        if !self.link_traced {
-            return;
+impl PathDriver for RealtimePath {
+    type Queue = EventQueue<Ev>;
+    fn parts(&mut self) -> (&mut WirelessLink, &mut [WiredLink; 2], &mut EventQueue<Ev>) {
+        (&mut self.link, &mut self.wired, &mut self.q)
+    }
+    fn link_events(&mut self) {
+        if self.link_traced {
+            crate::trace::recorder::drain_link(&mut self.link, &mut self.rec, self.mm.as_mut());
         }
-        crate::trace::recorder::drain_link(&mut self.link, &mut self.rec, self.mm.as_mut());
+    }
+    /// Drops by the wired discipline after queueing (CoDel at dequeue,
+    /// FQ-CoDel's head drops) count and enter the schedule.
+    fn wired_events(&mut self, d: usize) {
+        use crate::queue::{wired::WiredEvent, QdiscEvent};
+        while let Some(e) = self.wired[d].poll_event() {
+            if let WiredEvent::Queue { ev: QdiscEvent::Drop { at, packet, .. }, .. } = e {
+                self.stats.wired_drops += 1;
+                if let Some(dec) = &mut self.decisions {
+                    dec.push(Decision::Drop { at, len: packet.size(), hash: packet_hash(&packet), wired: true });
+                }
+            }
+        }
+    }
+    /// Down: out to the mobile; up: through the gateway onto the wired link.
+    fn from_wireless(&mut self, now: Instant, dir: usize, p: Packet) {
+        if dir == 0 {
+            self.emit(now, End::Mobile, p);
+        } else {
+            if let Some(taps) = &mut self.taps {
+                taps.push((now, false, p.clone()));
+            }
+            self.wired_offer(now, 1, p);
+        }
+    }
+    /// Up: out to the server; down: through the gateway onto the wireless link.
+    fn from_wired(&mut self, now: Instant, d: usize, p: Packet) {
+        if d == 1 {
+            self.emit(now, End::Server, p);
+        } else {
+            if let Some(taps) = &mut self.taps {
+                taps.push((now, true, p.clone()));
+            }
+            self.link_offer(now, 0, p);
+        }
     }
 }

@@ -14,6 +14,7 @@ use super::outputs::{Closed, FileOut, Out, ParquetSink, Tap, TraceOut};
 use crate::app::web::{Transaction, WebModel};
 use crate::build;
 use crate::config::{mobile_addr, Direction, FlowCfg, LinkSession, Scenario, Stop};
+use crate::link::path::WiredTimer;
 use crate::link::wireless::{LinkTimer, LinkTrace, Offer, Session, WirelessLink};
 use crate::queue::wired::WiredLink;
 use crate::rng::Rng;
@@ -40,7 +41,7 @@ pub use results::{EndReason, FlowResult, RunResult};
 pub const SERVER_ADDR: [u8; 4] = [10, 0, 0, 1];
 
 #[derive(Clone, Copy, Debug)]
-enum Event {
+pub(crate) enum Event {
     FlowStart(u16),
     /// The mobile's application aborts flow `.0` (`abort` of a bulk flow).
     FlowAbort(u16),
@@ -48,10 +49,8 @@ enum Event {
     MediaNext(u16),
     WebNext(u16),
     Tick(u16),
-    WiredArrive(u8),
-    /// The wired transmitter of direction `.0` is free (disciplines that decide
-    /// at dequeue).
-    WiredTx(u8),
+    /// A wired link's packet arrives, or its transmitter is free.
+    Wired(WiredTimer),
     Link(LinkTimer),
     ProxyTimer,
 }
@@ -59,6 +58,12 @@ enum Event {
 impl From<LinkTimer> for Event {
     fn from(t: LinkTimer) -> Event {
         Event::Link(t)
+    }
+}
+
+impl From<WiredTimer> for Event {
+    fn from(t: WiredTimer) -> Event {
+        Event::Wired(t)
     }
 }
 
@@ -222,35 +227,14 @@ impl Sim {
             Event::MediaNext(m) => self.media_send(m as usize),
             Event::WebNext(w) => self.web_next(w as usize),
             Event::Tick(f) => self.chat_tick(f as usize),
-            Event::WiredTx(d) => {
+            Event::Wired(t) => {
                 let now = self.now();
-                let step = self.wired[d as usize].handle_timeout(now);
-                self.wired_step(d as usize, step);
-                self.wired_events(d as usize);
-            }
-            Event::WiredArrive(d) => {
-                let now = self.now();
-                let p = self.wired[d as usize].poll_arrival(now).expect("packet in flight");
-                self.wired_events(d as usize);
-                if d == 1 {
-                    self.to_endpoint(0, p);
-                } else if self.proxy.is_some() {
-                    self.to_proxy(crate::proxy::Side::Wired, p);
-                } else {
-                    self.enqueue_radio(0, p);
-                }
+                crate::link::path::wired_timer(self, now, t);
             }
             Event::ProxyTimer => self.proxy_timer(),
             Event::Link(t) => {
                 let now = self.now();
-                self.link.on_timer_with(now, t, &mut self.q);
-                self.drain_link_events();
-                while let Some((dir, p)) = self.link.poll_deliver() {
-                    self.drain_link_events();
-                    self.from_wireless(dir, p);
-                }
-                self.link.resume_with(&mut self.q);
-                self.drain_link_events();
+                crate::link::path::link_timer(self, now, t);
             }
         }
     }
