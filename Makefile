@@ -38,6 +38,7 @@ lint: $(STAMP)
 	$(PY) -m pip install -q "ruff>=0.6"
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets --release -q -- -D warnings
+	RUSTDOCFLAGS="-D warnings" cargo doc -p thinwire --no-deps -q
 	cargo build -q -p thinwire --no-default-features   # the model layer builds without the simulator
 	$(VENV)/bin/ruff format --check -q .
 	$(VENV)/bin/ruff check -q .

@@ -1,5 +1,5 @@
 //! One description of every result field. A result struct is declared once with
-//! [`described!`]: that gives the struct (with `serde::Serialize`, so it reaches
+//! `described!`: that gives the struct (with `serde::Serialize`, so it reaches
 //! Python as it is) and its `FIELDS` table (name, unit, kind, table label and
 //! group, doc), from which the Python side takes the sweep's metric columns and the
 //! command line's summary tables. A new counter is one field in one place.

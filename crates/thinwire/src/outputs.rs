@@ -48,7 +48,7 @@ const CHUNK: usize = 1 << 20;
 /// Chunks (or row groups) in flight to a writer thread before the run waits.
 const IN_FLIGHT: usize = 4;
 
-/// A file written by a thread of its own, in 1 MiB chunks (at most [`IN_FLIGHT`]
+/// A file written by a thread of its own, in 1 MiB chunks (at most `IN_FLIGHT`
 /// in flight), so that the run does not wait for the kernel's copies. The first
 /// error is kept and later writes are dropped; the run checks
 /// [`FileOut::failed`] and stops.
@@ -296,7 +296,7 @@ impl Sink for TraceOut {
 
 /// Trace rows into a Parquet file in time order with bounded memory (see the
 /// module's doc for the order and the horizon). Row groups are encoded and written
-/// by a thread of their own ([`IN_FLIGHT`] batches in flight at most).
+/// by a thread of their own (`IN_FLIGHT` batches in flight at most).
 pub struct ParquetSink {
     tx: Option<SyncSender<Batch>>,
     worker: Option<JoinHandle<Result<(), String>>>,

@@ -1,7 +1,7 @@
 //! MultiTracer's capture side: reading pcap/pcapng captures (real or simulated) and
 //! computing per-connection TCP statistics in the manner of tcptrace.
 //!
-//! - [`capture`]: pcap and pcapng readers;
+//! - `capture`: pcap and pcapng readers;
 //! - [`decode`]: link layer, IPv4/IPv6 and TCP header decoding;
 //! - [`conn`]: connection tracking, statistics, retransmission and RTT analysis.
 //!

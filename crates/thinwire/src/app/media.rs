@@ -1,6 +1,6 @@
 //! Media distribution source (seed 002 §III): a speaker alternating between talking
 //! and silent periods, exponentially distributed with means 1 s and 1.35 s (Brady's
-//! on/off speech model, the paper's [18]); while talking, packets are sent
+//! on/off speech model, the paper's reference 18); while talking, packets are sent
 //! isochronously at 56 kbit/s; no packets while silent.
 //!
 //! Parameters (defaults): `rate` 56 kbit/s, `packet` 250 B (IP packet size, so the

@@ -267,7 +267,7 @@ pub fn prefetch(f: &Frame) {
 pub struct Reassembler {
     next_seq: Option<u32>,
     intact: bool,
-    pub discarded: u64,
+    pub(crate) discarded: u64,
 }
 
 impl Reassembler {

@@ -12,7 +12,7 @@ pub mod frame;
 pub mod gprs;
 pub mod gsm_csd;
 pub mod is707;
-pub mod path;
+pub(crate) mod path;
 pub mod raw;
 pub mod rlc_am;
 pub mod rlp_gsm;

@@ -79,20 +79,20 @@ use crate::wire::IpAddress;
 /// One unacknowledged segment on the wireless side.
 #[derive(Clone, Debug)]
 pub struct Entry {
-    pub conn: usize,
+    pub(crate) conn: usize,
     /// Sequence offsets [start, end) in the connection's server→mobile stream
     /// (a FIN occupies one offset).
-    pub start: u64,
-    pub end: u64,
-    pub fin: bool,
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    pub(crate) fin: bool,
     /// Sending order across the aggregate (renewed on retransmission).
-    pub order: u64,
-    pub sent_at: Instant,
-    pub tx: u32,
-    pub counter: u32,
-    pub sacked: bool,
+    pub(crate) order: u64,
+    pub(crate) sent_at: Instant,
+    pub(crate) tx: u32,
+    pub(crate) counter: u32,
+    pub(crate) sacked: bool,
     /// Retransmission decided, not yet sent.
-    pub due: bool,
+    pub(crate) due: bool,
 }
 
 impl Entry {
@@ -102,36 +102,36 @@ impl Entry {
 }
 
 pub struct Acb {
-    pub mobile: IpAddress,
+    pub(crate) mobile: IpAddress,
     /// The window (`tcb.cwnd`) and threshold its controller keeps; the
     /// aggregate's bytes sent and delivered as `snd_max` and `snd_una`.
-    pub tcb: Tcb,
+    pub(crate) tcb: Tcb,
     cc: Cc,
     /// Delivered bytes that end the current loss episode (None: none open).
     recover: Option<u64>,
     /// One-segment probing after a timeout.
-    pub probing: bool,
-    pub backoff: u32,
-    pub stalled: bool,
-    pub rtt: RttEstimator,
+    pub(crate) probing: bool,
+    pub(crate) backoff: u32,
+    pub(crate) stalled: bool,
+    pub(crate) rtt: RttEstimator,
     /// Smallest RTT sampled.
-    pub min_rtt: Option<Duration>,
-    pub deadline: Option<Instant>,
+    pub(crate) min_rtt: Option<Duration>,
+    pub(crate) deadline: Option<Instant>,
     pub list: Vec<Entry>,
     pub conns: Vec<usize>,
-    pub sched: Stride,
-    pub next_order: u64,
+    pub(crate) sched: Stride,
+    pub(crate) next_order: u64,
 }
 
 /// What one ACK from the mobile told the aggregate.
 #[derive(Default, Debug)]
 pub struct Feedback {
     /// Some entry was newly ACKed or SACKed.
-    pub progress: bool,
+    pub(crate) progress: bool,
     /// (connection, start offset, new counter) of every counter raised.
-    pub counters: Vec<(usize, u64, u32)>,
+    pub(crate) counters: Vec<(usize, u64, u32)>,
     /// The RTT sample taken (Karn: only from segments sent once).
-    pub rtt: Option<Duration>,
+    pub(crate) rtt: Option<Duration>,
 }
 
 impl Acb {

@@ -36,55 +36,55 @@ pub enum Phase {
 pub struct Conn {
     /// The persist timer (RFC 9293 §3.8.6.1): when the next zero-window probe
     /// goes out, and how many have gone unanswered by an open window.
-    pub persist: Option<Instant>,
-    pub persist_backoff: u32,
+    pub(crate) persist: Option<Instant>,
+    pub(crate) persist_backoff: u32,
     /// The SYN-ACK timer while the mobile has not completed the handshake
     /// (Linux `reqsk_timer_handler`), and its expiries so far.
-    pub synack_at: Option<Instant>,
-    pub synack_timeouts: u32,
-    pub flow: u16,
-    pub mobile: IpAddress,
-    pub server: IpAddress,
-    pub mport: u16,
-    pub sport: u16,
-    pub acb: usize,
-    pub phase: Phase,
-    pub wired: Wired,
+    pub(crate) synack_at: Option<Instant>,
+    pub(crate) synack_timeouts: u32,
+    pub(crate) flow: u16,
+    pub(crate) mobile: IpAddress,
+    pub(crate) server: IpAddress,
+    pub(crate) mport: u16,
+    pub(crate) sport: u16,
+    pub(crate) acb: usize,
+    pub(crate) phase: Phase,
+    pub(crate) wired: Wired,
     /// Real bytes (daemon): the server's data from stream offset 0 (wireless
     /// offset 1) not yet acknowledged by the mobile, and the mobile's data.
-    pub down: Option<SendBuf>,
-    pub up: Option<RecvBuf>,
+    pub(crate) down: Option<SendBuf>,
+    pub(crate) up: Option<RecvBuf>,
     /// The server's ISN (our ISN toward the mobile) and the mobile's ISN.
-    pub iss: u32,
-    pub irs: u32,
+    pub(crate) iss: u32,
+    pub(crate) irs: u32,
     /// The mobile has acknowledged our SYN-ACK.
-    pub established: bool,
-    pub mss: u64,
-    pub sack: bool,
+    pub(crate) established: bool,
+    pub(crate) mss: u64,
+    pub(crate) sack: bool,
     // --- wireless sender (offsets in the server→mobile stream; 0 is the SYN) ---
-    pub snd_una: u64,
-    pub snd_nxt: u64,
-    pub rwnd: u64,
+    pub(crate) snd_una: u64,
+    pub(crate) snd_nxt: u64,
+    pub(crate) rwnd: u64,
     /// The server's FIN, held until the mobile acknowledges ours: its offset.
-    pub fin_at: Option<u64>,
-    pub fin_sent: bool,
-    pub fin_acked: bool,
+    pub(crate) fin_at: Option<u64>,
+    pub(crate) fin_sent: bool,
+    pub(crate) fin_acked: bool,
     // --- wireless receiver (offsets in the mobile→server stream) ---
-    pub rcv_nxt: u64,
-    pub ooo: Ranges,
-    pub mobile_fin_at: Option<u64>,
-    pub mobile_fin_in: bool,
+    pub(crate) rcv_nxt: u64,
+    pub(crate) ooo: Ranges,
+    pub(crate) mobile_fin_at: Option<u64>,
+    pub(crate) mobile_fin_in: bool,
     /// The mobile's FIN has been acknowledged (after the server ACKed ours).
-    pub mobile_fin_acked: bool,
-    pub ack_owed: bool,
+    pub(crate) mobile_fin_acked: bool,
+    pub(crate) ack_owed: bool,
     // --- scheduling and flow control ---
-    pub class: u8,
-    pub tickets: u32,
-    pub pass: u64,
-    pub allowance: f64,
-    pub fc_at: Instant,
-    pub last_cap: Option<u64>,
-    pub last_queue: u64,
+    pub(crate) class: u8,
+    pub(crate) tickets: u32,
+    pub(crate) pass: u64,
+    pub(crate) allowance: f64,
+    pub(crate) fc_at: Instant,
+    pub(crate) last_cap: Option<u64>,
+    pub(crate) last_queue: u64,
 }
 
 impl Conn {

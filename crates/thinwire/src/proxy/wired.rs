@@ -42,9 +42,9 @@ pub enum Command {
 #[derive(Clone, Debug, Default)]
 pub struct Stream {
     /// The socket is connected.
-    pub connected: bool,
+    pub(crate) connected: bool,
     /// Bytes read from the server.
-    pub received: u64,
+    pub(crate) received: u64,
     /// The server's FIN (end of file) was read.
     pub eof: bool,
     /// Bytes of the mobile's data available for the server, and whether its FIN
@@ -55,11 +55,11 @@ pub struct Stream {
     pub written: u64,
     /// The socket was shut down for writing, and the server acknowledged the FIN.
     pub shut: bool,
-    pub shut_acked: bool,
+    pub(crate) shut_acked: bool,
     /// The window cap (bytes the proxy may hold unsent for this connection) as
     /// last set, and `received` at that moment.
-    pub cap: u64,
-    pub cap_at: u64,
+    pub(crate) cap: u64,
+    pub(crate) cap_at: u64,
 }
 
 pub enum Wired {

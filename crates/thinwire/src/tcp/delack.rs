@@ -39,9 +39,9 @@ const ATO_MAX: Duration = Duration(500_000_000);
 #[derive(Clone, Debug)]
 pub struct LinuxAcks {
     /// Quick ACKs left (`icsk_ack.quick`).
-    pub quick: u32,
+    pub(crate) quick: u32,
     /// The delayed-ACK estimate (`icsk_ack.ato`); zero before the first data.
-    pub ato: Duration,
+    pub(crate) ato: Duration,
     /// When data last arrived (`icsk_ack.lrcvtime`).
     last: Instant,
     ato_min: Duration,

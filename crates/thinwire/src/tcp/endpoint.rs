@@ -182,7 +182,7 @@ pub struct Segment {
 }
 
 pub struct Tcp {
-    pub cfg: TcpConfig,
+    pub(crate) cfg: TcpConfig,
     pub state: State,
     /// Window the receiver is willing to advertise now (grows from `rcv_wnd_initial`).
     rcv_ssthresh: u64,

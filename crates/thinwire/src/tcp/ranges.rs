@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Ranges {
-    pub v: VecDeque<(u64, u64)>,
+    pub(crate) v: VecDeque<(u64, u64)>,
 }
 
 impl Ranges {

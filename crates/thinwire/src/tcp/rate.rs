@@ -21,12 +21,12 @@ use crate::time::{Duration, Instant};
 /// `tcp_skb_cb.tx`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TxState {
-    pub first_tx: Instant,
-    pub delivered_at: Instant,
-    pub delivered: u64,
-    pub app_limited: bool,
+    pub(crate) first_tx: Instant,
+    pub(crate) delivered_at: Instant,
+    pub(crate) delivered: u64,
+    pub(crate) app_limited: bool,
     /// Recorded (rate sampling was on when it was sent).
-    pub valid: bool,
+    pub(crate) valid: bool,
 }
 
 /// One ACK's rate sample (Linux `struct rate_sample`).
@@ -56,18 +56,18 @@ pub struct RateSample {
 /// `first_tx_mstamp`, `app_limited`, `lost`).
 #[derive(Clone, Debug, Default)]
 pub struct RateState {
-    pub delivered: u64,
-    pub delivered_at: Instant,
-    pub first_tx: Instant,
+    pub(crate) delivered: u64,
+    pub(crate) delivered_at: Instant,
+    pub(crate) first_tx: Instant,
     /// Non-zero: application-limited until `delivered` passes it.
-    pub app_limited: u64,
-    pub lost: u64,
+    pub(crate) app_limited: u64,
+    pub(crate) lost: u64,
     /// `lost` when the ACK being processed began.
     lost_before: u64,
     /// The smallest RTT sample (Linux `tcp_min_rtt`; its 5-minute window is
     /// longer than any run here).
-    pub min_rtt: Option<Duration>,
-    pub rs: RateSample,
+    pub(crate) min_rtt: Option<Duration>,
+    pub(crate) rs: RateSample,
 }
 
 impl RateState {

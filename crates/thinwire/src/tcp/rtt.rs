@@ -33,20 +33,20 @@ pub enum RtoKind {
 
 #[derive(Clone, Debug)]
 pub struct RttEstimator {
-    pub kind: RtoKind,
+    pub(crate) kind: RtoKind,
     pub srtt: Option<Duration>,
     /// RFC 6298 RTTVAR, or Linux's `rttvar_us` (the variance term of the RTO).
-    pub rttvar: Duration,
+    pub(crate) rttvar: Duration,
     /// Linux `srtt_us` (8·SRTT in µs), `mdev_us`, `mdev_max_us` and `rtt_seq`.
     srtt8: i64,
     mdev: Duration,
     mdev_max: Duration,
     rtt_seq: u64,
     base_rto: Duration,
-    pub backoff: u32,
-    pub granularity: Duration,
-    pub min_rto: Duration,
-    pub max_rto: Duration,
+    pub(crate) backoff: u32,
+    pub(crate) granularity: Duration,
+    pub(crate) min_rto: Duration,
+    pub(crate) max_rto: Duration,
 }
 
 impl RttEstimator {

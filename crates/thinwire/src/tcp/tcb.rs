@@ -17,18 +17,18 @@ use std::collections::VecDeque;
 /// or RACK needs their send times.
 #[derive(Clone, Copy, Debug)]
 pub struct Sent {
-    pub start: u64,
-    pub end: u64,
+    pub(crate) start: u64,
+    pub(crate) end: u64,
     /// When it was last sent.
-    pub xmit: Instant,
+    pub(crate) xmit: Instant,
     /// Ever sent again (Karn: no RTT sample from it).
-    pub retx: bool,
+    pub(crate) retx: bool,
     /// Deemed lost and not sent again since (not in the pipe).
-    pub lost: bool,
+    pub(crate) lost: bool,
     /// Covered by SACK blocks.
-    pub sacked: bool,
+    pub(crate) sacked: bool,
     /// The connection's delivery state when it was last sent (rate sampling).
-    pub tx: super::rate::TxState,
+    pub(crate) tx: super::rate::TxState,
 }
 
 /// What undoing a loss episode's reduction needs (Linux `tcp_init_undo`:
@@ -38,18 +38,18 @@ pub struct Sent {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Undo {
     /// The window and threshold before the episode (`tcp_current_ssthresh`).
-    pub cwnd: u64,
-    pub ssthresh: u64,
+    pub(crate) cwnd: u64,
+    pub(crate) ssthresh: u64,
     /// Our timestamp clock when the episode's first retransmission left; None
     /// once the episode is over (Linux clears `retrans_stamp` back in Open).
-    pub stamp: Option<u32>,
+    pub(crate) stamp: Option<u32>,
     /// Segments retransmitted in the episode and not yet DSACKed; None before
     /// the first (Linux's −1).
-    pub retrans: Option<u64>,
+    pub(crate) retrans: Option<u64>,
     /// `snd_una` when the episode began.
-    pub marker: u64,
+    pub(crate) marker: u64,
     /// Retransmission timeouts in the episode (spurious ones, if it is undone).
-    pub timeouts: u64,
+    pub(crate) timeouts: u64,
 }
 
 /// Our timestamp clock (RFC 7323 TSval): milliseconds, never 0.
@@ -60,105 +60,105 @@ pub fn ts_clock(now: Instant) -> u32 {
 #[derive(Clone, Debug)]
 pub struct Tcb {
     /// Sender maximum segment size in bytes (after options).
-    pub smss: u64,
-    pub cwnd: u64,
-    pub ssthresh: u64,
+    pub(crate) smss: u64,
+    pub(crate) cwnd: u64,
+    pub(crate) ssthresh: u64,
     /// Oldest unacknowledged offset.
-    pub snd_una: u64,
+    pub(crate) snd_una: u64,
     /// Next offset to send.
-    pub snd_nxt: u64,
+    pub(crate) snd_nxt: u64,
     /// Highest offset sent + 1.
-    pub snd_max: u64,
+    pub(crate) snd_max: u64,
     /// The peer's receive window (scaled), in bytes.
-    pub snd_wnd: u64,
+    pub(crate) snd_wnd: u64,
     /// Duplicate ACKs in a row.
-    pub dupacks: u32,
-    pub in_recovery: bool,
+    pub(crate) dupacks: u32,
+    pub(crate) in_recovery: bool,
     /// A timeout's loss episode is under way (Linux `TCP_CA_Loss`) until `recover`
     /// is acknowledged.
-    pub in_loss: bool,
+    pub(crate) in_loss: bool,
     /// The smoothed RTT (the endpoint's estimator), and whether the peer does SACK.
-    pub srtt: Option<Duration>,
+    pub(crate) srtt: Option<Duration>,
     /// The smallest RTT sample, the handshake's included (Linux `tcp_min_rtt`,
     /// whose 5-minute window is longer than the runs here).
-    pub min_rtt: Option<Duration>,
-    pub sack_ok: bool,
+    pub(crate) min_rtt: Option<Duration>,
+    pub(crate) sack_ok: bool,
     /// A tail loss probe is wanted now (the recovery asks, the endpoint sends it:
     /// new data if there is some the receiver's window allows, else the last
     /// segment again).
-    pub probe: bool,
+    pub(crate) probe: bool,
     /// The probe timer fired while a probe was still outstanding (Linux
     /// `tcp_send_loss_probe`: at most one, `rearm_timer`): no probe; the endpoint
     /// re-arms the retransmission timer from the first unacknowledged segment's
     /// transmission (`tcp_rearm_rto` with the probe timer pending:
     /// `tcp_rto_delta_us`), so it fires at once if that time has passed.
-    pub rto_from_head: bool,
+    pub(crate) rto_from_head: bool,
     /// The probe outstanding: `snd_max` after it, and whether it was a
     /// retransmission (Linux `tlp_high_seq`, `tlp_retrans`).
-    pub tlp: Option<(u64, bool)>,
+    pub(crate) tlp: Option<(u64, bool)>,
     /// RFC 6582 `recover`: `snd_max` when recovery (or the last RTO) began.
-    pub recover: u64,
+    pub(crate) recover: u64,
     /// RFC 6675 `HighRxt`: the highest offset retransmitted in this recovery.
-    pub high_rxt: u64,
+    pub(crate) high_rxt: u64,
     /// A retransmission to send next, from this offset.
-    pub rexmit: Option<u64>,
+    pub(crate) rexmit: Option<u64>,
     /// SACKed ranges above `snd_una`.
-    pub scoreboard: Ranges,
+    pub(crate) scoreboard: Ranges,
     /// Bytes the ACK being processed newly delivered: cumulatively acknowledged
     /// (and not SACKed before) or newly SACKed (RFC 6937 `DeliveredData`); one SMSS
     /// for a duplicate ACK without SACK.
-    pub delivered: u64,
+    pub(crate) delivered: u64,
     /// The segment being timed for an RTT sample (without timestamps): (end offset, sent at).
-    pub timing: Option<(u64, Instant)>,
+    pub(crate) timing: Option<(u64, Instant)>,
     /// Segments sent and not cumulatively acknowledged, in sequence order (only
     /// when `track_sent`).
-    pub sent: VecDeque<Sent>,
-    pub track_sent: bool,
+    pub(crate) sent: VecDeque<Sent>,
+    pub(crate) track_sent: bool,
     /// What the ACK being processed delivered, from `sent`: (sent at, end, ever
     /// retransmitted) of each segment newly acknowledged or SACKed.
-    pub delivered_segs: Vec<(Instant, u64, bool)>,
+    pub(crate) delivered_segs: Vec<(Instant, u64, bool)>,
     /// A loss-detection timer of the recovery (RACK's reordering timer).
-    pub recovery_deadline: Option<Instant>,
+    pub(crate) recovery_deadline: Option<Instant>,
     /// How long until the retransmission timer fires (its whole value when the
     /// ACK being processed restarts it): a loss probe never waits longer (Linux
     /// `tcp_schedule_loss_probe`).
-    pub rto_in: Duration,
+    pub(crate) rto_in: Duration,
     /// Linux's undo (`rto = "linux"`): `undo_enabled`, and the state of the
     /// last loss episode.
-    pub undo_enabled: bool,
-    pub undo: Option<Undo>,
+    pub(crate) undo_enabled: bool,
+    pub(crate) undo: Option<Undo>,
     /// F-RTO (RFC 5682 §3 with SACK, Linux `tp->frto`) is judging the current
     /// timeout; `frto_new`: this ACK lets out new data only (step 2b).
-    pub frto: bool,
-    pub frto_new: bool,
+    pub(crate) frto: bool,
+    pub(crate) frto_new: bool,
     /// An ECN reduction (Linux `TCP_CA_CWR`) is under way until `snd_una` passes
     /// `cwr_high`; `queue_cwr`: the next new segment carries CWR (RFC 3168 §6.1.2).
-    pub in_cwr: bool,
-    pub cwr_high: u64,
-    pub queue_cwr: bool,
+    pub(crate) in_cwr: bool,
+    pub(crate) cwr_high: u64,
+    pub(crate) queue_cwr: bool,
     /// The controller sets the window on every ACK itself (BBR): the recovery's
     /// and the endpoint's changes of cwnd are ignored, except a timeout's
     /// (`force_cwnd`).
-    pub cc_owns_cwnd: bool,
+    pub(crate) cc_owns_cwnd: bool,
     /// Delivery-rate sampling (`tcp/rate.rs`), for controllers fed by it.
-    pub rate: Option<super::rate::RateState>,
+    pub(crate) rate: Option<super::rate::RateState>,
     /// Pacing: the rate in bytes per second, and when the next data segment may
     /// leave (Linux `sk_pacing_rate`, `tcp_wstamp_ns`).
-    pub pacing_rate: Option<u64>,
-    pub next_send: Instant,
+    pub(crate) pacing_rate: Option<u64>,
+    pub(crate) next_send: Instant,
     /// Random numbers for the controller (BBR's cycle phase), seeded per
     /// connection.
-    pub rand: u64,
+    pub(crate) rand: u64,
     /// A fixed window (seed 003 §V "TCP clamp"): every change of cwnd is ignored.
     pub(crate) clamp: Option<u64>,
     /// Linux `tcp_cwnd_validate`: whether the sender used its whole window in the
     /// current window of data (`is_cwnd_limited`), the most bytes in flight
     /// otherwise (`max_packets_out`), and where that window ends (`cwnd_usage_seq`).
-    pub cwnd_limited: bool,
-    pub max_flight: u64,
-    pub cwnd_usage_seq: u64,
-    pub trace: Option<std::collections::VecDeque<VarEvent>>,
-    pub stats: TcpStats,
+    pub(crate) cwnd_limited: bool,
+    pub(crate) max_flight: u64,
+    pub(crate) cwnd_usage_seq: u64,
+    pub(crate) trace: Option<std::collections::VecDeque<VarEvent>>,
+    pub(crate) stats: TcpStats,
 }
 
 impl Tcb {

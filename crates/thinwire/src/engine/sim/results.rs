@@ -138,7 +138,7 @@ pub enum EndReason {
     /// Nothing was left to happen while flows had not finished: they wait for ever
     /// (a window that never opens, a flow starting after `max_time`).
     Idle,
-    /// Simulated time stopped advancing: [`STUCK_EVENTS`] events at one instant
+    /// Simulated time stopped advancing: [`STUCK_EVENTS`](crate::engine::sim::STUCK_EVENTS) events at one instant
     /// (a timer of zero length firing again and again). A model or range bug.
     Stuck,
     /// The caller's poll asked to stop (Ctrl-C).
