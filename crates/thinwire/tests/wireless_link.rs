@@ -1,4 +1,4 @@
-//! The wireless link as one machine (src/link/wireless/), driven from a plain
+//! The wireless link as one machine (src/link/wireless.rs), driven from a plain
 //! loop on its own timers: how the two sessions share the radio (seed 002 §III),
 //! the shared frame queue of ns-2's structure, and that the own-timer and
 //! external-queue forms of the API make the same decisions.

@@ -3,7 +3,7 @@
 //! wireless link, all protocol machines driven sans-IO from one event queue.
 //!
 //! Wired link: per direction a drop-tail queue (default 1000 packets), a rate and a
-//! propagation delay. Wireless link: one [`WirelessLink`] (src/link/wireless/) with
+//! propagation delay. Wireless link: one [`WirelessLink`] (src/link/wireless.rs) with
 //! both directions' IP queues, link-layer sessions, multiplexer, channels, airtime
 //! and propagation; its wake-ups go into this simulator's event queue, so its events
 //! are ordered with every other event as if its code were part of the simulator.
