@@ -171,7 +171,7 @@ impl Acb {
     }
 
     /// A new fixed window (`estimate_clamp`; only with the `clamp` controller).
-    pub fn set_clamp(&mut self, w: u64, now: Instant) {
+    pub(crate) fn set_clamp(&mut self, w: u64, now: Instant) {
         if self.cc.kind() == CcKind::Clamp {
             self.cc = CcKind::Clamp.make(&Self::cc_config(CcKind::Clamp, w, self.tcb.smss, 1));
             self.tcb.clamp = Some(w);
@@ -181,7 +181,7 @@ impl Acb {
 
     /// After a round of sending (Linux `tcp_cwnd_validate`): `limited` when the
     /// window stopped it.
-    pub fn sent_until(&mut self, limited: bool) {
+    pub(crate) fn sent_until(&mut self, limited: bool) {
         self.tcb.cwnd_validate(limited);
     }
 
@@ -292,7 +292,7 @@ impl Acb {
     }
 
     /// Takes the oldest retransmission due, renewing its place in sending order.
-    pub fn take_due(&mut self, now: Instant) -> Option<Entry> {
+    pub(crate) fn take_due(&mut self, now: Instant) -> Option<Entry> {
         let i = self.list.iter().position(|e| e.due)?;
         Some(self.resend(i, now))
     }
@@ -311,7 +311,7 @@ impl Acb {
 
     /// The retransmission timeout: the oldest unSACKed segment goes out again as
     /// the probe. Returns it, or None if nothing was outstanding.
-    pub fn on_timeout(&mut self, now: Instant, min_rto: Duration, max_rto: Duration) -> Option<Entry> {
+    pub(crate) fn on_timeout(&mut self, now: Instant, min_rto: Duration, max_rto: Duration) -> Option<Entry> {
         let i = self.list.iter().position(|e| !e.sacked)?;
         if self.backoff == 0 && !self.stalled {
             // The stall's first timeout: the controller's threshold, and the
@@ -333,7 +333,7 @@ impl Acb {
 
     /// After feedback with progress: leave probing, restore the window, re-arm.
     /// Returns true if the link came back from a stall.
-    pub fn on_progress(&mut self, now: Instant) -> bool {
+    pub(crate) fn on_progress(&mut self, now: Instant) -> bool {
         let recovered = self.probing || self.stalled;
         self.probing = false;
         self.stalled = false;
@@ -345,18 +345,18 @@ impl Acb {
     /// Starts the timer for a first segment sent after the aggregate was idle: the
     /// link must set up its temporary block flows again in both directions (seed
     /// 003 §III), so the timer waits at least `floor` (the initial RTO).
-    pub fn arm_after_idle(&mut self, now: Instant, floor: Duration) {
+    pub(crate) fn arm_after_idle(&mut self, now: Instant, floor: Duration) {
         self.deadline = Some(now + self.rtt.rto().max(floor));
     }
 
     /// (Re)starts the timer if segments are outstanding, stops it otherwise.
-    pub fn rearm(&mut self, now: Instant) {
+    pub(crate) fn rearm(&mut self, now: Instant) {
         self.deadline = self.list.iter().any(|e| !e.sacked).then(|| now + self.rtt.rto());
     }
 
     /// Room for another segment of `mss`: outstanding data at least one MSS below
     /// the window; while probing, none beyond the probe.
-    pub fn has_room(&self, mss: u64) -> bool {
+    pub(crate) fn has_room(&self, mss: u64) -> bool {
         !self.probing && self.outstanding() + mss <= self.tcb.cwnd
     }
 }

@@ -80,7 +80,7 @@ impl Default for ProxyConfig {
 }
 
 impl ProxyConfig {
-    pub fn bdp(&self) -> f64 {
+    pub(crate) fn bdp(&self) -> f64 {
         self.link_rate as f64 * self.link_rtt.as_secs_f64()
     }
     /// The aggregate's window: `clamp`, or (1 + headroom)·BDP; never below one

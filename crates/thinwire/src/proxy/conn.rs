@@ -89,7 +89,7 @@ pub struct Conn {
 
 impl Conn {
     /// End of the data the wired leg has received in order (an offset).
-    pub fn avail_end(&self) -> u64 {
+    pub(crate) fn avail_end(&self) -> u64 {
         1 + self.wired.delivered()
     }
     /// Bytes held at the proxy for the mobile: early-ACKed, not yet ACKed by it.
@@ -97,21 +97,21 @@ impl Conn {
         self.avail_end().saturating_sub(self.snd_una.max(1))
     }
     /// Bytes in the connection's queue: early-ACKed, not yet sent to the mobile.
-    pub fn unsent(&self) -> u64 {
+    pub(crate) fn unsent(&self) -> u64 {
         self.avail_end().saturating_sub(self.snd_nxt.max(1))
     }
     /// Mobile data not yet acknowledged by the server (in the daemon: not yet
     /// taken by the server socket).
-    pub fn upload_backlog(&self) -> u64 {
+    pub(crate) fn upload_backlog(&self) -> u64 {
         (self.rcv_nxt - 1).saturating_sub(self.wired.acked_bytes())
     }
     /// The window the wireless leg offers the mobile.
-    pub fn window_to_mobile(&self) -> u16 {
+    pub(crate) fn window_to_mobile(&self) -> u16 {
         65535u64.saturating_sub(self.upload_backlog()) as u16
     }
     /// The acknowledgement number toward the mobile: its FIN only once the
     /// server has acknowledged the wired leg's.
-    pub fn ack_to_mobile(&self) -> u32 {
+    pub(crate) fn ack_to_mobile(&self) -> u32 {
         let fin = self.mobile_fin_in && self.wired.fin_acked();
         self.irs.wrapping_add((self.rcv_nxt + fin as u64) as u32)
     }
@@ -139,13 +139,13 @@ impl Conn {
 
     /// The mobile's SYN came but its handshake is not complete: the server is
     /// being connected, or the SYN-ACK is not yet acknowledged.
-    pub fn half_open(&self) -> bool {
+    pub(crate) fn half_open(&self) -> bool {
         self.phase == Phase::Connecting || (self.phase == Phase::Open && !self.established)
     }
 
     /// Data or the FIN waits and nothing is in flight, but the mobile's window
     /// is shut: only a probe can learn when it opens.
-    pub fn window_shut(&self) -> bool {
+    pub(crate) fn window_shut(&self) -> bool {
         let fin_waits = self.fin_at.is_some_and(|f| !self.fin_sent && self.snd_nxt == f);
         self.phase == Phase::Open
             && self.established
@@ -158,7 +158,7 @@ impl Conn {
     /// Data goes in segments of min(MSS, queued) within the mobile's window (a
     /// smaller piece only when nothing of this connection is in flight); the FIN
     /// follows the last byte.
-    pub fn sendable(&self) -> Option<(u64, u64, bool)> {
+    pub(crate) fn sendable(&self) -> Option<(u64, u64, bool)> {
         if self.phase != Phase::Open || !self.established {
             return None;
         }

@@ -32,7 +32,7 @@ impl Stride {
     }
 
     /// The pass after sending `len` bytes with `tickets` (segments of `mss`).
-    pub fn charge(pass: u64, tickets: u32, len: u64, mss: u64) -> u64 {
+    pub(crate) fn charge(pass: u64, tickets: u32, len: u64, mss: u64) -> u64 {
         pass + (STRIDE1 * len.max(1)) / (tickets.max(1) as u64 * mss.max(1))
     }
 }

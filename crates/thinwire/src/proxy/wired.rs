@@ -107,12 +107,6 @@ impl Wired {
             }
         }
     }
-    pub fn app_limit(&self) -> Option<u64> {
-        match self {
-            Wired::Tcp(t) => t.app_limit(),
-            Wired::Stream(s) => Some(s.up_limit),
-        }
-    }
     /// Caps the window the server may fill: TCP's advertised window, or the
     /// stream's read allowance.
     pub fn set_window_cap(&mut self, cap: Option<u64>) {

@@ -54,19 +54,19 @@ impl LinuxAcks {
 
     /// `tcp_incr_quickack`: at least `max` quick ACKs, or as many as half the
     /// window in segments if fewer (2 at least).
-    pub fn incr_quickack(&mut self, max: u32, window: u64, mss: u64) {
+    pub(crate) fn incr_quickack(&mut self, max: u32, window: u64, mss: u64) {
         let n = (window / (2 * mss.max(1))).clamp(2, u32::MAX as u64) as u32;
         self.quick = self.quick.max(n.min(max));
     }
 
     /// `tcp_enter_quickack_mode`.
-    pub fn enter_quickack(&mut self, max: u32, window: u64, mss: u64) {
+    pub(crate) fn enter_quickack(&mut self, max: u32, window: u64, mss: u64) {
         self.incr_quickack(max, window, mss);
         self.ato = self.ato_min;
     }
 
     /// `tcp_event_data_recv`: in-order data arrived now.
-    pub fn on_data(&mut self, now: Instant, rto: Duration, window: u64, mss: u64) {
+    pub(crate) fn on_data(&mut self, now: Instant, rto: Duration, window: u64, mss: u64) {
         if self.ato == Duration::ZERO {
             self.incr_quickack(MAX_QUICKACKS, window, mss);
             self.ato = self.ato_min;
@@ -98,7 +98,7 @@ impl LinuxAcks {
     }
 
     /// `tcp_dec_quickack_mode`: an ACK of new data went out.
-    pub fn on_ack_sent(&mut self) {
+    pub(crate) fn on_ack_sent(&mut self) {
         if self.quick > 0 {
             self.quick -= 1;
             if self.quick == 0 {
@@ -108,7 +108,7 @@ impl LinuxAcks {
     }
 
     /// `tcp_delack_timer_handler`: the timer fired with an ACK owed.
-    pub fn on_timer(&mut self, rto: Duration) {
+    pub(crate) fn on_timer(&mut self, rto: Duration) {
         self.ato = (self.ato * 2).min(rto);
     }
 }

@@ -73,7 +73,7 @@ pub struct RateState {
 impl RateState {
     /// `tcp_rate_skb_sent`: a segment leaves at `now` with `in_flight` segments
     /// already out.
-    pub fn on_sent(&mut self, now: Instant, in_flight: u64) -> TxState {
+    pub(crate) fn on_sent(&mut self, now: Instant, in_flight: u64) -> TxState {
         if in_flight == 0 {
             self.first_tx = now;
             self.delivered_at = now;
@@ -88,14 +88,14 @@ impl RateState {
     }
 
     /// An ACK starts being processed.
-    pub fn start_ack(&mut self, in_flight: u64) {
+    pub(crate) fn start_ack(&mut self, in_flight: u64) {
         self.rs = RateSample { prior_in_flight: in_flight, ..RateSample::default() };
         self.lost_before = self.lost;
     }
 
     /// `tcp_rate_skb_delivered` and the count (`tcp_count_delivered`): a segment
     /// sent at `xmit` (ending at `end`, `retx` if ever sent again) is delivered.
-    pub fn on_delivered(&mut self, now: Instant, xmit: Instant, end: u64, retx: bool, tx: &TxState) {
+    pub(crate) fn on_delivered(&mut self, now: Instant, xmit: Instant, end: u64, retx: bool, tx: &TxState) {
         self.delivered += 1;
         self.rs.acked_sacked += 1;
         if !retx && self.rs.rtt_xmit.is_none_or(|t| xmit >= t) {
@@ -120,7 +120,7 @@ impl RateState {
     }
 
     /// `tcp_rate_gen` at the end of the ACK.
-    pub fn generate(&mut self, now: Instant) {
+    pub(crate) fn generate(&mut self, now: Instant) {
         if let Some(r) = self.rs.rtt {
             self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
         }
@@ -143,7 +143,7 @@ impl RateState {
 
     /// `tcp_rate_check_app_limited`: the sender has nothing more to send and its
     /// window is not full.
-    pub fn mark_app_limited(&mut self, in_flight: u64) {
+    pub(crate) fn mark_app_limited(&mut self, in_flight: u64) {
         self.app_limited = (self.delivered + in_flight).max(1);
     }
 }

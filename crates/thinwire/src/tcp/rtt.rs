@@ -13,7 +13,7 @@
 //!   the first sample gives mdev = 2·RTT; `RTO = SRTT + rttvar` rounded up to G
 //!   (`usecs_to_jiffies`), at most `max_rto` — so `min_rto` bounds the variance
 //!   term, not the RTO (with SRTT 128 ms and a steady RTT, RTO = 128 + 200 ms).
-//!   [`RttEstimator::fallback`] is the kernel's `TCP_TIMEOUT_FALLBACK`: 3 s when the
+//!   `RttEstimator::fallback` is the kernel's `TCP_TIMEOUT_FALLBACK`: 3 s when the
 //!   handshake gave no sample.
 use crate::time::Duration;
 use serde::Deserialize;
@@ -67,7 +67,7 @@ impl RttEstimator {
         }
     }
     /// The same with the timeout computed as `kind` says.
-    pub fn with_kind(self, kind: RtoKind) -> Self {
+    pub(crate) fn with_kind(self, kind: RtoKind) -> Self {
         RttEstimator { kind, ..self }
     }
     /// An RTT sample (RFC 6298).
@@ -76,7 +76,7 @@ impl RttEstimator {
     }
     /// An RTT sample taken when the cumulative ACK reached `snd_una`, with
     /// `snd_nxt` the next offset to send (Linux's once-per-window rttvar update).
-    pub fn sample_at(&mut self, r: Duration, snd_una: u64, snd_nxt: u64) {
+    pub(crate) fn sample_at(&mut self, r: Duration, snd_una: u64, snd_nxt: u64) {
         let r = r.max(Duration(1));
         match self.kind {
             RtoKind::Rfc6298 => self.rfc6298(r),
@@ -144,7 +144,7 @@ impl RttEstimator {
     }
     /// Linux `tcp_init_metrics` when the handshake gave no RTT sample (RFC 6298
     /// §5.7): the RTO falls back to `rto` (3 s) until the first sample.
-    pub fn fallback(&mut self, rto: Duration) {
+    pub(crate) fn fallback(&mut self, rto: Duration) {
         if self.srtt.is_none() {
             self.rttvar = rto;
             self.mdev = rto;
@@ -162,7 +162,7 @@ impl RttEstimator {
         let b = r.nanos().saturating_mul(1i64 << self.backoff.min(30));
         Duration(b).min(self.max_rto)
     }
-    pub fn on_timeout(&mut self) {
+    pub(crate) fn on_timeout(&mut self) {
         if self.rto() < self.max_rto {
             self.backoff += 1;
         }

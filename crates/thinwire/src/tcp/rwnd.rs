@@ -122,14 +122,14 @@ impl LinuxRwnd {
     }
 
     /// The window scale to offer (`tcp_select_initial_window`).
-    pub fn wscale(&self) -> u8 {
+    pub(crate) fn wscale(&self) -> u8 {
         let space = self.win(self.rcvbuf).max(self.rcvbuf_max).max(CORE_RMEM_MAX).min(self.window_clamp);
         (space.ilog2().saturating_sub(15)).min(14) as u8
     }
 
     /// The SYN's (or SYN-ACK's) window, for segments of `mss` bytes
     /// (`tcp_select_initial_window`).
-    pub fn syn_window(&self, mss: u64) -> u64 {
+    pub(crate) fn syn_window(&self, mss: u64) -> u64 {
         let mut space = self.win(self.rcvbuf).min(self.window_clamp);
         if space > mss {
             space -= space % mss;
@@ -141,7 +141,7 @@ impl LinuxRwnd {
     /// without options, `rcv_wnd` the window offered in the SYN (where
     /// `rcv_ssthresh` starts, `tcp_connect_init`), `seq` the next byte the
     /// application will read.
-    pub fn established(&mut self, now: Instant, advmss: u64, wscale: u8, rcv_wnd: u64, seq: u64) {
+    pub(crate) fn established(&mut self, now: Instant, advmss: u64, wscale: u8, rcv_wnd: u64, seq: u64) {
         self.advmss = advmss;
         self.window_clamp = self.window_clamp.min(65535 << wscale);
         let maxwin = self.win(self.rcvbuf);
@@ -177,7 +177,7 @@ impl LinuxRwnd {
     /// our timestamp clock (ms), `rcv_nxt` after it. True if the window grew
     /// (the kernel then asks for a quick ACK).
     #[allow(clippy::too_many_arguments)]
-    pub fn on_data(
+    pub(crate) fn on_data(
         &mut self,
         now: Instant,
         len: u64,
@@ -269,7 +269,7 @@ impl LinuxRwnd {
     }
 
     /// The application has read up to `copied` (`tcp_rcv_space_adjust`).
-    pub fn on_read(&mut self, now: Instant, copied: u64) {
+    pub(crate) fn on_read(&mut self, now: Instant, copied: u64) {
         if self.rtt_us8 == 0 {
             return;
         }
@@ -298,7 +298,7 @@ impl LinuxRwnd {
     /// The window to advertise (`tcp_select_window`): `held` the memory queued,
     /// `cur_win` what is left of the window last offered, `rcv_wnd` that window,
     /// `wscale` our scale.
-    pub fn select(&self, held: u64, cur_win: u64, rcv_wnd: u64, wscale: u8) -> u64 {
+    pub(crate) fn select(&self, held: u64, cur_win: u64, rcv_wnd: u64, wscale: u8) -> u64 {
         let unit = 1u64 << wscale;
         let new = self.select_raw(held, rcv_wnd, wscale);
         let new = if new < cur_win { cur_win.div_ceil(unit) * unit } else { new };

@@ -221,7 +221,7 @@ impl Tcb {
     /// the end of `tcp_write_xmit`): `limited` when the window, not the
     /// application or the receiver, stopped it. Kept for a window of data, so an
     /// application-limited moment inside a window does not stop growth.
-    pub fn cwnd_validate(&mut self, limited: bool) {
+    pub(crate) fn cwnd_validate(&mut self, limited: bool) {
         let packets_out = self.flight();
         if self.snd_una >= self.cwnd_usage_seq || limited || (!self.cwnd_limited && packets_out > self.max_flight) {
             self.cwnd_limited = limited;
@@ -233,25 +233,25 @@ impl Tcb {
     /// Linux `tcp_is_cwnd_limited`: may the window grow? Yes when the sender was
     /// window-limited in this window of data; in slow start also while cwnd is
     /// below twice the most bytes in flight.
-    pub fn is_cwnd_limited(&self) -> bool {
+    pub(crate) fn is_cwnd_limited(&self) -> bool {
         self.cwnd_limited || (self.cwnd < self.ssthresh && self.cwnd < 2 * self.max_flight)
     }
 
     /// Records a traced variable (when tracing).
-    pub fn push_var(&mut self, now: Instant, var: TcpVar, value: i64) {
+    pub(crate) fn push_var(&mut self, now: Instant, var: TcpVar, value: i64) {
         if let Some(t) = &mut self.trace {
             t.push_back(VarEvent { at: now, var, value });
         }
     }
 
-    pub fn set_cwnd(&mut self, now: Instant, v: u64) {
+    pub(crate) fn set_cwnd(&mut self, now: Instant, v: u64) {
         if !self.cc_owns_cwnd {
             self.force_cwnd(now, v);
         }
     }
 
     /// Sets cwnd even when the controller owns it (its own setting, a timeout).
-    pub fn force_cwnd(&mut self, now: Instant, v: u64) {
+    pub(crate) fn force_cwnd(&mut self, now: Instant, v: u64) {
         // A clamped sender (seed 003 §V) keeps its fixed window whatever happens.
         let v = self.clamp.unwrap_or(v);
         if v != self.cwnd {
@@ -260,7 +260,7 @@ impl Tcb {
         }
     }
 
-    pub fn set_ssthresh(&mut self, now: Instant, v: u64) {
+    pub(crate) fn set_ssthresh(&mut self, now: Instant, v: u64) {
         if v != self.ssthresh {
             self.ssthresh = v;
             self.push_var(now, TcpVar::Ssthresh, v as i64);
@@ -268,7 +268,7 @@ impl Tcb {
     }
 
     /// Counts a fast retransmission (loss detected without a timeout) and traces it.
-    pub fn count_fast_retransmit(&mut self, now: Instant) {
+    pub(crate) fn count_fast_retransmit(&mut self, now: Instant) {
         self.stats.fast_retransmits += 1;
         self.push_var(now, TcpVar::FastRetransmit, self.stats.fast_retransmits as i64);
     }
@@ -276,7 +276,7 @@ impl Tcb {
     /// Enters loss recovery with the congestion controller's `ssthresh`: the
     /// recovery point is everything sent so far (RFC 6582 `recover`, RFC 6675
     /// `RecoveryPoint`), and no segment is timed through it (Karn).
-    pub fn enter_recovery(&mut self, now: Instant, ssthresh: u64) {
+    pub(crate) fn enter_recovery(&mut self, now: Instant, ssthresh: u64) {
         self.count_fast_retransmit(now);
         if self.undo_enabled {
             self.init_undo(now);
@@ -291,7 +291,7 @@ impl Tcb {
     }
 
     /// A pseudo-random number below `n` (xorshift64*, seeded per connection).
-    pub fn random_below(&mut self, n: u32) -> u32 {
+    pub(crate) fn random_below(&mut self, n: u32) -> u32 {
         let mut x = self.rand;
         x ^= x >> 12;
         x ^= x << 25;
@@ -302,13 +302,13 @@ impl Tcb {
 
     /// Linux `tcp_current_ssthresh` outside a reduction: the threshold, or 3/4 of
     /// the window if that is more.
-    pub fn current_ssthresh(&self) -> u64 {
+    pub(crate) fn current_ssthresh(&self) -> u64 {
         self.ssthresh.max(self.cwnd / 2 + self.cwnd / 4)
     }
 
     /// A loss episode starts (Linux `tcp_init_undo`): what an undo restores, and
     /// the time of its first retransmission (about now).
-    pub fn init_undo(&mut self, now: Instant) {
+    pub(crate) fn init_undo(&mut self, now: Instant) {
         // In a reduction already, the threshold it set; after an ECN reduction
         // nothing to restore (Linux's `prior_ssthresh` 0: congestion was real).
         let (cwnd, ssthresh) = match (self.in_cwr, self.in_recovery) {
@@ -323,7 +323,7 @@ impl Tcb {
     /// An ECN reduction starts (RFC 3168 §6.1.2, Linux `tcp_enter_cwr` and
     /// `tcp_init_cwnd_reduction`): the controller's threshold, CWR on the next new
     /// segment, no undo of it, until what is sent now is acknowledged.
-    pub fn start_cwr(&mut self, now: Instant, ssthresh: u64) {
+    pub(crate) fn start_cwr(&mut self, now: Instant, ssthresh: u64) {
         (self.in_cwr, self.cwr_high, self.queue_cwr) = (true, self.snd_max, true);
         self.undo = None;
         self.set_ssthresh(now, ssthresh);
@@ -333,13 +333,13 @@ impl Tcb {
 
     /// Bytes in flight by the sent segments' marks: neither SACKed nor deemed lost
     /// (a lost segment sent again is in flight again; Linux `tcp_packets_in_flight`).
-    pub fn pipe_sent(&self) -> u64 {
+    pub(crate) fn pipe_sent(&self) -> u64 {
         self.sent.iter().filter(|r| !r.sacked && !r.lost).map(|r| r.end - r.start).sum()
     }
 
     /// Where the first SACKed block above `from` starts (`or` if none): the end of
     /// the hole at `from`.
-    pub fn hole_end(&self, from: u64, or: u64) -> u64 {
+    pub(crate) fn hole_end(&self, from: u64, or: u64) -> u64 {
         self.scoreboard.v.iter().find(|b| b.0 > from).map(|b| b.0).unwrap_or(or)
     }
 }

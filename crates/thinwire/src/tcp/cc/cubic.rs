@@ -30,7 +30,7 @@
 //! Debian's and this project's test machine's kernel).
 //!
 //! - the window grows only while the sender is window-limited
-//!   (`tcp_is_cwnd_limited`, [`Tcb::is_cwnd_limited`]).
+//!   (`tcp_is_cwnd_limited`, `Tcb::is_cwnd_limited`).
 //!
 //! - HyStart (`hystart_update`, both detections on, as the kernel's defaults): from
 //!   16 packets, slow start ends (ssthresh = cwnd) when a round's ACKs arrive as a

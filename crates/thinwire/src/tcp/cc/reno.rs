@@ -1,7 +1,7 @@
 //! Reno as Linux 6.x runs it (`tcp_reno_cong_avoid`, `tcp_reno_ssthresh` in
 //! `net/ipv4/tcp_cong.c`), the window counted in packets:
 //! - the window grows only while the sender is window-limited
-//!   (`tcp_is_cwnd_limited`, [`Tcb::is_cwnd_limited`]);
+//!   (`tcp_is_cwnd_limited`, `Tcb::is_cwnd_limited`);
 //! - slow start (`tcp_slow_start`): cwnd += packets acknowledged, up to ssthresh;
 //!   the rest counts in congestion avoidance — so a delayed ACK of two segments adds
 //!   two (RFC 3465 byte counting without its limit L);
