@@ -8,9 +8,14 @@
 //!   test loops), `name()`, `parse()` and `make()` (a fresh algorithm of that kind,
 //!   from the family's constructor argument);
 //! - serde support for the kind as its name (`"reno"`), with an error listing the
-//!   names.
+//!   names;
+//! - for a family whose algorithms take parameters of their own (queue
+//!   disciplines, link protocols: `sections QueueCfg: QueueSection`), the tagged
+//!   scenario section of any of them (`QueueCfg`), each variant the section its
+//!   algorithm's file declares (`schema::Configured`).
 //!
-//! Adding an algorithm is one file implementing the trait and one line here;
+//! Adding an algorithm is one file implementing the trait and one line in the
+//! family's registry;
 //! `"name" => Variant(module::Type) [boxed]` keeps a large algorithm's state
 //! behind a `Box` (the enum is as large as its largest variant). The
 //! shape follows quinn-proto's `congestion/` (a controller per file behind a trait)
