@@ -93,6 +93,7 @@ def emulate(
     mobiles: int = ...,
     cell: str = ...,
     udp_bypass: bool = ...,
+    offload: bool = ...,
 ) -> dict[str, Any]:
     """Runs an emulation; returns its report (duration_s, ended, mobile_status,
     mobile_statuses, lateness, packets, link (a list with separate links for

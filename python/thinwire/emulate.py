@@ -81,6 +81,7 @@ def emulate(
     mobiles: int = 1,
     cell: str = "separate",
     udp_bypass: bool = False,
+    offload: bool = True,
 ) -> dict:
     """Runs an emulation; returns its summary (and writes `out` if given).
     `commands_to_stderr`: the commands' standard output goes to standard error.
@@ -91,7 +92,12 @@ def emulate(
     `mobiles`: how many mobile hosts run `mobile` (1 to 250); `cell`: "separate"
     (each over a link of its own) or "shared" (all over one). `udp_bypass`: UDP
     packets take the link's bypass session (no ARQ; seed 002's media session), as
-    the simulator's media flows do; by default every packet takes its ARQ."""
+    the simulator's media flows do; by default every packet takes its ARQ.
+    `offload`: the TUN devices take segmentation offload, so hosts hand over TCP
+    super-packets (cut into segments before the link sees them) and segments of
+    one flow due at one moment are written as one, as a NIC's GRO would merge
+    them; False: one packet per system call both ways (every segment reaches the
+    receiving stack on its own, at a lower ceiling)."""
     if not (isinstance(mobiles, int) and not isinstance(mobiles, bool) and 1 <= mobiles <= MAX_MOBILES):
         raise ScenarioError(f"--mobiles: {mobiles!r} is not a number of mobile hosts (1 to {MAX_MOBILES})")
     if cell not in CELLS:
@@ -135,6 +141,7 @@ def emulate(
             mobiles,
             cell,
             bool(udp_bypass),
+            bool(offload),
         )
     except _core.EmulateError as e:
         raise EmulateError(str(e)) from None

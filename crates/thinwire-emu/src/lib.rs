@@ -19,19 +19,20 @@
 //! replay in simulators" in §6); Mahimahi (Netravali et al., USENIX ATC 2015) and
 //! Rattan for the shape (namespaces, TUN, one event loop).
 pub mod fabric;
+pub mod gso;
 pub mod latency;
 pub mod logs;
 pub mod netns;
 pub mod proxyd;
 pub mod sys;
 pub mod tap;
+mod writer;
 
-use fabric::{Cell, Fabric, From, To};
+use fabric::{Cell, Fabric, From};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::process::{Child, Command};
 use thinwire::config::Scenario;
-use thinwire::realtime::Output;
 use thinwire::time::{Duration, Instant};
 
 /// What to emulate.
@@ -66,6 +67,12 @@ pub struct Options {
     /// the server's namespace (the server command is up), waiting at most
     /// SERVER_READY_WAIT.
     pub server_ready: Option<u16>,
+    /// Segmentation offload on the TUN devices (`gso.rs`): hosts hand over TCP
+    /// super-packets, cut into segments before the path sees them, and segments
+    /// of one flow due at one wake-up are written as one. Off: a packet per
+    /// system call both ways (hosts segment in software; every segment reaches
+    /// the receiving host's stack on its own).
+    pub offload: bool,
 }
 
 /// How long `server_ready` waits for the server to listen.
@@ -132,6 +139,12 @@ pub struct Report {
     pub conns: Vec<Vec<thinwire::trace::conn_table::ConnRow>>,
     /// Packets a TUN device would not take (its queue full).
     pub write_drops: u64,
+    /// Offload (`gso.rs`): super-packets read and the segments cut from them;
+    /// super-packets written and the segments merged into them.
+    pub gso_reads: u64,
+    pub gso_segments: u64,
+    pub gro_writes: u64,
+    pub gro_segments: u64,
     /// Packets the mobiles (all together) and the server (or gateway) sent that
     /// their TUN device's kernel queue dropped before the emulator read them.
     pub tun_queue_drops: [u64; 2],
@@ -317,7 +330,8 @@ pub fn emulate(opts: Options) -> Result<Report, EmuError> {
     static INSTANCE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let k = INSTANCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 10;
     let signals = sys::Signals::new().map_err(|e| EmuError::Failed(format!("cannot take signals: {e}")))?;
-    let hosts = netns::Hosts::create(k, opts.gateway.is_some(), opts.mobiles).map_err(EmuError::Failed)?;
+    let hosts =
+        netns::Hosts::create(k, opts.gateway.is_some(), opts.mobiles, opts.offload).map_err(EmuError::Failed)?;
     let paths = if opts.cell == Cell::Shared { 1 } else { opts.mobiles };
     // A tap per device the hosts send into (`tap.rs`; none if it cannot be had),
     // before any command runs, so that every packet a host sends has its copy.
@@ -503,27 +517,27 @@ fn run_loop(
     let mut lateness = latency::Histogram::new(opts.late_after.nanos());
     let mut read_wait = latency::Histogram::new(opts.late_after.nanos());
     let tapped = taps.iter().all(Option::is_some);
-    let mut write_drops = 0u64;
     let mut unparsable = 0u64;
-    let mut buf = vec![0u8; 65536];
+    // A read holds one packet, or with offload a header and a super-packet of up
+    // to 64 KB.
+    let mut buf = vec![0u8; 1 << 17];
+    let mut segments: Vec<Vec<u8>> = Vec::with_capacity(64);
+    let (mut gso_reads, mut gso_segments) = (0u64, 0u64);
     let mut ready = Vec::new();
-    let mut write_out = |to: To, o: Output, logs: &mut Option<&mut logs::Logs>, lateness: &mut latency::Histogram| {
-        let fds = match to {
-            To::Mobile(k) => &tuns_m[k..k + 1],
-            To::Mobiles => &tuns_m[..],
-            To::Server => std::slice::from_ref(&tun_s),
-        };
-        let bytes = o.packet.emit();
-        for fd in fds {
-            match sys::write_packet(fd, &bytes) {
-                Ok(true) => {}
-                Ok(false) | Err(_) => write_drops += 1,
-            }
+    let mut writer = writer::Writer::new(&tuns_m, std::slice::from_ref(&tun_s), opts.offload, start);
+    // Writes every output due by now (merged where offload allows), in order.
+    let drain = |fabric: &mut Fabric,
+                 writer: &mut writer::Writer,
+                 logs: &mut Option<&mut logs::Logs>,
+                 lateness: &mut latency::Histogram| {
+        while let Some((to, o)) = fabric.poll_output() {
+            writer.push(to, &o, lateness, |bytes| {
+                if let Some(l) = logs.as_deref_mut() {
+                    l.output(o.at, to, bytes);
+                }
+            });
         }
-        lateness.record((now() - o.at).nanos());
-        if let Some(l) = logs.as_deref_mut() {
-            l.output(o.at, to, &bytes);
-        }
+        writer.flush(lateness);
     };
     let log_path = |fabric: &mut Fabric, logs: &mut Option<&mut logs::Logs>| {
         if let Some(l) = logs.as_deref_mut() {
@@ -536,9 +550,7 @@ fn run_loop(
     let ended = loop {
         let t = now();
         fabric.advance(t);
-        while let Some((to, o)) = fabric.poll_output() {
-            write_out(to, o, &mut logs, &mut lateness);
-        }
+        drain(&mut fabric, &mut writer, &mut logs, &mut lateness);
         log_path(&mut fabric, &mut logs);
         let mut stop_now = None;
         if winding.is_none() && end_at.is_some_and(|e| t >= e) {
@@ -579,21 +591,33 @@ fn run_loop(
                     if let Some(tap) = taps[ti].as_mut() {
                         tap.drain();
                     }
+                    let skip = if opts.offload { gso::HDR } else { 0 };
                     while let Some(n) = sys::read_packet(fd, &mut buf).map_err(|e| fail("reading a TUN device", e))? {
                         let t = now();
-                        if let Some(sent) = taps[ti].as_mut().and_then(|tap| tap.sent_at(&buf[..n])) {
+                        if let Some(sent) = taps[ti].as_mut().and_then(|tap| tap.sent_at(&buf[skip.min(n)..n])) {
                             read_wait.record(sys::realtime_ns() - sent);
                         }
-                        fabric.advance(t);
-                        while let Some((to, o)) = fabric.poll_output() {
-                            write_out(to, o, &mut logs, &mut lateness);
-                        }
-                        let bytes = buf[..n].to_vec();
-                        if let Some(l) = logs.as_deref_mut() {
-                            l.input(t, from, &bytes);
-                        }
-                        if let Err(fabric::Refused::Unparsable) = fabric.input(t, from, bytes) {
+                        segments.clear();
+                        if !opts.offload {
+                            segments.push(buf[..n].to_vec());
+                        } else if gso::split(&buf[..n], &mut segments).is_err() {
                             unparsable += 1;
+                            continue;
+                        } else if segments.len() > 1 {
+                            gso_reads += 1;
+                            gso_segments += segments.len() as u64;
+                        }
+                        // Each segment as if read on its own at `t` (as `replay`
+                        // feeds them from the log).
+                        for bytes in segments.drain(..) {
+                            fabric.advance(t);
+                            drain(&mut fabric, &mut writer, &mut logs, &mut lateness);
+                            if let Some(l) = logs.as_deref_mut() {
+                                l.input(t, from, &bytes);
+                            }
+                            if let Err(fabric::Refused::Unparsable) = fabric.input(t, from, bytes) {
+                                unparsable += 1;
+                            }
                         }
                     }
                 }
@@ -662,9 +686,7 @@ fn run_loop(
     let t_end = now();
     let gateway_wind_down_s = winding_started.map(|t0| (t_end - t0).as_secs_f64());
     fabric.advance(t_end);
-    while let Some((to, o)) = fabric.poll_output() {
-        write_out(to, o, &mut logs, &mut lateness);
-    }
+    drain(&mut fabric, &mut writer, &mut logs, &mut lateness);
     if logs.is_some() {
         log_path(&mut fabric, &mut logs);
         for path in fabric.paths_mut() {
@@ -704,7 +726,11 @@ fn run_loop(
         unroutable: fabric.unroutable,
         flow_mobiles: fabric.flow_mobiles(),
         conns: fabric.paths().iter().map(|p| p.conn_rows()).collect(),
-        write_drops,
+        write_drops: writer.drops,
+        gso_reads,
+        gso_segments,
+        gro_writes: writer.merged().0,
+        gro_segments: writer.merged().1,
         tun_queue_drops: [0; 2],
         unparsable,
         gateway_wind_down_s,

@@ -170,7 +170,7 @@ pub struct Hosts {
 impl Hosts {
     /// Creates the namespaces and devices (instance `k` of this process) for
     /// `mobiles` mobile hosts (1 to MAX_MOBILES).
-    pub fn create(k: u32, gateway: bool, mobiles: usize) -> Result<Hosts, String> {
+    pub fn create(k: u32, gateway: bool, mobiles: usize, offload: bool) -> Result<Hosts, String> {
         assert!((1..=MAX_MOBILES).contains(&mobiles));
         let tag = format!("tw{}{k}", std::process::id());
         let server = (SERVER_V4, SERVER_V6);
@@ -190,10 +190,10 @@ impl Hosts {
         };
         // On an error, dropping `h` removes what was made so far.
         for m in &mut h.mobiles {
-            setup(m, &mut h.made)?;
+            setup(m, &mut h.made, offload)?;
         }
         if !gateway {
-            setup(&mut h.server, &mut h.made)?;
+            setup(&mut h.server, &mut h.made, offload)?;
             routes_to_mobiles(&h.server, mobiles, None)?;
             return Ok(h);
         }
@@ -204,7 +204,7 @@ impl Hosts {
             mobile_addr(0),
             mobiles,
         );
-        setup(&mut g, &mut h.made)?;
+        setup(&mut g, &mut h.made, offload)?;
         routes_to_mobiles(&g, mobiles, None)?;
         h.server.dev = format!("{tag}w");
         wire_gateway(&g, &h.server, &format!("{tag}v"), &mut h.made)?;
@@ -294,11 +294,11 @@ fn ip_batch(ns: &str, commands: &str) -> Result<(), String> {
     Err(format!("ip -n {ns} -batch: {}", err.lines().next().unwrap_or("failed").trim()))
 }
 
-fn setup(host: &mut Host, made: &mut Vec<String>) -> Result<(), String> {
+fn setup(host: &mut Host, made: &mut Vec<String>, offload: bool) -> Result<(), String> {
     let (me, peer) = (host.addr.clone(), host.peer.clone());
     ip(&["netns", "add", &host.ns])?;
     made.push(host.ns.clone());
-    let tun = sys::tun_open(&host.dev).map_err(|e| format!("cannot create TUN device {}: {e}", host.dev))?;
+    let tun = sys::tun_open(&host.dev, offload).map_err(|e| format!("cannot create TUN device {}: {e}", host.dev))?;
     host.tun = Some(tun);
     let (ns, dev) = (host.ns.as_str(), host.dev.as_str());
     ip(&["link", "set", "dev", dev, "netns", ns])?;

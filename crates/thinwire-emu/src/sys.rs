@@ -44,15 +44,30 @@ struct IfReq {
     _pad: [u8; 22],
 }
 
+/// `TUNSETOFFLOAD` (`_IOW('T', 208, unsigned int)`) and its flags
+/// (`include/uapi/linux/if_tun.h`).
+const TUNSETOFFLOAD: libc::c_ulong = 0x4004_54d0;
+const TUN_F_CSUM: libc::c_ulong = 0x01;
+const TUN_F_TSO4: libc::c_ulong = 0x02;
+const TUN_F_TSO6: libc::c_ulong = 0x04;
+const IFF_VNET_HDR: libc::c_int = 0x4000;
+
 /// Opens a TUN device `name` (IFF_TUN, no packet information), non-blocking.
-pub fn tun_open(name: &str) -> io::Result<OwnedFd> {
+/// `offload`: every packet read or written has a `virtio_net_hdr` in front
+/// (`IFF_VNET_HDR`, `gso.rs`), and the device takes checksum and TCP
+/// segmentation offload, so hosts hand over TCP super-packets.
+pub fn tun_open(name: &str, offload: bool) -> io::Result<OwnedFd> {
     let path = CString::new("/dev/net/tun").expect("no NUL");
     // SAFETY: open returns a new descriptor we take ownership of.
     let fd = cvt(unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC) })?;
     // SAFETY: fd is a fresh, owned descriptor.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let mut req =
-        IfReq { name: [0; libc::IFNAMSIZ], flags: (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short, _pad: [0; 22] };
+    let vnet = if offload { IFF_VNET_HDR } else { 0 };
+    let mut req = IfReq {
+        name: [0; libc::IFNAMSIZ],
+        flags: (libc::IFF_TUN | libc::IFF_NO_PI | vnet) as libc::c_short,
+        _pad: [0; 22],
+    };
     let n = name.as_bytes();
     if n.len() >= libc::IFNAMSIZ {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "interface name too long"));
@@ -60,6 +75,10 @@ pub fn tun_open(name: &str) -> io::Result<OwnedFd> {
     req.name[..n.len()].copy_from_slice(n);
     // SAFETY: TUNSETIFF reads an ifreq we own for the duration of the call.
     cvt(unsafe { libc::ioctl(fd.as_raw_fd(), TUNSETIFF, &mut req) })?;
+    if offload {
+        // SAFETY: TUNSETOFFLOAD takes its flags by value.
+        cvt(unsafe { libc::ioctl(fd.as_raw_fd(), TUNSETOFFLOAD, TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6) })?;
+    }
     Ok(fd)
 }
 

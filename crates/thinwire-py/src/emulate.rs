@@ -13,7 +13,7 @@ pyo3::create_exception!(
 /// Runs an emulation; returns its report. Raises EmulateError for what the user
 /// must fix (no root, no iproute2, an unwritable --out), RuntimeError otherwise.
 #[pyfunction]
-#[pyo3(signature = (toml_text, overrides, mobile=None, server=None, duration_s=None, out_dir=None, late_after_ms=1.0, commands_to_stderr=false, gateway=None, server_ready=None, mobiles=1, cell="separate", udp_bypass=false))]
+#[pyo3(signature = (toml_text, overrides, mobile=None, server=None, duration_s=None, out_dir=None, late_after_ms=1.0, commands_to_stderr=false, gateway=None, server_ready=None, mobiles=1, cell="separate", udp_bypass=false, offload=true))]
 #[allow(clippy::too_many_arguments)]
 pub fn emulate<'py>(
     py: Python<'py>,
@@ -30,6 +30,7 @@ pub fn emulate<'py>(
     mobiles: usize,
     cell: &str,
     udp_bypass: bool,
+    offload: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     use thinwire::time::Duration;
     let sc = crate::scenario(&toml_text, &overrides, None, true)?;
@@ -46,6 +47,7 @@ pub fn emulate<'py>(
         late_after: Duration::from_secs_f64(late_after_ms / 1e3),
         commands_to_stderr,
         server_ready,
+        offload,
     };
     let r = py.allow_threads(|| thinwire_emu::emulate(opts)).map_err(|e| match e {
         thinwire_emu::EmuError::Usage(m) => EmulateError::new_err(m),
@@ -113,6 +115,13 @@ pub fn emulate<'py>(
     p.set_item("from_server_queue_drops", r.tun_queue_drops[1])?;
     p.set_item("unparsable", r.unparsable)?;
     p.set_item("unroutable", r.unroutable)?;
+    // Offload (None when off): super-packets read and the segments cut from
+    // them, super-packets written and the segments merged into them.
+    let on = |v: u64| offload.then_some(v);
+    p.set_item("gso_reads", on(r.gso_reads))?;
+    p.set_item("gso_segments", on(r.gso_segments))?;
+    p.set_item("gro_writes", on(r.gro_writes))?;
+    p.set_item("gro_segments", on(r.gro_segments))?;
     d.set_item("packets", p)?;
     // One path: {"down", "up"}; with separate links, one such per mobile.
     let links = r

@@ -55,6 +55,12 @@ def add(sub) -> None:
         action="store_true",
         help="UDP packets take the link's bypass session (no ARQ; seed 002's media), as the simulator's media flows do; by default every packet takes ARQ",
     )
+    em.add_argument(
+        "--no-offload",
+        dest="offload",
+        action="store_false",
+        help="no segmentation offload on the TUN devices: hosts send MTU-sized packets, one per read, and every packet is written on its own (by default TCP super-packets are cut into segments before the link, and segments of one flow due at one moment are written as one, as a NIC's GRO would)",
+    )
     em.add_argument("--duration", help="end after this long (e.g. 60s)")
     em.add_argument(
         "--json", action="store_true", help="print the summary as JSON (the commands' own output then goes to stderr)"
@@ -113,6 +119,7 @@ def cmd(a) -> int:
             mobiles=a.mobiles,
             cell=a.cell,
             udp_bypass=a.udp_bypass,
+            offload=a.offload,
         )
     except EmulateError as e:
         die(str(e))

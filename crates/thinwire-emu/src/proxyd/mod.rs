@@ -105,7 +105,8 @@ pub fn run(opts: Options) -> Result<(), EmuError> {
     // the daemon with its rules and nftables table left behind.)
     let signals = sys::Signals::of(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGUSR1])
         .map_err(|e| EmuError::Failed(format!("cannot take signals: {e}")))?;
-    let tun = sys::tun_open(&d.tun).map_err(|e| EmuError::Usage(format!("cannot create TUN device {}: {e}", d.tun)))?;
+    let tun = sys::tun_open(&d.tun, false)
+        .map_err(|e| EmuError::Usage(format!("cannot create TUN device {}: {e}", d.tun)))?;
     let interception = if d.setup {
         Some(setup::Interception::install(&d).map_err(EmuError::Usage)?)
     } else {
