@@ -2,14 +2,15 @@
 side on one machine (issue "Speed", part 3).
 
     sudo .venv/bin/python bench/proxy_perf.py --pepsal /path/to/pepsal/src/pepsal \
-        [--rounds 2] [--seconds 10] [--only kernel,pepsal,pepsal-nq,thinwire] [--json FILE]
+        [--rounds 2] [--seconds 10] [--only kernel,pepsal,pepsal-nq,thinwire,thinwire-nooffload] [--json FILE]
 
 Topology: three network namespaces, mobile (10.0.1.2) — veth — gateway — veth —
 server (10.0.0.1), the veths at full speed (no emulated link: this measures the
 proxies, not a wireless link). The gateway forwards (`kernel`), or intercepts the
 mobile's TCP with PEPsal (transparent proxy by nftables `tproxy` to its port, as its
 `pepsal-nftables` script sets up) or with `thinwire proxy` (its own TUN
-interception); `pepsal-nq` is PEPsal with TCP_NODELAY and TCP_QUICKACK on its
+interception; `thinwire-nooffload` the same with `[daemon] offload = false`: a
+packet per system call on its TUN device); `pepsal-nq` is PEPsal with TCP_NODELAY and TCP_QUICKACK on its
 outgoing sockets (`-n -q`). The modes alternate round by round; each figure is the median of
 the rounds.
 
@@ -197,12 +198,13 @@ class Proxy:
                 f"ulimit -n $(ulimit -Hn); exec {pepsal} -p 5000 -c 9500{extra}", "g", stderr=subprocess.DEVNULL
             )
             self._wait_port(5000)
-        elif mode == "thinwire":
+        elif mode.startswith("thinwire"):
             cfg = work / "proxy.toml"
             cfg.write_text(
                 '[proxy]\nlink_rate = "10Gbps"\nlink_rtt = "2ms"\n[daemon]\nmobile_interface = "gm"\n'
                 "max_connections = 30000\nmax_connections_per_mobile = 30000\nmax_half_open_per_mobile = 30000\n"
                 'drain_timeout = "1s"\nstats_interval = "1s"\n'
+                + ("offload = false\n" if mode == "thinwire-nooffload" else "")
             )
             log = work / "proxy.log"
             log.unlink(missing_ok=True)  # "started" must be this daemon's

@@ -78,9 +78,23 @@ struct Daemon {
     n: Counters,
     draining: Option<Instant>,
     buf: Vec<u8>,
+    /// With offload (`[daemon] offload`, fixed at start): the segments cut from
+    /// a read, and the merging of what is written (`gso.rs`).
+    segments: Vec<Vec<u8>>,
+    co: Option<crate::gso::Coalescer>,
     rec: Option<record::Recording>,
     write_failed: bool,
     next_flush: Instant,
+}
+
+/// Writes what the coalescer gives back to the TUN device, counting the packets
+/// of a write it would not take.
+fn tun_sink<'a>(tun: &'a OwnedFd, drops: &'a mut u64) -> impl FnMut(&[u8], usize) + 'a {
+    move |b, n| {
+        if !matches!(sys::write_packet(tun, b), Ok(true)) {
+            *drops += n as u64;
+        }
+    }
 }
 
 fn load(opts: &Options) -> Result<DaemonFile, String> {
@@ -105,7 +119,7 @@ pub fn run(opts: Options) -> Result<(), EmuError> {
     // the daemon with its rules and nftables table left behind.)
     let signals = sys::Signals::of(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGUSR1])
         .map_err(|e| EmuError::Failed(format!("cannot take signals: {e}")))?;
-    let tun = sys::tun_open(&d.tun, false)
+    let tun = sys::tun_open(&d.tun, d.offload)
         .map_err(|e| EmuError::Usage(format!("cannot create TUN device {}: {e}", d.tun)))?;
     let interception = if d.setup {
         Some(setup::Interception::install(&d).map_err(EmuError::Usage)?)
@@ -140,7 +154,9 @@ pub fn run(opts: Options) -> Result<(), EmuError> {
         log: Log::stdout(),
         n: Counters::default(),
         draining: None,
-        buf: vec![0u8; 65536],
+        buf: vec![0u8; 1 << 17],
+        segments: vec![],
+        co: file.daemon.offload.then(crate::gso::Coalescer::default),
         rec,
         write_failed: false,
         next_flush: Instant::ZERO,
@@ -280,14 +296,22 @@ impl Daemon {
                 Ok(None) => break,
                 Err(e) => return Err(EmuError::Failed(format!("reading {}: {e}", self.cfg.tun))),
             };
-            let bytes = self.buf[..n].to_vec();
-            let Ok(p) = Packet::from_bytes(bytes, Meta::new(0, now)) else { continue };
-            let copy = self.rec.is_some().then(|| p.clone());
-            self.from_mobile(p, now);
-            if let (Some(r), Some(p)) = (&mut self.rec, copy) {
-                r.wireless(now, &p, p.bytes.as_deref().map_or(&[][..], |b| &b[..]), true);
+            let mut segments = std::mem::take(&mut self.segments);
+            if self.co.is_none() {
+                segments.push(self.buf[..n].to_vec());
+            } else if crate::gso::split(&self.buf[..n], &mut segments).is_err() {
+                segments.clear();
             }
-            self.settle(now)?;
+            for bytes in segments.drain(..) {
+                let Ok(p) = Packet::from_bytes(bytes, Meta::new(0, now)) else { continue };
+                let copy = self.rec.is_some().then(|| p.clone());
+                self.from_mobile(p, now);
+                if let (Some(r), Some(p)) = (&mut self.rec, copy) {
+                    r.wireless(now, &p, p.bytes.as_deref().map_or(&[][..], |b| &b[..]), true);
+                }
+                self.settle(now)?;
+            }
+            self.segments = segments;
         }
         Ok(())
     }
@@ -299,9 +323,15 @@ impl Daemon {
 
     fn write_tun(&mut self, p: &Packet) {
         let bytes = p.emit();
-        match sys::write_packet(&self.tun, &bytes) {
-            Ok(true) => {}
-            _ => self.n.tun_drops += 1,
+        match &mut self.co {
+            Some(co) => {
+                co.push(&bytes, &mut tun_sink(&self.tun, &mut self.n.tun_drops));
+            }
+            None => {
+                if !matches!(sys::write_packet(&self.tun, &bytes), Ok(true)) {
+                    self.n.tun_drops += 1;
+                }
+            }
         }
         if self.rec.is_some() {
             let now = self.now();
@@ -360,6 +390,10 @@ impl Daemon {
                 self.write_tun(&p);
             }
             if !any {
+                // What was merged goes out before the daemon waits again.
+                if let Some(co) = &mut self.co {
+                    co.flush(&mut tun_sink(&self.tun, &mut self.n.tun_drops));
+                }
                 return Ok(());
             }
         }

@@ -21,6 +21,7 @@
 //! | `half_close_timeout` | "2min" | a connection closed in one direction only is reset |
 //! | `drain_timeout` | "30s" | on SIGTERM, how long open connections may finish |
 //! | `stats_interval` | "0s" (off) | a stats line in the log this often |
+//! | `offload` | true | segmentation offload on the TUN device: mobiles' TCP super-packets are read whole and cut into segments, and the proxy's segments to one mobile sent at once are written as one (as a NIC's GSO/GRO; `thinwire-emu/src/gso.rs`) |
 use super::proxy::{validate_proxy, ProxyCfg};
 use super::units::{Dur, Size};
 use super::{cerr, ConfigError};
@@ -70,6 +71,8 @@ pub struct DaemonCfg {
     pub drain_timeout: Dur,
     #[serde(default = "zero")]
     pub stats_interval: Dur,
+    #[serde(default = "yes")]
+    pub offload: bool,
 }
 
 fn default_tun() -> String {
