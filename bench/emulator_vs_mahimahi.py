@@ -134,7 +134,9 @@ def run_mahimahi(tmp: Path, down: Path, up: Path, delay: int, seconds: float, ca
         cmd = ["mm-delay", str(delay), *cmd]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
-    mm = subprocess.Popen(["runuser", "-u", USER, "--", *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    mm = subprocess.Popen(
+        ["runuser", "-u", USER, "--", *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     td = None
     if cap is not None:
         while not pidf.exists() or not pidf.read_text().strip():
@@ -233,9 +235,7 @@ def main() -> None:
             f.write_text("1\n" * k)
             cases.append((f"const-{k}-per-ms-{k * 12.032:.0f}Mbps-delay-{delay}ms", f, f, delay, False))
         if CELL.with_suffix(".down").exists():
-            cases.append(
-                ("cellular-ATT-LTE-driving", CELL.with_suffix(".down"), CELL.with_suffix(".up"), 20, False)
-            )
+            cases.append(("cellular-ATT-LTE-driving", CELL.with_suffix(".down"), CELL.with_suffix(".up"), 20, False))
         one = tmp / "sparse.trace"
         one.write_text(f"{PERIOD_MS}\n")
         cases.append((f"timing-1-per-{PERIOD_MS}ms", one, tmp / "k100.trace", 0, True))
@@ -256,7 +256,9 @@ def main() -> None:
                         row.update(timing_p50_ms=p50, timing_p99_ms=p99, timed_packets=n)
                     rows.append({"case": name, "tool": tool, "round": r, **row})
                     print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
-    print("| case | tool | goodput Mbit/s (median) | runs | emulator CPU % of a core | CPU % per Gbit/s | timing p50 / p99 ms |")
+    print(
+        "| case | tool | goodput Mbit/s (median) | runs | emulator CPU % of a core | CPU % per Gbit/s | timing p50 / p99 ms |"
+    )
     print("|---|---|---|---|---|---|---|")
     for name in dict.fromkeys(r["case"] for r in rows):
         for tool in ("thinwire", "mahimahi"):
@@ -272,7 +274,9 @@ def main() -> None:
             )
             fmt = "{:,.0f}" if g >= 100 else "{:.2f}"
             runs = ", ".join(fmt.format(r["goodput_mbps"]) for r in rs)
-            print(f"| {name} | {tool} | {fmt.format(g)} | {runs} | {cpu:.0f} | {cpu / max(g / 1000, 1e-9):.0f} | {timing} |")
+            print(
+                f"| {name} | {tool} | {fmt.format(g)} | {runs} | {cpu:.0f} | {cpu / max(g / 1000, 1e-9):.0f} | {timing} |"
+            )
 
 
 if __name__ == "__main__":
