@@ -90,6 +90,15 @@ def test_a_path_with_an_equals_sign_is_a_path(small_scenario, tmp_path):
     with pytest.raises(thinwire.ScenarioError) as e:
         thinwire.run('seed = "x"')
     assert "no such scenario file" not in str(e.value)
+    # Missing paths with an `=` (no `.toml`, or a folder named after a setting)
+    # are missing files, not TOML; a one-line TOML typo is a TOML error.
+    for missing in (str(tmp_path / "loss=0.1"), "p=0.02/x", "runs/loss=0.1"):
+        with pytest.raises(thinwire.ScenarioError, match="no such scenario file"):
+            thinwire.run(missing)
+    for text in ('seed = "x', "[wired", "loss=0.1"):
+        with pytest.raises(thinwire.ScenarioError) as e:
+            thinwire.run(text)
+        assert "no such scenario file" not in str(e.value), text
 
 
 def test_run_text_never_reads_a_path(small_scenario, tmp_path):

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, TypedDict
 
+import tomllib
+
 from . import _core
 from .traces import read_trace, scan_trace, trace_frame
 
@@ -52,16 +54,31 @@ class Summary(TypedDict):
     proxy: dict[str, Any] | None  # the proxy's counters, None without [proxy]
 
 
+# One line of TOML: a key (bare, quoted or dotted) assigned, or a table header.
+_TOML_LINE = re.compile(
+    r"""^\s*(\[|(?:[A-Za-z0-9_-]+|"[^"\n]*"|'[^'\n]*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|"[^"\n]*"|'[^'\n]*'))*\s*=)"""
+)
+
+
 def _is_file(scenario: str | os.PathLike) -> bool:
-    """A scenario is a path to a file unless it is TOML text: a line break, or an
-    `=` in a string that is neither an existing file nor a name ending in `.toml`
-    (so `runs/loss=0.1.toml` is a path, `seed = 3` is TOML)."""
+    """A scenario is a path to a file unless it is TOML text: a string with a line
+    break, or one line that names no existing file and is TOML — it parses as
+    TOML (`seed = 3`), or it starts as a TOML assignment or table header and has
+    no `/` (`seed = "3`, a typo reported as TOML). So a path with an `=` in it
+    (`runs/loss=0.1.toml`, `p=0.02/x`) that is missing is reported as missing,
+    never parsed as TOML; `run_text` never guesses."""
     if isinstance(scenario, os.PathLike):
         return True
     s = str(scenario)
     if "\n" in s:
         return False
-    return "=" not in s or s.rstrip().endswith(".toml") or Path(s).is_file()
+    if Path(s).is_file() or not _TOML_LINE.match(s):
+        return True
+    try:
+        tomllib.loads(s)
+        return False
+    except tomllib.TOMLDecodeError:
+        return "/" in s
 
 
 _NAME = re.compile(r"""^\s*name\s*=\s*(?:"([^"\\\n]*)"|'([^'\n]*)')\s*(?:#.*)?$""")
@@ -365,8 +382,8 @@ def run(
     out: str | os.PathLike[str] | None = None,
 ) -> RunResult:
     """Runs a scenario: a path to a TOML file, or TOML text (a string with a line
-    break, or with an `=` that names no file and does not end in `.toml`; use
-    `run_text` to say which without the guess).
+    break, or one line of TOML that names no file); `run_text` says which without
+    the guess.
 
     seed, run_index: override the scenario's root seed and run index.
     set: field overrides, {"flow.0.bytes": "1MB"} or ["flow.0.bytes=1MB"].
