@@ -195,6 +195,9 @@ pub struct Proxy {
     pub half_open_dropped: u64,
     /// Zero-window probes sent to mobiles (RFC 9293 §3.8.6.1).
     pub window_probes: u64,
+    /// The scheduler's candidates during a service round (kept between rounds
+    /// for its allocation only; service.rs).
+    cands: Vec<sched::Candidate>,
 }
 
 impl Proxy {
@@ -218,6 +221,7 @@ impl Proxy {
             rsts_ignored: 0,
             half_open_dropped: 0,
             window_probes: 0,
+            cands: vec![],
         }
     }
 
