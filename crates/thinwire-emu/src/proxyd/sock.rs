@@ -226,6 +226,9 @@ pub(super) struct Sock {
     pub(super) fd: OwnedFd,
     pub(super) connecting: bool,
     pub(super) registered: bool,
+    /// The events registered (when `registered`): an unchanged interest costs no
+    /// system call.
+    pub(super) events: u32,
     /// The last write did not take everything: wait for EPOLLOUT.
     pub(super) blocked: bool,
     pub(super) shut: bool,
@@ -253,6 +256,7 @@ impl Daemon {
                     fd,
                     connecting: true,
                     registered: false,
+                    events: 0,
                     blocked: false,
                     shut: false,
                     fin_acked: false,
@@ -394,6 +398,10 @@ impl Daemon {
                 ev |= libc::EPOLLOUT as u32;
             }
         }
+        if s.registered && s.events == ev {
+            return;
+        }
+        s.events = ev;
         if self.poll.interest(s.fd.as_raw_fd(), TOK_SOCK + c as u64, ev, &mut s.registered).is_err() {
             s.registered = false;
         }
