@@ -9,7 +9,10 @@
 //! Time: one thread waits in `epoll` on both devices, an absolute `timerfd` armed at
 //! the path's next deadline, a `signalfd` and the mobile command's `pidfd`; on every
 //! wake-up all due events run at their scheduled times (catch-up) and outputs are
-//! written at once. Each output's lateness (write time − due time) is recorded (in a
+//! written at once — with segmentation offload (`gso.rs`, the default) TCP
+//! super-packets read are cut into segments first, and the segments of one flow
+//! due at one wake-up are written as one (`writer.rs`). Each output's lateness
+//! (write time − due time) is recorded (in a
 //! fixed-size histogram, `latency.rs`); the timer slack is set to 1 ns. Randomness comes from the scenario's seed only, so a
 //! run's decisions depend on nothing but the packets and their arrival times:
 //! `schedule.log` records them and `replay` reproduces them exactly from
