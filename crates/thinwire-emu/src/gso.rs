@@ -79,6 +79,18 @@ fn ipv4_header_checksum(pkt: &mut [u8], ihl: usize) {
     put16(pkt, 10, c);
 }
 
+/// The packets one read returned, appended to `out`: with `offload` the read
+/// starts with the virtio header and is cut ([`split`]); without, it is one
+/// packet.
+pub fn packets_of(read: &[u8], offload: bool, out: &mut Vec<Vec<u8>>) -> Result<(), GsoError> {
+    if offload {
+        split(read, out)
+    } else {
+        out.push(read.to_vec());
+        Ok(())
+    }
+}
+
 /// Cuts what one read returned (`frame`: the virtio header, then the packet) into
 /// packets appended to `out`.
 pub fn split(frame: &[u8], out: &mut Vec<Vec<u8>>) -> Result<(), GsoError> {

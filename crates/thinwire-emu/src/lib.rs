@@ -601,9 +601,7 @@ fn run_loop(
                             read_wait.record(sys::realtime_ns() - sent);
                         }
                         segments.clear();
-                        if !opts.offload {
-                            segments.push(buf[..n].to_vec());
-                        } else if gso::split(&buf[..n], &mut segments).is_err() {
+                        if gso::packets_of(&buf[..n], opts.offload, &mut segments).is_err() {
                             unparsable += 1;
                             continue;
                         } else if segments.len() > 1 {

@@ -107,6 +107,14 @@ pub fn write_packet(fd: &OwnedFd, data: &[u8]) -> io::Result<bool> {
     Ok(true)
 }
 
+/// Writes what carries `packets` packets (one, or a merged super-packet);
+/// counts them in `drops` if the device does not take it.
+pub fn write_counted(fd: &OwnedFd, data: &[u8], packets: usize, drops: &mut u64) {
+    if !matches!(write_packet(fd, data), Ok(true)) {
+        *drops += packets as u64;
+    }
+}
+
 /// A CLOCK_MONOTONIC timer armed at absolute times.
 pub struct Timer(OwnedFd);
 

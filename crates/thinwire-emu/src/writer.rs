@@ -91,18 +91,16 @@ impl<'a> Writer<'a> {
     /// it gives back written to `to`'s device.
     fn through(&mut self, to: To, bytes: Option<&[u8]>, lateness: &mut Histogram) {
         let fd = self.fds(to)[0];
-        let (mut drops, mut written) = (0, 0);
+        let mut written = 0;
+        let drops = &mut self.drops;
         let mut emit = |b: &[u8], n: usize| {
-            if !matches!(sys::write_packet(fd, b), Ok(true)) {
-                drops += n as u64;
-            }
+            sys::write_counted(fd, b, n, drops);
             written += n;
         };
         match bytes {
             Some(p) => self.co.push(p, &mut emit),
             None => self.co.flush(&mut emit),
         }
-        self.drops += drops;
         self.record(written, lateness);
     }
 
@@ -128,9 +126,7 @@ impl<'a> Writer<'a> {
             bytes
         };
         for fd in self.fds(to) {
-            if !matches!(sys::write_packet(fd, data), Ok(true)) {
-                self.drops += 1;
-            }
+            sys::write_counted(fd, data, 1, &mut self.drops);
         }
         lateness.record((self.now() - at).nanos());
     }

@@ -87,16 +87,6 @@ struct Daemon {
     next_flush: Instant,
 }
 
-/// Writes what the coalescer gives back to the TUN device, counting the packets
-/// of a write it would not take.
-fn tun_sink<'a>(tun: &'a OwnedFd, drops: &'a mut u64) -> impl FnMut(&[u8], usize) + 'a {
-    move |b, n| {
-        if !matches!(sys::write_packet(tun, b), Ok(true)) {
-            *drops += n as u64;
-        }
-    }
-}
-
 fn load(opts: &Options) -> Result<DaemonFile, String> {
     let text = std::fs::read_to_string(&opts.config).map_err(|e| format!("{}: {e}", opts.config.display()))?;
     parse_daemon(&text, &opts.overrides).map_err(|e| format!("{}: {e}", opts.config.display()))
@@ -297,9 +287,7 @@ impl Daemon {
                 Err(e) => return Err(EmuError::Failed(format!("reading {}: {e}", self.cfg.tun))),
             };
             let mut segments = std::mem::take(&mut self.segments);
-            if self.co.is_none() {
-                segments.push(self.buf[..n].to_vec());
-            } else if crate::gso::split(&self.buf[..n], &mut segments).is_err() {
+            if crate::gso::packets_of(&self.buf[..n], self.co.is_some(), &mut segments).is_err() {
                 segments.clear();
             }
             for bytes in segments.drain(..) {
@@ -323,15 +311,10 @@ impl Daemon {
 
     fn write_tun(&mut self, p: &Packet) {
         let bytes = p.emit();
+        let (tun, drops) = (&self.tun, &mut self.n.tun_drops);
         match &mut self.co {
-            Some(co) => {
-                co.push(&bytes, &mut tun_sink(&self.tun, &mut self.n.tun_drops));
-            }
-            None => {
-                if !matches!(sys::write_packet(&self.tun, &bytes), Ok(true)) {
-                    self.n.tun_drops += 1;
-                }
-            }
+            Some(co) => co.push(&bytes, &mut |b, n| sys::write_counted(tun, b, n, drops)),
+            None => sys::write_counted(tun, &bytes, 1, drops),
         }
         if self.rec.is_some() {
             let now = self.now();
@@ -392,7 +375,8 @@ impl Daemon {
             if !any {
                 // What was merged goes out before the daemon waits again.
                 if let Some(co) = &mut self.co {
-                    co.flush(&mut tun_sink(&self.tun, &mut self.n.tun_drops));
+                    let (tun, drops) = (&self.tun, &mut self.n.tun_drops);
+                    co.flush(&mut |b, n| sys::write_counted(tun, b, n, drops));
                 }
                 return Ok(());
             }
