@@ -408,7 +408,7 @@ fn requests_and_replies_on_several_connections_share_one_aggregate() {
     net.assert_exact(&[(30_000, 300), (35_000, 400), (40_000, 500)]);
     let p = net.proxy.as_ref().unwrap();
     assert_eq!(p.stats.connections, 3);
-    assert!(p.aggregate(MOBILE.into()).unwrap().list.is_empty());
+    assert!(p.aggregate(MOBILE.into()).unwrap().entries().is_empty());
 }
 
 #[test]

@@ -336,7 +336,17 @@ impl Daemon {
                 self.proxy.stream_shut(c);
             }
         }
-        // Download, within the allowance.
+        // Download, within the allowance. A wake (not a readiness report) of a
+        // socket already watched for input reads nothing now: the epoll is
+        // level-triggered, so data waiting there is reported at the next wait.
+        // (The proxy's flow control wakes every connection that may read after
+        // each ACK from the mobile; reading each at once cost a `recvmsg` per
+        // connection per ACK, most finding nothing.) A socket not watched for
+        // input — its allowance was zero — is read now and then watched.
+        let watched = s.registered && s.events & libc::EPOLLIN as u32 != 0;
+        if !from_poll && watched {
+            return self.interest(c);
+        }
         loop {
             let room = self.proxy.read_allowance(c) as usize;
             if room == 0 {

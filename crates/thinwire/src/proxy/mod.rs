@@ -197,7 +197,7 @@ pub struct Proxy {
     pub window_probes: u64,
     /// The scheduler's candidates during a service round (kept between rounds
     /// for its allocation only; service.rs).
-    cands: Vec<sched::Candidate>,
+    cands: sched::Candidates,
 }
 
 impl Proxy {
@@ -221,7 +221,7 @@ impl Proxy {
             rsts_ignored: 0,
             half_open_dropped: 0,
             window_probes: 0,
-            cands: vec![],
+            cands: sched::Candidates::default(),
         }
     }
 

@@ -5,12 +5,40 @@
 //! backlogged connections of one class share the link in proportion to their
 //! tickets. A connection that had nothing to send rejoins at its class's current
 //! pass (the pass of the last pick), so idling earns no credit.
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 
 pub const STRIDE1: u64 = 1 << 20;
 
 /// One candidate: (connection, class, pass).
 pub type Candidate = (usize, u8, u64);
+
+/// The candidates of a service round, ordered as `Stride::pick` takes them
+/// (lowest class, then pass, then connection): a heap, so that a pick among
+/// n connections costs O(log n), not a scan of all of them per segment.
+#[derive(Default, Debug, Clone)]
+pub struct Candidates(BinaryHeap<Reverse<(u8, u64, usize)>>);
+
+impl Candidates {
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+    pub fn push(&mut self, (c, class, pass): Candidate) {
+        self.0.push(Reverse((class, pass, c)));
+    }
+    /// The candidates in pick order (tests, debug checks).
+    pub fn sorted(&self) -> Vec<Candidate> {
+        let mut v: Vec<Candidate> = self.0.iter().map(|&Reverse((class, pass, c))| (c, class, pass)).collect();
+        v.sort_unstable_by_key(|&(c, class, pass)| (class, pass, c));
+        v
+    }
+}
+
+impl<I: IntoIterator<Item = Candidate>> From<I> for Candidates {
+    fn from(it: I) -> Self {
+        Candidates(it.into_iter().map(|(c, class, pass)| Reverse((class, pass, c))).collect())
+    }
+}
 
 #[derive(Default, Debug, Clone)]
 pub struct Stride {
@@ -24,11 +52,12 @@ impl Stride {
         pass.max(self.vtime.get(&class).copied().unwrap_or(0))
     }
 
-    /// The winner among `cands`: lowest class, then lowest pass, then lowest index.
-    pub fn pick(&mut self, cands: &[Candidate]) -> Option<Candidate> {
-        let best = cands.iter().copied().min_by_key(|&(c, class, pass)| (class, pass, c))?;
-        self.vtime.insert(best.1, best.2);
-        Some(best)
+    /// The winner among `cands`, taken out of them: lowest class, then lowest
+    /// pass, then lowest index.
+    pub fn pick(&mut self, cands: &mut Candidates) -> Option<Candidate> {
+        let Reverse((class, pass, c)) = cands.0.pop()?;
+        self.vtime.insert(class, pass);
+        Some((c, class, pass))
     }
 
     /// The pass after sending `len` bytes with `tickets` (segments of `mss`).
@@ -46,8 +75,8 @@ mod tests {
         let mut pass = [0u64; 2];
         let mut n = [0usize; 2];
         for _ in 0..rounds {
-            let c: Vec<Candidate> = (0..2).map(|i| (i, 1, pass[i])).collect();
-            let (w, _, _) = s.pick(&c).unwrap();
+            let mut c = Candidates::from((0..2).map(|i| (i, 1, pass[i])));
+            let (w, _, _) = s.pick(&mut c).unwrap();
             n[w] += 1;
             pass[w] = Stride::charge(pass[w], tickets[w], 1000, 1000);
         }
@@ -64,13 +93,21 @@ mod tests {
     #[test]
     fn a_lower_class_always_wins() {
         let mut s = Stride::default();
-        assert_eq!(s.pick(&[(0, 1, 0), (1, 0, 1 << 40)]).unwrap().0, 1);
+        assert_eq!(s.pick(&mut [(0, 1, 0), (1, 0, 1 << 40)].into()).unwrap().0, 1);
+    }
+
+    #[test]
+    fn picks_follow_class_then_pass_then_index() {
+        let mut s = Stride::default();
+        let mut c: Candidates = [(3, 1, 10), (1, 1, 10), (2, 0, 99), (0, 1, 5)].into();
+        let order: Vec<usize> = std::iter::from_fn(|| s.pick(&mut c).map(|x| x.0)).collect();
+        assert_eq!(order, [2, 0, 1, 3]);
     }
 
     #[test]
     fn idle_connections_earn_no_credit() {
         let mut s = Stride::default();
-        s.pick(&[(0, 1, 5000)]);
+        s.pick(&mut [(0, 1, 5000)].into());
         assert_eq!(s.join(1, 0), 5000);
         assert_eq!(s.join(1, 9000), 9000);
         assert_eq!(s.join(0, 7), 7);

@@ -16,8 +16,9 @@ impl Proxy {
         // class's virtual time moves to the picked pass, which is at most every
         // other candidate's of that class, so their `join` stays. (Listed afresh
         // for every segment, the list cost O(connections) per segment: a third
-        // of the daemon's CPU with 100 connections.) A retransmission lists
-        // them afresh.
+        // of the daemon's CPU with 100 connections.) They are kept in a heap
+        // in pick order, so a pick costs O(log n), not a scan of them all. A
+        // retransmission lists them afresh.
         let mut cands = std::mem::take(&mut self.cands);
         let mut listed = false;
         loop {
@@ -37,14 +38,11 @@ impl Proxy {
             }
             #[cfg(debug_assertions)]
             {
-                let mut fresh = vec![];
+                let mut fresh = sched::Candidates::default();
                 self.list_candidates(a, &mut fresh);
-                let (mut x, mut y) = (fresh, cands.clone());
-                x.sort_unstable();
-                y.sort_unstable();
-                debug_assert_eq!(x, y, "the kept candidate list is the one listed afresh");
+                debug_assert_eq!(fresh.sorted(), cands.sorted(), "the kept candidates are the ones listed afresh");
             }
-            let Some((c, class, pass)) = self.acbs[a].sched.pick(&cands) else {
+            let Some((c, class, pass)) = self.acbs[a].sched.pick(&mut cands) else {
                 self.acbs[a].sent_until(false);
                 break;
             };
@@ -63,11 +61,10 @@ impl Proxy {
                 self.acbs[a].arm_after_idle(now, f);
             }
             self.send_piece(c, s, e, fin, now);
-            let k = cands.iter().position(|x| x.0 == c).expect("the picked candidate");
+            // The pick took it out; it goes back with its new pass while it
+            // has more to send.
             if self.conns[c].sendable().is_some() {
-                cands[k].2 = self.acbs[a].sched.join(class, self.conns[c].pass);
-            } else {
-                cands.swap_remove(k);
+                cands.push((c, class, self.acbs[a].sched.join(class, self.conns[c].pass)));
             }
         }
         self.cands = cands;
@@ -81,15 +78,12 @@ impl Proxy {
 
     /// Every connection of aggregate `a` with something to send, as the
     /// scheduler's candidates (into `out`, cleared first).
-    fn list_candidates(&self, a: usize, out: &mut Vec<sched::Candidate>) {
+    fn list_candidates(&self, a: usize, out: &mut sched::Candidates) {
         out.clear();
         let acb = &self.acbs[a];
-        out.extend(
-            acb.conns
-                .iter()
-                .filter(|&&c| self.conns[c].sendable().is_some())
-                .map(|&c| (c, self.conns[c].class, acb.sched.join(self.conns[c].class, self.conns[c].pass))),
-        );
+        for &c in acb.conns.iter().filter(|&&c| self.conns[c].sendable().is_some()) {
+            out.push((c, self.conns[c].class, acb.sched.join(self.conns[c].class, self.conns[c].pass)));
+        }
     }
 
     /// The persist timer's next interval: the aggregate's RTO doubled per

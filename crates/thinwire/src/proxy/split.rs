@@ -315,8 +315,8 @@ impl Proxy {
         let a = conn.acb;
         let acb = &mut self.acbs[a];
         acb.conns.retain(|&x| x != c);
-        acb.list.retain(|e| e.conn != c);
-        if !acb.list.iter().any(|e| !e.sacked) {
+        acb.remove_conn(c);
+        if !acb.any_unsacked() {
             acb.deadline = None;
             acb.probing = false;
             acb.stalled = false;
