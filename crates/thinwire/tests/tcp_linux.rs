@@ -690,3 +690,49 @@ fn a_zero_window_probe_is_answered_at_once_and_rate_limited() {
     assert_eq!(answered(&mut p, 300, &probe), None, "within 500 ms: rate limited");
     assert_eq!(answered(&mut p, 600, &probe), Some((got + 1, true)));
 }
+
+/// Linux `tcp_try_undo_spurious_syn` (net/ipv4/tcp_input.c, with
+/// `tcp_create_openreq_child` and `tcp_init_transfer`): a passive opener whose
+/// SYN-ACK timed out and went out twice more starts with one segment — unless
+/// the ACK completing the handshake echoes the first SYN-ACK's timestamp: that
+/// SYN-ACK was only delayed, the timeout was spurious, and the window starts
+/// at the initial window. Found in the sim-vs-real captures of `rlc-uniform`
+/// (seed 7): the first SYN-ACK reached the mobile late through RLC's
+/// retransmissions, the kernel then sent ten segments, the model one.
+#[test]
+fn a_late_first_syn_ack_undoes_the_one_segment_window() {
+    use thinwire::tcp::Tcp;
+    for echo_first in [true, false] {
+        let ts = TcpConfig { timestamps: true, initial_window: 10, ..linux(cfg()) };
+        let mut c = Tcp::new(ts.clone(), 40000, 80, 1000);
+        let mut s = Tcp::new(ts, 80, 40000, 5000);
+        c.set_app_data(Some(100), false);
+        s.set_app_data(Some(20_000), false);
+        s.listen();
+        let t0 = Instant::ZERO + Duration::from_millis(7);
+        c.connect(t0);
+        let syn = c.poll_transmit(t0).unwrap();
+        s.on_segment(t0, &syn.repr, syn.len);
+        let first = s.poll_transmit(t0).unwrap();
+        // The SYN-ACK timer fires; then the client's SYN comes again and is
+        // answered: two SYN-ACKs sent again.
+        let t1 = s.poll_timeout().unwrap();
+        s.handle_timeout(t1);
+        let second = s.poll_transmit(t1).unwrap();
+        let t2 = t1 + Duration::from_millis(10);
+        c.handle_timeout(c.poll_timeout().unwrap().max(t2));
+        let syn2 = c.poll_transmit(t2).unwrap();
+        s.on_segment(t2, &syn2.repr, syn2.len);
+        assert!(s.poll_transmit(t2).is_some(), "a third SYN-ACK");
+        assert_eq!(s.stats().syn_retransmits, 2);
+        // The client takes the first SYN-ACK (late) or the second.
+        let t3 = t2 + Duration::from_millis(150);
+        let got = if echo_first { &first } else { &second };
+        c.on_segment(t3, &got.repr, got.len);
+        let ack = c.poll_transmit(t3).unwrap();
+        s.on_segment(t3 + Duration::from_millis(40), &ack.repr, ack.len);
+        assert_eq!(s.state, State::Established);
+        let want = if echo_first { 10 * s.smss() } else { s.smss() };
+        assert_eq!(s.cwnd(), want, "the ACK echoes the first SYN-ACK: {echo_first}");
+    }
+}

@@ -215,6 +215,11 @@ pub struct Tcp {
     rst_pending: bool,
     /// SYNs (or SYN-ACKs) sent again.
     syn_rexmits: u32,
+    /// The SYN (or SYN-ACK) timer fired (Linux: the request's `num_timeout`,
+    /// which sets `undo_marker`), and the timestamp the first SYN (or
+    /// SYN-ACK) carried (`snt_synack`, `retrans_stamp`).
+    syn_timed_out: bool,
+    first_syn_ts: u32,
     /// Timeouts since `snd_una` last advanced (Linux `icsk_retransmits`).
     rto_retransmits: u32,
     /// In it, the recovery chooses what to resend (it marked the losses).
@@ -317,6 +322,8 @@ impl Tcp {
             syn_retx: false,
             rst_pending: false,
             syn_rexmits: 0,
+            syn_timed_out: false,
+            first_syn_ts: 0,
             rto_retransmits: 0,
             loss_by_recovery: false,
             ts_ok: false,
@@ -593,6 +600,7 @@ impl Tcp {
         match self.state {
             State::SynSent | State::SynRcvd => {
                 self.syn_retx = true;
+                self.syn_timed_out = true;
                 // Linux `tcp_syn_linear_timeouts`: the active opener's first SYN
                 // timeouts do not back off (this is timeout number syn_rexmits + 1).
                 let linear = self.state == State::SynSent && self.syn_rexmits < self.cfg.syn_linear_timeouts;
@@ -822,6 +830,9 @@ impl Tcp {
                 let retx = self.tcb.snd_max > 0;
                 self.syn_rexmits += retx as u32;
                 self.tcb.stats.syn_retransmits += retx as u64;
+                if !retx {
+                    self.first_syn_ts = Self::ts_now(now);
+                }
                 self.tcb.snd_nxt = 1;
                 self.tcb.snd_max = 1;
                 self.tcb.timing = if retx { None } else { Some((1, now)) };
@@ -1208,6 +1219,12 @@ impl Tcp {
                 self.tcb.snd_una = 1;
                 self.tcb.snd_nxt = self.tcb.snd_nxt.max(1);
                 self.sample_rtt(now, seg, 1, None);
+                // Linux `tcp_try_undo_spurious_syn`: the ACK echoes the first
+                // SYN-ACK's timestamp, so that one arrived and its timeout was
+                // spurious.
+                if self.ts_ok && seg.opts.timestamps.is_some_and(|(_, ecr)| ecr == self.first_syn_ts) {
+                    self.syn_timed_out = false;
+                }
                 self.handshake_done(now);
                 self.rto_deadline = None;
                 self.state = State::Established;
@@ -1303,11 +1320,13 @@ impl Tcp {
     /// With `rto = "linux"`, Linux's state when the handshake completes
     /// (`tcp_init_metrics`, `tcp_init_transfer`): the 3 s fallback RTO without an
     /// RTT sample; a window of one segment after two or more SYNs (or SYN-ACKs)
-    /// sent again (RFC 5681 §3.1 asks for one after any).
+    /// sent again when a timer fired for them and that timeout was not found
+    /// spurious (`total_retrans > 1 && undo_marker`; RFC 5681 §3.1 asks for one
+    /// after any).
     fn handshake_done(&mut self, now: Instant) {
         if self.cfg.rto == RtoKind::Linux {
             self.rtt.fallback(Duration::from_secs(3));
-            if self.syn_rexmits > 1 {
+            if self.syn_rexmits > 1 && self.syn_timed_out {
                 let one = self.tcb.smss;
                 self.tcb.set_cwnd(now, one);
             }
