@@ -704,7 +704,7 @@ fn a_late_first_syn_ack_undoes_the_one_segment_window() {
     use thinwire::tcp::Tcp;
     for echo_first in [true, false] {
         let ts = TcpConfig { timestamps: true, initial_window: 10, ..linux(cfg()) };
-        let mut c = Tcp::new(ts.clone(), 40000, 80, 1000);
+        let mut c = Tcp::new(ts, 40000, 80, 1000);
         let mut s = Tcp::new(ts, 80, 40000, 5000);
         c.set_app_data(Some(100), false);
         s.set_app_data(Some(20_000), false);

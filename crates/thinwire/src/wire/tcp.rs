@@ -55,7 +55,8 @@ impl TcpRepr {
         if self.opts.wscale.is_some() {
             n += 4;
         }
-        if self.opts.sack_permitted {
+        // With timestamps, SACK-permitted takes the two NOPs before them.
+        if self.opts.sack_permitted && self.opts.timestamps.is_none() {
             n += 4;
         }
         if self.opts.timestamps.is_some() {
@@ -99,11 +100,16 @@ impl TcpRepr {
             let m = m.to_be_bytes();
             put(&[2, 4, m[0], m[1]], &mut o);
         }
-        if self.opts.sack_permitted {
-            put(&[1, 1, 4, 2], &mut o);
+        // Linux `tcp_options_write`: SACK-permitted rides in the timestamps'
+        // padding (a SYN of MSS, SACK-permitted, timestamps and window scale is
+        // 20 bytes of options, 60 bytes of IPv4 and TCP).
+        match (self.opts.sack_permitted, self.opts.timestamps.is_some()) {
+            (true, true) => put(&[4, 2, 8, 10], &mut o),
+            (true, false) => put(&[1, 1, 4, 2], &mut o),
+            (false, true) => put(&[1, 1, 8, 10], &mut o),
+            (false, false) => {}
         }
         if let Some((v, e)) = self.opts.timestamps {
-            put(&[1, 1, 8, 10], &mut o);
             put(&v.to_be_bytes(), &mut o);
             put(&e.to_be_bytes(), &mut o);
         }
@@ -316,8 +322,19 @@ mod tests {
         let mut buf = vec![0u8; r.header_len()];
         let (s, d) = ([1, 2, 3, 4].into(), [5, 6, 7, 8].into());
         r.emit(&mut buf, &[], s, d);
-        assert_eq!(r.header_len(), 44);
+        assert_eq!(r.header_len(), 40, "Linux's SYN: 20 bytes of options");
+        // The bytes Linux writes (a capture of a 6.18 kernel's SYN).
+        assert_eq!(&buf[20..], &[2, 4, 5, 0xb4, 4, 2, 8, 10, 0, 0, 0, 9, 0, 0, 0, 0, 1, 3, 3, 7]);
         assert_eq!(TcpRepr::parse(&buf, s, d).unwrap().0, r);
+        for (sack, ts, len) in [(true, false, 32), (false, true, 40), (false, false, 28)] {
+            let mut q = r;
+            q.opts.sack_permitted = sack;
+            q.opts.timestamps = ts.then_some((9, 0));
+            let mut b = vec![0u8; q.header_len()];
+            q.emit(&mut b, &[], s, d);
+            assert_eq!(q.header_len(), len, "sack {sack} ts {ts}");
+            assert_eq!(TcpRepr::parse(&b, s, d).unwrap().0, q);
+        }
     }
 
     /// Options as Linux sends them on a SYN with a TFO cookie and an MPTCP option,
