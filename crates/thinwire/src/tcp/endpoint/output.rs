@@ -1,0 +1,340 @@
+//! What the endpoint sends next: pure ACKs, the SYN / SYN-ACK and FIN, new
+//! data within min(cwnd, rwnd) (RFC 5681 §4.1 restart after idle, RFC 3042
+//! limited transmit), the retransmissions the loss recovery chooses, the tail
+//! loss probe (RFC 8985 §7.3, Linux `tcp_send_loss_probe`), header options (RFC
+//! 7323, RFC 2018), ECT marking (RFC 3168 §6.1.2) and pacing (Linux
+//! `tcp_pacing_check`).
+use super::*;
+
+impl Tcp {
+    /// The next segment to send, if any.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Segment> {
+        if std::mem::take(&mut self.rst_pending) {
+            let seq = self.tcb.snd_nxt.max(1);
+            return Some(self.emit(now, seq, 0, TcpFlags::RST, false));
+        }
+        match self.state {
+            State::SynSent | State::SynRcvd if self.tcb.snd_max == 0 || self.syn_retx => {
+                // SYN (active side) or SYN-ACK (passive side), first or again.
+                self.syn_retx = false;
+                let retx = self.tcb.snd_max > 0;
+                self.syn_rexmits += retx as u32;
+                self.tcb.stats.syn_retransmits += retx as u64;
+                if !retx {
+                    self.first_syn_ts = Self::ts_now(now);
+                }
+                self.tcb.snd_nxt = 1;
+                self.tcb.snd_max = 1;
+                self.tcb.timing = if retx { None } else { Some((1, now)) };
+                if self.rto_deadline.is_none() {
+                    self.arm_rto(now);
+                }
+                let flags = if self.state == State::SynSent { TcpFlags::SYN } else { TcpFlags::SYN | TcpFlags::ACK };
+                return Some(self.emit(now, 0, 0, flags, retx));
+            }
+            State::Established => {
+                if std::mem::take(&mut self.ack_first) && self.ack_now {
+                    return Some(self.pure_ack(now));
+                }
+                if let Some(s) = self.next_data(now) {
+                    self.sent_burst = true;
+                    return Some(s);
+                }
+                // The end of a burst (Linux `tcp_write_xmit`): was the window the
+                // limit? (Only Linux's controllers ask.)
+                let limited = self.tcb.flight() >= self.tcb.cwnd;
+                if self.sent_burst && self.tcb.track_sent && !std::mem::take(&mut self.probe_burst) {
+                    // Linux schedules the loss probe after every burst too, no later
+                    // than the retransmission timer would fire counted from the
+                    // first unacknowledged segment's transmission
+                    // (`tcp_schedule_loss_probe` after `tcp_write_xmit`:
+                    // `tcp_rto_delta_us`).
+                    let head = self.tcb.sent.front().map_or(now, |r| r.xmit);
+                    self.tcb.rto_in = (head + self.rtt.rto()) - now;
+                    self.recovery.on_sent(&mut self.tcb, now);
+                }
+                if (self.sent_burst || limited) && self.cc.kind() != crate::tcp::CcKind::Rfc5681 {
+                    self.tcb.cwnd_validate(limited);
+                }
+                self.sent_burst = false;
+            }
+            _ => {}
+        }
+        if self.ack_now && matches!(self.state, State::Established | State::Done) {
+            return Some(self.pure_ack(now));
+        }
+        None
+    }
+
+    /// An ACK without data, at the next sequence number.
+    fn pure_ack(&mut self, now: Instant) -> Segment {
+        self.emit(now, self.tcb.snd_nxt.max(1).min(self.tcb.snd_max.max(1)), 0, TcpFlags::ACK, false)
+    }
+
+    fn emit(&mut self, now: Instant, seq: u64, len: u32, mut flags: u8, retransmission: bool) -> Segment {
+        // RFC 3168 §6.1: ECN-setup SYN (ECE + CWR) and SYN-ACK (ECE); then ECE
+        // while a CE mark waits for the sender's CWR, and CWR on the first new
+        // segment after a reduction; ECT(0) on new data only (§6.1.5, Linux
+        // `tcp_ecn_send`).
+        let new_data = len > 0 && !retransmission && self.ecn_ok;
+        if self.cfg.ecn != crate::tcp::Ecn::Off {
+            if flags & TcpFlags::SYN != 0 {
+                // A SYN sent again asks no more (Linux `tcp_ecn_clear_syn`, in
+                // case a middlebox drops ECN-setup SYNs).
+                if self.state == State::SynSent && self.cfg.ecn == crate::tcp::Ecn::On && !retransmission {
+                    flags |= TcpFlags::ECE | TcpFlags::CWR;
+                } else if self.state == State::SynRcvd && self.ecn_ok {
+                    flags |= TcpFlags::ECE;
+                }
+            } else {
+                if self.ece_pending {
+                    flags |= TcpFlags::ECE;
+                }
+                if new_data && std::mem::take(&mut self.tcb.queue_cwr) {
+                    flags |= TcpFlags::CWR;
+                }
+            }
+        }
+        let repr = self.header(now, seq, flags);
+        self.tcb.stats.segments_sent += 1;
+        if flags & (TcpFlags::ACK | TcpFlags::SYN) == TcpFlags::SYN && self.lrw.is_some() {
+            // The SYN's window is the first `rcv_wnd` (Linux `tcp_connect_init`).
+            self.last_adv = repr.window as u64;
+        }
+        if flags & TcpFlags::ACK != 0 {
+            self.rcv_wup = self.rcv_nxt;
+            self.rx_held = 0;
+            self.last_adv = (repr.window as u64) << if flags & TcpFlags::SYN != 0 { 0 } else { self.rcv_wscale };
+            self.ack_now = false;
+            self.ack_deadline = None;
+            if self.unacked_segs > 0 {
+                if let Some(a) = &mut self.acks {
+                    a.on_ack_sent();
+                }
+            }
+            self.unacked_segs = 0;
+            if self.dsack.is_some() && flags & TcpFlags::SYN == 0 {
+                self.dsack = None;
+                self.tcb.stats.dsacks_sent += 1;
+            }
+            if len == 0 && flags & (TcpFlags::SYN | TcpFlags::FIN) == 0 {
+                self.tcb.stats.acks_sent += 1;
+            }
+        }
+        if len > 0 {
+            self.tcb.stats.data_segments_sent += 1;
+            if self.tcb.pacing_rate.is_some() {
+                self.pace(now, len);
+            }
+            self.tcb.stats.data_bytes_sent += len as u64;
+            if retransmission {
+                self.tcb.stats.retransmits += 1;
+                self.tcb.stats.retransmitted_bytes += len as u64;
+            }
+        }
+        Segment { repr, len, retransmission, offset: seq.saturating_sub(1), ect: new_data }
+    }
+
+    /// Sends the segment starting at `seq` (data or FIN), updating send state.
+    fn send_at(&mut self, now: Instant, seq: u64, max_len: u64) -> Segment {
+        let end = self.data_end();
+        let retx = seq < self.tcb.snd_max;
+        let linux = self.cfg.rto == RtoKind::Linux;
+        if retx && linux && seq == self.tcb.snd_una {
+            // Linux `tcp_xmit_retransmit_queue`: resending the first unacknowledged
+            // segment restarts the timer.
+            self.arm_rto(now);
+        }
+        if seq >= end {
+            // FIN
+            self.fin_sent = true;
+            self.tcb.snd_nxt = self.tcb.snd_nxt.max(end + 1);
+            self.tcb.snd_max = self.tcb.snd_max.max(end + 1);
+            if self.rto_deadline.is_none() {
+                self.arm_rto(now);
+            }
+            self.tcb.stats.fin_retransmits += retx as u64;
+            return self.emit(now, end, 0, TcpFlags::FIN | TcpFlags::ACK, retx);
+        }
+        let len = max_len.min(self.tcb.smss).min(end - seq);
+        // The last data segment of a closed stream carries the FIN.
+        let fin = self.cfg.fin_with_data && seq + len == end && self.close_when_done && self.app_limit.is_some();
+        if retx && (self.tcb.in_recovery || self.tcb.in_loss) {
+            // Linux `undo_retrans`: retransmissions a DSACK may yet show needless.
+            if let Some(u) = &mut self.tcb.undo {
+                u.retrans = Some(u.retrans.unwrap_or(0) + len.div_ceil(self.tcb.smss));
+            }
+        }
+        if !retx
+            && self.cfg.slow_start_after_idle
+            && self.tcb.snd_una == self.tcb.snd_max
+            && self.last_data_sent.is_some_and(|t| now - t > self.rtt.rto())
+        {
+            // RFC 5681 §4.1: restart window = min(IW, cwnd) after an idle RTO.
+            let rw = self.tcb.cwnd.min(self.tcb.smss * self.cfg.initial_window as u64);
+            self.tcb.set_cwnd(now, rw);
+        }
+        self.last_data_sent = Some(now);
+        if self.tcb.track_sent {
+            // Linux `tcp_rate_skb_sent`: what the connection had delivered.
+            let out = self.tcb.sent.len() as u64;
+            let tx = self.tcb.rate.as_mut().map(|r| r.on_sent(now, out)).unwrap_or_default();
+            if retx {
+                for r in self.tcb.sent.iter_mut().take_while(|r| r.start < seq + len) {
+                    if r.end > seq {
+                        (r.xmit, r.retx, r.lost, r.tx) = (now, true, false, tx);
+                    }
+                }
+            } else {
+                self.tcb.sent.push_back(Sent {
+                    start: seq,
+                    end: seq + len + fin as u64,
+                    xmit: now,
+                    retx: false,
+                    lost: false,
+                    sacked: false,
+                    tx,
+                });
+            }
+        }
+        // With `rto = "linux"` every segment is timed (`sent`); otherwise one at a time.
+        if !linux {
+            if retx {
+                self.tcb.timing = None;
+            } else if self.tcb.timing.is_none() && !self.ts_ok {
+                self.tcb.timing = Some((seq + len, now));
+            }
+        }
+        self.tcb.snd_nxt = self.tcb.snd_nxt.max(seq + len + fin as u64);
+        self.tcb.snd_max = self.tcb.snd_max.max(seq + len + fin as u64);
+        if self.rto_deadline.is_none() {
+            self.arm_rto(now);
+        }
+        let mut flags = TcpFlags::ACK;
+        if fin {
+            self.fin_sent = true;
+            flags |= TcpFlags::FIN;
+        }
+        if seq + len == end || self.tcb.snd_max == seq + len {
+            flags |= TcpFlags::PSH;
+        }
+        self.emit(now, seq, len as u32, flags, retx)
+    }
+
+    fn window(&self) -> u64 {
+        self.tcb.cwnd.min(self.tcb.snd_wnd).min(self.cfg.snd_buf as u64)
+    }
+
+    /// A tail loss probe (RFC 8985 §7.3, Linux `tcp_send_loss_probe`): one new
+    /// segment if the application and the receiver's window allow, whatever cwnd;
+    /// else the last segment sent, again. The retransmission timer restarts.
+    fn send_probe(&mut self, now: Instant) -> Option<Segment> {
+        let end = self.data_end();
+        let t = &self.tcb;
+        let seg = if t.snd_nxt == t.snd_max
+            && t.snd_max < end
+            && t.snd_max + t.smss.min(end - t.snd_max) <= t.snd_una + t.snd_wnd
+        {
+            let s = t.snd_max;
+            self.send_at(now, s, self.tcb.smss)
+        } else {
+            let &Sent { start, end, .. } = self.tcb.sent.back()?;
+            self.send_at(now, start, end - start)
+        };
+        self.tcb.tlp = Some((self.tcb.snd_max, seg.retransmission));
+        self.probe_burst = true;
+        self.tcb.stats.loss_probes += 1;
+        self.tcb.push_var(now, TcpVar::LossProbe, self.tcb.stats.loss_probes as i64);
+        self.arm_rto(now);
+        Some(seg)
+    }
+
+    fn next_data(&mut self, now: Instant) -> Option<Segment> {
+        if self.pacing_holds(now) {
+            return None;
+        }
+        if std::mem::take(&mut self.tcb.probe) {
+            if let Some(s) = self.send_probe(now) {
+                return Some(s);
+            }
+        }
+        if let Some(s) = self.tcb.rexmit.take() {
+            if s >= self.tcb.snd_una && s < self.tcb.snd_max {
+                let hole_end = self.tcb.hole_end(s, u64::MAX);
+                return Some(self.send_at(now, s, hole_end - s));
+            }
+        }
+        if self.tcb.in_recovery || self.loss_by_recovery || self.tcb.in_cwr {
+            let data_end = self.data_end();
+            match self.recovery.next_segment(&mut self.tcb, data_end) {
+                NextSeg::Default => {}
+                NextSeg::Send(seq, len) => return Some(self.send_at(now, seq, len)),
+                NextSeg::Wait => return None,
+            }
+        }
+        let end = self.data_end();
+        let fin_pending = self.close_when_done && self.app_limit.is_some() && !self.fin_sent;
+        // Skip over SACKed data when resending after a timeout.
+        while let Some(e) = self.tcb.scoreboard.end_of(self.tcb.snd_nxt) {
+            self.tcb.snd_nxt = e;
+        }
+        let mut limit = self.tcb.snd_una + self.window();
+        if self.cfg.limited_transmit
+            && self.tcb.dupacks > 0
+            && !self.tcb.in_recovery
+            && self.tcb.snd_nxt == self.tcb.snd_max
+        {
+            // RFC 3042: one new segment for each of the first two duplicate ACKs.
+            let extra = self.tcb.smss * self.tcb.dupacks.min(2) as u64;
+            let w = (self.tcb.cwnd + extra).min(self.tcb.snd_wnd).min(self.cfg.snd_buf as u64);
+            limit = limit.max(self.tcb.snd_una + w);
+        }
+        if self.tcb.snd_nxt < end {
+            let avail = end - self.tcb.snd_nxt;
+            let want = avail.min(self.tcb.smss);
+            if self.tcb.snd_nxt + want <= limit || (self.tcb.snd_nxt == self.tcb.snd_una && limit > self.tcb.snd_nxt) {
+                let room = (limit - self.tcb.snd_nxt).min(want).max(1);
+                let hole_end = self.tcb.hole_end(self.tcb.snd_nxt, u64::MAX);
+                return Some(self.send_at(now, self.tcb.snd_nxt, room.min(hole_end - self.tcb.snd_nxt)));
+            }
+            return None;
+        }
+        if fin_pending && self.tcb.snd_nxt == end {
+            return Some(self.send_at(now, end, 0));
+        }
+        None
+    }
+
+    /// Linux's internal pacing (`tcp_pacing_check`): with a pacing rate, data
+    /// that could go now waits for the departure time of the last segment sent
+    /// (a wake-up is asked for).
+    fn pacing_holds(&mut self, now: Instant) -> bool {
+        if self.tcb.pacing_rate.is_none() || self.tcb.next_send <= now {
+            return false;
+        }
+        let t = &self.tcb;
+        let data =
+            t.snd_max < self.data_end() || t.rexmit.is_some() || t.probe || t.in_recovery || self.loss_by_recovery;
+        if data && t.flight() < t.cwnd.min(t.snd_wnd.max(t.smss)) {
+            self.paced = Some(t.next_send);
+            return true;
+        }
+        false
+    }
+
+    /// Linux `tcp_update_skb_after_send`: the next departure is `len` bytes at the
+    /// pacing rate after this one (less up to half of it for the time the
+    /// schedule had fallen behind), from the tenth data segment on.
+    fn pace(&mut self, now: Instant, len: u32) {
+        let t = &mut self.tcb;
+        let prior = t.next_send;
+        t.next_send = t.next_send.max(now);
+        let Some(rate) = t.pacing_rate.filter(|&r| r > 0) else { return };
+        if t.stats.data_segments_sent < 10 {
+            return;
+        }
+        let len_ns = (len as u64 * 1_000_000_000 / rate) as i64;
+        let credit = (t.next_send - prior).nanos();
+        t.next_send += Duration(len_ns - credit.min(len_ns / 2));
+    }
+}
