@@ -30,7 +30,7 @@ TARGET = ROOT / "target" / "callgrind"
 
 # (source-path pattern, component), first match wins.
 FILES = [
-    ("src/link/wireless.rs", "link: multiplexer and radio (wireless.rs)"),
+    ("src/link/wireless", "link: multiplexer and radio (wireless.rs, wireless/)"),
     ("src/link/", "link: ARQ machines, frames"),
     ("src/tcp/", "TCP endpoints"),
     ("src/sched.rs", "event queue"),
@@ -46,7 +46,7 @@ FILES = [
 ]
 # Module of the enclosing function, for inlined standard-library code.
 MODULES = [
-    ("thinwire::link::wireless", "link: multiplexer and radio (wireless.rs)"),
+    ("thinwire::link::wireless", "link: multiplexer and radio (wireless.rs, wireless/)"),
     ("thinwire::link", "link: ARQ machines, frames"),
     ("thinwire::tcp", "TCP endpoints"),
     ("thinwire::sched", "event queue"),
