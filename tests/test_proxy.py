@@ -69,6 +69,8 @@ def test_web_sessions_through_the_proxy_deliver_everything():
         ('cc = "cubic"\nestimate_clamp = true', "proxy.estimate_clamp"),
         ("initial_window = 0", "proxy.initial_window"),
         ("classes = [{ port = 23, tickets = 0 }]", "proxy.classes[0].tickets"),
+        ("burst = 0", "proxy.burst"),
+        ("burst = 65", "proxy.burst"),
         ("bogus = 1", "proxy"),
     ],
 )

@@ -397,6 +397,9 @@ pub fn proxy_config_from(p: &crate::config::ProxyCfg, down: Option<u64>) -> crat
         c.initial_window = w;
     }
     c.estimate_clamp = p.estimate_clamp.unwrap_or(false);
+    if let Some(b) = p.burst {
+        c.burst = b;
+    }
     if let Some(o) = p.overprovision {
         c.overprovision = o;
     }

@@ -716,3 +716,58 @@ fn a_burst_of_queue_drops_on_many_short_downloads_is_recovered_as_fast_as_end_to
     let ((direct, _), (proxied, timeouts)) = (time(false), time(true));
     assert!(proxied <= 2.0 * direct, "proxied {proxied:.2} s ({timeouts} timeouts), end to end {direct:.2} s");
 }
+
+/// Runs of consecutive scheduler picks of one connection, in pick order, over
+/// the picks made from 10 s on (the wired legs' slow starts over, the proxy
+/// holds data of every connection) until the first of `n` connections is done.
+fn pick_runs(picks: &[thinwire::proxy::Event], n: usize) -> Vec<usize> {
+    let flows = 0..n as i32;
+    let started = picks.iter().position(|p| p.at >= Instant::ZERO + Duration::from_secs(10)).unwrap();
+    let ending = flows.map(|f| picks.iter().rposition(|p| p.flow == f).unwrap()).min().unwrap();
+    let mut runs = vec![];
+    let mut cur = (picks[started].flow, 0);
+    for p in &picks[started..ending] {
+        if p.flow == cur.0 {
+            cur.1 += 1;
+        } else {
+            runs.push(cur.1);
+            cur = (p.flow, 1);
+        }
+    }
+    runs
+}
+
+#[test]
+fn a_burst_sends_a_picks_segments_in_a_row_and_the_shares_hold() {
+    let shares = |burst: u32| {
+        let cfg = ProxyConfig { burst, clamp: Some(60_000), ..ProxyConfig::default() };
+        // From 5 s on (the handshakes done), four of five packets from the
+        // mobile lost: each ACK that arrives opens the window by several
+        // segments at once.
+        let loss: Loss = Box::new(|d, i, t| d == 1 && t >= Instant::ZERO + Duration::from_secs(5) && i % 5 != 0);
+        let mut net = Net::new(Some(cfg), loss);
+        for _ in 0..3 {
+            net.conn(150_000, 0, 5001);
+        }
+        net.run_until(Instant::ZERO + Duration::from_secs(40), |_| false);
+        let got: Vec<u64> = net.eps.iter().map(|e| e.1.delivered()).collect();
+        let runs = pick_runs(&net.events(EventKind::Pick), 3);
+        net.run(600);
+        net.assert_exact(&[(150_000, 0); 3]);
+        (got, runs)
+    };
+    let mean = |r: &[usize]| r.iter().sum::<usize>() as f64 / r.len() as f64;
+    let frac = |g: &[u64]| g.iter().map(|&x| x as f64 / g.iter().sum::<u64>() as f64).collect::<Vec<_>>();
+    let (got4, runs) = shares(4);
+    let fours = runs.iter().filter(|&&r| r == 4).count();
+    assert!(mean(&runs) >= 2.5 && fours * 3 >= runs.len(), "{runs:?}");
+    // One pick per segment, as before bursts: the connections alternate (but
+    // while one alone has data).
+    let (got1, runs) = shares(1);
+    assert!(mean(&runs) < 1.3 && runs[1..].iter().all(|&r| r <= 2), "{runs:?}");
+    // The stride scheduler charges every byte of a burst: the split of the
+    // link between the connections is the one without bursts.
+    for (a, b) in frac(&got4).iter().zip(frac(&got1)) {
+        assert!((a - b).abs() < 0.03, "with bursts {got4:?}, without {got1:?}");
+    }
+}

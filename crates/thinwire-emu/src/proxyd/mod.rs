@@ -122,6 +122,7 @@ pub fn run(opts: Options) -> Result<(), EmuError> {
     poll.add(signals.fd(), TOK_SIGNAL).map_err(|e| EmuError::Failed(format!("epoll: {e}")))?;
     let mut pcfg = thinwire::build::proxy_config_from(&file.proxy, None);
     pcfg.max_half_open = d.max_half_open_per_mobile;
+    pcfg.burst = file.proxy.burst.unwrap_or_else(|| auto_burst(pcfg.link_rate, pcfg.mss));
     let rec = match &opts.out {
         Some(dir) => {
             let r = record::Recording::open(dir, &[&d.tun, &d.mobile_interface])
@@ -146,7 +147,9 @@ pub fn run(opts: Options) -> Result<(), EmuError> {
         draining: None,
         buf: vec![0u8; 1 << 17],
         segments: vec![],
-        co: file.daemon.offload.then(crate::gso::Coalescer::default),
+        // A run per connection, up to GRO's 64 flows (gso.rs): the scheduler
+        // interleaves the connections segment by segment.
+        co: file.daemon.offload.then(|| crate::gso::Coalescer::with_flows(64)),
         rec,
         write_failed: false,
         next_flush: Instant::ZERO,
@@ -223,6 +226,7 @@ impl Daemon {
                 next_house = now + Duration::from_millis(20);
             }
             self.settle(now)?;
+            self.flush_tun();
             if next_stats.is_some_and(|t| t <= now) {
                 self.stats("stats");
                 next_stats = self.stats_due(now);
@@ -280,7 +284,10 @@ impl Daemon {
     }
 
     fn read_tun(&mut self, now: Instant) -> Result<(), EmuError> {
-        for _ in 0..256 {
+        for i in 0..256 {
+            if i % GRO_BUDGET == GRO_BUDGET - 1 {
+                self.flush_tun();
+            }
             let n = match sys::read_packet(&self.tun, &mut self.buf) {
                 Ok(Some(n)) => n,
                 Ok(None) => break,
@@ -311,10 +318,14 @@ impl Daemon {
 
     fn write_tun(&mut self, p: &Packet) {
         let bytes = p.emit();
-        let (tun, drops) = (&self.tun, &mut self.n.tun_drops);
+        let (tun, n) = (&self.tun, &mut self.n);
+        let mut write = |b: &[u8], k: usize| {
+            n.tun_writes += 1;
+            sys::write_counted(tun, b, k, &mut n.tun_drops)
+        };
         match &mut self.co {
-            Some(co) => co.push(&bytes, &mut |b, n| sys::write_counted(tun, b, n, drops)),
-            None => sys::write_counted(tun, &bytes, 1, drops),
+            Some(co) => co.push(&bytes, &mut write),
+            None => write(&bytes, 1),
         }
         if self.rec.is_some() {
             let now = self.now();
@@ -373,13 +384,21 @@ impl Daemon {
                 self.write_tun(&p);
             }
             if !any {
-                // What was merged goes out before the daemon waits again.
-                if let Some(co) = &mut self.co {
-                    let (tun, drops) = (&self.tun, &mut self.n.tun_drops);
-                    co.flush(&mut |b, n| sys::write_counted(tun, b, n, drops));
-                }
                 return Ok(());
             }
+        }
+    }
+
+    /// Writes what the coalescer holds: before the daemon waits again, and
+    /// after every `GRO_BUDGET` packets read, so the packets of one wake-up
+    /// merge per connection however the scheduler interleaved them.
+    fn flush_tun(&mut self) {
+        if let Some(co) = &mut self.co {
+            let (tun, n) = (&self.tun, &mut self.n);
+            co.flush(&mut |b, k| {
+                n.tun_writes += 1;
+                sys::write_counted(tun, b, k, &mut n.tun_drops)
+            });
         }
     }
 
@@ -445,9 +464,43 @@ impl Daemon {
             self.proxy.abort(c, now);
         }
         let _ = self.settle(now);
+        self.flush_tun();
     }
 }
 
+/// The daemon's default `[proxy] burst`: the segments of about 1 ms at the
+/// link rate, at least 1 and at most a 64 KB super-packet's — Linux's TSO
+/// autosizing (`tcp_tso_autosize`: the pacing rate >> `sk_pacing_shift` 10,
+/// capped by the GSO maximum). With many connections one segment per pick
+/// interleaves them segment by segment, and every segment then costs a TUN
+/// write and its own pass through the mobile's stack: 100 connections over a
+/// 10 Gbit/s configuration carried 0.52 Gbit/s at 1, 1.30–1.55 at 16, 1.46 at
+/// 44 (bench/RESULTS.md, 2026-11-28, fifth session). A slow link (the seeds'
+/// GPRS: 4 KB/s) keeps 1, one segment per pick as in the model.
+fn auto_burst(link_rate: u64, mss: u32) -> u32 {
+    let mss = mss.max(1) as u64;
+    (link_rate / 1000 / mss).clamp(1, 65_535 / mss) as u32
+}
+
+/// Packets read from the TUN device between two writes of what the coalescer
+/// holds: NAPI's default budget (`net/core/dev.c`, `weight_p` 64), the most a
+/// driver hands GRO in one poll.
+const GRO_BUDGET: usize = 64;
+
 fn ip(a: IpAddress) -> String {
     IpAddr::from(a).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::auto_burst;
+
+    /// About 1 ms of segments at the link rate, within [1, 64 KB].
+    #[test]
+    fn the_default_burst_follows_the_link_rate() {
+        assert_eq!(auto_burst(4150, 1460), 1, "the seeds' GPRS");
+        assert_eq!(auto_burst(12_500_000, 1460), 8, "100 Mbit/s: 12.5 KB per ms");
+        assert_eq!(auto_burst(1_250_000_000, 1460), 44, "10 Gbit/s: capped at 64 KB");
+        assert_eq!(auto_burst(1_250_000_000, 536), 122);
+    }
 }

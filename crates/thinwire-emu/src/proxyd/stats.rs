@@ -16,6 +16,8 @@ pub(super) struct Counters {
     pub(super) bytes_up: u64,
     pub(super) packets_passed: u64,
     pub(super) tun_drops: u64,
+    /// Writes to the TUN device (a super-packet counts once).
+    pub(super) tun_writes: u64,
 }
 
 impl Daemon {
@@ -58,6 +60,9 @@ impl Daemon {
                 ("bytes_up", n.bytes_up.into()),
                 ("packets_passed", n.packets_passed.into()),
                 ("tun_drops", n.tun_drops.into()),
+                ("tun_writes", n.tun_writes.into()),
+                ("gro_writes", self.co.as_ref().map_or(0, |c| c.merged_writes).into()),
+                ("gro_segments", self.co.as_ref().map_or(0, |c| c.merged_packets).into()),
                 ("buffered", self.proxy.buffered().into()),
                 ("segments_sent", st.segments_sent.into()),
                 ("retransmits", st.retransmits.into()),

@@ -52,6 +52,10 @@ pub struct ProxyCfg {
     pub max_rto: Option<Dur>,
     #[serde(default)]
     pub mss: Option<u32>,
+    /// Segments a scheduler pick sends from its connection in a row (default 1;
+    /// the proxy daemon's default 16).
+    #[serde(default)]
+    pub burst: Option<u32>,
     /// Priority classes by server port; default `[{ port = 23, priority = 0 }]`.
     #[serde(default)]
     pub classes: Option<Vec<ProxyClass>>,
@@ -118,6 +122,9 @@ pub(super) fn validate_proxy(p: &ProxyCfg) -> Result<(), ConfigError> {
         if !(64..=65495).contains(&m) {
             return Err(cerr("proxy.mss", format!("{m} is not an MSS between 64 and 65495")));
         }
+    }
+    if p.burst.is_some_and(|b| b == 0 || b > 64) {
+        return Err(cerr("proxy.burst", "must be between 1 and 64 segments"));
     }
     if let Some(cs) = &p.classes {
         for (i, c) in cs.iter().enumerate() {

@@ -43,6 +43,13 @@ pub struct ProxyConfig {
     /// Unfinished handshakes held per mobile; a new SYN beyond drops the oldest,
     /// so a SYN flood cannot hold a mobile's connection slots.
     pub max_half_open: usize,
+    /// Segments a scheduler pick may send from its connection in a row while
+    /// the aggregate's window has room (default 1: a pick per segment, seed 004
+    /// §IV-C). Larger, each connection's segments leave together, and the proxy
+    /// daemon's coalescer writes them as one super-packet (thinwire-emu gso.rs):
+    /// the stride scheduler still charges every byte, so shares hold over a
+    /// few bursts.
+    pub burst: u32,
 }
 
 impl Default for ProxyConfig {
@@ -75,6 +82,7 @@ impl Default for ProxyConfig {
             wired_tcp: wired,
             synack_retries: 5,
             max_half_open: 256,
+            burst: 1,
         }
     }
 }

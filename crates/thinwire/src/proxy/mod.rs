@@ -37,7 +37,8 @@
 //! set-ups in both directions it can take over 3 s to be acknowledged), `max_rto` 60 s; `mss` 1460; classes: port 23 (telnet)
 //! priority 0, everything else priority 1, 100 tickets each; wired leg: SACK,
 //! initial window 2, no timestamps, 64 KB buffer, ACK every segment;
-//! `synack_retries` 5, `max_half_open` 256.
+//! `synack_retries` 5, `max_half_open` 256; `burst` 1 (segments a scheduler
+//! pick sends in a row).
 //!
 //! Toward the mobile the wireless leg answers as a kernel would (RFC 9293, RFC
 //! 5961, Linux `tcp_input.c`, `inet_connection_sock.c`): the SYN-ACK is resent

@@ -19,8 +19,14 @@ impl Proxy {
         // of the daemon's CPU with 100 connections.) They are kept in a heap
         // in pick order, so a pick costs O(log n), not a scan of them all. A
         // retransmission lists them afresh.
+        //
+        // With `burst` > 1 a pick sends up to that many segments of its
+        // connection in a row (each charged to its pass); meanwhile the
+        // connection is out of the candidates. A retransmission, or the window
+        // full, ends the burst (the candidates are listed afresh next time).
         let mut cands = std::mem::take(&mut self.cands);
         let mut listed = false;
+        let mut burst: Option<(usize, u8, u32)> = None;
         loop {
             let mss = self.cfg.mss as u64;
             if !self.acbs[a].has_room(mss) {
@@ -30,21 +36,32 @@ impl Proxy {
             if let Some(e) = self.acbs[a].take_due(now) {
                 self.emit_entry(&e, now);
                 listed = false;
+                burst = None;
                 continue;
             }
             if !listed {
                 self.list_candidates(a, &mut cands);
                 listed = true;
             }
-            #[cfg(debug_assertions)]
-            {
-                let mut fresh = sched::Candidates::default();
-                self.list_candidates(a, &mut fresh);
-                debug_assert_eq!(fresh.sorted(), cands.sorted(), "the kept candidates are the ones listed afresh");
-            }
-            let Some((c, class, pass)) = self.acbs[a].sched.pick(&mut cands) else {
-                self.acbs[a].sent_until(false);
-                break;
+            let (c, class, pass, left) = match burst.take() {
+                Some((c, class, left)) => (c, class, self.conns[c].pass, left),
+                None => {
+                    #[cfg(debug_assertions)]
+                    {
+                        let mut fresh = sched::Candidates::default();
+                        self.list_candidates(a, &mut fresh);
+                        debug_assert_eq!(
+                            fresh.sorted(),
+                            cands.sorted(),
+                            "the kept candidates are the ones listed afresh"
+                        );
+                    }
+                    let Some((c, class, pass)) = self.acbs[a].sched.pick(&mut cands) else {
+                        self.acbs[a].sent_until(false);
+                        break;
+                    };
+                    (c, class, pass, self.cfg.burst)
+                }
             };
             let (s, e, fin) = self.conns[c].sendable().unwrap();
             let conn = &mut self.conns[c];
@@ -62,9 +79,13 @@ impl Proxy {
             }
             self.send_piece(c, s, e, fin, now);
             // The pick took it out; it goes back with its new pass while it
-            // has more to send.
+            // has more to send (or goes on sending in a burst).
             if self.conns[c].sendable().is_some() {
-                cands.push((c, class, self.acbs[a].sched.join(class, self.conns[c].pass)));
+                if left > 1 {
+                    burst = Some((c, class, left - 1));
+                } else {
+                    cands.push((c, class, self.acbs[a].sched.join(class, self.conns[c].pass)));
+                }
             }
         }
         self.cands = cands;
