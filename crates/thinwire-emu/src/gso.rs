@@ -21,13 +21,9 @@
 //!   equal segment sizes with only the last smaller; IPv4 IDs one apart, equal
 //!   TOS/TTL/DF; PSH only on the last; no FIN, SYN, RST, URG or CWR; a valid TCP
 //!   checksum, so that a packet the model damaged is never healed by the merge).
-//!   A run of one packet is written as it is. Nothing is delayed beyond the
-//!   wake-up: the packets merged were due at the same wake-up and would have been
-//!   written within microseconds of each other, one system call each. By default
-//!   only consecutive packets merge and nothing is reordered (the emulator's
-//!   writer); [`Coalescer::with_flows`] holds a run per flow, as GRO does, so
-//!   interleaved connections merge too (the proxy daemon, whose scheduler
-//!   interleaves its connections segment by segment): each flow keeps its order.
+//!   A run of one packet is written as it is. Nothing is reordered or delayed:
+//!   the packets merged were due at the same wake-up and would have been written
+//!   within microseconds of each other, one system call each.
 //!
 //! Sources: `include/uapi/linux/virtio_net.h` (the header), `drivers/net/tun.c`
 //! (`TUNSETOFFLOAD`, `tun_put_user`, `tun_get_user`), the kernel files above, and
@@ -193,9 +189,8 @@ fn candidate(p: &[u8]) -> Option<usize> {
     (fold(sum(&p[l4..], pseudo(p, 6, p.len() - l4))) == 0xffff).then_some(l4)
 }
 
-/// A run being merged: the super-packet so far is `buf[HDR..]`.
+/// The run being merged: the super-packet so far is `Coalescer::buf[HDR..]`.
 struct Run {
-    buf: Vec<u8>,
     l4: usize,
     hl: usize,
     mss: usize,
@@ -206,109 +201,90 @@ struct Run {
     closed: bool,
 }
 
-/// Merges the packets of a flow written to one device at one wake-up (module
-/// doc). `push` each packet in order and `flush` at the end of the wake-up;
-/// `emit` receives what to write (the virtio header and the packet) and how many
-/// packets it carries.
-///
-/// By default only consecutive packets merge: one run is held, and a packet of
-/// another flow writes it. [`Coalescer::with_flows`] holds a run for each of up
-/// to `n` flows at once, as GRO holds up to 64 flows per poll (`GRO_HASH_BUCKETS`
-/// 8 × `MAX_GRO_SKBS` 8, `include/net/gro.h`; the oldest is written when a
-/// further flow arrives, as `gro_flush_oldest`), so the interleaved segments of
-/// many connections still merge per connection. Each flow's packets keep their
-/// order; runs of different flows go out in the order they were started, and a
-/// packet that cannot merge (not TCP data, or a SYN, FIN, RST…) first writes
-/// every run held, so it overtakes nothing.
+/// Merges consecutive packets written to one device (module doc). `push` each
+/// packet in order and `flush` at the end of the wake-up; `emit` receives what to
+/// write (the virtio header and the packet) and how many packets it carries.
+#[derive(Default)]
 pub struct Coalescer {
-    held: Vec<Run>,
-    max_flows: usize,
-    /// Buffers of runs written, for reuse.
-    spare: Vec<Vec<u8>>,
+    buf: Vec<u8>,
+    run: Option<Run>,
     /// Super-packets written, and the packets they carried.
     pub merged_writes: u64,
     pub merged_packets: u64,
 }
 
-impl Default for Coalescer {
-    fn default() -> Coalescer {
-        Coalescer::with_flows(1)
-    }
-}
-
-/// Same addresses and ports: the packet belongs to the run's flow.
-fn same_flow(head: &[u8], p: &[u8], l4: usize) -> bool {
-    let addrs = if l4 == 20 { 12..20 } else { 8..40 };
-    p[0] >> 4 == head[0] >> 4 && p[addrs.clone()] == head[addrs] && p[l4..l4 + 4] == head[l4..l4 + 4]
-}
-
 impl Coalescer {
-    /// A coalescer holding runs of up to `n` (at least 1) flows at once.
-    pub fn with_flows(n: usize) -> Coalescer {
-        Coalescer { held: Vec::new(), max_flows: n.max(1), spare: Vec::new(), merged_writes: 0, merged_packets: 0 }
-    }
-
     pub fn push(&mut self, p: &[u8], emit: &mut impl FnMut(&[u8], usize)) {
-        let Some(l4) = candidate(p) else {
-            self.flush(emit);
-            let mut buf = self.spare.pop().unwrap_or_default();
-            buf.clear();
-            buf.extend_from_slice(&[0; HDR]);
-            buf.extend_from_slice(p);
-            emit(&buf, 1);
-            self.spare.push(buf);
+        if self.joins(p) {
+            let run = self.run.as_mut().expect("a run");
+            let payload = &p[run.hl..];
+            run.count += 1;
+            run.next_seq = run.next_seq.wrapping_add(payload.len() as u32);
+            run.next_id = run.next_id.wrapping_add(1);
+            run.closed = payload.len() < run.mss || p[run.l4 + 13] & PSH != 0;
+            let flags_at = HDR + run.l4 + 13;
+            self.buf[flags_at] |= p[run.l4 + 13] & PSH;
+            self.buf.extend_from_slice(payload);
             return;
+        }
+        self.flush(emit);
+        self.buf.clear();
+        self.buf.extend_from_slice(&[0; HDR]);
+        self.buf.extend_from_slice(p);
+        if let Some(l4) = candidate(p) {
+            let hl = l4 + ((p[l4 + 12] >> 4) as usize) * 4;
+            let mss = p.len() - hl;
+            self.run = Some(Run {
+                l4,
+                hl,
+                mss,
+                count: 1,
+                next_seq: u32::from_be_bytes(p[l4 + 4..l4 + 8].try_into().expect("4 bytes")).wrapping_add(mss as u32),
+                next_id: be16(p, 4).wrapping_add(1),
+                closed: p[l4 + 13] & PSH != 0,
+            });
+        } else {
+            emit(&self.buf, 1);
+            self.buf.clear();
+        }
+    }
+
+    /// Whether `p` continues the run (module doc).
+    fn joins(&self, p: &[u8]) -> bool {
+        let Some(run) = &self.run else { return false };
+        let head = &self.buf[HDR..];
+        let (l4, hl) = (run.l4, run.hl);
+        if run.closed || p.len() <= hl || p.len() - hl > run.mss || head.len() + p.len() - hl > 65535 {
+            return false;
+        }
+        // The IP header: version and length type, then what GRO compares.
+        let same_ip = if l4 == 20 {
+            p[0] == head[0]
+                && p[1] == head[1]
+                && p[6] & 0xe0 == head[6] & 0xe0
+                && p[8..10] == head[8..10]
+                && p[12..20] == head[12..20]
+                && be16(p, 4) == run.next_id
+        } else {
+            p[..4] == head[..4] && p[6..40] == head[6..40]
         };
-        let i = self.held.iter().position(|r| r.l4 == l4 && same_flow(&r.buf[HDR..], p, l4));
-        if let Some(i) = i {
-            let run = &mut self.held[i];
-            if run.joins(p) {
-                let payload = &p[run.hl..];
-                run.count += 1;
-                run.next_seq = run.next_seq.wrapping_add(payload.len() as u32);
-                run.next_id = run.next_id.wrapping_add(1);
-                run.closed = payload.len() < run.mss || p[run.l4 + 13] & PSH != 0;
-                let flags_at = HDR + run.l4 + 13;
-                run.buf[flags_at] |= p[run.l4 + 13] & PSH;
-                run.buf.extend_from_slice(payload);
-                return;
-            }
-            let run = self.held.remove(i);
-            self.write(run, emit);
-        } else if self.held.len() >= self.max_flows {
-            let run = self.held.remove(0);
-            self.write(run, emit);
-        }
-        let mut buf = self.spare.pop().unwrap_or_default();
-        buf.clear();
-        buf.extend_from_slice(&[0; HDR]);
-        buf.extend_from_slice(p);
-        let hl = l4 + ((p[l4 + 12] >> 4) as usize) * 4;
-        let mss = p.len() - hl;
-        self.held.push(Run {
-            buf,
-            l4,
-            hl,
-            mss,
-            count: 1,
-            next_seq: u32::from_be_bytes(p[l4 + 4..l4 + 8].try_into().expect("4 bytes")).wrapping_add(mss as u32),
-            next_id: be16(p, 4).wrapping_add(1),
-            closed: p[l4 + 13] & PSH != 0,
-        });
+        // Ports, acknowledgement, data offset, window, options equal; flags ACK
+        // (PSH allowed, it ends the run); the sequence number next.
+        same_ip
+            && p[l4..l4 + 4] == head[l4..l4 + 4]
+            && p[l4 + 8..l4 + 13] == head[l4 + 8..l4 + 13]
+            && p[l4 + 14..l4 + 16] == head[l4 + 14..l4 + 16]
+            && p[l4 + 20..hl] == head[l4 + 20..hl]
+            && u32::from_be_bytes(p[l4 + 4..l4 + 8].try_into().expect("4 bytes")) == run.next_seq
+            && candidate(p) == Some(l4)
     }
 
-    /// Writes every run merged so far, oldest first.
+    /// Writes the run merged so far, if any.
     pub fn flush(&mut self, emit: &mut impl FnMut(&[u8], usize)) {
-        for run in std::mem::take(&mut self.held) {
-            self.write(run, emit);
-        }
-    }
-
-    /// Writes one run: as it is if it holds one packet, else as a super-packet.
-    fn write(&mut self, mut run: Run, emit: &mut impl FnMut(&[u8], usize)) {
+        let Some(run) = self.run.take() else { return };
         if run.count > 1 {
-            let (l4, total) = (run.l4, run.buf.len() - HDR);
-            let p = &mut run.buf[HDR..];
+            let (l4, total) = (run.l4, self.buf.len() - HDR);
+            let p = &mut self.buf[HDR..];
             let gso_type = if l4 == 20 {
                 put16(p, 2, total as u16);
                 ipv4_header_checksum(p, 20);
@@ -320,7 +296,7 @@ impl Coalescer {
             // CHECKSUM_PARTIAL: the field holds the pseudo-header sum.
             let ps = fold(pseudo(p, 6, total - l4));
             put16(p, l4 + 16, ps);
-            let h = &mut run.buf[..HDR];
+            let h = &mut self.buf[..HDR];
             h[0] = F_NEEDS_CSUM;
             h[1] = gso_type;
             h[2..4].copy_from_slice(&(run.hl as u16).to_ne_bytes());
@@ -330,39 +306,8 @@ impl Coalescer {
             self.merged_writes += 1;
             self.merged_packets += run.count as u64;
         }
-        emit(&run.buf, run.count);
-        self.spare.push(run.buf);
-    }
-}
-
-impl Run {
-    /// Whether `p`, a merge candidate of this run's flow, continues the run
-    /// (module doc).
-    fn joins(&self, p: &[u8]) -> bool {
-        let head = &self.buf[HDR..];
-        let (l4, hl) = (self.l4, self.hl);
-        if self.closed || p.len() <= hl || p.len() - hl > self.mss || head.len() + p.len() - hl > 65535 {
-            return false;
-        }
-        // The IP header: version and length type, then what GRO compares.
-        let same_ip = if l4 == 20 {
-            p[0] == head[0]
-                && p[1] == head[1]
-                && p[6] & 0xe0 == head[6] & 0xe0
-                && p[8..10] == head[8..10]
-                && p[12..20] == head[12..20]
-                && be16(p, 4) == self.next_id
-        } else {
-            p[..4] == head[..4] && p[6..40] == head[6..40]
-        };
-        // Ports, acknowledgement, data offset, window, options equal; flags ACK
-        // (PSH allowed, it ends the run); the sequence number next.
-        same_ip
-            && p[l4..l4 + 4] == head[l4..l4 + 4]
-            && p[l4 + 8..l4 + 13] == head[l4 + 8..l4 + 13]
-            && p[l4 + 14..l4 + 16] == head[l4 + 14..l4 + 16]
-            && p[l4 + 20..hl] == head[l4 + 20..hl]
-            && u32::from_be_bytes(p[l4 + 4..l4 + 8].try_into().expect("4 bytes")) == self.next_seq
+        emit(&self.buf, run.count);
+        self.buf.clear();
     }
 }
 
@@ -500,42 +445,6 @@ mod tests {
         assert_eq!(writes(&[tcp(false, 0, 0, ACK, 1), tcp(false, 0, 0, ACK, 2)]), 2, "pure ACKs");
         assert_eq!(writes(&[tcp(false, 0, 1000, SYN | ACK, 1)]), 1);
         assert_eq!(writes(&[tcp(false, 0, 1000, RST | ACK, 1)]), 1);
-    }
-
-    /// The segment `tcp` makes, from source port `port` (another flow).
-    fn from_port(mut p: Vec<u8>, port: u16) -> Vec<u8> {
-        put16(&mut p, 20, port);
-        fix_tcp_checksum(&mut p);
-        p
-    }
-
-    /// Holding a run per flow (`with_flows`), interleaved connections merge per
-    /// connection, each keeping its order; one flow more than held writes the
-    /// oldest run; a packet that cannot merge writes every run first. By
-    /// default the same packets are written one by one, in order.
-    #[test]
-    fn interleaved_flows_merge_per_flow() {
-        let seg = |port: u16, i: u32| from_port(tcp(false, i * 1000, 1000, ACK, 1 + i as u16), port);
-        let writes = |c: &mut Coalescer, segs: &[Vec<u8>]| {
-            let mut out = vec![];
-            for s in segs {
-                c.push(s, &mut |b, _| out.push(split_all(b)));
-            }
-            c.flush(&mut |b, _| out.push(split_all(b)));
-            out
-        };
-        let interleaved: Vec<Vec<u8>> = (0..3).flat_map(|i| [seg(1, i), seg(2, i)]).collect();
-        let out = writes(&mut Coalescer::with_flows(2), &interleaved);
-        assert_eq!(out, vec![vec![seg(1, 0), seg(1, 1), seg(1, 2)], vec![seg(2, 0), seg(2, 1), seg(2, 2)]]);
-        let one_by_one = writes(&mut Coalescer::default(), &interleaved);
-        assert_eq!(one_by_one, interleaved.iter().map(|s| vec![s.clone()]).collect::<Vec<_>>());
-        // Three flows through two runs: the oldest goes when the third arrives.
-        let out = writes(&mut Coalescer::with_flows(2), &[seg(1, 0), seg(2, 0), seg(3, 0), seg(1, 1)]);
-        assert_eq!(out, vec![vec![seg(1, 0)], vec![seg(2, 0)], vec![seg(3, 0)], vec![seg(1, 1)]]);
-        // A FIN of flow 2 writes both runs before it.
-        let fin = from_port(tcp(false, 2000, 1000, ACK | FIN, 3), 2);
-        let out = writes(&mut Coalescer::with_flows(8), &[seg(1, 0), seg(2, 0), seg(1, 1), seg(2, 1), fin.clone()]);
-        assert_eq!(out, vec![vec![seg(1, 0), seg(1, 1)], vec![seg(2, 0), seg(2, 1)], vec![fin]]);
     }
 
     /// A kernel super-packet: headers of the first segment, the partial checksum,

@@ -147,9 +147,7 @@ pub fn run(opts: Options) -> Result<(), EmuError> {
         draining: None,
         buf: vec![0u8; 1 << 17],
         segments: vec![],
-        // A run per connection, up to GRO's 64 flows (gso.rs): the scheduler
-        // interleaves the connections segment by segment.
-        co: file.daemon.offload.then(|| crate::gso::Coalescer::with_flows(64)),
+        co: file.daemon.offload.then(crate::gso::Coalescer::default),
         rec,
         write_failed: false,
         next_flush: Instant::ZERO,
@@ -226,7 +224,6 @@ impl Daemon {
                 next_house = now + Duration::from_millis(20);
             }
             self.settle(now)?;
-            self.flush_tun();
             if next_stats.is_some_and(|t| t <= now) {
                 self.stats("stats");
                 next_stats = self.stats_due(now);
@@ -284,10 +281,7 @@ impl Daemon {
     }
 
     fn read_tun(&mut self, now: Instant) -> Result<(), EmuError> {
-        for i in 0..256 {
-            if i % GRO_BUDGET == GRO_BUDGET - 1 {
-                self.flush_tun();
-            }
+        for _ in 0..256 {
             let n = match sys::read_packet(&self.tun, &mut self.buf) {
                 Ok(Some(n)) => n,
                 Ok(None) => break,
@@ -384,21 +378,16 @@ impl Daemon {
                 self.write_tun(&p);
             }
             if !any {
+                // What was merged goes out before the daemon waits again.
+                if let Some(co) = &mut self.co {
+                    let (tun, n) = (&self.tun, &mut self.n);
+                    co.flush(&mut |b, k| {
+                        n.tun_writes += 1;
+                        sys::write_counted(tun, b, k, &mut n.tun_drops)
+                    });
+                }
                 return Ok(());
             }
-        }
-    }
-
-    /// Writes what the coalescer holds: before the daemon waits again, and
-    /// after every `GRO_BUDGET` packets read, so the packets of one wake-up
-    /// merge per connection however the scheduler interleaved them.
-    fn flush_tun(&mut self) {
-        if let Some(co) = &mut self.co {
-            let (tun, n) = (&self.tun, &mut self.n);
-            co.flush(&mut |b, k| {
-                n.tun_writes += 1;
-                sys::write_counted(tun, b, k, &mut n.tun_drops)
-            });
         }
     }
 
@@ -464,28 +453,24 @@ impl Daemon {
             self.proxy.abort(c, now);
         }
         let _ = self.settle(now);
-        self.flush_tun();
     }
 }
 
 /// The daemon's default `[proxy] burst`: the segments of about 1 ms at the
 /// link rate, at least 1 and at most a 64 KB super-packet's — Linux's TSO
 /// autosizing (`tcp_tso_autosize`: the pacing rate >> `sk_pacing_shift` 10,
-/// capped by the GSO maximum). With many connections one segment per pick
-/// interleaves them segment by segment, and every segment then costs a TUN
-/// write and its own pass through the mobile's stack: 100 connections over a
-/// 10 Gbit/s configuration carried 0.52 Gbit/s at 1, 1.30–1.55 at 16, 1.46 at
-/// 44 (bench/RESULTS.md, 2026-11-28, fifth session). A slow link (the seeds'
-/// GPRS: 4 KB/s) keeps 1, one segment per pick as in the model.
+/// capped by the GSO maximum; and at most 64, as `[proxy] burst`). With many
+/// connections one segment per pick interleaves them segment by segment, so
+/// the coalescer (gso.rs), which merges consecutive segments of a flow, merges
+/// nothing, and every segment costs a TUN write and its own pass through the
+/// mobile's stack: 100 connections over a 10 Gbit/s configuration carried 0.52
+/// Gbit/s at 1, about 1.3–1.5 at 16 and 1.5–1.7 at 44 (bench/RESULTS.md,
+/// 2026-11-28, fifth session). A slow link (the seeds' GPRS: 4 KB/s) keeps 1,
+/// one segment per pick as in the model.
 fn auto_burst(link_rate: u64, mss: u32) -> u32 {
     let mss = mss.max(1) as u64;
-    (link_rate / 1000 / mss).clamp(1, 65_535 / mss) as u32
+    (link_rate / 1000 / mss).clamp(1, (65_535 / mss).min(64)) as u32
 }
-
-/// Packets read from the TUN device between two writes of what the coalescer
-/// holds: NAPI's default budget (`net/core/dev.c`, `weight_p` 64), the most a
-/// driver hands GRO in one poll.
-const GRO_BUDGET: usize = 64;
 
 fn ip(a: IpAddress) -> String {
     IpAddr::from(a).to_string()
@@ -501,6 +486,6 @@ mod tests {
         assert_eq!(auto_burst(4150, 1460), 1, "the seeds' GPRS");
         assert_eq!(auto_burst(12_500_000, 1460), 8, "100 Mbit/s: 12.5 KB per ms");
         assert_eq!(auto_burst(1_250_000_000, 1460), 44, "10 Gbit/s: capped at 64 KB");
-        assert_eq!(auto_burst(1_250_000_000, 536), 122);
+        assert_eq!(auto_burst(1_250_000_000, 536), 64, "at most 64");
     }
 }
