@@ -183,7 +183,7 @@ def up() -> None:
 class Proxy:
     """One mode's gateway: started, its process for /proc, stopped."""
 
-    def __init__(self, mode: str, work: Path, pepsal: str | None):
+    def __init__(self, mode: str, work: Path, pepsal: str | None, burst: int | None = None):
         self.mode, self.work, self.proc, self.pid = mode, work, None, None
         if mode.startswith("pepsal"):
             sh(
@@ -201,7 +201,9 @@ class Proxy:
         elif mode.startswith("thinwire"):
             cfg = work / "proxy.toml"
             cfg.write_text(
-                '[proxy]\nlink_rate = "10Gbps"\nlink_rtt = "2ms"\n[daemon]\nmobile_interface = "gm"\n'
+                '[proxy]\nlink_rate = "10Gbps"\nlink_rtt = "2ms"\n'
+                + (f"burst = {burst}\n" if burst else "")
+                + '[daemon]\nmobile_interface = "gm"\n'
                 "max_connections = 30000\nmax_connections_per_mobile = 30000\nmax_half_open_per_mobile = 30000\n"
                 'drain_timeout = "1s"\nstats_interval = "1s"\n'
                 + ("offload = false\n" if mode == "thinwire-nooffload" else "")
@@ -297,8 +299,8 @@ def idle_conns(work: Path, px: Proxy, n: int) -> dict:
     }
 
 
-def one_round(mode: str, work: Path, pepsal: str | None, secs: float) -> dict:
-    px = Proxy(mode, work, pepsal)
+def one_round(mode: str, work: Path, pepsal: str | None, secs: float, burst: int | None = None) -> dict:
+    px = Proxy(mode, work, pepsal, burst)
     try:
         r: dict = {}
         c0, b0 = px.cpu_s(), busy()
@@ -332,6 +334,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--only", help="comma list of modes (default: kernel,pepsal,thinwire)")
     ap.add_argument("--json", help="write every round's figures here")
+    ap.add_argument("--burst", type=int, help="the daemon's [proxy] burst (default: its own, ~1 ms at link_rate)")
     a = ap.parse_args()
     if os.geteuid() != 0:
         print("proxy_perf: needs root (network namespaces)", file=sys.stderr)
@@ -350,7 +353,7 @@ def main() -> int:
         time.sleep(0.5)
         for k in range(a.rounds):
             for mode in modes if k % 2 == 0 else modes[::-1]:
-                r = one_round(mode, work, a.pepsal, a.seconds)
+                r = one_round(mode, work, a.pepsal, a.seconds, a.burst)
                 rows[mode].append(r)
                 print(f"round {k + 1} {mode}: " + json.dumps({x: round(v, 3) for x, v in r.items()}), flush=True)
         ip3.kill()
