@@ -53,7 +53,7 @@ pub struct ProxyCfg {
     #[serde(default)]
     pub mss: Option<u32>,
     /// Segments a scheduler pick sends from its connection in a row (default 1;
-    /// the proxy daemon's default 16).
+    /// the proxy daemon's default: about 1 ms at `link_rate`, 1–44 segments).
     #[serde(default)]
     pub burst: Option<u32>,
     /// Priority classes by server port; default `[{ port = 23, priority = 0 }]`.
