@@ -20,9 +20,6 @@ impl Tcp {
                 let retx = self.tcb.snd_max > 0;
                 self.syn_rexmits += retx as u32;
                 self.tcb.stats.syn_retransmits += retx as u64;
-                if !retx {
-                    self.first_syn_ts = Self::ts_now(now);
-                }
                 self.tcb.snd_nxt = 1;
                 self.tcb.snd_max = 1;
                 self.tcb.timing = if retx { None } else { Some((1, now)) };
@@ -30,7 +27,13 @@ impl Tcp {
                     self.arm_rto(now);
                 }
                 let flags = if self.state == State::SynSent { TcpFlags::SYN } else { TcpFlags::SYN | TcpFlags::ACK };
-                return Some(self.emit(now, 0, 0, flags, retx));
+                let seg = self.emit(now, 0, 0, flags, retx);
+                if let (false, Some((tsval, _))) = (retx, seg.repr.opts.timestamps) {
+                    // What the first SYN (SYN-ACK) carried, for the undo of its
+                    // timeout (`tcp_try_undo_spurious_syn`).
+                    self.first_syn_ts = tsval;
+                }
+                return Some(seg);
             }
             State::Established => {
                 if std::mem::take(&mut self.ack_first) && self.ack_now {
