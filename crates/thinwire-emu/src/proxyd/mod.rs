@@ -313,13 +313,9 @@ impl Daemon {
     fn write_tun(&mut self, p: &Packet) {
         let bytes = p.emit();
         let (tun, n) = (&self.tun, &mut self.n);
-        let mut write = |b: &[u8], k: usize| {
-            n.tun_writes += 1;
-            sys::write_counted(tun, b, k, &mut n.tun_drops)
-        };
         match &mut self.co {
-            Some(co) => co.push(&bytes, &mut write),
-            None => write(&bytes, 1),
+            Some(co) => co.push(&bytes, &mut |b, k| n.write(tun, b, k)),
+            None => n.write(tun, &bytes, 1),
         }
         if self.rec.is_some() {
             let now = self.now();
@@ -381,10 +377,7 @@ impl Daemon {
                 // What was merged goes out before the daemon waits again.
                 if let Some(co) = &mut self.co {
                     let (tun, n) = (&self.tun, &mut self.n);
-                    co.flush(&mut |b, k| {
-                        n.tun_writes += 1;
-                        sys::write_counted(tun, b, k, &mut n.tun_drops)
-                    });
+                    co.flush(&mut |b, k| n.write(tun, b, k));
                 }
                 return Ok(());
             }

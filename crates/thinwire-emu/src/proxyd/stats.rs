@@ -20,6 +20,15 @@ pub(super) struct Counters {
     pub(super) tun_writes: u64,
 }
 
+impl Counters {
+    /// Writes what carries `packets` packets (one, or a merged super-packet) to
+    /// the TUN device, counting the write and, if the device refuses it, the drops.
+    pub(super) fn write(&mut self, tun: &std::os::fd::OwnedFd, data: &[u8], packets: usize) {
+        self.tun_writes += 1;
+        sys::write_counted(tun, data, packets, &mut self.tun_drops);
+    }
+}
+
 impl Daemon {
     pub(super) fn stats_due(&self, now: Instant) -> Option<Instant> {
         let i = self.cfg.stats_interval.0;
