@@ -244,6 +244,7 @@ pub fn tcp_config(f: &FlowCfg) -> TcpConfig {
         cwnd_clamp: t.cwnd_clamp.map(|x| Some(x.0.min(1 << 30) as u32)).unwrap_or(d.cwnd_clamp),
         rto: t.rto.unwrap_or(d.rto),
         syn_linear_timeouts: t.syn_linear_timeouts.unwrap_or(d.syn_linear_timeouts),
+        timer_wheel: t.timer_wheel.unwrap_or(d.timer_wheel),
         limited_transmit: t.limited_transmit.unwrap_or(d.limited_transmit),
         dsack: t.dsack.unwrap_or(d.dsack),
         frto: t.frto.unwrap_or(d.frto),

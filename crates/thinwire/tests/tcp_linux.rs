@@ -66,6 +66,32 @@ fn syn_timeouts_are_linear_then_back_off() {
     }
 }
 
+/// Linux's timer wheel (`timer_wheel`, `tcp/wheel.rs`): a 1 s SYN timer is 250
+/// jiffies of 4 ms, in level 1 of the wheel, whose 8-jiffy buckets make it fire
+/// at the next 32 ms boundary after the expiry — SYNs 1.024 s apart, as captures
+/// of Linux connecting to a black hole show them (1.02–1.03 s) — and the backed-off
+/// 4 s timer (level 2, 256 ms buckets) fires at 11.264 s instead of 11.
+#[test]
+fn on_the_timer_wheel_syn_timers_fire_at_bucket_boundaries() {
+    for (wheel, want) in [
+        (true, vec![0.0, 1.024, 2.048, 3.072, 4.096, 5.12, 7.136, 11.264]),
+        (false, vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 7.0, 11.0]),
+    ] {
+        let client = TcpConfig {
+            syn_linear_timeouts: 4,
+            timer_wheel: wheel,
+            timer_granularity: Duration::from_millis(4),
+            ..cfg()
+        };
+        let mut p = pair(client, cfg(), 10_000, Box::new(move |from, i, _| from == 0 && i < 7));
+        p.run(Duration::from_secs(60));
+        let syns: Vec<f64> =
+            p.log[0].iter().filter(|s| s.1 == 0 && s.2 == 0).map(|s| (secs(s.0) * 1e3).round() / 1e3).collect();
+        assert_eq!(syns, want, "timer_wheel = {wheel}");
+        assert_eq!(p.ep[0].delivered(), 10_000);
+    }
+}
+
 /// `tcp_init_metrics` (RFC 6298 §5.7): a handshake whose SYN-ACK was sent again
 /// gives no RTT sample (Karn), and Linux then starts with a 3 s RTO, where RFC
 /// 6298 keeps the backed-off 2 s. Two SYN-ACKs sent again start the window at one

@@ -34,12 +34,12 @@ def write_claims(out: Path, claims: list[dict]) -> None:
     write_text(out / "claims.md", "\n".join(lines) + "\n")
 
 
-def save_figure(fig, out: Path, stem: str, written: list) -> None:
-    """Writes `fig` as `stem.png` and `stem.pdf` in `out` and records the paths."""
+def save_figure(fig, out: Path, stem: str, written: list, dpi: int = 150) -> None:
+    """Writes `fig` as `stem.png` (at `dpi`) and `stem.pdf` in `out` and records the paths."""
     for ext in (".png", ".pdf"):
         p = out / f"{stem}{ext}"
         with atomic_path(p) as tmp:
-            fig.savefig(tmp, dpi=150, format=ext[1:])
+            fig.savefig(tmp, dpi=dpi, format=ext[1:])
         written.append(p)
 
 
@@ -55,10 +55,10 @@ def label(ax, xlabel: str, ylabel: str | None = None, title: str | None = None, 
     ax.grid(alpha=0.3)
 
 
-def finish_figure(fig, out: Path, stem: str, written: list) -> None:
-    """Lays out, writes (PNG and PDF) and closes `fig`."""
+def finish_figure(fig, out: Path, stem: str, written: list, dpi: int = 150) -> None:
+    """Lays out, writes (PNG at `dpi`, and PDF) and closes `fig`."""
     import matplotlib.pyplot as plt
 
     tidy(fig)
-    save_figure(fig, out, stem, written)
+    save_figure(fig, out, stem, written, dpi)
     plt.close(fig)

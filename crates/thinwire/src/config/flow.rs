@@ -107,6 +107,8 @@ pub struct TcpCfg {
     #[serde(default)]
     pub syn_linear_timeouts: Option<u32>,
     #[serde(default)]
+    pub timer_wheel: Option<bool>,
+    #[serde(default)]
     pub limited_transmit: Option<bool>,
     #[serde(default)]
     pub dsack: Option<bool>,

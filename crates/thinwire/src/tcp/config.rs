@@ -156,6 +156,13 @@ pub struct TcpConfig {
     /// `tcp_syn_linear_timeouts`, 4 since 6.5: SYNs at 0, 1, 2, 3, 4, 5, 7, 11 s…).
     /// Only the active opener; SYN-ACKs back off at once. Default 0.
     pub syn_linear_timeouts: u32,
+    /// Timers fire as Linux's timer wheel fires them (`tcp/wheel.rs`: whole
+    /// jiffies of `timer_granularity`, then up to one bucket late — 32 ms on a
+    /// 1 s timer, 256 ms on a 4 s one at 4 ms jiffies): the retransmission timer,
+    /// the tail loss probe, RACK's reordering timer and the delayed ACK. Without
+    /// it the retransmission timer's deadline is rounded up to the granularity
+    /// and the others are exact. Default false.
+    pub timer_wheel: bool,
     /// RFC 3042 limited transmit: the first and second duplicate ACKs each let one
     /// new segment out beyond cwnd (if the receiver's window allows). Default false.
     pub limited_transmit: bool,
@@ -251,7 +258,7 @@ impl TcpConfig {
     ///   CUBIC with RACK and PRR (`rack`), SACK, timestamps, window scaling, initial window 10
     ///   (RFC 6928), `rto = "linux"` (min 200 ms, max 120 s, initial 1 s, 3 s
     ///   fallback), linear SYN timeouts (4), limited transmit, 4 ms timer ticks
-    ///   (`CONFIG_HZ=250`), delayed ACKs after 2 segments or 40 ms (`TCP_ATO_MIN`),
+    ///   (`CONFIG_HZ=250`) on the kernel's timer wheel (`timer_wheel`, `tcp/wheel.rs`), delayed ACKs after 2 segments or 40 ms (`TCP_ATO_MIN`),
     ///   slow-start restart after idle (`tcp_slow_start_after_idle` = 1), the
     ///   kernel's receive window (`rwnd = "linux"`, `tcp/rwnd.rs`) from a
     ///   131,072-byte buffer (`tcp_rmem[1]`: 64,240 B in the SYN, window scale 10)
@@ -319,6 +326,7 @@ impl TcpConfig {
                 slow_start_after_idle: true,
                 rto: RtoKind::Linux,
                 syn_linear_timeouts: 4,
+                timer_wheel: true,
                 limited_transmit: true,
                 dsack: true,
                 frto: true,
@@ -357,6 +365,7 @@ impl Default for TcpConfig {
             cwnd_clamp: None,
             rto: RtoKind::Rfc6298,
             syn_linear_timeouts: 0,
+            timer_wheel: false,
             limited_transmit: false,
             dsack: false,
             frto: false,

@@ -12,6 +12,7 @@ pub mod recovery;
 pub mod rtt;
 pub mod rwnd;
 pub mod tcb;
+pub mod wheel;
 
 pub use cc::CcKind;
 pub use config::{Ecn, Rwnd, TcpConfig, Variant};

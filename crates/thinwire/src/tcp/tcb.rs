@@ -159,6 +159,8 @@ pub struct Tcb {
     pub(crate) cwnd_usage_seq: u64,
     pub(crate) trace: Option<std::collections::VecDeque<VarEvent>>,
     pub(crate) stats: TcpStats,
+    /// Linux's timer wheel with this jiffy (`tcp.timer_wheel`; `tcp/wheel.rs`).
+    pub(crate) wheel: Option<Duration>,
 }
 
 impl Tcb {
@@ -209,6 +211,16 @@ impl Tcb {
             cwnd_usage_seq: 0,
             trace: None,
             stats: TcpStats::default(),
+            wheel: None,
+        }
+    }
+
+    /// When a timer armed at `now` for `after` fires: on Linux's timer wheel
+    /// (`tcp.timer_wheel`), else exactly.
+    pub(crate) fn timer(&self, now: Instant, after: Duration) -> Instant {
+        match self.wheel {
+            Some(tick) => super::wheel::fire_at(now, after, tick),
+            None => now + after,
         }
     }
 

@@ -152,7 +152,7 @@ impl Tcp {
         match self.ack_deadline {
             Some(d) if d <= now + t / 4 => self.ack_now = true,
             Some(_) => {}
-            None => self.ack_deadline = Some(now + t),
+            None => self.ack_deadline = Some(self.tcb.timer(now, t)),
         }
     }
 

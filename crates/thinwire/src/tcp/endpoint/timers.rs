@@ -8,6 +8,10 @@ use super::*;
 
 impl Tcp {
     pub(super) fn arm_rto(&mut self, now: Instant) {
+        if self.tcb.wheel.is_some() {
+            self.rto_deadline = Some(self.tcb.timer(now, self.rtt.rto()));
+            return;
+        }
         let g = self.cfg.timer_granularity;
         let d = Duration((now + self.rtt.rto()).nanos()).ceil_to(g);
         self.rto_deadline = Some(Instant(d.nanos()));
@@ -38,7 +42,13 @@ impl Tcp {
                     self.arm_rto(now);
                 } else if std::mem::take(&mut self.tcb.rto_from_head) {
                     let head = self.tcb.sent.front().map_or(now, |r| r.xmit);
-                    self.rto_deadline = Some((head + self.rtt.rto()).max(now));
+                    self.rto_deadline = Some(if self.tcb.wheel.is_some() {
+                        // tcp_rearm_rto: usecs_to_jiffies(max(delta_us, 1)).
+                        let left = Duration((head + self.rtt.rto()).nanos().saturating_sub(now.nanos()).max(1));
+                        self.tcb.timer(now, left)
+                    } else {
+                        (head + self.rtt.rto()).max(now)
+                    });
                 }
             }
         }

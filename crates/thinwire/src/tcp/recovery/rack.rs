@@ -258,7 +258,7 @@ impl Rack {
         if tcb.rto_in > Duration::ZERO {
             pto = pto.min(tcb.rto_in);
         }
-        (tcb.recovery_deadline, self.pto) = (Some(now + pto), true);
+        (tcb.recovery_deadline, self.pto) = (Some(tcb.timer(now, pto)), true);
     }
 
     /// Linux `tcp_process_tlp_ack`: an ACK beyond an outstanding probe ends it; if
@@ -301,7 +301,7 @@ impl Rack {
             }
         }
         if timer.is_some() || !self.pto {
-            tcb.recovery_deadline = timer.map(|t| now + t + TIMER_SLACK);
+            tcb.recovery_deadline = timer.map(|t| tcb.timer(now, t + TIMER_SLACK));
             self.pto = false;
         }
         lost
