@@ -243,7 +243,7 @@ impl Tcp {
         };
         tcp.tcb.track_sent = cfg.rto == RtoKind::Linux || cfg.recovery == super::RecoveryKind::Rack;
         tcp.tcb.undo_enabled = cfg.rto == RtoKind::Linux;
-        tcp.tcb.wheel = cfg.timer_wheel.then_some(cfg.timer_granularity);
+        tcp.tcb.wheel = if cfg.timer_wheel { cfg.timer_granularity } else { Duration::ZERO };
         tcp.tcb.track_sent |= cfg.cc == super::CcKind::Bbr;
         tcp.tcb.rand ^= (iss as u64) << 17 | local_port as u64;
         tcp

@@ -159,8 +159,9 @@ pub struct Tcb {
     pub(crate) cwnd_usage_seq: u64,
     pub(crate) trace: Option<std::collections::VecDeque<VarEvent>>,
     pub(crate) stats: TcpStats,
-    /// Linux's timer wheel with this jiffy (`tcp.timer_wheel`; `tcp/wheel.rs`).
-    pub(crate) wheel: Option<Duration>,
+    /// Linux's timer wheel with this jiffy (`tcp.timer_wheel`; `tcp/wheel.rs`);
+    /// zero: no wheel.
+    pub(crate) wheel: Duration,
 }
 
 impl Tcb {
@@ -211,16 +212,17 @@ impl Tcb {
             cwnd_usage_seq: 0,
             trace: None,
             stats: TcpStats::default(),
-            wheel: None,
+            wheel: Duration::ZERO,
         }
     }
 
     /// When a timer armed at `now` for `after` fires: on Linux's timer wheel
     /// (`tcp.timer_wheel`), else exactly.
     pub(crate) fn timer(&self, now: Instant, after: Duration) -> Instant {
-        match self.wheel {
-            Some(tick) => super::wheel::fire_at(now, after, tick),
-            None => now + after,
+        if self.wheel > Duration::ZERO {
+            super::wheel::fire_at(now, after, self.wheel)
+        } else {
+            now + after
         }
     }
 

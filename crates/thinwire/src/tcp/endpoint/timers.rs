@@ -8,13 +8,17 @@ use super::*;
 
 impl Tcp {
     pub(super) fn arm_rto(&mut self, now: Instant) {
-        if self.tcb.wheel.is_some() {
-            self.rto_deadline = Some(self.tcb.timer(now, self.rtt.rto()));
-            return;
+        if self.tcb.wheel > Duration::ZERO {
+            return self.arm_rto_on_wheel(now);
         }
         let g = self.cfg.timer_granularity;
         let d = Duration((now + self.rtt.rto()).nanos()).ceil_to(g);
         self.rto_deadline = Some(Instant(d.nanos()));
+    }
+    #[cold]
+    #[inline(never)]
+    fn arm_rto_on_wheel(&mut self, now: Instant) {
+        self.rto_deadline = Some(self.tcb.timer(now, self.rtt.rto()));
     }
     pub fn poll_timeout(&self) -> Option<Instant> {
         [self.rto_deadline, self.ack_deadline, self.tcb.recovery_deadline, self.paced].into_iter().flatten().min()
@@ -42,7 +46,7 @@ impl Tcp {
                     self.arm_rto(now);
                 } else if std::mem::take(&mut self.tcb.rto_from_head) {
                     let head = self.tcb.sent.front().map_or(now, |r| r.xmit);
-                    self.rto_deadline = Some(if self.tcb.wheel.is_some() {
+                    self.rto_deadline = Some(if self.tcb.wheel > Duration::ZERO {
                         // tcp_rearm_rto: usecs_to_jiffies(max(delta_us, 1)).
                         let left = Duration((head + self.rtt.rto()).nanos().saturating_sub(now.nanos()).max(1));
                         self.tcb.timer(now, left)
