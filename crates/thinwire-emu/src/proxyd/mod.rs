@@ -22,12 +22,15 @@
 //!   re-reads the configuration file's `[daemon]` limits and timeouts; SIGUSR1
 //!   logs a stats snapshot (also every `stats_interval`).
 //! - Logs: JSON lines on standard output (`event` names what happened).
+//! - Threads: the event loop above, and one that writes its packets into the TUN
+//!   device in the loop's order (tunw.rs), where the receiving host's stack runs.
 mod admit;
 mod log;
 pub mod record;
 mod setup;
 pub mod sock;
 mod stats;
+mod tunw;
 use sock::Sock;
 use stats::Counters;
 
@@ -82,6 +85,8 @@ struct Daemon {
     /// a read, and the merging of what is written (`gso.rs`).
     segments: Vec<Vec<u8>>,
     co: Option<crate::gso::Coalescer>,
+    /// The writes to `tun`, on a thread of their own (tunw.rs).
+    tw: tunw::TunWriter,
     rec: Option<record::Recording>,
     write_failed: bool,
     next_flush: Instant,
@@ -132,6 +137,7 @@ pub fn run(opts: Options) -> Result<(), EmuError> {
         }
         None => None,
     };
+    let tw = tunw::TunWriter::new(&tun).map_err(|e| EmuError::Failed(format!("cannot start the TUN writer: {e}")))?;
     let mut dm = Daemon {
         cfg: d,
         prefixes,
@@ -148,6 +154,7 @@ pub fn run(opts: Options) -> Result<(), EmuError> {
         buf: vec![0u8; 1 << 17],
         segments: vec![],
         co: file.daemon.offload.then(crate::gso::Coalescer::default),
+        tw,
         rec,
         write_failed: false,
         next_flush: Instant::ZERO,
@@ -169,6 +176,8 @@ pub fn run(opts: Options) -> Result<(), EmuError> {
     let end = opts.duration.map(|d| Instant::ZERO + d);
     let r = dm.run_loop(&opts, &signals, end);
     dm.abort_all();
+    dm.flush_tun();
+    dm.tw.finish();
     dm.record_flush();
     dm.stats("stopped");
     drop(dm);
@@ -224,6 +233,8 @@ impl Daemon {
                 next_house = now + Duration::from_millis(20);
             }
             self.settle(now)?;
+            // What this wake-up wrote goes to the writer before the daemon waits.
+            self.tw.flush();
             if next_stats.is_some_and(|t| t <= now) {
                 self.stats("stats");
                 next_stats = self.stats_due(now);
@@ -312,10 +323,10 @@ impl Daemon {
 
     fn write_tun(&mut self, p: &Packet) {
         let bytes = p.emit();
-        let (tun, n) = (&self.tun, &mut self.n);
+        let tw = &mut self.tw;
         match &mut self.co {
-            Some(co) => co.push(&bytes, &mut |b, k| n.write(tun, b, k)),
-            None => n.write(tun, &bytes, 1),
+            Some(co) => co.push(&bytes, &mut |b, k| tw.write(b, k)),
+            None => tw.write(&bytes, 1),
         }
         if self.rec.is_some() {
             let now = self.now();
@@ -323,6 +334,15 @@ impl Daemon {
                 r.wireless(now, p, &bytes, false);
             }
         }
+    }
+
+    /// Hands everything written so far (a merged run included) to the writer.
+    fn flush_tun(&mut self) {
+        let tw = &mut self.tw;
+        if let Some(co) = &mut self.co {
+            co.flush(&mut |b, k| tw.write(b, k));
+        }
+        tw.flush();
     }
 
     /// Moves the proxy's decisions into the trace and writes the files out.
@@ -374,10 +394,10 @@ impl Daemon {
                 self.write_tun(&p);
             }
             if !any {
-                // What was merged goes out before the daemon waits again.
+                // A merged run ends with the commands that made it.
+                let tw = &mut self.tw;
                 if let Some(co) = &mut self.co {
-                    let (tun, n) = (&self.tun, &mut self.n);
-                    co.flush(&mut |b, k| n.write(tun, b, k));
+                    co.flush(&mut |b, k| tw.write(b, k));
                 }
                 return Ok(());
             }

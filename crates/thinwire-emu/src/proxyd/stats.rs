@@ -15,18 +15,6 @@ pub(super) struct Counters {
     pub(super) bytes_down: u64,
     pub(super) bytes_up: u64,
     pub(super) packets_passed: u64,
-    pub(super) tun_drops: u64,
-    /// Writes to the TUN device (a super-packet counts once).
-    pub(super) tun_writes: u64,
-}
-
-impl Counters {
-    /// Writes what carries `packets` packets (one, or a merged super-packet) to
-    /// the TUN device, counting the write and, if the device refuses it, the drops.
-    pub(super) fn write(&mut self, tun: &std::os::fd::OwnedFd, data: &[u8], packets: usize) {
-        self.tun_writes += 1;
-        sys::write_counted(tun, data, packets, &mut self.tun_drops);
-    }
 }
 
 impl Daemon {
@@ -68,8 +56,9 @@ impl Daemon {
                 ("bytes_down", n.bytes_down.into()),
                 ("bytes_up", n.bytes_up.into()),
                 ("packets_passed", n.packets_passed.into()),
-                ("tun_drops", n.tun_drops.into()),
-                ("tun_writes", n.tun_writes.into()),
+                ("tun_drops", self.tw.drops().into()),
+                // Writes to the TUN device (a super-packet counts once).
+                ("tun_writes", self.tw.writes().into()),
                 ("gro_writes", self.co.as_ref().map_or(0, |c| c.merged_writes).into()),
                 ("gro_segments", self.co.as_ref().map_or(0, |c| c.merged_packets).into()),
                 ("buffered", self.proxy.buffered().into()),
