@@ -21,6 +21,9 @@
 //! real counter's phase is arbitrary: runs arm their timers at every phase of the
 //! buckets anyway). The wheel's clock is taken to be the jiffies counter (the
 //! kernel forwards an idle base's clock to it when a timer is added).
+//! One approximation: the receiver's "ACK now if the delayed-ACK timer is due
+//! within a quarter of its timeout" test (`tcp_send_delayed_ack`) compares the
+//! bucket's time, where the kernel compares the expiry (up to a jiffy earlier).
 //! Without the wheel (every other profile) a timer fires at its deadline rounded
 //! up to the granularity, as before.
 use crate::time::{Duration, Instant};
