@@ -336,13 +336,18 @@ impl Daemon {
         }
     }
 
-    /// Hands everything written so far (a merged run included) to the writer.
-    fn flush_tun(&mut self) {
+    /// Queues the run of segments being merged (with offload) for the writer.
+    fn end_merged_run(&mut self) {
         let tw = &mut self.tw;
         if let Some(co) = &mut self.co {
             co.flush(&mut |b, k| tw.write(b, k));
         }
-        tw.flush();
+    }
+
+    /// Hands everything written so far (a merged run included) to the writer.
+    fn flush_tun(&mut self) {
+        self.end_merged_run();
+        self.tw.flush();
     }
 
     /// Moves the proxy's decisions into the trace and writes the files out.
@@ -395,10 +400,7 @@ impl Daemon {
             }
             if !any {
                 // A merged run ends with the commands that made it.
-                let tw = &mut self.tw;
-                if let Some(co) = &mut self.co {
-                    co.flush(&mut |b, k| tw.write(b, k));
-                }
+                self.end_merged_run();
                 return Ok(());
             }
         }

@@ -46,13 +46,10 @@ impl Tcp {
                     self.arm_rto(now);
                 } else if std::mem::take(&mut self.tcb.rto_from_head) {
                     let head = self.tcb.sent.front().map_or(now, |r| r.xmit);
-                    self.rto_deadline = Some(if self.tcb.wheel > Duration::ZERO {
-                        // tcp_rearm_rto: usecs_to_jiffies(max(delta_us, 1)).
-                        let left = Duration((head + self.rtt.rto()).nanos().saturating_sub(now.nanos()).max(1));
-                        self.tcb.timer(now, left)
-                    } else {
-                        (head + self.rtt.rto()).max(now)
-                    });
+                    let left = Duration((head + self.rtt.rto()).nanos().saturating_sub(now.nanos()));
+                    // On the wheel, tcp_rearm_rto: usecs_to_jiffies(max(delta_us, 1)).
+                    let left = if self.tcb.wheel > Duration::ZERO { left.max(Duration(1)) } else { left };
+                    self.rto_deadline = Some(self.tcb.timer(now, left));
                 }
             }
         }
