@@ -314,6 +314,14 @@ pub fn tcp_pair(f: &FlowCfg, server_port: u16, mobile_port: u16, rng: &mut Rng, 
     let (iss_s, iss_m) = (rng.next_u64() as u32, rng.next_u64() as u32);
     let mut server = Tcp::new(tcfg, server_port, mobile_port, iss_s);
     let mut mobile = Tcp::new(tcfg, mobile_port, server_port, iss_m);
+    if tcfg.timer_wheel {
+        // The jiffies counter's phase at the connection's start is arbitrary
+        // (one counter for both hosts, as for the emulator's namespaces on one
+        // kernel): drawn from the ISNs, so no random stream moves.
+        let phase = crate::tcp::wheel::phase_from(iss_s, iss_m, tcfg.timer_granularity);
+        server.set_wheel_phase(phase);
+        mobile.set_wheel_phase(phase);
+    }
     if traced {
         server.enable_trace();
         mobile.enable_trace();

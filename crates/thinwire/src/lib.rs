@@ -11,6 +11,8 @@ pub mod describe;
 #[cfg(feature = "sim")]
 pub mod engine;
 pub mod fx;
+#[cfg(feature = "testkit")]
+pub mod kernel_replay;
 pub mod link;
 pub mod outputs;
 pub mod pcap;

@@ -41,6 +41,8 @@ use crate::wire::{TcpFlags, TcpRepr};
 
 mod ack;
 mod app;
+#[cfg(feature = "testkit")]
+pub use app::LinuxView;
 mod input;
 mod output;
 mod receive;

@@ -16,6 +16,8 @@ pub mod wheel;
 
 pub use cc::CcKind;
 pub use config::{Ecn, Rwnd, TcpConfig, Variant};
+#[cfg(feature = "testkit")]
+pub use endpoint::LinuxView;
 pub use endpoint::{Segment, State, Tcp, TcpStats, TcpVar, VarEvent};
 pub use recovery::RecoveryKind;
 pub use tcb::Tcb;

@@ -25,6 +25,9 @@ pub struct Sent {
     pub(crate) retx: bool,
     /// Deemed lost and not sent again since (not in the pipe).
     pub(crate) lost: bool,
+    /// Deemed lost, sent again or not (Linux's `TCPCB_LOST`, kept on a
+    /// retransmission until the segment is acknowledged or SACKed).
+    pub(crate) marked: bool,
     /// Covered by SACK blocks.
     pub(crate) sacked: bool,
     /// The connection's delivery state when it was last sent (rate sampling).
@@ -162,6 +165,10 @@ pub struct Tcb {
     /// Linux's timer wheel with this jiffy (`tcp.timer_wheel`; `tcp/wheel.rs`);
     /// zero: no wheel.
     pub(crate) wheel: Duration,
+    /// Where the jiffies counter stood at simulated time 0, as a time (0: jiffy 0
+    /// at time 0; a kernel's counter has any phase — the testkit sets it to
+    /// replay a real run's timers).
+    pub(crate) wheel_phase: Duration,
 }
 
 impl Tcb {
@@ -213,6 +220,7 @@ impl Tcb {
             trace: None,
             stats: TcpStats::default(),
             wheel: Duration::ZERO,
+            wheel_phase: Duration::ZERO,
         }
     }
 
@@ -220,7 +228,7 @@ impl Tcb {
     /// (`tcp.timer_wheel`), else exactly.
     pub(crate) fn timer(&self, now: Instant, after: Duration) -> Instant {
         if self.wheel > Duration::ZERO {
-            super::wheel::fire_at(now, after, self.wheel)
+            super::wheel::fire_at(now + self.wheel_phase, after, self.wheel) - self.wheel_phase
         } else {
             now + after
         }
@@ -321,7 +329,8 @@ impl Tcb {
     }
 
     /// A loss episode starts (Linux `tcp_init_undo`): what an undo restores, and
-    /// the time of its first retransmission (about now).
+    /// the time of its first retransmission (about now, unless one is still
+    /// outstanding from an episode before).
     pub(crate) fn init_undo(&mut self, now: Instant) {
         // In a reduction already, the threshold it set; after an ECN reduction
         // nothing to restore (Linux's `prior_ssthresh` 0: congestion was real).
@@ -330,8 +339,12 @@ impl Tcb {
             (false, true) => (self.cwnd, self.ssthresh),
             (false, false) => (self.cwnd, self.current_ssthresh()),
         };
-        self.undo =
-            Some(Undo { cwnd, ssthresh, stamp: Some(ts_clock(now)), retrans: None, marker: self.snd_una, timeouts: 0 });
+        // The first retransmission's time is the connection's `retrans_stamp`,
+        // which a new episode does not reset: it is cleared only back in the open
+        // state (`on_ack`), so a timeout in a timeout's episode, after an ACK that
+        // advanced, keeps the stamp of the episode's first retransmission.
+        let stamp = self.undo.and_then(|u| u.stamp).or(Some(ts_clock(now)));
+        self.undo = Some(Undo { cwnd, ssthresh, stamp, retrans: None, marker: self.snd_una, timeouts: 0 });
     }
 
     /// An ECN reduction starts (RFC 3168 §6.1.2, Linux `tcp_enter_cwr` and

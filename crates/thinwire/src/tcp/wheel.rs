@@ -17,10 +17,15 @@
 //! armed at 0.1 s fires at 2.56 s.
 //!
 //! Parameters: the jiffy is the profile's `timer_granularity` (4 ms in `linux`,
-//! `CONFIG_HZ=250` as the emulator's host); jiffy 0 is simulated time 0 (the
-//! real counter's phase is arbitrary: runs arm their timers at every phase of the
-//! buckets anyway). The wheel's clock is taken to be the jiffies counter (the
-//! kernel forwards an idle base's clock to it when a timer is added).
+//! `CONFIG_HZ=250` as the emulator's host). The counter's phase at a connection's
+//! start is arbitrary in a real host; each simulated connection draws one from
+//! its ISNs (`phase_from`, the same for both ends: the emulator's hosts share one
+//! kernel). With jiffy 0 at time 0 for every run instead, the buckets' edges
+//! locked to the simulated links' regular timing (8 ms frames, 50 ms delays) and
+//! one side of the race between a retransmission timer and an ACK always won
+//! (`raw-lossy`, `docs/studies/sim-vs-real.md`). The wheel's clock is taken to be
+//! the jiffies counter (the kernel forwards an idle base's clock to it when a
+//! timer is added).
 //! One approximation: the receiver's "ACK now if the delayed-ACK timer is due
 //! within a quarter of its timeout" test (`tcp_send_delayed_ack`) compares the
 //! bucket's time, where the kernel compares the expiry (up to a jiffy earlier).
@@ -30,6 +35,13 @@ use crate::time::{Duration, Instant};
 
 /// Wheel levels' start in jiffies (`LVL_START(1..)`: `63 << 3(L-1)`).
 const LVL_START: [u64; 7] = [63, 504, 4_032, 32_256, 258_048, 2_064_384, 16_515_072];
+
+/// The jiffies counter's phase for a connection (see `Tcb::wheel_phase`): a
+/// time in [0, 2^18 ticks) — the period of the wheel's level 6 — from its two ISNs.
+pub(crate) fn phase_from(iss_a: u32, iss_b: u32, tick: Duration) -> Duration {
+    let span = (tick.nanos().max(1) as u64) << 18;
+    Duration((((iss_a as u64) << 32 | iss_b as u64) % span) as i64)
+}
 
 /// When a timer armed at `now` for `after` fires on a wheel of `tick` jiffies.
 pub(crate) fn fire_at(now: Instant, after: Duration, tick: Duration) -> Instant {
@@ -53,6 +65,23 @@ mod tests {
     }
     fn at(x: i64) -> Instant {
         Instant(ms(x).nanos())
+    }
+
+    /// Each connection's counter phase lies within the wheel's longest period and
+    /// differs with its ISNs; timers then end on the buckets shifted by it.
+    #[test]
+    fn a_connection_draws_its_phase_from_its_isns() {
+        let tick = ms(4);
+        let a = phase_from(1, 2, tick);
+        let b = phase_from(3_000_000_000, 17, tick);
+        assert!(a < Duration(tick.nanos() << 18) && b < Duration(tick.nanos() << 18));
+        assert_ne!(a, b);
+        // A 100 ms timer armed at 0: level 1 (8-jiffy buckets), its bucket edge
+        // moved by the phase, never before the expiry.
+        for ph in [Duration::ZERO, ms(3), ms(17), ms(31)] {
+            let fire = fire_at(at(0) + ph, ms(100), tick) - ph;
+            assert!(fire >= at(100) && fire <= at(132), "{ph:?}: {fire:?}");
+        }
     }
 
     #[test]

@@ -205,6 +205,9 @@ impl CongestionControl for Cubic {
     fn ssthresh(&mut self, tcb: &Tcb) -> u64 {
         let cwnd = tcb.cwnd / tcb.smss;
         self.epoch_start = None;
+        // A reduction starts the count again (`tcp_init_cwnd_reduction`,
+        // `tcp_enter_loss`: `snd_cwnd_cnt = 0`).
+        self.cwnd_cnt = 0;
         self.last_max_cwnd =
             if cwnd < self.last_max_cwnd { cwnd * (BETA_SCALE + BETA) / (2 * BETA_SCALE) } else { cwnd };
         (cwnd * BETA / BETA_SCALE).max(2) * tcb.smss

@@ -31,6 +31,9 @@ impl Reno {
 
 impl CongestionControl for Reno {
     fn ssthresh(&mut self, tcb: &Tcb) -> u64 {
+        // A reduction starts the count again (`tcp_init_cwnd_reduction`,
+        // `tcp_enter_loss`: `snd_cwnd_cnt = 0`).
+        self.cwnd_cnt = 0;
         (tcb.cwnd / tcb.smss / 2).max(2) * tcb.smss
     }
 

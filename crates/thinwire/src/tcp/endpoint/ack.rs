@@ -189,11 +189,22 @@ impl Tcp {
             self.loss_by_recovery &= self.tcb.in_loss;
             let was_in_recovery = self.tcb.in_recovery;
             self.on_new_ack(now, seg, acked);
-            if was_in_recovery && !self.tcb.in_recovery && self.may_undo(seg) {
+            let ended = was_in_recovery && !self.tcb.in_recovery;
+            if ended && self.may_undo(seg) {
                 // Linux `tcp_try_undo_recovery` at the end of a fast recovery.
                 self.undo(now);
             } else if dsack {
                 self.try_undo_dsack(now);
+            }
+            self.recovery.after_ack(&mut self.tcb, &mut self.cc, now);
+            if ended && !self.tcb.in_recovery && self.cfg.rto == RtoKind::Linux {
+                // Linux ends the recovery (`tcp_fastretrans_alert`) before it
+                // sets the window for the ACK (`tcp_cong_control`): back in the
+                // open state, the ACK that ended it grows the window too, by
+                // what it delivered (`acked_sacked`: what it SACKed before
+                // counted then).
+                let delivered = self.tcb.delivered;
+                self.grow(now, seg, delivered);
             }
             if self.tcb.snd_una >= self.tcb.snd_max {
                 self.rto_deadline = None;
@@ -217,6 +228,13 @@ impl Tcp {
                 // acknowledged (`tcp_ack_update_rtt`), so the timer follows a
                 // growing queue during a recovery.
                 self.take_rtt_sample(now, r);
+                // And restarts the timer when that RTT is of data sent before the
+                // head was last sent (`tcp_clean_rtx_queue`: `FLAG_SET_XMIT_TIMER`
+                // for `sack_rtt_us` older than the head; not for data sent after
+                // it, or a recovery would push the timer on for ever).
+                if self.tcb.sent.front().is_some_and(|h| r > now - h.xmit) {
+                    self.arm_rto(now);
+                }
             }
             self.tcb.rto_in = self.rto_deadline.map_or(Duration::ZERO, |d| d - now);
             self.recovery.on_ack(&mut self.tcb, &mut self.cc, now);
@@ -250,6 +268,20 @@ impl Tcp {
             self.recovery.on_recovery_ack(&mut self.tcb, now, acked);
             return;
         }
+        // Linux grows the window by what the ACK delivered (`tcp_cong_control`:
+        // `acked_sacked`), not by what it acknowledged: segments SACKed before
+        // counted when they were SACKed.
+        let by = if self.cfg.rto == RtoKind::Linux && self.sack_ok && self.tcb.track_sent {
+            self.tcb.delivered
+        } else {
+            acked
+        };
+        self.grow(now, seg, by);
+    }
+
+    /// The window for an ACK that advanced `snd_una` outside a recovery: the end
+    /// of an ECN reduction, an ECN reduction, or the controller's growth.
+    fn grow(&mut self, now: Instant, seg: &TcpRepr, acked: u64) {
         if self.tcb.in_cwr && self.tcb.snd_una > self.tcb.cwr_high {
             // The reduction's end (`tcp_end_cwnd_reduction`); the window grows
             // again from this ACK on.

@@ -208,8 +208,71 @@ impl Tcp {
     pub fn local_port(&self) -> u16 {
         self.local_port
     }
+    /// The timer wheel's jiffies counter at simulated time 0, as a time (see
+    /// `tcp/wheel.rs`; `build` draws one per connection): the wheel's buckets end
+    /// at `k·tick − phase`.
+    pub fn set_wheel_phase(&mut self, phase: Duration) {
+        self.tcb.wheel_phase = phase;
+    }
     /// Application bytes given to TCP so far (None = unlimited).
     pub fn app_limit(&self) -> Option<u64> {
         self.app_limit
+    }
+}
+
+/// The sender's state in the terms of Linux's `struct tcp_sock`, for comparing
+/// the model with a kernel's traced state segment by segment (testkit).
+#[cfg(feature = "testkit")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinuxView {
+    /// Segments sent and not cumulatively acknowledged (`packets_out`), of them
+    /// SACKed (`sacked_out`), deemed lost and not sent again (`lost_out −
+    /// retrans_out`, the kernel's lost ones awaiting retransmission).
+    pub packets_out: u64,
+    pub sacked_out: u64,
+    pub lost_pending: u64,
+    /// `icsk_ca_state`: 0 Open, 1 Disorder, 2 CWR, 3 Recovery, 4 Loss.
+    pub ca_state: u8,
+    /// cwnd and ssthresh in segments (`snd_cwnd`, `snd_ssthresh`).
+    pub cwnd: u64,
+    pub ssthresh: u64,
+    /// SRTT, the RTO's variance term (`rttvar_us`) and the RTO (`icsk_rto`, with
+    /// its backoff), µs.
+    pub srtt_us: u64,
+    pub rttvar_us: u64,
+    pub rto_us: u64,
+    /// The smallest RTT seen (`tcp_min_rtt`), µs.
+    pub min_rtt_us: u64,
+}
+
+#[cfg(feature = "testkit")]
+impl Tcp {
+    /// See [`LinuxView`].
+    pub fn linux_view(&self) -> LinuxView {
+        let t = &self.tcb;
+        let sacked = t.sent.iter().filter(|r| r.sacked).count() as u64;
+        let ca_state = if t.in_loss {
+            4
+        } else if t.in_recovery {
+            3
+        } else if t.in_cwr {
+            2
+        } else if sacked > 0 || t.dupacks > 0 {
+            1
+        } else {
+            0
+        };
+        LinuxView {
+            packets_out: t.sent.len() as u64,
+            sacked_out: sacked,
+            lost_pending: t.sent.iter().filter(|r| r.lost).count() as u64,
+            ca_state,
+            cwnd: t.cwnd / t.smss,
+            ssthresh: t.ssthresh / t.smss,
+            srtt_us: self.rtt.srtt.map_or(0, |s| s.nanos() as u64 / 1000),
+            rttvar_us: self.rtt.rttvar.nanos() as u64 / 1000,
+            rto_us: self.rtt.rto().nanos() as u64 / 1000,
+            min_rtt_us: t.min_rtt.map_or(0, |m| m.nanos() as u64 / 1000),
+        }
     }
 }

@@ -44,8 +44,11 @@ impl Tcp {
                     return Some(s);
                 }
                 // The end of a burst (Linux `tcp_write_xmit`): was the window the
-                // limit? (Only Linux's controllers ask.)
-                let limited = self.tcb.flight() >= self.tcb.cwnd;
+                // limit? (Only Linux's controllers ask.) What is in flight as the
+                // kernel counts it (`tcp_packets_in_flight`: not SACKed, not
+                // deemed lost): segments SACKed above a hole do not make a sender
+                // that ran out of data window-limited.
+                let limited = self.tcb.flight() >= self.tcb.cwnd && self.in_flight() >= self.tcb.cwnd;
                 if self.sent_burst && self.tcb.track_sent && !std::mem::take(&mut self.probe_burst) {
                     // Linux schedules the loss probe after every burst too, no later
                     // than the retransmission timer would fire counted from the
@@ -67,6 +70,17 @@ impl Tcp {
             return Some(self.pure_ack(now));
         }
         None
+    }
+
+    /// Bytes in flight (Linux `tcp_packets_in_flight`) for the window test; the
+    /// sequence space sent when nothing is SACKed or deemed lost.
+    fn in_flight(&self) -> u64 {
+        let t = &self.tcb;
+        if !t.track_sent || (!t.in_recovery && !t.in_loss && t.scoreboard.bytes() == 0) {
+            t.flight()
+        } else {
+            t.pipe_sent()
+        }
     }
 
     /// An ACK without data, at the next sequence number.
@@ -195,6 +209,7 @@ impl Tcp {
                     xmit: now,
                     retx: false,
                     lost: false,
+                    marked: false,
                     sacked: false,
                     tx,
                 });
@@ -282,7 +297,15 @@ impl Tcp {
             self.tcb.snd_nxt = e;
         }
         let mut limit = self.tcb.snd_una + self.window();
-        if self.cfg.limited_transmit
+        if self.cfg.recovery == crate::tcp::RecoveryKind::Rack && self.sack_ok && self.tcb.snd_nxt == self.tcb.snd_max {
+            // Linux `tcp_cwnd_test`: what is in flight (`tcp_packets_in_flight`:
+            // not SACKed, not deemed lost) below cwnd — segments SACKed above a
+            // hole make room before any recovery starts, as many as were SACKed
+            // — and the receiver's window from `snd_una` (`tcp_snd_wnd_test`).
+            let t = &self.tcb;
+            let rwnd = t.snd_wnd.min(self.cfg.snd_buf as u64);
+            limit = (t.snd_nxt + t.cwnd.saturating_sub(self.in_flight())).min(t.snd_una + rwnd);
+        } else if self.cfg.limited_transmit
             && self.tcb.dupacks > 0
             && !self.tcb.in_recovery
             && self.tcb.snd_nxt == self.tcb.snd_max

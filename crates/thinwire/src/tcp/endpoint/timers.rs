@@ -109,10 +109,13 @@ impl Tcp {
         if let Some(u) = self.tcb.undo.as_mut().filter(|_| linux) {
             u.timeouts += 1;
         }
-        self.tcb.in_loss = true;
-        // F-RTO judges a timeout outside a fast recovery, and a timeout repeated
-        // on the same `snd_una` (RFC 5682 §3.1 step 1, §3.2; `tcp_enter_loss`).
-        let frto = self.cfg.frto && (!self.tcb.in_recovery || self.rto_retransmits > 0);
+        let was_in_loss = std::mem::replace(&mut self.tcb.in_loss, true);
+        // F-RTO judges a timeout outside a fast recovery or a timeout's episode
+        // (`new_recovery`: a state below Recovery; Loss is above it), and a
+        // timeout repeated on the same `snd_una` (RFC 5682 §3.1 step 1, §3.2;
+        // `tcp_enter_loss`; an ACK that advances resets the count,
+        // `icsk_retransmits`).
+        let frto = self.cfg.frto && (!(self.tcb.in_recovery || was_in_loss) || self.rto_retransmits > 0);
         self.rto_retransmits += 1;
         (self.tcb.tlp, self.tcb.probe) = (None, false);
         // A recovery that marks losses itself (RACK, RFC 8985 §6.3) resends what

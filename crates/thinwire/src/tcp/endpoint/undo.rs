@@ -60,7 +60,7 @@ impl Tcp {
         t.in_recovery = false;
         if t.in_loss {
             for r in t.sent.iter_mut() {
-                r.lost = false;
+                (r.lost, r.marked) = (false, false);
             }
             t.snd_nxt = t.snd_max;
             (t.in_loss, t.frto) = (false, false);

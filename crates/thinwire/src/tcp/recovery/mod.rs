@@ -76,6 +76,14 @@ crate::registry! {
     /// chooses what to resend until the loss episode ends (`next_segment`), false
     /// to let the endpoint resend everything from `snd_una`.
     fn on_rto(&mut self, tcb: &mut Tcb, now: Instant) -> bool;
+    provided mut {
+        /// Every ACK that advanced `snd_una`, after `on_recovery_ack` and the
+        /// undo (Linux `tcp_fastretrans_alert`: step D ends a recovery, then step
+        /// E looks for losses in the state that left).
+        fn after_ack(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant) {
+            let _ = (tcb, cc, now);
+        }
+    }
 }
 
 /// The two hooks for algorithms that detect losses by duplicate ACKs alone.

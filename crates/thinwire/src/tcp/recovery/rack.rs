@@ -39,7 +39,7 @@
 //!
 //! - Tail loss probe (§7, Linux `tcp_schedule_loss_probe`, `tcp_send_loss_probe`,
 //!   `tcp_process_tlp_ack`): with data out and nothing amiss (no recovery, loss,
-//!   SACK or duplicate ACK), the probe timeout 2·SRTT + 8 ms (+ 200 ms with one
+//!   SACK or duplicate ACK), the probe timeout 2·SRTT + 2 ms (+ 200 ms with one
 //!   segment out) is re-armed at each ACK; when it fires the endpoint sends one new
 //!   segment whatever cwnd, or the last segment again, and restarts the
 //!   retransmission timer. The probe's ACK or SACK lets RACK find a lost tail by
@@ -61,8 +61,13 @@ use crate::tcp::tcb::{Sent, Tcb};
 use crate::tcp::{TcpConfig, TcpStats};
 use crate::time::{Duration, Instant};
 
-/// Linux `TCP_TIMEOUT_MIN`: two jiffies of slack on the reordering timer.
-const TIMER_SLACK: Duration = Duration(8_000_000);
+/// Linux `TCP_TIMEOUT_MIN_US`: 2 ms of slack on the reordering timer and the
+/// loss probe, added before the conversion to jiffies: `usecs_to_jiffies(timeout`
+/// `+ TCP_TIMEOUT_MIN_US)` in recent kernels, the emulator's 6.18 among them,
+/// after "tcp: fix TLP timer and RACK reorder timer floor calculation"; older
+/// kernels added two jiffies after the conversion, 8 ms at `CONFIG_HZ=250`. The
+/// traced timers of a 6.18 sender fire one or two jiffies before the older rule's.
+const TIMER_SLACK: Duration = Duration(2_000_000);
 /// The tail loss probe's allowance for a delayed ACK when one segment is out
 /// (RFC 8985 `WCDelAckT`; Linux `TCP_RTO_MIN`).
 const PTO_DELACK: Duration = Duration(200_000_000);
@@ -108,13 +113,20 @@ pub struct Rack {
     /// Without SACK, the segments a partial ACK delivered as PRR counts them
     /// (`max(acked − sacked_out, 1)`: the duplicate ACKs counted the rest).
     reno_delivered: u64,
+    /// This ACK marked a segment lost (the rate sample's `losses`): PRR then
+    /// withholds its extra packet on an ACK that advanced `snd_una`
+    /// (`tcp_cwnd_reduction`: `FLAG_SND_UNA_ADVANCED && !newly_lost`).
+    newly_lost: bool,
+    /// This ACK ends the recovery: its losses are looked for after the end
+    /// (`after_ack`), with the open state's reordering window.
+    deferred: bool,
 }
 
 /// Linux `tcp_mark_skb_lost`: the segment is lost; a retransmission lost again
 /// counts as a lost retransmission (`TCPLostRetransmit`), and the delivery-rate
 /// sample notes the loss.
 fn mark_lost(r: &mut Sent, stats: &mut TcpStats, rate: &mut Option<RateState>) {
-    r.lost = true;
+    (r.lost, r.marked) = (true, true);
     stats.lost_retransmits += r.retx as u64;
     if let Some(rate) = rate {
         rate.lost += 1;
@@ -233,7 +245,7 @@ impl Rack {
 
     /// RFC 8985 §7.2 (Linux `tcp_schedule_loss_probe`): with data out, SACK on,
     /// no recovery, loss, SACKed data or duplicate ACK, no probe outstanding and
-    /// no reordering timer, the probe timeout is 2·SRTT plus two jiffies, plus
+    /// no reordering timer, the probe timeout is 2·SRTT plus 2 ms, plus
     /// 200 ms when one segment is out (a delayed ACK); 1 s without an RTT sample;
     /// never later than the retransmission timer would fire (`tcb.rto_in`): the
     /// probe takes the timer's place, and the timer restarts after it.
@@ -320,6 +332,17 @@ impl Rack {
         }
     }
 
+    /// Linux `tcp_enter_recovery`: PRR's counts start (inside an ECN reduction
+    /// they go on), the controller's threshold (`loss_ssthresh`), no probe.
+    fn enter(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant) {
+        if !tcb.in_cwr {
+            self.prr.start(tcb);
+        }
+        let ssthresh = super::loss_ssthresh(tcb, cc);
+        tcb.enter_recovery(now, ssthresh);
+        tcb.tlp = None;
+    }
+
     /// Marks losses; enters recovery on the first. In a timeout's loss episode
     /// (the kernel's Loss state) a fast recovery starts too when a retransmission
     /// is found lost again (`tcp_fastretrans_alert`: `FLAG_LOST_RETRANS` falls
@@ -329,7 +352,11 @@ impl Rack {
     /// from the window the timeout left: a second reduction, to the floor.
     fn detect_and_enter(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant, by_timer: bool) {
         let lost_retx = tcb.stats.lost_retransmits;
-        if !self.detect(tcb, now) || tcb.in_recovery {
+        if !self.detect(tcb, now) {
+            return;
+        }
+        self.newly_lost = true;
+        if tcb.in_recovery {
             return;
         }
         let from_loss = tcb.in_loss && (by_timer || tcb.stats.lost_retransmits > lost_retx);
@@ -337,18 +364,14 @@ impl Rack {
             if from_loss {
                 (tcb.in_loss, tcb.frto, tcb.frto_new) = (false, false, false);
             }
-            if !tcb.in_cwr {
-                self.prr.start(tcb);
-            }
-            let ssthresh = super::loss_ssthresh(tcb, cc);
-            tcb.enter_recovery(now, ssthresh);
-            tcb.tlp = None;
+            self.enter(tcb, cc, now);
         }
     }
 }
 
 impl LossRecovery for Rack {
     fn on_ack(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant) {
+        self.newly_lost = false;
         self.update_reo_wnd(tcb);
         Self::tlp_ack(tcb, cc, now);
         // Without SACK the kernel neither advances RACK (`tcp_clean_rtx_queue` calls
@@ -361,9 +384,34 @@ impl LossRecovery for Rack {
                 self.count_reno_sacks(tcb, false);
             }
         } else if self.advance(tcb, now) {
-            self.detect_and_enter(tcb, cc, now, false);
+            if tcb.in_recovery && tcb.snd_una >= tcb.recover {
+                self.deferred = true;
+            } else {
+                self.detect_and_enter(tcb, cc, now, false);
+            }
         }
         self.schedule_probe(tcb, now);
+    }
+
+    /// Linux `tcp_fastretrans_alert`: the ACK that ends a recovery (step D, the
+    /// state back to Open) then runs the loss detection of the open state (step
+    /// E), and a segment RACK finds lost now — one sent before a retransmission
+    /// this ACK delivered — starts the next recovery at once (`tcp_time_to_recover`:
+    /// `lost_out`), with its reduction for this ACK (`tcp_cong_control`).
+    /// Without this the segment stayed marked lost outside any recovery, resent
+    /// only by the timer (a real run's capture, `docs/studies/sim-vs-real.md`).
+    fn after_ack(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant) {
+        if !std::mem::take(&mut self.deferred) || tcb.in_recovery || tcb.in_loss {
+            return;
+        }
+        self.newly_lost = self.detect(tcb, now);
+        // `tcp_time_to_recover`: any segment deemed lost and not yet acknowledged
+        // (`lost_out`, which counts a retransmission still out too).
+        if tcb.sent.iter().any(|r| r.marked && !r.sacked) {
+            self.enter(tcb, cc, now);
+            let pipe = self.pipe(tcb);
+            self.prr.reduce_with(tcb, now, false, pipe);
+        }
     }
 
     /// Linux `tcp_write_xmit` ends with `tcp_schedule_loss_probe`: the probe timer
@@ -386,9 +434,11 @@ impl LossRecovery for Rack {
         let was = tcb.in_recovery;
         self.detect_and_enter(tcb, cc, now, true);
         if tcb.in_recovery && !was {
-            // Nothing was delivered: PRR's first packet, the retransmission.
+            // `tcp_rack_reo_timeout` reduces as for one packet delivered
+            // (`tcp_cwnd_reduction(sk, 1, …)`): the retransmission goes out, and
+            // the packet counts in `prr_delivered`, one more for later ACKs.
             let pipe = self.pipe(tcb);
-            tcb.set_cwnd(now, pipe + tcb.smss);
+            self.prr.reduce_by(tcb, now, false, pipe, 1);
         }
     }
 
@@ -406,14 +456,11 @@ impl LossRecovery for Rack {
         }
         if !tcb.sack_ok && !tcb.in_recovery && !tcb.in_loss && tcb.dupacks >= DUP_THRESH && tcb.snd_una >= tcb.recover {
             if Self::mark_head_lost(tcb) {
-                if !tcb.in_cwr {
-                    self.prr.start(tcb);
-                }
-                let ssthresh = super::loss_ssthresh(tcb, cc);
-                tcb.enter_recovery(now, ssthresh);
-                tcb.tlp = None;
+                self.enter(tcb, cc, now);
+                // The duplicate ACK delivered one packet (`tcp_add_reno_sack`),
+                // which `tcp_cwnd_reduction` counts.
                 let pipe = self.pipe(tcb);
-                tcb.set_cwnd(now, pipe + tcb.smss);
+                self.prr.reduce_by(tcb, now, false, pipe, 1);
             }
             return;
         }
@@ -438,16 +485,32 @@ impl LossRecovery for Rack {
         if tcb.snd_una < tcb.recover {
             let pipe = self.pipe(tcb);
             if tcb.sack_ok {
-                self.prr.reduce_with(tcb, now, true, pipe);
+                self.prr.reduce_with(tcb, now, !self.newly_lost, pipe);
             } else {
-                // NewReno without SACK: a partial ACK shows the next hole.
-                Self::mark_head_lost(tcb);
+                // NewReno without SACK: a partial ACK shows the next hole, a
+                // loss this ACK marked.
+                let marked = Self::mark_head_lost(tcb);
                 let pipe = self.pipe(tcb);
-                self.prr.reduce_by(tcb, now, true, pipe, self.reno_delivered);
+                self.prr.reduce_by(tcb, now, !marked, pipe, self.reno_delivered);
             }
             return;
         }
+        if !tcb.sack_ok && tcb.snd_una == tcb.recover {
+            // Without SACK Linux holds the recovery until something above its
+            // point is acknowledged (`tcp_try_undo_recovery`, RFC 6582's rule
+            // against a false fast retransmit): the duplicate ACKs' count starts
+            // again, the window still follows PRR.
+            self.reno_sacked = 0;
+            let pipe = self.pipe(tcb);
+            self.prr.reduce_by(tcb, now, true, pipe, self.reno_delivered);
+            return;
+        }
         tcb.in_recovery = false;
+        if !tcb.sack_ok {
+            // What this ACK delivered as Linux counts it without SACK
+            // (`tcp_remove_reno_sacks`), for the window's growth on it.
+            tcb.delivered = self.reno_delivered * tcb.smss;
+        }
         self.reno_sacked = 0;
         tcb.set_cwnd(now, tcb.ssthresh);
     }
@@ -490,7 +553,7 @@ mod tests {
 
     /// A 1000-byte segment from `start`, sent once at `xmit`.
     fn segment(start: u64, xmit: Instant, sacked: bool) -> Sent {
-        Sent { start, end: start + 1000, xmit, retx: false, lost: false, sacked, tx: Default::default() }
+        Sent { start, end: start + 1000, xmit, retx: false, lost: false, marked: false, sacked, tx: Default::default() }
     }
 
     /// RFC 8985 §6.3: at a timeout the first unacknowledged segment and those
