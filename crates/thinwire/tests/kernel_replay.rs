@@ -14,7 +14,8 @@
 //! flight outside recovery (`tcp_cwnd_test`), growth by what an ACK delivered
 //! and on the ACK that ends a recovery, `snd_cwnd_cnt` reset at a reduction,
 //! the 2 ms floor of the probe and reordering timers (`TCP_TIMEOUT_MIN_US`),
-//! and, without SACK, the recovery held until above its point.
+//! a new recovery at the end of a loss episode while a segment marked lost is
+//! out, and, without SACK, the recovery held until above its point.
 use thinwire::kernel_replay::Script;
 
 fn replay(name: &str) {
@@ -41,13 +42,14 @@ fn cubic_with_sack_rack_and_prr_over_umts_rlc_sends_what_linux_sent() {
     replay("rlc-uniform-cubic-7");
 }
 
-/// Two more runs of the cell, their data segments only: the timer restarted by
-/// a SACK of old data, the undo stamp kept across a second timeout, F-RTO off in
-/// the Loss state.
+/// Three more runs of the cell, their data segments only: the timer restarted
+/// by a SACK of old data, the undo stamp kept across a second timeout, F-RTO off
+/// in the Loss state, a recovery started at the end of a loss episode.
 #[test]
-fn two_more_runs_over_umts_rlc_send_what_linux_sent() {
+fn three_more_runs_over_umts_rlc_send_what_linux_sent() {
     replay("rlc-uniform-cubic-9-data");
     replay("rlc-uniform-cubic-3-data");
+    replay("rlc-uniform-cubic-12-data");
 }
 
 #[test]

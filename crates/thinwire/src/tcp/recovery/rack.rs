@@ -384,7 +384,8 @@ impl LossRecovery for Rack {
                 self.count_reno_sacks(tcb, false);
             }
         } else if self.advance(tcb, now) {
-            if tcb.in_recovery && tcb.snd_una >= tcb.recover {
+            // The ACK ends the recovery or the loss episode: look after it ends.
+            if (tcb.in_recovery || tcb.in_loss) && tcb.snd_una >= tcb.recover {
                 self.deferred = true;
             } else {
                 self.detect_and_enter(tcb, cc, now, false);
@@ -394,10 +395,13 @@ impl LossRecovery for Rack {
     }
 
     /// Linux `tcp_fastretrans_alert`: the ACK that ends a recovery (step D, the
-    /// state back to Open) then runs the loss detection of the open state (step
-    /// E), and a segment RACK finds lost now — one sent before a retransmission
-    /// this ACK delivered — starts the next recovery at once (`tcp_time_to_recover`:
-    /// `lost_out`), with its reduction for this ACK (`tcp_cong_control`).
+    /// state back to Open) — or a timeout's loss episode (`tcp_process_loss`,
+    /// then the fall-through to the default case) — then runs the loss
+    /// detection of the open state (step E), and a segment deemed lost and still
+    /// out starts the next recovery at once (`tcp_time_to_recover`: `lost_out`),
+    /// with its reduction for this ACK (`tcp_cong_control`). (At the end of a
+    /// loss episode the model has grown the window for this ACK already; the
+    /// kernel reduces from the window before.)
     /// Without this the segment stayed marked lost outside any recovery, resent
     /// only by the timer (a real run's capture, `docs/studies/sim-vs-real.md`).
     fn after_ack(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant) {
