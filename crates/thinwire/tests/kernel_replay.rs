@@ -42,14 +42,16 @@ fn cubic_with_sack_rack_and_prr_over_umts_rlc_sends_what_linux_sent() {
     replay("rlc-uniform-cubic-7");
 }
 
-/// Three more runs of the cell, their data segments only: the timer restarted
+/// Four more runs of the cell, their data segments only: the timer restarted
 /// by a SACK of old data, the undo stamp kept across a second timeout, F-RTO off
-/// in the Loss state, a recovery started at the end of a loss episode.
+/// in the Loss state, a recovery started at the end of a loss episode, PRR's
+/// extra packet at such a start (the ACK advanced `snd_una` and marked nothing).
 #[test]
-fn three_more_runs_over_umts_rlc_send_what_linux_sent() {
+fn four_more_runs_over_umts_rlc_send_what_linux_sent() {
     replay("rlc-uniform-cubic-9-data");
     replay("rlc-uniform-cubic-3-data");
     replay("rlc-uniform-cubic-12-data");
+    replay("rlc-uniform-cubic-4-data");
 }
 
 #[test]

@@ -45,6 +45,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     ("testkit", &["time", "sched", "wire", "channel", "queue", "tcp", "link"]),
+    ("kernel_replay", &["time", "wire", "tcp"]),
     ("realtime", &["build", "config", "time", "sched", "fx", "wire", "queue", "link", "trace", "outputs"]),
 ];
 

@@ -413,8 +413,10 @@ impl LossRecovery for Rack {
         // (`lost_out`, which counts a retransmission still out too).
         if tcb.sent.iter().any(|r| r.marked && !r.sacked) {
             self.enter(tcb, cc, now);
+            // The ACK advanced `snd_una`: PRR's extra packet unless it marked a
+            // loss (`FLAG_SND_UNA_ADVANCED && !newly_lost`).
             let pipe = self.pipe(tcb);
-            self.prr.reduce_with(tcb, now, false, pipe);
+            self.prr.reduce_with(tcb, now, !self.newly_lost, pipe);
         }
     }
 
