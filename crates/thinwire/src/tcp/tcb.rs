@@ -166,8 +166,8 @@ pub struct Tcb {
     /// zero: no wheel.
     pub(crate) wheel: Duration,
     /// Where the jiffies counter stood at simulated time 0, as a time (0: jiffy 0
-    /// at time 0; a kernel's counter has any phase — the testkit sets it to
-    /// replay a real run's timers).
+    /// at time 0). A kernel's counter has any phase: `build` draws one per
+    /// connection from its ISNs; `kernel_replay` sets a real run's.
     pub(crate) wheel_phase: Duration,
 }
 

@@ -117,8 +117,9 @@ pub struct Rack {
     /// withholds its extra packet on an ACK that advanced `snd_una`
     /// (`tcp_cwnd_reduction`: `FLAG_SND_UNA_ADVANCED && !newly_lost`).
     newly_lost: bool,
-    /// This ACK ends the recovery: its losses are looked for after the end
-    /// (`after_ack`), with the open state's reordering window.
+    /// This ACK ends the recovery or the timeout's loss episode: its losses are
+    /// looked for after the end (`after_ack`), with the open state's reordering
+    /// window.
     deferred: bool,
 }
 
