@@ -16,7 +16,7 @@ use thinwire::kernel_replay::{Event, KernelState, Script};
 use thinwire::pcap::read_capture_from;
 use thinwire::tcp::TcpConfig;
 use thinwire::time::{Duration, Instant};
-use thinwire::wire::{TcpFlags, TcpRepr};
+use thinwire::wire::{Ipv4Repr, TcpFlags, TcpRepr};
 
 struct P {
     t: f64,
@@ -43,12 +43,11 @@ fn main() {
     let f = std::fs::File::open(pcap).unwrap_or_else(|e| usage(&format!("{pcap}: {e}")));
     read_capture_from(std::io::BufReader::new(f), |p| {
         let ip = &p.data[if p.linktype == 1 { 14 } else { 0 }..];
-        if ip.len() < 20 || ip[0] >> 4 != 4 || ip[9] != 6 {
+        let Ok((ipr, seg)) = Ipv4Repr::parse_mode(ip, false) else { return };
+        if ipr.protocol != 6 {
             return;
         }
-        let ihl = (ip[0] & 15) as usize * 4;
-        let tot = (u16::from_be_bytes([ip[2], ip[3]]) as usize).min(ip.len());
-        let Ok((r, payload)) = TcpRepr::parse_lenient(&ip[ihl..tot]) else { return };
+        let Ok((r, payload)) = TcpRepr::parse_lenient(seg) else { return };
         pk.push(P { t: p.t_ns as f64 * 1e-9, out: r.src_port == 8000, r, len: payload.len() as u32 });
     })
     .unwrap_or_else(|e| usage(&format!("{pcap}: {e:?}")));
