@@ -16,6 +16,7 @@ import signal
 import sys
 
 from .. import __version__
+from .._entry import resume_interrupts
 from .common import (
     WRITE_ERRNOS,
     Parser,
@@ -73,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.cmd not in ("emulate", "proxy"):  # those two handle SIGTERM themselves
         signal.signal(signal.SIGTERM, on_sigterm)
     try:
+        resume_interrupts()  # a Ctrl-C while the modules loaded is answered here
         rc = a.fn(a)
         sys.stdout.flush()  # a full disk or /dev/full shows here, not at exit
         return rc
