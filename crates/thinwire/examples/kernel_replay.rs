@@ -3,7 +3,7 @@
 //!
 //!     cargo run --release --example kernel_replay --features testkit -- \
 //!         server.pcap [--state bt.txt] [--profile linux] [--reno] [--nosack] \
-//!         [--total BYTES] [--write script.txt] [--context N]
+//!         [--total BYTES] [--write script.txt] [--context N] [--states A-B]
 //!
 //! `server.pcap`: the server-side capture of an emulated download (`thinwire
 //! emulate`, the sim-vs-real study's real runs keep it); the server listens on
@@ -213,6 +213,22 @@ fn main() {
         (None, n) => println!("the state agrees before all {n} inbound segments"),
         (Some(i), _) => {
             println!("the state agrees up to inbound segment #{i}: {:?} / {:?}", script.states[i], o.views[i])
+        }
+    }
+    // `--states A-B`: the kernel's and the model's state before inbound segments A to B.
+    if let Some((a, b)) = opt("--states").and_then(|x| {
+        let (a, b) = x.split_once('-')?;
+        Some((a.parse::<usize>().ok()?, b.parse::<usize>().ok()?))
+    }) {
+        let ins: Vec<f64> = inbound.iter().filter(|p| p.t > t_write).map(|p| p.t - t0).collect();
+        for i in a..=b.min(script.states.len().saturating_sub(1)).min(o.views.len().saturating_sub(1)) {
+            let (k, v) = (&script.states[i], &o.views[i]);
+            println!(
+                "#{i} {:9.4} kernel ca {} cwnd {} ssth {} out {} sacked {} lost {} retr {} | model ca {} cwnd {} out {} sacked {} lost {} retr {}",
+                ins.get(i).copied().unwrap_or(f64::NAN),
+                k.ca_state, k.cwnd, k.ssthresh, k.packets_out, k.sacked_out, k.lost_out, k.retrans_out,
+                v.ca_state, v.cwnd, v.packets_out, v.sacked_out, v.lost_out, v.retrans_out
+            );
         }
     }
     // The kernel's and the model's data segments around the parting.

@@ -258,18 +258,23 @@ impl Script {
                 out.sent.push((now, s.repr.seq.wrapping_sub(self.iss), s.len, s.repr.flags.0, s.retransmission));
             }
         };
+        // The model's timers due by `until`; one firing may send what the kernel
+        // had sent by the last `Timer` event.
+        let fire = |m: &mut Tcp, until: Instant, app: &mut u64, timer_limit: u64, out: &mut Outcome| {
+            while let Some(d) = m.poll_timeout().filter(|&d| d <= until) {
+                if timer_limit > *app {
+                    *app = timer_limit;
+                    m.set_app_data(Some((*app).min(self.total)), *app >= self.total);
+                }
+                m.handle_timeout(d);
+                drain(m, d, out);
+            }
+        };
         for ev in &self.events {
             let at = match ev {
                 Event::In { at, .. } | Event::App { at, .. } | Event::Timer { at, .. } => *at,
             };
-            while let Some(d) = m.poll_timeout().filter(|&d| d <= at) {
-                if timer_limit > app {
-                    app = timer_limit;
-                    m.set_app_data(Some(app.min(self.total)), app >= self.total);
-                }
-                m.handle_timeout(d);
-                drain(&mut m, d, &mut out);
-            }
+            fire(&mut m, at, &mut app, timer_limit, &mut out);
             match ev {
                 Event::In { at, seg, len, data } => {
                     if let Some(d) = *data {
@@ -289,6 +294,10 @@ impl Script {
             }
             drain(&mut m, at, &mut out);
         }
+        // Timers after the last inbound segment, as far as the kernel sent (and
+        // the comparison's largest tolerance, 0.3 s, beyond).
+        let end = self.sent.last().map_or(Instant::ZERO, |s| s.0) + Duration::from_millis(300);
+        fire(&mut m, end, &mut app, timer_limit, &mut out);
         out
     }
 
@@ -312,7 +321,7 @@ impl Script {
                 || k.ca_state != v.ca_state
                 || k.packets_out != v.packets_out
                 || (sack
-                    && (k.sacked_out != v.sacked_out || k.lost_out.saturating_sub(k.retrans_out) != v.lost_pending))
+                    && (k.sacked_out != v.sacked_out || k.lost_out != v.lost_out || k.retrans_out != v.retrans_out))
         });
         Parting { data, state }
     }

@@ -15,7 +15,11 @@
 //! and on the ACK that ends a recovery, `snd_cwnd_cnt` reset at a reduction,
 //! the 2 ms floor of the probe and reordering timers (`TCP_TIMEOUT_MIN_US`),
 //! a new recovery at the end of a loss episode while a segment marked lost is
-//! out, and, without SACK, the recovery held until above its point.
+//! out, and, without SACK, the recovery held until above its point; a
+//! timeout's undo falling through to a recovery, a segment sent again while not
+//! deemed lost counted twice in flight and holding the retransmissions while
+//! `retrans_out ≥ lost_out`, and RACK's window grown by DSACKs only once
+//! reordering was seen.
 use thinwire::kernel_replay::Script;
 
 fn replay(name: &str) {
@@ -52,6 +56,19 @@ fn four_more_runs_over_umts_rlc_send_what_linux_sent() {
     replay("rlc-uniform-cubic-3-data");
     replay("rlc-uniform-cubic-12-data");
     replay("rlc-uniform-cubic-4-data");
+}
+
+/// Reno with SACK over the same cell. Run 2: F-RTO undoes a timeout on a SACK
+/// of data never sent again (step 3.b) and, back in the open state, a segment
+/// RACK deems lost starts a recovery on the same ACK; the timeout's
+/// retransmission, no longer deemed lost, stays counted in flight
+/// (`TCPCB_SACKED_RETRANS`), so new data goes before the lost segment
+/// (`retrans_out ≥ lost_out`). Run 3: a DSACK before any reordering leaves
+/// RACK's window at min RTT / 4 (`tcp_dsack_seen`).
+#[test]
+fn reno_with_sack_over_umts_rlc_sends_what_linux_sent() {
+    replay("rlc-uniform-reno-2");
+    replay("rlc-uniform-reno-3");
 }
 
 #[test]

@@ -159,13 +159,20 @@ fn with_timestamps_rack_is_not_misled_by_a_spurious_timeout() {
     assert!(ssthresh > 1 << 30, "{ssthresh}");
 }
 
-/// A real outage: the ten segments the receiver's window allows and the probe
-/// after them are lost. After the timeout's retransmission is acknowledged, F-RTO
-/// sends new data (step 2.b) instead of the next lost segment; its SACK shows the
-/// loss real (step 3.a), recovery resends the rest, nothing is undone and the
-/// threshold stays reduced. Without F-RTO the next lost segment goes at once.
+/// A real outage: the ten segments the receiver's window allows and the loss
+/// probe after them (a retransmission of the last: the window allows no new
+/// data) are lost. The timeout marks the probe lost but keeps its transmission
+/// counted (`tcp_mark_skb_lost` on a segment sent again while not deemed lost
+/// sets `TCPCB_LOST` and keeps `TCPCB_SACKED_RETRANS`): no lost retransmission
+/// yet. The ACK of the timeout's retransmission shows the probe lost (RACK,
+/// `FLAG_LOST_RETRANS`), which ends F-RTO's judgement and starts a fast
+/// recovery at once (`tcp_fastretrans_alert`: the Loss case falls through to
+/// `tcp_enter_recovery`): the next lost segment goes next, F-RTO or not;
+/// nothing is undone and the threshold stays reduced. (Until this model kept
+/// the probe's transmission counted, the timeout deemed it lost again and F-RTO
+/// sent new data after that ACK.)
 #[test]
-fn frto_keeps_a_real_loss() {
+fn a_lost_probe_found_after_a_timeout_starts_a_recovery() {
     for frto in [true, false] {
         let server = TcpConfig { frto, ..rack(cfg()) };
         let client = TcpConfig { rcv_buf: 10_000, ..cfg() };
@@ -174,16 +181,46 @@ fn frto_keeps_a_real_loss() {
         assert_eq!(p.ep[0].delivered(), 300_000, "F-RTO {frto}");
         let s = p.ep[1].stats();
         assert_eq!((s.timeouts, s.undos, s.spurious_timeouts), (1, 0, 0), "F-RTO {frto}: {s:?}");
+        assert_eq!(s.lost_retransmits, 1, "the probe, found lost after the timeout: {s:?}");
         assert!(p.ep[1].ssthresh() < 1 << 20);
-        // Segment 51 is the timeout's retransmission (0 is the SYN-ACK).
+        // Segment 50 is the probe, 51 the timeout's retransmission (0 is the
+        // SYN-ACK).
         let log = &p.log[1];
-        let high = log[..51].iter().map(|s| s.1 + s.2).max().unwrap();
+        let high = log[..50].iter().map(|s| s.1 + s.2).max().unwrap();
+        assert!(log[50].3 && log[50].1 + log[50].2 == high, "{:?}", log[50]);
         assert!(log[51].3, "{:?}", log[51]);
         let next = log[52];
+        assert!(next.3 && next.1 == log[51].1 + log[51].2, "the next lost segment: {next:?}");
+    }
+}
+
+/// F-RTO's step 2.b (RFC 5682 §3.1, `tcp_process_loss`): the first flight and
+/// the loss probe after it (new data: the window allows it; a lost new segment
+/// is no lost retransmission) are lost. After the
+/// timeout's retransmission is acknowledged F-RTO sends new data instead of the
+/// next lost segment; its SACK shows the loss real (step 3.a), recovery resends
+/// the rest, nothing is undone. Without F-RTO the next lost segment goes at once.
+#[test]
+fn frto_sends_new_data_after_a_timeout_and_keeps_a_real_loss() {
+    for frto in [true, false] {
+        let server = TcpConfig { frto, ..rack(cfg()) };
+        let mut p = pair(cfg(), server, 100_000, Box::new(|from, i, _| from == 1 && (1..4).contains(&i)));
+        p.run(Duration::from_secs(60));
+        assert_eq!(p.ep[0].delivered(), 100_000, "F-RTO {frto}");
+        let s = p.ep[1].stats();
+        assert_eq!((s.timeouts, s.undos, s.spurious_timeouts, s.lost_retransmits), (1, 0, 0, 0), "F-RTO {frto}: {s:?}");
+        assert!(p.ep[1].ssthresh() < 1 << 20);
+        // Segments 1 and 2 are the first flight (two segments), 3 the probe (new
+        // data), 4 the timeout's retransmission (0 is the SYN-ACK).
+        let log = &p.log[1];
+        assert!(!log[3].3 && log[3].1 == log[2].1 + log[2].2, "the probe: {:?}", log[3]);
+        assert!(log[4].3 && log[4].1 == log[1].1, "{:?}", log[4]);
+        let high = log[..4].iter().map(|s| s.1 + s.2).max().unwrap();
+        let next = log[5];
         if frto {
             assert!(!next.3 && next.1 >= high, "new data after the first ACK: {next:?}");
         } else {
-            assert!(next.3 && next.1 < high, "the next lost segment: {next:?}");
+            assert!(next.3 && next.1 == log[2].1, "the next lost segment: {next:?}");
         }
     }
 }

@@ -30,6 +30,13 @@ pub struct Sent {
     pub(crate) marked: bool,
     /// Covered by SACK blocks.
     pub(crate) sacked: bool,
+    /// Sent again while not deemed lost, that transmission still out (Linux's
+    /// `TCPCB_SACKED_RETRANS` without `TCPCB_LOST`: a loss probe's, or a
+    /// retransmission whose loss an undo took back). The kernel counts such a
+    /// segment twice in flight (`tcp_packets_in_flight`: `packets_out −
+    /// left_out + retrans_out`) and, while `retrans_out ≥ lost_out`, resends
+    /// nothing (`tcp_xmit_retransmit_queue`).
+    pub(crate) extra: bool,
     /// The connection's delivery state when it was last sent (rate sampling).
     pub(crate) tx: super::rate::TxState,
 }
@@ -117,6 +124,11 @@ pub struct Tcb {
     /// when `track_sent`).
     pub(crate) sent: VecDeque<Sent>,
     pub(crate) track_sent: bool,
+    /// Some segment in `sent` may be `extra` (set when one becomes so, cleared by
+    /// an ACK that leaves none): the window test counts from `sent` meanwhile.
+    pub(crate) maybe_extra: bool,
+    /// DSACKs received that were not of a loss probe (RACK's reordering window).
+    pub(crate) dsacks_not_tlp: u64,
     /// What the ACK being processed delivered, from `sent`: (sent at, end, ever
     /// retransmitted) of each segment newly acknowledged or SACKed.
     pub(crate) delivered_segs: Vec<(Instant, u64, bool)>,
@@ -198,6 +210,8 @@ impl Tcb {
             timing: None,
             sent: VecDeque::new(),
             track_sent: false,
+            maybe_extra: false,
+            dsacks_not_tlp: 0,
             delivered_segs: Vec::new(),
             recovery_deadline: None,
             rto_in: Duration::ZERO,
@@ -361,7 +375,7 @@ impl Tcb {
     /// Bytes in flight by the sent segments' marks: neither SACKed nor deemed lost
     /// (a lost segment sent again is in flight again; Linux `tcp_packets_in_flight`).
     pub(crate) fn pipe_sent(&self) -> u64 {
-        self.sent.iter().filter(|r| !r.sacked && !r.lost).map(|r| r.end - r.start).sum()
+        self.sent.iter().filter(|r| !r.sacked).map(|r| (r.end - r.start) * (!r.lost as u64 + r.extra as u64)).sum()
     }
 
     /// Where the first SACKed block above `from` starts (`or` if none): the end of

@@ -182,6 +182,9 @@ impl Tcp {
                 self.recovery.on_ack(&mut self.tcb, &mut self.cc, now);
             }
             self.rto_retransmits = 0;
+            if self.tcb.maybe_extra {
+                self.tcb.maybe_extra = self.tcb.sent.iter().any(|r| r.extra && !r.sacked);
+            }
             if self.tcb.in_loss {
                 self.process_loss(now, seg, true, new_sack);
             }
@@ -241,6 +244,10 @@ impl Tcp {
         }
         if self.tcb.in_loss {
             self.process_loss(now, seg, false, new_sack || is_dup);
+            if !self.tcb.in_loss {
+                // Undone (the ACK moved nothing, so the episode did not end).
+                self.recovery.after_ack(&mut self.tcb, &mut self.cc, now);
+            }
         } else if dsack {
             self.try_undo_dsack(now);
         }

@@ -226,11 +226,13 @@ impl Tcp {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LinuxView {
     /// Segments sent and not cumulatively acknowledged (`packets_out`), of them
-    /// SACKed (`sacked_out`), deemed lost and not sent again (`lost_out −
-    /// retrans_out`, the kernel's lost ones awaiting retransmission).
+    /// SACKed (`sacked_out`), deemed lost (`lost_out`), sent again with that
+    /// transmission still out (`retrans_out`: a lost one resent, or one resent
+    /// while not deemed lost, `Sent::extra`).
     pub packets_out: u64,
     pub sacked_out: u64,
-    pub lost_pending: u64,
+    pub lost_out: u64,
+    pub retrans_out: u64,
     /// `icsk_ca_state`: 0 Open, 1 Disorder, 2 CWR, 3 Recovery, 4 Loss.
     pub ca_state: u8,
     /// cwnd and ssthresh in segments (`snd_cwnd`, `snd_ssthresh`).
@@ -265,7 +267,8 @@ impl Tcp {
         LinuxView {
             packets_out: t.sent.len() as u64,
             sacked_out: sacked,
-            lost_pending: t.sent.iter().filter(|r| r.lost).count() as u64,
+            lost_out: t.sent.iter().filter(|r| r.marked && !r.sacked).count() as u64,
+            retrans_out: t.sent.iter().filter(|r| !r.sacked && (r.extra || (r.marked && !r.lost))).count() as u64,
             ca_state,
             cwnd: t.cwnd / t.smss,
             ssthresh: t.ssthresh / t.smss,

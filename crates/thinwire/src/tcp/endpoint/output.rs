@@ -76,7 +76,7 @@ impl Tcp {
     /// sequence space sent when nothing is SACKed or deemed lost.
     fn in_flight(&self) -> u64 {
         let t = &self.tcb;
-        if !t.track_sent || (!t.in_recovery && !t.in_loss && t.scoreboard.bytes() == 0) {
+        if !t.track_sent || (!t.in_recovery && !t.in_loss && t.scoreboard.bytes() == 0 && !t.maybe_extra) {
             t.flight()
         } else {
             t.pipe_sent()
@@ -197,9 +197,17 @@ impl Tcp {
             let out = self.tcb.sent.len() as u64;
             let tx = self.tcb.rate.as_mut().map(|r| r.on_sent(now, out)).unwrap_or_default();
             if retx {
-                for r in self.tcb.sent.iter_mut().take_while(|r| r.start < seq + len) {
+                // (Only RACK marks what it resends; a retransmission of the other
+                // recoveries is no `extra`.)
+                let rack = self.cfg.recovery == crate::tcp::RecoveryKind::Rack;
+                let t = &mut self.tcb;
+                for r in t.sent.iter_mut().take_while(|r| r.start < seq + len) {
                     if r.end > seq {
                         (r.xmit, r.retx, r.lost, r.tx) = (now, true, false, tx);
+                        if !r.marked && rack {
+                            r.extra = true;
+                            t.maybe_extra = true;
+                        }
                     }
                 }
             } else {
@@ -211,6 +219,7 @@ impl Tcp {
                     lost: false,
                     marked: false,
                     sacked: false,
+                    extra: false,
                     tx,
                 });
             }

@@ -23,6 +23,7 @@
 //! undo is on with `rto = "linux"`.
 use super::{unwrap_seq, Tcp, TcpVar};
 use crate::tcp::cc::CongestionControl;
+use crate::tcp::recovery::LossRecovery;
 use crate::time::Instant;
 use crate::wire::TcpRepr;
 
@@ -60,6 +61,11 @@ impl Tcp {
         t.in_recovery = false;
         if t.in_loss {
             for r in t.sent.iter_mut() {
+                // A retransmission still out stays counted (`tcp_undo_cwnd_reduction`
+                // clears `TCPCB_LOST` only, not `TCPCB_SACKED_RETRANS`).
+                if r.marked && !r.lost {
+                    (r.extra, t.maybe_extra) = (true, true);
+                }
                 (r.lost, r.marked) = (false, false);
             }
             t.snd_nxt = t.snd_max;
@@ -80,16 +86,15 @@ impl Tcp {
     /// gives up); step 3.a, a SACK or duplicate ACK after that new data — the loss
     /// was real, recovery goes on as usual.
     pub(super) fn process_loss(&mut self, now: Instant, seg: &TcpRepr, advanced: bool, sacked_or_dup: bool) {
-        if advanced && self.may_undo(seg) {
+        let high = self.tcb.recover;
+        if (advanced && self.may_undo(seg))
+            || (self.tcb.frto && self.tcb.delivered_segs.iter().any(|&(_, end, retx)| !retx && end <= high))
+        {
             self.undo(now);
+            self.recovery.on_loss_undone(advanced);
             return;
         }
         if !self.tcb.frto {
-            return;
-        }
-        let high = self.tcb.recover;
-        if self.tcb.delivered_segs.iter().any(|&(_, end, retx)| !retx && end <= high) {
-            self.undo(now);
             return;
         }
         let end = self.data_end();
@@ -124,6 +129,10 @@ impl Tcp {
             return false;
         }
         self.tcb.stats.dsacks_received += 1;
+        // One of a loss probe's duplicate (one segment ending where the probe
+        // did) says nothing of reordering (`tcp_dsack_seen`: `FLAG_DSACK_TLP`).
+        let tlp = r0 - l0 <= self.tcb.smss && self.tcb.tlp.is_some_and(|(high, _)| high == r0);
+        self.tcb.dsacks_not_tlp += !tlp as u64;
         let segs = (r0 - l0).div_ceil(self.tcb.smss);
         if let Some(u) = &mut self.tcb.undo {
             if r0 > u.marker {

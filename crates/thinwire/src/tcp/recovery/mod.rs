@@ -83,6 +83,13 @@ crate::registry! {
         fn after_ack(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant) {
             let _ = (tcb, cc, now);
         }
+        /// This ACK undid a timeout's loss episode (`advanced`: it moved
+        /// `snd_una`); `after_ack` follows. Linux `tcp_fastretrans_alert`: back
+        /// in the open state, the Loss case falls through to the open state's
+        /// loss detection, which may start a recovery at once.
+        fn on_loss_undone(&mut self, advanced: bool) {
+            let _ = advanced;
+        }
     }
 }
 

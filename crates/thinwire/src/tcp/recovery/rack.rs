@@ -10,7 +10,7 @@
 //! - Detection (`tcp_rack_detect_loss`): a segment neither SACKed nor already
 //!   deemed lost, sent before `RACK.xmit_ts`, is lost once it has gone unacknowledged
 //!   for `RACK.rtt + reo_wnd`; otherwise the reordering timer is set for when it
-//!   would be (plus two 4 ms jiffies, `TCP_TIMEOUT_MIN`). A retransmission is
+//!   would be (plus 2 ms, `TIMER_SLACK`). A retransmission is
 //!   judged by its own send time, so a lost retransmission is found like any
 //!   other loss, without a timeout.
 //! - The reordering window (`tcp_rack_reo_wnd`, RFC 8985 §6.2 steps 2 and 4):
@@ -19,7 +19,9 @@
 //!   SACKed (the duplicate-ACK threshold); otherwise min RTT / 4 times a
 //!   multiplier, at most SRTT. The multiplier grows by one at a DSACK, once per
 //!   round trip (the SND.NXT of the last step acknowledged), and returns to 1
-//!   after 16 recoveries without one (`tcp_rack_update_reo_wnd`).
+//!   after 16 recoveries without one (`tcp_rack_update_reo_wnd`); only a DSACK
+//!   after reordering was seen, and not a loss probe's, counts (`tcp_dsack_seen`:
+//!   `reord_seen`, `FLAG_DSACK_TLP`).
 //! - Recovery starts when a segment is deemed lost and `snd_una` has passed the
 //!   last recovery point: ssthresh from the controller, PRR's window, the lost
 //!   segments resent in sequence order, then new data; it ends when the recovery
@@ -49,7 +51,17 @@
 //!   the kernel without DSACK).
 //!
 //! - After a timeout, F-RTO (`tcb.frto_new`, set by the endpoint) may ask for new
-//!   data instead of the segments deemed lost, for one ACK.
+//!   data instead of the segments deemed lost, for one ACK. An undo of the
+//!   timeout's episode is followed by the open state's detection on the same ACK
+//!   (`on_loss_undone`, `after_ack`), which may start a recovery.
+//!
+//! - A segment sent again while not deemed lost (a probe's retransmission, or
+//!   one whose loss an undo took back: `Sent::extra`, Linux
+//!   `TCPCB_SACKED_RETRANS` without `TCPCB_LOST`) is in flight twice
+//!   (`Tcb::pipe_sent`); while as many lost segments wait as there are such
+//!   segments, new data goes before them (`tcp_xmit_retransmit_queue`: nothing
+//!   is resent while `retrans_out ≥ lost_out`); deemed lost, it is not resent
+//!   (`tcp_mark_skb_lost` keeps the bit) until RACK finds that transmission lost.
 //!
 //! No parameters.
 use super::prr::Prr;
@@ -95,8 +107,8 @@ pub struct Rack {
     reo_wnd_mult: u32,
     reo_wnd_persist: u32,
     dsack_round: Option<u64>,
-    /// DSACKs received by the last update (`TcpStats::dsacks_received`: a DSACK
-    /// may come on an ACK that reaches no recovery hook; the next one counts it).
+    /// DSACKs received by the last update (`Tcb::dsacks_not_tlp`: a DSACK may
+    /// come on an ACK that reaches no recovery hook; the next one counts it).
     dsacks: u64,
     /// In a recovery or a timeout's recovery at the last ACK (to see one end).
     in_episode: bool,
@@ -121,14 +133,23 @@ pub struct Rack {
     /// looked for after the end (`after_ack`), with the open state's reordering
     /// window.
     deferred: bool,
+    /// `deferred` by an undo on an ACK that did not move `snd_una`.
+    deferred_dup: bool,
 }
 
 /// Linux `tcp_mark_skb_lost`: the segment is lost; a retransmission lost again
 /// counts as a lost retransmission (`TCPLostRetransmit`), and the delivery-rate
 /// sample notes the loss.
 fn mark_lost(r: &mut Sent, stats: &mut TcpStats, rate: &mut Option<RateState>) {
-    (r.lost, r.marked) = (true, true);
-    stats.lost_retransmits += r.retx as u64;
+    if std::mem::take(&mut r.extra) {
+        // Sent again while not deemed lost: now deemed lost, that transmission
+        // still out and not resent (`tcp_mark_skb_lost` keeps
+        // `TCPCB_SACKED_RETRANS` on a segment it newly marks).
+        r.marked = true;
+    } else {
+        (r.lost, r.marked) = (true, true);
+        stats.lost_retransmits += r.retx as u64;
+    }
     if let Some(rate) = rate {
         rate.lost += 1;
     }
@@ -179,6 +200,11 @@ impl Rack {
     /// reordering, grow the window at a DSACK (once per round), and let it
     /// shrink back after 16 recoveries without one.
     fn update_reo_wnd(&mut self, tcb: &Tcb) {
+        // A DSACK grows the window only once reordering was seen, before this
+        // ACK (`tcp_dsack_seen` sets `rack.dsack_seen` if `reord_seen`: a DSACK
+        // without reordering tells of a needless timeout or probe, not of a
+        // window too small), and never a loss probe's (`dsacks_not_tlp`).
+        let reordering_before = self.reordering_seen;
         let prior_fack = self.fack;
         for &(_, end, retx) in &tcb.delivered_segs {
             if !retx && end < prior_fack {
@@ -191,8 +217,8 @@ impl Rack {
             self.dsack_round = None;
         }
         let episode = tcb.in_recovery || tcb.in_loss;
-        let dsack = tcb.stats.dsacks_received > std::mem::replace(&mut self.dsacks, tcb.stats.dsacks_received);
-        if dsack && self.dsack_round.is_none() {
+        let dsack = tcb.dsacks_not_tlp > std::mem::replace(&mut self.dsacks, tcb.dsacks_not_tlp);
+        if dsack && reordering_before && self.dsack_round.is_none() {
             self.dsack_round = Some(tcb.snd_nxt.max(tcb.snd_max));
             self.reo_wnd_mult = (self.reo_wnd_mult + 1).min(0xFF);
             self.reo_wnd_persist = REO_WND_PERSIST;
@@ -320,6 +346,23 @@ impl Rack {
         lost
     }
 
+    /// Linux `tcp_xmit_retransmit_queue` resends nothing while `retrans_out ≥
+    /// lost_out`: with a segment sent again while not deemed lost (`Sent::extra`,
+    /// counted in `retrans_out` only) as many lost ones wait — new data goes
+    /// first. (Without such a segment the two counts differ by the lost
+    /// segments not yet resent.)
+    fn retransmissions_held(tcb: &Tcb) -> bool {
+        if !tcb.sent.iter().any(|r| r.extra && !r.sacked) {
+            return false;
+        }
+        let (mut retrans_out, mut lost_out) = (0, 0);
+        for r in tcb.sent.iter().filter(|r| !r.sacked) {
+            retrans_out += (r.extra || (r.marked && !r.lost)) as u32;
+            lost_out += r.marked as u32;
+        }
+        retrans_out >= lost_out
+    }
+
     /// The first unacknowledged segment deemed lost (without SACK); whether it
     /// was not already.
     fn mark_head_lost(tcb: &mut Tcb) -> bool {
@@ -417,8 +460,14 @@ impl LossRecovery for Rack {
             // The ACK advanced `snd_una`: PRR's extra packet unless it marked a
             // loss (`FLAG_SND_UNA_ADVANCED && !newly_lost`).
             let pipe = self.pipe(tcb);
-            self.prr.reduce_with(tcb, now, !self.newly_lost, pipe);
+            let advanced = !std::mem::take(&mut self.deferred_dup);
+            self.prr.reduce_with(tcb, now, advanced && !self.newly_lost, pipe);
         }
+        self.deferred_dup = false;
+    }
+
+    fn on_loss_undone(&mut self, advanced: bool) {
+        (self.deferred, self.deferred_dup) = (true, !advanced);
     }
 
     /// Linux `tcp_write_xmit` ends with `tcp_schedule_loss_probe`: the probe timer
@@ -546,7 +595,7 @@ impl LossRecovery for Rack {
         }
         // F-RTO's step 2.b (`tcb.frto_new`): new data only, for this ACK.
         let next = match tcb.sent.iter().find(|r| r.lost) {
-            Some(r) if !tcb.frto_new => NextSeg::Send(r.start, r.end - r.start),
+            Some(r) if !tcb.frto_new && !Self::retransmissions_held(tcb) => NextSeg::Send(r.start, r.end - r.start),
             _ => new_data(tcb, data_end),
         };
         self.prr.sent(tcb, next);
@@ -560,7 +609,17 @@ mod tests {
 
     /// A 1000-byte segment from `start`, sent once at `xmit`.
     fn segment(start: u64, xmit: Instant, sacked: bool) -> Sent {
-        Sent { start, end: start + 1000, xmit, retx: false, lost: false, marked: false, sacked, tx: Default::default() }
+        Sent {
+            start,
+            end: start + 1000,
+            xmit,
+            retx: false,
+            lost: false,
+            marked: false,
+            sacked,
+            extra: false,
+            tx: Default::default(),
+        }
     }
 
     /// RFC 8985 §6.3: at a timeout the first unacknowledged segment and those
@@ -629,17 +688,22 @@ mod tests {
         let mut rack = Rack { min_rtt: Some(Duration::from_millis(100)), ..Rack::new(&TcpConfig::default()) };
         let ms = Duration::from_millis;
         assert_eq!(rack.reo_wnd(&t), ms(25));
-        t.stats.dsacks_received = 1;
+        // Without reordering seen a DSACK changes nothing (`tcp_dsack_seen`).
+        t.dsacks_not_tlp = 1;
+        rack.update_reo_wnd(&t);
+        assert_eq!(rack.reo_wnd(&t), ms(25));
+        rack.reordering_seen = true;
+        t.dsacks_not_tlp = 2;
         rack.update_reo_wnd(&t);
         assert_eq!(rack.reo_wnd(&t), ms(50));
         // A second DSACK in the same round trip changes nothing; after it, one step.
-        t.stats.dsacks_received = 2;
+        t.dsacks_not_tlp = 3;
         rack.update_reo_wnd(&t);
         assert_eq!(rack.reo_wnd(&t), ms(50));
         t.snd_una = 20_001;
         t.snd_max = 40_001;
         t.snd_nxt = 40_001;
-        t.stats.dsacks_received = 3;
+        t.dsacks_not_tlp = 4;
         rack.update_reo_wnd(&t);
         assert_eq!(rack.reo_wnd(&t), ms(75));
         // Capped at SRTT.
@@ -647,12 +711,13 @@ mod tests {
             t.snd_una = 40_001 + 20_000 * k;
             t.snd_max = t.snd_una + 20_000;
             t.snd_nxt = t.snd_max;
-            t.stats.dsacks_received += 1;
+            t.dsacks_not_tlp += 1;
             rack.update_reo_wnd(&t);
         }
         assert_eq!(rack.reo_wnd(&t), ms(300));
-        // In recovery the window is 0 until reordering is seen.
+        // In recovery the window is 0 unless reordering was seen.
         t.in_recovery = true;
+        rack.reordering_seen = false;
         assert_eq!(rack.reo_wnd(&t), Duration::ZERO);
         rack.reordering_seen = true;
         assert_eq!(rack.reo_wnd(&t), ms(300));
