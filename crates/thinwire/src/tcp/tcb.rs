@@ -127,8 +127,9 @@ pub struct Tcb {
     /// Some segment in `sent` may be `extra` (set when one becomes so, cleared by
     /// an ACK that leaves none): the window test counts from `sent` meanwhile.
     pub(crate) maybe_extra: bool,
-    /// DSACKs received that were not of a loss probe (RACK's reordering window).
-    pub(crate) dsacks_not_tlp: u64,
+    /// The last DSACK received was of a loss probe (RACK's reordering window
+    /// does not grow for it).
+    pub(crate) dsack_tlp: bool,
     /// What the ACK being processed delivered, from `sent`: (sent at, end, ever
     /// retransmitted) of each segment newly acknowledged or SACKed.
     pub(crate) delivered_segs: Vec<(Instant, u64, bool)>,
@@ -211,7 +212,7 @@ impl Tcb {
             sent: VecDeque::new(),
             track_sent: false,
             maybe_extra: false,
-            dsacks_not_tlp: 0,
+            dsack_tlp: false,
             delivered_segs: Vec::new(),
             recovery_deadline: None,
             rto_in: Duration::ZERO,

@@ -131,8 +131,7 @@ impl Tcp {
         self.tcb.stats.dsacks_received += 1;
         // One of a loss probe's duplicate (one segment ending where the probe
         // did) says nothing of reordering (`tcp_dsack_seen`: `FLAG_DSACK_TLP`).
-        let tlp = r0 - l0 <= self.tcb.smss && self.tcb.tlp.is_some_and(|(high, _)| high == r0);
-        self.tcb.dsacks_not_tlp += !tlp as u64;
+        self.tcb.dsack_tlp = r0 - l0 <= self.tcb.smss && self.tcb.tlp.is_some_and(|(high, _)| high == r0);
         let segs = (r0 - l0).div_ceil(self.tcb.smss);
         if let Some(u) = &mut self.tcb.undo {
             if r0 > u.marker {

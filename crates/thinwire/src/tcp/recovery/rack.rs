@@ -107,8 +107,8 @@ pub struct Rack {
     reo_wnd_mult: u32,
     reo_wnd_persist: u32,
     dsack_round: Option<u64>,
-    /// DSACKs received by the last update (`Tcb::dsacks_not_tlp`: a DSACK may
-    /// come on an ACK that reaches no recovery hook; the next one counts it).
+    /// DSACKs received by the last update (`TcpStats::dsacks_received`: a DSACK
+    /// may come on an ACK that reaches no recovery hook; the next one counts it).
     dsacks: u64,
     /// In a recovery or a timeout's recovery at the last ACK (to see one end).
     in_episode: bool,
@@ -203,7 +203,7 @@ impl Rack {
         // A DSACK grows the window only once reordering was seen, before this
         // ACK (`tcp_dsack_seen` sets `rack.dsack_seen` if `reord_seen`: a DSACK
         // without reordering tells of a needless timeout or probe, not of a
-        // window too small), and never a loss probe's (`dsacks_not_tlp`).
+        // window too small), and never a loss probe's (`Tcb::dsack_tlp`).
         let reordering_before = self.reordering_seen;
         let prior_fack = self.fack;
         for &(_, end, retx) in &tcb.delivered_segs {
@@ -217,8 +217,8 @@ impl Rack {
             self.dsack_round = None;
         }
         let episode = tcb.in_recovery || tcb.in_loss;
-        let dsack = tcb.dsacks_not_tlp > std::mem::replace(&mut self.dsacks, tcb.dsacks_not_tlp);
-        if dsack && reordering_before && self.dsack_round.is_none() {
+        let dsack = tcb.stats.dsacks_received > std::mem::replace(&mut self.dsacks, tcb.stats.dsacks_received);
+        if dsack && reordering_before && !tcb.dsack_tlp && self.dsack_round.is_none() {
             self.dsack_round = Some(tcb.snd_nxt.max(tcb.snd_max));
             self.reo_wnd_mult = (self.reo_wnd_mult + 1).min(0xFF);
             self.reo_wnd_persist = REO_WND_PERSIST;
@@ -689,29 +689,38 @@ mod tests {
         let ms = Duration::from_millis;
         assert_eq!(rack.reo_wnd(&t), ms(25));
         // Without reordering seen a DSACK changes nothing (`tcp_dsack_seen`).
-        t.dsacks_not_tlp = 1;
+        t.stats.dsacks_received = 1;
         rack.update_reo_wnd(&t);
         assert_eq!(rack.reo_wnd(&t), ms(25));
         rack.reordering_seen = true;
-        t.dsacks_not_tlp = 2;
+        t.stats.dsacks_received = 2;
         rack.update_reo_wnd(&t);
         assert_eq!(rack.reo_wnd(&t), ms(50));
         // A second DSACK in the same round trip changes nothing; after it, one step.
-        t.dsacks_not_tlp = 3;
+        t.stats.dsacks_received = 3;
         rack.update_reo_wnd(&t);
         assert_eq!(rack.reo_wnd(&t), ms(50));
         t.snd_una = 20_001;
         t.snd_max = 40_001;
         t.snd_nxt = 40_001;
-        t.dsacks_not_tlp = 4;
+        t.stats.dsacks_received = 4;
         rack.update_reo_wnd(&t);
         assert_eq!(rack.reo_wnd(&t), ms(75));
+        // A loss probe's DSACK, in the next round, changes nothing (`FLAG_DSACK_TLP`).
+        t.snd_una = 40_001;
+        t.snd_max = 60_001;
+        t.snd_nxt = 60_001;
+        t.dsack_tlp = true;
+        t.stats.dsacks_received = 5;
+        rack.update_reo_wnd(&t);
+        assert_eq!(rack.reo_wnd(&t), ms(75));
+        t.dsack_tlp = false;
         // Capped at SRTT.
         for k in 0..20u64 {
             t.snd_una = 40_001 + 20_000 * k;
             t.snd_max = t.snd_una + 20_000;
             t.snd_nxt = t.snd_max;
-            t.dsacks_not_tlp += 1;
+            t.stats.dsacks_received += 1;
             rack.update_reo_wnd(&t);
         }
         assert_eq!(rack.reo_wnd(&t), ms(300));
