@@ -220,12 +220,11 @@ fn main() {
         let (a, b) = x.split_once('-')?;
         Some((a.parse::<usize>().ok()?, b.parse::<usize>().ok()?))
     }) {
-        let ins: Vec<f64> = inbound.iter().filter(|p| p.t > t_write).map(|p| p.t - t0).collect();
         for i in a..=b.min(script.states.len().saturating_sub(1)).min(o.views.len().saturating_sub(1)) {
             let (k, v) = (&script.states[i], &o.views[i]);
             println!(
                 "#{i} {:9.4} kernel ca {} cwnd {} ssth {} out {} sacked {} lost {} retr {} | model ca {} cwnd {} out {} sacked {} lost {} retr {}",
-                ins.get(i).copied().unwrap_or(f64::NAN),
+                o.view_times[i].as_secs_f64(),
                 k.ca_state, k.cwnd, k.ssthresh, k.packets_out, k.sacked_out, k.lost_out, k.retrans_out,
                 v.ca_state, v.cwnd, v.packets_out, v.sacked_out, v.lost_out, v.retrans_out
             );

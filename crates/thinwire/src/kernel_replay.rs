@@ -75,8 +75,10 @@ pub struct Script {
 pub struct Outcome {
     /// Every segment: time, sequence number, length, flags, a retransmission.
     pub sent: Vec<(Instant, u32, u32, u8, bool)>,
-    /// The model's state before each inbound segment in the established state.
+    /// The model's state before each inbound segment in the established state,
+    /// and that segment's time.
     pub views: Vec<LinuxView>,
+    pub view_times: Vec<Instant>,
 }
 
 /// Where the model and the kernel part.
@@ -283,6 +285,7 @@ impl Script {
                     }
                     if m.state == State::Established {
                         out.views.push(m.linux_view());
+                        out.view_times.push(*at);
                     }
                     m.on_segment(*at, seg, *len);
                 }
