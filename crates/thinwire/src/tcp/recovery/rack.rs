@@ -135,6 +135,9 @@ pub struct Rack {
     deferred: bool,
     /// `deferred` by an undo on an ACK that did not move `snd_una`.
     deferred_dup: bool,
+    /// This ACK undid a timeout's episode: back in the open state, the probe
+    /// timer is set after it (`tcp_set_xmit_timer` at the end of `tcp_ack`).
+    probe_after_undo: bool,
 }
 
 /// Linux `tcp_mark_skb_lost`: the segment is lost; a retransmission lost again
@@ -449,6 +452,7 @@ impl LossRecovery for Rack {
     /// Without this the segment stayed marked lost outside any recovery, resent
     /// only by the timer (a real run's capture, `docs/studies/sim-vs-real.md`).
     fn after_ack(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant) {
+        let undone = std::mem::take(&mut self.probe_after_undo);
         if !std::mem::take(&mut self.deferred) || tcb.in_recovery || tcb.in_loss {
             return;
         }
@@ -464,10 +468,14 @@ impl LossRecovery for Rack {
             self.prr.reduce_with(tcb, now, advanced && !self.newly_lost, pipe);
         }
         self.deferred_dup = false;
+        if undone {
+            // The probe timer was judged (`on_ack`) while the episode still ran.
+            self.schedule_probe(tcb, now);
+        }
     }
 
     fn on_loss_undone(&mut self, advanced: bool) {
-        (self.deferred, self.deferred_dup) = (true, !advanced);
+        (self.deferred, self.deferred_dup, self.probe_after_undo) = (true, !advanced, true);
     }
 
     /// Linux `tcp_write_xmit` ends with `tcp_schedule_loss_probe`: the probe timer
