@@ -379,6 +379,18 @@ impl Tcb {
         self.sent.iter().filter(|r| !r.sacked).map(|r| (r.end - r.start) * (!r.lost as u64 + r.extra as u64)).sum()
     }
 
+    /// Linux's `(lost_out, retrans_out)` by the sent segments' marks: not SACKed
+    /// and deemed lost; not SACKed and sent again with that transmission still
+    /// out (a lost one resent, or one resent while not deemed lost: `Sent::extra`).
+    pub(crate) fn lost_and_retrans_out(&self) -> (u64, u64) {
+        let (mut lost_out, mut retrans_out) = (0, 0);
+        for r in self.sent.iter().filter(|r| !r.sacked) {
+            lost_out += r.marked as u64;
+            retrans_out += (r.extra || (r.marked && !r.lost)) as u64;
+        }
+        (lost_out, retrans_out)
+    }
+
     /// Where the first SACKed block above `from` starts (`or` if none): the end of
     /// the hole at `from`.
     pub(crate) fn hole_end(&self, from: u64, or: u64) -> u64 {

@@ -264,11 +264,12 @@ impl Tcp {
         } else {
             0
         };
+        let (lost_out, retrans_out) = t.lost_and_retrans_out();
         LinuxView {
             packets_out: t.sent.len() as u64,
             sacked_out: sacked,
-            lost_out: t.sent.iter().filter(|r| r.marked && !r.sacked).count() as u64,
-            retrans_out: t.sent.iter().filter(|r| !r.sacked && (r.extra || (r.marked && !r.lost))).count() as u64,
+            lost_out,
+            retrans_out,
             ca_state,
             cwnd: t.cwnd / t.smss,
             ssthresh: t.ssthresh / t.smss,

@@ -53,7 +53,9 @@
 //! - After a timeout, F-RTO (`tcb.frto_new`, set by the endpoint) may ask for new
 //!   data instead of the segments deemed lost, for one ACK. An undo of the
 //!   timeout's episode is followed by the open state's detection on the same ACK
-//!   (`on_loss_undone`, `after_ack`), which may start a recovery.
+//!   (`on_loss_undone`, `after_ack`), which may start a recovery, and, back in
+//!   the open state, by the loss probe's timer, set after the undo
+//!   (`tcp_set_xmit_timer` at the end of `tcp_ack`).
 //!
 //! - A segment sent again while not deemed lost (a probe's retransmission, or
 //!   one whose loss an undo took back: `Sent::extra`, Linux
@@ -129,15 +131,24 @@ pub struct Rack {
     /// withholds its extra packet on an ACK that advanced `snd_una`
     /// (`tcp_cwnd_reduction`: `FLAG_SND_UNA_ADVANCED && !newly_lost`).
     newly_lost: bool,
-    /// This ACK ends the recovery or the timeout's loss episode: its losses are
-    /// looked for after the end (`after_ack`), with the open state's reordering
-    /// window.
-    deferred: bool,
-    /// `deferred` by an undo on an ACK that did not move `snd_una`.
-    deferred_dup: bool,
-    /// This ACK undid a timeout's episode: back in the open state, the probe
-    /// timer is set after it (`tcp_set_xmit_timer` at the end of `tcp_ack`).
-    probe_after_undo: bool,
+    /// What this ACK leaves for `after_ack`.
+    after: AfterAck,
+}
+
+/// What an ACK leaves for `after_ack`, once the endpoint has ended the recovery
+/// or the timeout's loss episode that the ACK closed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum AfterAck {
+    #[default]
+    Nothing,
+    /// The ACK ends the recovery or the loss episode: its losses are looked for
+    /// after the end, with the open state's reordering window.
+    Detect,
+    /// The ACK undid a timeout's episode (`on_loss_undone`): detection as for
+    /// `Detect`, PRR's extra packet only if the ACK moved `snd_una`
+    /// (`advanced`), and, back in the open state, the probe timer set after it
+    /// (`tcp_set_xmit_timer` at the end of `tcp_ack`).
+    Undone { advanced: bool },
 }
 
 /// Linux `tcp_mark_skb_lost`: the segment is lost; a retransmission lost again
@@ -358,11 +369,7 @@ impl Rack {
         if !tcb.sent.iter().any(|r| r.extra && !r.sacked) {
             return false;
         }
-        let (mut retrans_out, mut lost_out) = (0, 0);
-        for r in tcb.sent.iter().filter(|r| !r.sacked) {
-            retrans_out += (r.extra || (r.marked && !r.lost)) as u32;
-            lost_out += r.marked as u32;
-        }
+        let (lost_out, retrans_out) = tcb.lost_and_retrans_out();
         retrans_out >= lost_out
     }
 
@@ -433,7 +440,7 @@ impl LossRecovery for Rack {
         } else if self.advance(tcb, now) {
             // The ACK ends the recovery or the loss episode: look after it ends.
             if (tcb.in_recovery || tcb.in_loss) && tcb.snd_una >= tcb.recover {
-                self.deferred = true;
+                self.after = AfterAck::Detect;
             } else {
                 self.detect_and_enter(tcb, cc, now, false);
             }
@@ -452,8 +459,8 @@ impl LossRecovery for Rack {
     /// Without this the segment stayed marked lost outside any recovery, resent
     /// only by the timer (a real run's capture, `docs/studies/sim-vs-real.md`).
     fn after_ack(&mut self, tcb: &mut Tcb, cc: &mut Cc, now: Instant) {
-        let undone = std::mem::take(&mut self.probe_after_undo);
-        if !std::mem::take(&mut self.deferred) || tcb.in_recovery || tcb.in_loss {
+        let owed = std::mem::take(&mut self.after);
+        if owed == AfterAck::Nothing || tcb.in_recovery || tcb.in_loss {
             return;
         }
         self.newly_lost = self.detect(tcb, now);
@@ -464,18 +471,17 @@ impl LossRecovery for Rack {
             // The ACK advanced `snd_una`: PRR's extra packet unless it marked a
             // loss (`FLAG_SND_UNA_ADVANCED && !newly_lost`).
             let pipe = self.pipe(tcb);
-            let advanced = !std::mem::take(&mut self.deferred_dup);
+            let advanced = owed != AfterAck::Undone { advanced: false };
             self.prr.reduce_with(tcb, now, advanced && !self.newly_lost, pipe);
         }
-        self.deferred_dup = false;
-        if undone {
+        if matches!(owed, AfterAck::Undone { .. }) {
             // The probe timer was judged (`on_ack`) while the episode still ran.
             self.schedule_probe(tcb, now);
         }
     }
 
     fn on_loss_undone(&mut self, advanced: bool) {
-        (self.deferred, self.deferred_dup, self.probe_after_undo) = (true, !advanced, true);
+        self.after = AfterAck::Undone { advanced };
     }
 
     /// Linux `tcp_write_xmit` ends with `tcp_schedule_loss_probe`: the probe timer
@@ -690,46 +696,37 @@ mod tests {
     fn the_reordering_window_grows_with_dsacks_and_shrinks_after_16_recoveries() {
         let mut t = Tcb::new(1000, 10_000, None);
         t.srtt = Some(Duration::from_millis(300));
-        t.snd_una = 1;
-        t.snd_max = 20_001;
-        t.snd_nxt = 20_001;
+        // The round trip `k` (`snd_una` past the last step's SND.NXT from k = 1
+        // on) and one more DSACK received in it.
+        let dsack_in_round = |t: &mut Tcb, rack: &mut Rack, k: u64| {
+            t.snd_una = 1 + 20_000 * k;
+            t.snd_max = t.snd_una + 20_000;
+            t.snd_nxt = t.snd_max;
+            t.stats.dsacks_received += 1;
+            rack.update_reo_wnd(t);
+        };
         let mut rack = Rack { min_rtt: Some(Duration::from_millis(100)), ..Rack::new(&TcpConfig::default()) };
         let ms = Duration::from_millis;
         assert_eq!(rack.reo_wnd(&t), ms(25));
         // Without reordering seen a DSACK changes nothing (`tcp_dsack_seen`).
-        t.stats.dsacks_received = 1;
-        rack.update_reo_wnd(&t);
+        dsack_in_round(&mut t, &mut rack, 0);
         assert_eq!(rack.reo_wnd(&t), ms(25));
         rack.reordering_seen = true;
-        t.stats.dsacks_received = 2;
-        rack.update_reo_wnd(&t);
+        dsack_in_round(&mut t, &mut rack, 0);
         assert_eq!(rack.reo_wnd(&t), ms(50));
         // A second DSACK in the same round trip changes nothing; after it, one step.
-        t.stats.dsacks_received = 3;
-        rack.update_reo_wnd(&t);
+        dsack_in_round(&mut t, &mut rack, 0);
         assert_eq!(rack.reo_wnd(&t), ms(50));
-        t.snd_una = 20_001;
-        t.snd_max = 40_001;
-        t.snd_nxt = 40_001;
-        t.stats.dsacks_received = 4;
-        rack.update_reo_wnd(&t);
+        dsack_in_round(&mut t, &mut rack, 1);
         assert_eq!(rack.reo_wnd(&t), ms(75));
         // A loss probe's DSACK, in the next round, changes nothing (`FLAG_DSACK_TLP`).
-        t.snd_una = 40_001;
-        t.snd_max = 60_001;
-        t.snd_nxt = 60_001;
         t.dsack_tlp = true;
-        t.stats.dsacks_received = 5;
-        rack.update_reo_wnd(&t);
+        dsack_in_round(&mut t, &mut rack, 2);
         assert_eq!(rack.reo_wnd(&t), ms(75));
         t.dsack_tlp = false;
         // Capped at SRTT.
-        for k in 0..20u64 {
-            t.snd_una = 40_001 + 20_000 * k;
-            t.snd_max = t.snd_una + 20_000;
-            t.snd_nxt = t.snd_max;
-            t.stats.dsacks_received += 1;
-            rack.update_reo_wnd(&t);
+        for k in 2..22 {
+            dsack_in_round(&mut t, &mut rack, k);
         }
         assert_eq!(rack.reo_wnd(&t), ms(300));
         // In recovery the window is 0 unless reordering was seen.
