@@ -220,13 +220,19 @@ fn main() {
         let (a, b) = x.split_once('-')?;
         Some((a.parse::<usize>().ok()?, b.parse::<usize>().ok()?))
     }) {
-        for i in a..=b.min(script.states.len().saturating_sub(1)).min(o.views.len().saturating_sub(1)) {
-            let (k, v) = (&script.states[i], &o.views[i]);
+        // Past the kernel's trace (a bpftrace run that stopped early), the model's alone.
+        for i in a..=b.min(o.views.len().saturating_sub(1)) {
+            let v = &o.views[i];
+            let kernel = script.states.get(i).map_or("kernel -".to_string(), |k| {
+                format!(
+                    "kernel ca {} cwnd {} ssth {} out {} sacked {} lost {} retr {}",
+                    k.ca_state, k.cwnd, k.ssthresh, k.packets_out, k.sacked_out, k.lost_out, k.retrans_out
+                )
+            });
             println!(
-                "#{i} {:9.4} kernel ca {} cwnd {} ssth {} out {} sacked {} lost {} retr {} | model ca {} cwnd {} out {} sacked {} lost {} retr {}",
+                "#{i} {:9.4} {kernel} | model ca {} cwnd {} ssth {} out {} sacked {} lost {} retr {} rto {} srtt {} min_rtt {} ms",
                 o.view_times[i].as_secs_f64(),
-                k.ca_state, k.cwnd, k.ssthresh, k.packets_out, k.sacked_out, k.lost_out, k.retrans_out,
-                v.ca_state, v.cwnd, v.packets_out, v.sacked_out, v.lost_out, v.retrans_out
+                v.ca_state, v.cwnd, v.ssthresh, v.packets_out, v.sacked_out, v.lost_out, v.retrans_out, v.rto_us / 1000, v.srtt_us / 1000, v.min_rtt_us / 1000
             );
         }
     }

@@ -19,7 +19,8 @@
 //! timeout's undo falling through to a recovery, a segment sent again while not
 //! deemed lost counted twice in flight and holding the retransmissions while
 //! `retrans_out ≥ lost_out`, RACK's window grown by DSACKs only once
-//! reordering was seen, and the loss probe scheduled after a timeout's undo.
+//! reordering was seen, the loss probe scheduled after a timeout's undo, and
+//! a segment RACK marked while sent again not judged again.
 use thinwire::kernel_replay::Script;
 
 fn replay(name: &str) {
@@ -94,4 +95,13 @@ fn a_different_sender_parts_at_once() {
     script.cfg.initial_window -= 1;
     let part = script.compare(&script.run());
     assert!(part.data.is_some_and(|i| i < 12) && part.state.is_some_and(|i| i < 3), "{part:?}");
+}
+
+/// Run 13, whole, its data segments: a timeout's retransmission, undone and
+/// then deemed lost by RACK while still counted in flight, leaves the kernel's
+/// time-sorted list (`tcp_rack_detect_loss`: `list_del_init`) and is not judged
+/// again: new data goes out, and the timer, 1.3 s later, resends it.
+#[test]
+fn a_segment_marked_while_sent_again_waits_for_the_timer_as_in_linux() {
+    replay("rlc-uniform-reno-13-data");
 }

@@ -37,6 +37,11 @@ pub struct Sent {
     /// left_out + retrans_out`) and, while `retrans_out ≥ lost_out`, resends
     /// nothing (`tcp_xmit_retransmit_queue`).
     pub(crate) extra: bool,
+    /// Off Linux's time-sorted list (`tsorted_sent_queue`) until sent again:
+    /// RACK marked it lost while `extra` (`tcp_rack_detect_loss` takes every
+    /// segment it marks off the list; this one keeps its transmission counted,
+    /// so RACK never judges it again and the timer resends it).
+    pub(crate) unlisted: bool,
     /// The connection's delivery state when it was last sent (rate sampling).
     pub(crate) tx: super::rate::TxState,
 }

@@ -203,7 +203,7 @@ impl Tcp {
                 let t = &mut self.tcb;
                 for r in t.sent.iter_mut().take_while(|r| r.start < seq + len) {
                     if r.end > seq {
-                        (r.xmit, r.retx, r.lost, r.tx) = (now, true, false, tx);
+                        (r.xmit, r.retx, r.lost, r.unlisted, r.tx) = (now, true, false, false, tx);
                         if !r.marked && rack {
                             r.extra = true;
                             t.maybe_extra = true;
@@ -220,6 +220,7 @@ impl Tcp {
                     marked: false,
                     sacked: false,
                     extra: false,
+                    unlisted: false,
                     tx,
                 });
             }

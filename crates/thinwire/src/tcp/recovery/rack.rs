@@ -62,8 +62,10 @@
 //!   `TCPCB_SACKED_RETRANS` without `TCPCB_LOST`) is in flight twice
 //!   (`Tcb::pipe_sent`); while as many lost segments wait as there are such
 //!   segments, new data goes before them (`tcp_xmit_retransmit_queue`: nothing
-//!   is resent while `retrans_out ≥ lost_out`); deemed lost, it is not resent
-//!   (`tcp_mark_skb_lost` keeps the bit) until RACK finds that transmission lost.
+//!   is resent while `retrans_out ≥ lost_out`); deemed lost by RACK, it is not
+//!   resent (`tcp_mark_skb_lost` keeps the bit) and, off the kernel's
+//!   time-sorted list (`list_del_init`), never judged again: the timer resends
+//!   it (`Sent::unlisted`).
 //!
 //! No parameters.
 use super::prr::Prr;
@@ -341,11 +343,14 @@ impl Rack {
         let mut timer: Option<Duration> = None;
         let mut lost = false;
         for r in tcb.sent.iter_mut() {
-            if r.sacked || r.lost || !(r.xmit < ts || (r.xmit == ts && r.end < self.end_seq)) {
+            if r.sacked || r.lost || r.unlisted || !(r.xmit < ts || (r.xmit == ts && r.end < self.end_seq)) {
                 continue;
             }
             let waited = now - r.xmit;
             if waited >= wait {
+                // Off the kernel's time-sorted list: one marked while sent again
+                // stays out of RACK's sight until it is sent again.
+                r.unlisted = r.extra;
                 mark_lost(r, &mut tcb.stats, &mut tcb.rate);
                 lost = true;
             } else {
@@ -632,6 +637,7 @@ mod tests {
             marked: false,
             sacked,
             extra: false,
+            unlisted: false,
             tx: Default::default(),
         }
     }
@@ -657,6 +663,49 @@ mod tests {
         t.cwnd = 10_000;
         t.snd_wnd = 100_000;
         assert_eq!(rack.next_segment(&mut t, 100_000), NextSeg::Send(1, 1000));
+    }
+
+    /// Linux `tcp_rack_detect_loss` takes a segment it marks lost off the
+    /// time-sorted list (`list_del_init`) until it is sent again. One sent again
+    /// while not deemed lost (an undone timeout's retransmission, `extra`) keeps
+    /// that transmission counted when marked (`TCPCB_SACKED_RETRANS`), so no
+    /// later ACK finds it lost again: it waits for the timer, not resent and not
+    /// a lost retransmission (a real Reno run: the kernel sent new data where the
+    /// model resent such a segment, `docs/studies/sim-vs-real.md`).
+    #[test]
+    fn a_segment_rack_marked_while_sent_again_is_not_judged_again() {
+        let ms = |x: i64| Instant::ZERO + Duration::from_millis(x);
+        let mut t = Tcb::new(1000, 10_000, None);
+        t.snd_una = 1;
+        t.snd_max = 3001;
+        t.sack_ok = true;
+        t.in_recovery = true;
+        // Segment 1 sent again at 100 ms while not deemed lost, 2 at 300 ms and
+        // SACKed at 500 ms; 3 sent at 400 ms.
+        t.sent.push_back(Sent { retx: true, extra: true, ..segment(1, ms(100), false) });
+        t.sent.push_back(Sent { retx: true, ..segment(1001, ms(300), true) });
+        t.sent.push_back(segment(2001, ms(400), false));
+        let mut rack = Rack { rtt: Duration::from_millis(200), xmit_ts: Some(ms(300)), ..Rack::default() };
+        assert!(rack.detect(&mut t, ms(500)));
+        let head = t.sent[0];
+        assert!(head.marked && !head.lost && !head.extra, "deemed lost, its transmission still counted");
+        assert_eq!(t.lost_and_retrans_out(), (1, 1));
+        // A later ACK delivers segment 3 (sent at 400 ms): segment 1 is not judged again.
+        t.sent[2].sacked = true;
+        rack.xmit_ts = Some(ms(400));
+        rack.detect(&mut t, ms(700));
+        let head = t.sent[0];
+        assert!(head.marked && !head.lost, "not deemed lost again");
+        assert_eq!(t.stats.lost_retransmits, 0);
+        assert_eq!(t.pipe_sent(), 1000);
+        // Sent again (the timer), it is judged like any other transmission.
+        t.sent[0].xmit = ms(800);
+        t.sent[0].unlisted = false;
+        t.sent.push_back(segment(3001, ms(900), true));
+        rack.xmit_ts = Some(ms(900));
+        assert!(rack.detect(&mut t, ms(1100)));
+        assert!(t.sent[0].lost);
+        assert_eq!(t.stats.lost_retransmits, 1);
     }
 
     /// Without SACK, ACKs do not advance RACK (`tcp_clean_rtx_queue` calls
