@@ -17,7 +17,8 @@
 //!   timer-driven transmissions, so the model's timer wheel fires when the
 //!   kernel's did;
 //! - TSecr values, rewritten to the model's clock at the time the kernel sent
-//!   what they echo.
+//!   what they echo — or, when the model sent that data segment too within
+//!   10 ms of the kernel, at the time the model sent it (`echo_of_model`).
 //!
 //! Text format, one item per line (times in ns from the first SYN, sequence
 //! numbers relative to the server's ISN, `#` comments):
@@ -287,7 +288,8 @@ impl Script {
                         out.views.push(m.linux_view());
                         out.view_times.push(*at);
                     }
-                    m.on_segment(*at, seg, *len);
+                    let seg = self.echo_of_model(seg, *at, &out);
+                    m.on_segment(*at, &seg, *len);
                 }
                 Event::App { bytes, close, .. } => {
                     app = app.max(*bytes);
@@ -302,6 +304,24 @@ impl Script {
         let end = self.sent.last().map_or(Instant::ZERO, |s| s.0) + Duration::from_millis(300);
         fire(&mut m, end, &mut app, timer_limit, &mut out);
         out
+    }
+
+    /// The segment with its TSecr moved to the model's transmission when it
+    /// echoes a kernel data segment that the model sent too, within 10 ms (a
+    /// timer of the model firing a jiffy or a wheel bucket off the kernel's,
+    /// from the estimated phase): otherwise a kernel timestamp older than the
+    /// model's retransmission made the model take the ACK for the original's
+    /// (Eifel; `tcp_skb_spurious_retrans`) and part on that alone.
+    fn echo_of_model(&self, seg: &TcpRepr, at: Instant, out: &Outcome) -> TcpRepr {
+        let mut seg = *seg;
+        let Some((v, e)) = seg.opts.timestamps.filter(|t| t.1 != 0) else { return seg };
+        let ts = crate::tcp::tcb::ts_clock;
+        let Some(&(kt, kseq, _)) = self.sent.iter().rev().find(|x| x.0 <= at && ts(x.0) == e) else { return seg };
+        let model = out.sent.iter().rev().find(|x| x.0 <= at && x.1 == kseq && x.2 > 0);
+        if let Some(&(mt, ..)) = model.filter(|x| (x.0 - kt).0.abs() <= Duration::from_millis(10).0) {
+            seg.opts.timestamps = Some((v, ts(mt)));
+        }
+        seg
     }
 
     /// Where the model's outcome parts from the kernel's.
