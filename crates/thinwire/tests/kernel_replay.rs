@@ -105,3 +105,12 @@ fn a_different_sender_parts_at_once() {
 fn a_segment_marked_while_sent_again_waits_for_the_timer_as_in_linux() {
     replay("rlc-uniform-reno-13-data");
 }
+
+/// Run 8, whole: the model's timeout fires a jiffy after the kernel's, and the
+/// next ACK echoes the kernel's retransmission; the replay gives the model the
+/// echo of its own (`Script::echo_of_model`), or the model would take the
+/// timeout for spurious (Eifel) where the kernel goes on with F-RTO's new data.
+#[test]
+fn a_timeout_a_jiffy_late_is_judged_on_the_models_own_echo() {
+    replay("rlc-uniform-reno-8");
+}
