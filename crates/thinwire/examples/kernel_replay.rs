@@ -13,21 +13,15 @@
 //! the script as text, for a test fixture (`tests/kernel_replay.rs`).
 use std::collections::HashMap;
 use thinwire::kernel_replay::{Event, KernelState, Script};
-use thinwire::pcap::read_capture_from;
 use thinwire::tcp::TcpConfig;
 use thinwire::time::{Duration, Instant};
-use thinwire::wire::{Ipv4Repr, TcpFlags, TcpRepr};
+use thinwire::wire::TcpFlags;
 
-struct P {
-    t: f64,
-    out: bool,
-    r: TcpRepr,
-    len: u32,
-}
+mod capture;
+use capture::P;
 
 fn usage(msg: &str) -> ! {
-    eprintln!("kernel_replay: {msg}");
-    std::process::exit(2)
+    capture::usage("kernel_replay", msg)
 }
 
 fn main() {
@@ -39,18 +33,7 @@ fn main() {
     let total: u64 = opt("--total").map_or(200_204, |x| x.parse().unwrap_or_else(|_| usage("--total: a number")));
     let context: usize = opt("--context").map_or(12, |x| x.parse().unwrap_or(12));
 
-    let mut pk = vec![];
-    let f = std::fs::File::open(pcap).unwrap_or_else(|e| usage(&format!("{pcap}: {e}")));
-    read_capture_from(std::io::BufReader::new(f), |p| {
-        let ip = &p.data[if p.linktype == 1 { 14 } else { 0 }..];
-        let Ok((ipr, seg)) = Ipv4Repr::parse_mode(ip, false) else { return };
-        if ipr.protocol != 6 {
-            return;
-        }
-        let Ok((r, payload)) = TcpRepr::parse_lenient(seg) else { return };
-        pk.push(P { t: p.t_ns as f64 * 1e-9, out: r.src_port == 8000, r, len: payload.len() as u32 });
-    })
-    .unwrap_or_else(|e| usage(&format!("{pcap}: {e:?}")));
+    let pk = capture::read("kernel_replay", pcap, |r| r.src_port == 8000);
     // The download: the last SYN to port 8000, and its segments.
     let Some(syn) = pk.iter().rposition(|p| !p.out && p.r.flags.has(TcpFlags::SYN) && p.r.dst_port == 8000) else {
         usage("no connection to port 8000")

@@ -762,3 +762,29 @@ fn a_late_first_syn_ack_undoes_the_one_segment_window() {
         assert_eq!(s.cwnd(), want, "the ACK echoes the first SYN-ACK: {echo_first}");
     }
 }
+
+/// Linux's receiver spends a quick ACK on every ACK it owed received data —
+/// out-of-order data's duplicate ACKs too (`tcp_dec_quickack_mode` counts an ACK
+/// when `inet_csk_ack_scheduled`, which `tcp_data_queue_ofo` sets). The first
+/// data grants 16; segment 1 of a 32-segment window is lost, and the 30
+/// duplicate ACKs that follow use the rest: once the hole is filled, every second
+/// segment is acknowledged (as a real Linux mobile over the emulator does,
+/// `docs/studies/sim-vs-real.md`), not each for 15 more.
+#[test]
+fn duplicate_acks_use_up_the_quick_acks() {
+    let client = TcpConfig { quickack: true, delack_timeout: Duration::from_millis(40), ..sack(linux(cfg())) };
+    let server = TcpConfig { initial_window: 32, ..sack(linux(cfg())) };
+    let drop: DropFn = Box::new(|from, i, retx| from == 1 && i == 2 && !retx);
+    let mut p = pair(client, server, 80_000, drop);
+    p.run(Duration::from_secs(20));
+    assert_eq!(p.ep[0].delivered(), 80_000);
+    // The first 16 new segments sent after the hole's retransmission, and the
+    // client's ACKs while they arrive (50 ms and a transmission time later).
+    let filled = p.log[1].iter().find(|s| s.3).map(|s| s.0).unwrap();
+    let new: Vec<Instant> = p.log[1].iter().filter(|s| s.0 > filled && !s.3 && s.2 > 0).map(|s| s.0).take(16).collect();
+    assert_eq!(new.len(), 16);
+    let (from, to) = (new[0] + Duration::from_millis(50), new[15] + Duration::from_millis(56));
+    let acks = p.log[0].iter().filter(|s| s.2 == 0 && s.0 > from && s.0 <= to).count();
+    // One per two segments (and perhaps one by the timer).
+    assert!(acks <= 9, "{acks} ACKs for the first 16 segments after the hole: quick ACKs left over");
+}

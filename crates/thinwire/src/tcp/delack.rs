@@ -6,7 +6,9 @@
 //! (`tcp_timer.c`).
 //!
 //! - Quick ACKs: every data segment is acknowledged at once while the quick-ACK
-//!   count lasts, one count per ACK of new data. The first data segment of a
+//!   count lasts, one count per ACK that answers received data — in order, out
+//!   of order (a duplicate ACK), a duplicate segment or a FIN
+//!   (`tcp_dec_quickack_mode` counts an ACK when `inet_csk_ack_scheduled`). The first data segment of a
 //!   connection grants min(16, advertised window / (2·MSS)) of them
 //!   (`TCP_MAX_QUICKACKS`), so slow start's first round trips are not slowed by
 //!   delayed ACKs; so does data after a silence longer than the receiver's RTO,
@@ -97,7 +99,7 @@ impl LinuxAcks {
         ato.min(DELACK_MAX)
     }
 
-    /// `tcp_dec_quickack_mode`: an ACK of new data went out.
+    /// `tcp_dec_quickack_mode`: an ACK answering received data went out.
     pub(crate) fn on_ack_sent(&mut self) {
         if self.quick > 0 {
             self.quick -= 1;

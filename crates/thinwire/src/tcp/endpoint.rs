@@ -145,6 +145,9 @@ pub struct Tcp {
     /// reassembly queue keeps it, until the hole fills).
     pending_fin: Option<u64>,
     unacked_segs: u32,
+    /// Received data asks for an ACK (Linux `ICSK_ACK_SCHED`: in order, out of
+    /// order, a duplicate, a FIN); the ACK that answers it spends a quick ACK.
+    ack_sched: bool,
     /// Linux's ACK policy (`quickack`).
     acks: Option<super::delack::LinuxAcks>,
     ack_deadline: Option<Instant>,
@@ -239,6 +242,7 @@ impl Tcp {
             fin_rcvd: false,
             pending_fin: None,
             unacked_segs: 0,
+            ack_sched: false,
             acks: cfg.quickack.then(|| super::delack::LinuxAcks::new(cfg.delack_timeout)),
             ack_deadline: None,
             ack_now: false,

@@ -124,7 +124,9 @@ impl Tcp {
             self.last_adv = (repr.window as u64) << if flags & TcpFlags::SYN != 0 { 0 } else { self.rcv_wscale };
             self.ack_now = false;
             self.ack_deadline = None;
-            if self.unacked_segs > 0 {
+            // Linux `tcp_dec_quickack_mode`: an ACK answering received data —
+            // in order or not — spends a quick ACK (`inet_csk_ack_scheduled`).
+            if std::mem::take(&mut self.ack_sched) {
                 if let Some(a) = &mut self.acks {
                     a.on_ack_sent();
                 }

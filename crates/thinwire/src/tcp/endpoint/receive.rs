@@ -63,6 +63,8 @@ impl Tcp {
         let s = unwrap_seq(self.rcv_nxt, self.irs, seg.seq);
         let e = s + len as u64;
         let had_holes = !self.ooo.is_empty();
+        // `inet_csk_schedule_ack`: any data, or a FIN, asks for an ACK.
+        self.ack_sched |= len > 0 || seg.flags.has(TcpFlags::FIN);
         if len > 0 && e > self.rcv_nxt && self.lrw.is_none() {
             // Linux tcp_grow_window: two segments more per data segment, up to the buffer.
             self.rcv_ssthresh = (self.rcv_ssthresh + 2 * self.cfg.mss as u64).min(self.cfg.rcv_buf as u64);
