@@ -788,3 +788,60 @@ fn duplicate_acks_use_up_the_quick_acks() {
     // One per two segments (and perhaps one by the timer).
     assert!(acks <= 9, "{acks} ACKs for the first 16 segments after the hole: quick ACKs left over");
 }
+
+/// Linux's receive window when a retransmission fills a hole: the segments
+/// held out of order move to the receive queue in the same softirq
+/// (`tcp_ofo_queue`) and the ACK leaves before the application reads them, so
+/// the window it offers counts all their memory (a real mobile over the
+/// emulator offered 55 units of 1,024 B there, after 80). 25 segments behind
+/// the hole: after the fill 26 segments of 2,304 B are held in the 131,072-B
+/// buffer, and the window is the rest at the 160/256 payload ratio, 44,480 B,
+/// rounded up to the scale unit: 45,056 B (the right edge offered before, 43,248
+/// B ahead, is kept); received in order, the window stays at 80,896 B.
+#[test]
+fn the_window_after_a_hole_is_filled_counts_the_segments_it_released() {
+    use thinwire::wire::{TcpFlags, TcpRepr};
+    let window_after = |hole: bool| {
+        // (Without autotuning, which these 20 ms of data would trigger.)
+        let cfg = TcpConfig { autotune: false, ..TcpConfig::profile("linux").unwrap() };
+        let mut c = thinwire::tcp::Tcp::new(cfg, 40000, 8000, 1000);
+        let t = |ms: i64| Instant::ZERO + Duration::from_millis(ms);
+        c.connect(t(0));
+        while c.poll_transmit(t(0)).is_some() {}
+        let mut synack = TcpRepr {
+            src_port: 8000,
+            dst_port: 40000,
+            seq: 5000,
+            ack: 1001,
+            flags: TcpFlags(TcpFlags::SYN | TcpFlags::ACK),
+            window: 65_160,
+            ..TcpRepr::default()
+        };
+        (synack.opts.mss, synack.opts.wscale, synack.opts.sack_permitted) = (Some(1460), Some(7), true);
+        c.on_segment(t(100), &synack, 0);
+        while c.poll_transmit(t(100)).is_some() {}
+        let seg = |k: u32| TcpRepr {
+            src_port: 8000,
+            dst_port: 40000,
+            seq: 5001 + 1448 * k,
+            ack: 1001,
+            flags: TcpFlags(TcpFlags::ACK),
+            window: 500,
+            ..TcpRepr::default()
+        };
+        // 20 segments in order (past the quick ACKs' growth), then segment 20 late.
+        let mut last = 0;
+        let order: Vec<u32> = if hole { (0..20).chain(21..46).chain([20]).collect() } else { (0..46).collect() };
+        for (i, k) in order.into_iter().enumerate() {
+            let now = t(200 + i as i64);
+            c.on_segment(now, &seg(k), 1448);
+            while let Some(s) = c.poll_transmit(now) {
+                last = (s.repr.window as u64) << 10;
+            }
+        }
+        assert_eq!(c.delivered(), 46 * 1448);
+        last
+    };
+    let (filled, in_order) = (window_after(true), window_after(false));
+    assert_eq!((filled, in_order), (45_056, 80_896));
+}

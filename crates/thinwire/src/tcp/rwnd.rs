@@ -27,7 +27,9 @@
 //! - Each data segment of 128 B or more (in order, or out of order with SACK)
 //!   raises `rcv_ssthresh` by max(2·advmss, 2·len) up to min(clamp, free space),
 //!   the free space counting the memory of the segments held (the one just
-//!   queued before the application reads it, and the out-of-order queue), and
+//!   queued before the application reads it — with those it released from the
+//!   out-of-order queue when it filled a hole, `tcp_ofo_queue` in the same
+//!   softirq — and the out-of-order queue), and
 //!   asks for one quick ACK (`icsk_ack.quick |= 1`).
 //! - The window advertised is min(free space, `rcv_ssthresh`), aligned up to the
 //!   scale unit (rounded down to the MSS without scaling), zero when the free

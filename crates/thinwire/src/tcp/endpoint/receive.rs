@@ -14,11 +14,13 @@ impl Tcp {
     /// Linux's receive window after a data segment (`tcp_event_data_recv`,
     /// `tcp_data_queue_ofo`, then `tcp_rcv_space_adjust` as the application
     /// reads): true if the window grew, which asks for a quick ACK.
-    fn linux_rwnd_data(&mut self, now: Instant, seg: &TcpRepr, len: u32, in_order: bool) -> bool {
+    /// `released`: bytes this segment moved from the out-of-order queue to the
+    /// receive queue (`tcp_ofo_queue`), unread, like it, when the ACK leaves.
+    fn linux_rwnd_data(&mut self, now: Instant, seg: &TcpRepr, len: u32, in_order: bool, released: u64) -> bool {
         let hdr = self.hdr_len();
         let unread = self.readable() as u64;
         let Some(l) = self.lrw.as_deref_mut() else { return false };
-        let this = if in_order { skb_truesize(len as u64, hdr) } else { 0 };
+        let this = if in_order { skb_truesize(len as u64, hdr) + l.held(released, hdr) } else { 0 };
         let held = this + l.held(self.ooo.bytes() + unread, hdr);
         let tsecr = seg.opts.timestamps.map_or(0, |(_, e)| e);
         let ts = crate::tcp::tcb::ts_clock(now);
@@ -79,7 +81,8 @@ impl Tcp {
             }
             let data_end = self.rcv_nxt;
             self.delivered = data_end - 1;
-            let grew = len > 0 && self.lrw.is_some() && self.linux_rwnd_data(now, seg, len, true);
+            let released = self.rcv_nxt - e;
+            let grew = len > 0 && self.lrw.is_some() && self.linux_rwnd_data(now, seg, len, true, released);
             if self.acks.is_some() {
                 self.linux_ack(now, had_holes, len, grew);
             } else if had_holes {
@@ -95,7 +98,7 @@ impl Tcp {
         } else if s > self.rcv_nxt && len > 0 {
             if e - self.rcv_nxt <= self.rcv_space() {
                 if self.sack_ok && self.lrw.is_some() && !self.ooo.contains(s) {
-                    self.linux_rwnd_data(now, seg, len, false);
+                    self.linux_rwnd_data(now, seg, len, false, 0);
                 }
                 if let Some(held) = self.ooo.end_of(s) {
                     self.note_dsack(s, e.min(held));
