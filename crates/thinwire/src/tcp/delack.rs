@@ -8,11 +8,11 @@
 //! - Quick ACKs: every data segment is acknowledged at once while the quick-ACK
 //!   count lasts, one count per ACK that answers received data — in order, out
 //!   of order (a duplicate ACK), a duplicate segment or a FIN
-//!   (`tcp_dec_quickack_mode` counts an ACK when `inet_csk_ack_scheduled`). The first data segment of a
-//!   connection grants min(16, advertised window / (2·MSS)) of them
-//!   (`TCP_MAX_QUICKACKS`), so slow start's first round trips are not slowed by
-//!   delayed ACKs; so does data after a silence longer than the receiver's RTO,
-//!   and a duplicate segment (the sender is retransmitting); a first CE mark
+//!   (`tcp_dec_quickack_mode` counts an ACK when `inet_csk_ack_scheduled`).
+//!   The first data segment of a connection grants min(16, advertised window
+//!   / (2·MSS)) of them (`TCP_MAX_QUICKACKS`), so slow start's first round trips
+//!   are not slowed by delayed ACKs; so does data after a silence longer than
+//!   the receiver's RTO, and a duplicate segment (the sender is retransmitting); a first CE mark
 //!   grants 2. Leaving quick-ACK mode resets `ato`.
 //! - Otherwise every second full segment is acknowledged at once (the endpoint's
 //!   `delack_count`), a single one after `ato`: it starts at `ATO_MIN`; a segment
