@@ -161,18 +161,17 @@ fn with_timestamps_rack_is_not_misled_by_a_spurious_timeout() {
 
 /// A real outage: the ten segments the receiver's window allows and the loss
 /// probe after them (a retransmission of the last: the window allows no new
-/// data) are lost. The timeout marks the probe lost but keeps its transmission
-/// counted (`tcp_mark_skb_lost` on a segment sent again while not deemed lost
-/// sets `TCPCB_LOST` and keeps `TCPCB_SACKED_RETRANS`): no lost retransmission
-/// yet. The ACK of the timeout's retransmission shows the probe lost (RACK,
-/// `FLAG_LOST_RETRANS`), which ends F-RTO's judgement and starts a fast
-/// recovery at once (`tcp_fastretrans_alert`: the Loss case falls through to
-/// `tcp_enter_recovery`): the next lost segment goes next, F-RTO or not;
-/// nothing is undone and the threshold stays reduced. (Until this model kept
-/// the probe's transmission counted, the timeout deemed it lost again and F-RTO
-/// sent new data after that ACK.)
+/// data) are lost. Linux sends the probe with `__tcp_retransmit_skb`, which sets
+/// neither `TCPCB_SACKED_RETRANS` nor `retrans_out`: the probe's transmission is
+/// an ordinary one, deemed lost by the timeout like the rest — no lost
+/// retransmission, no recovery started by it — and the segment is resent in
+/// order after those before it (a real GSM run's capture: the probe's segment
+/// resent last in the go-back-N, `TCPLostRetransmit` 0). With F-RTO the first ACK
+/// after the timeout lets out new data (step 2.b, the window has opened by
+/// one) and the loss is real; without, the next lost segment goes next.
+/// Nothing is undone and the threshold stays reduced.
 #[test]
-fn a_lost_probe_found_after_a_timeout_starts_a_recovery() {
+fn a_lost_probe_is_resent_in_order_after_a_timeout() {
     for frto in [true, false] {
         let server = TcpConfig { frto, ..rack(cfg()) };
         let client = TcpConfig { rcv_buf: 10_000, ..cfg() };
@@ -181,16 +180,25 @@ fn a_lost_probe_found_after_a_timeout_starts_a_recovery() {
         assert_eq!(p.ep[0].delivered(), 300_000, "F-RTO {frto}");
         let s = p.ep[1].stats();
         assert_eq!((s.timeouts, s.undos, s.spurious_timeouts), (1, 0, 0), "F-RTO {frto}: {s:?}");
-        assert_eq!(s.lost_retransmits, 1, "the probe, found lost after the timeout: {s:?}");
+        assert_eq!(s.lost_retransmits, 0, "the probe's transmission is no counted retransmission: {s:?}");
         assert!(p.ep[1].ssthresh() < 1 << 20);
         // Segment 50 is the probe, 51 the timeout's retransmission (0 is the
         // SYN-ACK).
         let log = &p.log[1];
         let high = log[..50].iter().map(|s| s.1 + s.2).max().unwrap();
-        assert!(log[50].3 && log[50].1 + log[50].2 == high, "{:?}", log[50]);
+        let probe = log[50];
+        assert!(probe.3 && probe.1 + probe.2 == high, "{probe:?}");
         assert!(log[51].3, "{:?}", log[51]);
         let next = log[52];
-        assert!(next.3 && next.1 == log[51].1 + log[51].2, "the next lost segment: {next:?}");
+        if frto {
+            assert!(!next.3 && next.1 >= high, "new data after the first ACK: {next:?}");
+        } else {
+            assert!(next.3 && next.1 == log[51].1 + log[51].2, "the next lost segment: {next:?}");
+        }
+        // The probe's segment goes again once, right after the one before it.
+        let again: Vec<usize> = (51..log.len()).filter(|&i| log[i].1 == probe.1).collect();
+        assert_eq!(again.len(), 1, "{again:?}");
+        assert_eq!(log[again[0] - 1].1 + log[again[0] - 1].2, probe.1, "in order: {:?}", &log[again[0] - 1..=again[0]]);
     }
 }
 

@@ -159,6 +159,10 @@ pub struct Tcp {
     /// The burst was a tail loss probe: no probe timer after it (Linux sends the
     /// probe with `push_one = 2`, which skips `tcp_schedule_loss_probe`).
     probe_burst: bool,
+    /// `send_at` is sending a loss probe: Linux sends it with
+    /// `__tcp_retransmit_skb`, which sets neither `TCPCB_SACKED_RETRANS` nor
+    /// `retrans_out` (the probe's retransmission is no `Sent::extra`).
+    probing: bool,
     /// Linux's receiver (`quickack`): an immediate ACK decided when data arrived
     /// with nothing of ours ready to carry it goes out alone, before whatever the
     /// application writes in reply (the kernel acknowledges in the softirq, before
@@ -211,6 +215,7 @@ impl Tcp {
             ),
             sent_burst: false,
             probe_burst: false,
+            probing: false,
             ack_first: false,
             paced: None,
             cc: cfg.cc.make(&cfg),

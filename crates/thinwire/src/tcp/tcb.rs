@@ -31,8 +31,9 @@ pub struct Sent {
     /// Covered by SACK blocks.
     pub(crate) sacked: bool,
     /// Sent again while not deemed lost, that transmission still out (Linux's
-    /// `TCPCB_SACKED_RETRANS` without `TCPCB_LOST`: a loss probe's, or a
-    /// retransmission whose loss an undo took back). The kernel counts such a
+    /// `TCPCB_SACKED_RETRANS` without `TCPCB_LOST`: a retransmission whose loss
+    /// an undo took back; not a loss probe's, which Linux sends with
+    /// `__tcp_retransmit_skb`, setting neither the bit nor `retrans_out`). The kernel counts such a
     /// segment twice in flight (`tcp_packets_in_flight`: `packets_out −
     /// left_out + retrans_out`) and, while `retrans_out ≥ lost_out`, resends
     /// nothing (`tcp_xmit_retransmit_queue`).
@@ -382,6 +383,12 @@ impl Tcb {
     /// (a lost segment sent again is in flight again; Linux `tcp_packets_in_flight`).
     pub(crate) fn pipe_sent(&self) -> u64 {
         self.sent.iter().filter(|r| !r.sacked).map(|r| (r.end - r.start) * (!r.lost as u64 + r.extra as u64)).sum()
+    }
+
+    /// `pipe_sent` in segments, as the kernel counts packets
+    /// (`tcp_packets_in_flight`): a short segment is one packet.
+    pub(crate) fn pipe_segs(&self) -> u64 {
+        self.sent.iter().filter(|r| !r.sacked).map(|r| !r.lost as u64 + r.extra as u64).sum()
     }
 
     /// Linux's `(lost_out, retrans_out)` by the sent segments' marks: not SACKed

@@ -200,8 +200,8 @@ impl Tcp {
             let tx = self.tcb.rate.as_mut().map(|r| r.on_sent(now, out)).unwrap_or_default();
             if retx {
                 // (Only RACK marks what it resends; a retransmission of the other
-                // recoveries is no `extra`.)
-                let rack = self.cfg.recovery == crate::tcp::RecoveryKind::Rack;
+                // recoveries is no `extra`, nor is a loss probe's.)
+                let rack = self.cfg.recovery == crate::tcp::RecoveryKind::Rack && !self.probing;
                 let t = &mut self.tcb;
                 for r in t.sent.iter_mut().take_while(|r| r.start < seq + len) {
                     if r.end > seq {
@@ -269,7 +269,10 @@ impl Tcp {
             self.send_at(now, s, self.tcb.smss)
         } else {
             let &Sent { start, end, .. } = self.tcb.sent.back()?;
-            self.send_at(now, start, end - start)
+            self.probing = true;
+            let seg = self.send_at(now, start, end - start);
+            self.probing = false;
+            seg
         };
         self.tcb.tlp = Some((self.tcb.snd_max, seg.retransmission));
         self.probe_burst = true;

@@ -125,7 +125,9 @@ impl Tcp {
         self.loss_by_recovery = self.recovery.on_rto(&mut self.tcb, now);
         // (F-RTO needs a recovery that chooses what to resend: RACK.)
         (self.tcb.frto, self.tcb.frto_new) = (frto && self.loss_by_recovery, false);
-        let w = if self.loss_by_recovery { self.tcb.pipe_sent() } else { 0 } + self.tcb.smss;
+        // `tcp_enter_loss`: cwnd = packets in flight + 1, in packets (a short
+        // segment still out counts as a whole one).
+        let w = (if self.loss_by_recovery { self.tcb.pipe_segs() } else { 0 } + 1) * self.tcb.smss;
         self.tcb.force_cwnd(now, w);
         self.cc.on_rto(&mut self.tcb);
         self.rtt.on_timeout();

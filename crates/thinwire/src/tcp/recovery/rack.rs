@@ -57,15 +57,18 @@
 //!   the open state, by the loss probe's timer, set after the undo
 //!   (`tcp_set_xmit_timer` at the end of `tcp_ack`).
 //!
-//! - A segment sent again while not deemed lost (a probe's retransmission, or
-//!   one whose loss an undo took back: `Sent::extra`, Linux
-//!   `TCPCB_SACKED_RETRANS` without `TCPCB_LOST`) is in flight twice
+//! - A segment sent again while not deemed lost (one whose loss an undo took
+//!   back: `Sent::extra`, Linux `TCPCB_SACKED_RETRANS` without `TCPCB_LOST`)
+//!   is in flight twice
 //!   (`Tcb::pipe_sent`); while as many lost segments wait as there are such
 //!   segments, new data goes before them (`tcp_xmit_retransmit_queue`: nothing
 //!   is resent while `retrans_out ≥ lost_out`); deemed lost by RACK, it is not
 //!   resent (`tcp_mark_skb_lost` keeps the bit) and, off the kernel's
 //!   time-sorted list (`list_del_init`), never judged again: the timer resends
-//!   it (`Sent::unlisted`).
+//!   it (`Sent::unlisted`). A loss probe's retransmission is an ordinary
+//!   transmission (`tcp_send_loss_probe` uses `__tcp_retransmit_skb`: no
+//!   `TCPCB_SACKED_RETRANS`, no `retrans_out`): deemed lost, it is newly lost,
+//!   no lost retransmission, and resent in order.
 //!
 //! No parameters.
 use super::prr::Prr;
@@ -163,8 +166,11 @@ fn mark_lost(r: &mut Sent, stats: &mut TcpStats, rate: &mut Option<RateState>) {
         // `TCPCB_SACKED_RETRANS` on a segment it newly marks).
         r.marked = true;
     } else {
+        // Lost again with its retransmission out (`TCPCB_LOST` and
+        // `TCPCB_SACKED_RETRANS`): a lost retransmission. One sent again by a
+        // loss probe was neither (`__tcp_retransmit_skb`): newly lost.
+        stats.lost_retransmits += r.marked as u64;
         (r.lost, r.marked) = (true, true);
-        stats.lost_retransmits += r.retx as u64;
     }
     if let Some(rate) = rate {
         rate.lost += 1;
