@@ -87,6 +87,20 @@ impl Instant {
     }
 }
 
+/// The earlier of two optional deadlines (`None`: no deadline). Written out
+/// rather than as `[a, b, …].into_iter().flatten().min()`, which the compiler
+/// builds as an array on the stack read back at a different width — a stalled
+/// store-to-load forward on every poll of a timer (bench/RESULTS.md,
+/// 2026-11-29, second session).
+#[inline]
+pub fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
 impl Add<Duration> for Instant {
     type Output = Instant;
     fn add(self, d: Duration) -> Instant {

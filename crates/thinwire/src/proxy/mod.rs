@@ -252,7 +252,7 @@ impl Proxy {
         // Per connection: its wired leg's timer, persist timer and SYN-ACK timer.
         let c = self.live.iter().filter_map(|&c| {
             let c = &self.conns[c];
-            [c.wired.poll_timeout(), c.persist, c.synack_at].into_iter().flatten().min()
+            crate::time::earliest(crate::time::earliest(c.wired.poll_timeout(), c.persist), c.synack_at)
         });
         a.into_iter().chain(c).min()
     }

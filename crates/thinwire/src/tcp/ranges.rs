@@ -73,7 +73,12 @@ impl Ranges {
         i < self.v.len() && self.v[i].0 <= x
     }
     /// End of the range containing `x`, if any.
+    #[inline]
     pub fn end_of(&self, x: u64) -> Option<u64> {
+        // Empty on nearly every call (the sender's scoreboard outside recovery).
+        if self.v.is_empty() {
+            return None;
+        }
         let i = self.v.partition_point(|r| r.1 <= x);
         (i < self.v.len() && self.v[i].0 <= x).then(|| self.v[i].1)
     }

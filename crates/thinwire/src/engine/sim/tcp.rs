@@ -96,15 +96,15 @@ impl Sim {
                 return;
             }
         };
-        let L4::Tcp(repr) = p.l4 else { return };
+        let L4::Tcp(repr) = &p.l4 else { return };
         if self.rec.wants(Layer::Tcp) {
-            let (seq, ack) = self.rel_seq_ack(f, 1 - end, &repr);
+            let (seq, ack) = self.rel_seq_ack(f, 1 - end, repr);
             let (mobile, dir, flow, len, flags) =
                 (end == 1, (1 - end) as u8, p.meta.flow as i32, p.payload_len, repr.flags.0);
             self.rec.segment(&SegEvent { at: now, kind: SegKind::Recv, mobile, dir, flow, seq, ack, len, flags });
         }
         let fl = &mut self.flows[f];
-        fl.ep[end].on_segment_ecn(now, &repr, p.payload_len, p.ip.ecn() == crate::wire::ip::CE);
+        fl.ep[end].on_segment_ecn(now, repr, p.payload_len, p.ip.ecn() == crate::wire::ip::CE);
         if let Slot::Web(w) = self.slots[fl.id] {
             self.web_progress(w, f, end);
         } else if fl.completed.is_none() && end != fl.sender {

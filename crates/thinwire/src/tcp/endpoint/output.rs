@@ -43,12 +43,7 @@ impl Tcp {
                     self.sent_burst = true;
                     return Some(s);
                 }
-                // The end of a burst (Linux `tcp_write_xmit`): was the window the
-                // limit? (Only Linux's controllers ask.) What is in flight as the
-                // kernel counts it (`tcp_packets_in_flight`: not SACKed, not
-                // deemed lost): segments SACKed above a hole do not make a sender
-                // that ran out of data window-limited.
-                let limited = self.tcb.flight() >= self.tcb.cwnd && self.in_flight() >= self.tcb.cwnd;
+                // The end of a burst (Linux `tcp_write_xmit`).
                 if self.sent_burst && self.tcb.track_sent && !std::mem::take(&mut self.probe_burst) {
                     // Linux schedules the loss probe after every burst too, no later
                     // than the retransmission timer would fire counted from the
@@ -59,8 +54,15 @@ impl Tcp {
                     self.tcb.rto_in = (head + self.rtt.rto()) - now;
                     self.recovery.on_sent(&mut self.tcb, now);
                 }
-                if (self.sent_burst || limited) && self.cc.kind() != crate::tcp::CcKind::Rfc5681 {
-                    self.tcb.cwnd_validate(limited);
+                if self.cc.kind() != crate::tcp::CcKind::Rfc5681 {
+                    // Was the window the limit? (Only Linux's controllers ask.) What
+                    // is in flight as the kernel counts it (`tcp_packets_in_flight`:
+                    // not SACKed, not deemed lost): segments SACKed above a hole do
+                    // not make a sender that ran out of data window-limited.
+                    let limited = self.tcb.flight() >= self.tcb.cwnd && self.in_flight() >= self.tcb.cwnd;
+                    if self.sent_burst || limited {
+                        self.tcb.cwnd_validate(limited);
+                    }
                 }
                 self.sent_burst = false;
             }
@@ -112,7 +114,11 @@ impl Tcp {
                 }
             }
         }
-        let repr = self.header(now, seq, flags);
+        // The header written where the segment returned lies (no copies).
+        let mut seg =
+            Segment { repr: TcpRepr::default(), len, retransmission, offset: seq.saturating_sub(1), ect: new_data };
+        self.header(&mut seg.repr, now, seq, flags);
+        let repr = &seg.repr;
         self.tcb.stats.segments_sent += 1;
         if flags & (TcpFlags::ACK | TcpFlags::SYN) == TcpFlags::SYN && self.lrw.is_some() {
             // The SYN's window is the first `rcv_wnd` (Linux `tcp_connect_init`).
@@ -151,7 +157,7 @@ impl Tcp {
                 self.tcb.stats.retransmitted_bytes += len as u64;
             }
         }
-        Segment { repr, len, retransmission, offset: seq.saturating_sub(1), ect: new_data }
+        seg
     }
 
     /// Sends the segment starting at `seq` (data or FIN), updating send state.
@@ -306,7 +312,6 @@ impl Tcp {
             }
         }
         let end = self.data_end();
-        let fin_pending = self.close_when_done && self.app_limit.is_some() && !self.fin_sent;
         // Skip over SACKed data when resending after a timeout.
         while let Some(e) = self.tcb.scoreboard.end_of(self.tcb.snd_nxt) {
             self.tcb.snd_nxt = e;
@@ -340,6 +345,7 @@ impl Tcp {
             }
             return None;
         }
+        let fin_pending = self.close_when_done && self.app_limit.is_some() && !self.fin_sent;
         if fin_pending && self.tcb.snd_nxt == end {
             return Some(self.send_at(now, end, 0));
         }

@@ -21,7 +21,8 @@ impl Tcp {
         self.rto_deadline = Some(self.tcb.timer(now, self.rtt.rto()));
     }
     pub fn poll_timeout(&self) -> Option<Instant> {
-        [self.rto_deadline, self.ack_deadline, self.tcb.recovery_deadline, self.paced].into_iter().flatten().min()
+        use crate::time::earliest;
+        earliest(earliest(self.rto_deadline, self.ack_deadline), earliest(self.tcb.recovery_deadline, self.paced))
     }
     pub fn handle_timeout(&mut self, now: Instant) {
         if self.paced.is_some_and(|t| t <= now) {
