@@ -181,6 +181,17 @@ struct Gate {
 
 const NANO: i128 = 1_000_000_000;
 
+/// `a / b` (truncating, as `i128` divides), in 64 bits when both fit: a 128-bit
+/// division is a library call, and the gate divides on every byte-stream step
+/// (5 % of `gsm-csd-upload`'s time, bench/RESULTS.md 2026-11-29, second session).
+#[inline]
+fn div(a: i128, b: i128) -> i128 {
+    match (i64::try_from(a), i64::try_from(b)) {
+        (Ok(a), Ok(b)) => (a / b) as i128,
+        _ => a / b,
+    }
+}
+
 impl Gate {
     fn new(rate: u64, cap_bytes: u32) -> Gate {
         Gate { rate: rate as i128, credit: 0, last: Instant::ZERO, cap: cap_bytes as i128 * NANO }
@@ -191,7 +202,7 @@ impl Gate {
     }
     /// Takes as many whole bytes as there is credit for, at most `max`.
     fn take(&mut self, max: usize) -> usize {
-        let n = ((self.credit / NANO) as usize).min(max);
+        let n = (div(self.credit, NANO) as usize).min(max);
         self.credit -= n as i128 * NANO;
         n
     }
@@ -201,7 +212,7 @@ impl Gate {
         if missing <= 0 {
             return self.last;
         }
-        self.last + Duration::from_nanos(((missing + self.rate - 1) / self.rate) as i64)
+        self.last + Duration::from_nanos(div(missing + self.rate - 1, self.rate) as i64)
     }
 }
 
@@ -438,5 +449,20 @@ impl ArqMachine for GsmCsd {
         received.vj_tossed += self.stats.vj_tossed;
         received.checksum_drops += self.stats.checksum_drops;
         received.l2r_busy += self.stats.l2r_busy;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gate_divides_as_128_bits_do() {
+        let big = i64::MAX as i128;
+        for a in [0, 1, 999_999_999, NANO, -NANO - 1, big, big + 1, -big - 7, i128::MAX / 3] {
+            for b in [1, 7, NANO, 1_200, big, big + 5] {
+                assert_eq!(div(a, b), a / b, "{a} / {b}");
+            }
+        }
     }
 }
