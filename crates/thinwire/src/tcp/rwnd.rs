@@ -41,12 +41,20 @@
 //!   per such RTT, if the application read more than the last measure, grows
 //!   the buffer to twice that plus the slow-start term (`tcp_rcvbuf_grow`:
 //!   2·new + 4·new·(new − old)/old in window bytes), up to `tcp.rcv_buf_max`
-//!   (`tcp_rmem[2]` = 32 MiB), the clamp following.
+//!   (`tcp_rmem[2]` = 32 MiB), the clamp following. Since 6.16 the kernel
+//!   subtracts what is still queued unread (`copied -= inq`, commit ea33537d):
+//!   the model's application reads all in-order data at once, so nothing is
+//!   queued when it measures and the term is zero here — a real reader that
+//!   takes the queue in chunks (curl) measures less after a hole is filled.
 //!
 //! Not modelled: memory pressure (`tcp_mem`), `tcp_clamp_window`'s growth when
 //! a queue overruns the buffer, coalescing of queued segments (each held
 //! segment counts its own truesize), `SO_RCVBUF` locks, the low-RTT variant of
-//! later kernels (`tcp_rcvbuf_low_rtt`, not in 6.18).
+//! later kernels (`tcp_rcvbuf_low_rtt`, not in 6.18), and 6.16's growth for
+//! reordering ("tcp: adjust rcvbuf in presence of reorders": an out-of-order
+//! segment calls `tcp_rcvbuf_grow`, which adds the span from `rcv_nxt` to the
+//! last out-of-order byte to twice the last measure; the same span is added at
+//! each measure while the out-of-order queue is not empty).
 use crate::time::Instant;
 
 /// `TCP_RMEM_TO_WIN_SCALE`: the ratio is in 1/256.
