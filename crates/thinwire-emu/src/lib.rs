@@ -569,10 +569,7 @@ fn run_loop(
             // Looked at again in 10 ms.
             end = end.map(|e| e.min(t + Duration::from_millis(10)));
         }
-        let deadline = match (fabric.next_deadline(), end) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let deadline = thinwire::time::earliest(fabric.next_deadline(), end);
         timer.set(deadline.map(|d| start + d.nanos())).map_err(|e| fail("timerfd", e))?;
         if stop_now.is_none() {
             poll.wait(&mut ready, -1).map_err(|e| fail("epoll_wait", e))?;

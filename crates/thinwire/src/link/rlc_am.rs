@@ -59,7 +59,7 @@
 use super::frame::{fragment, Body, Frame, FrameKind, Reassembler, Report, Status};
 use super::{check_window, Arq, ArqMachine, LinkInit, LinkSection, LinkStats};
 use crate::schema::{positive_duration, Configured, FieldError};
-use crate::time::{Duration, Instant};
+use crate::time::{earliest, Duration, Instant};
 use crate::units::{Dur, Timer};
 use crate::wire::Packet;
 use std::collections::VecDeque;
@@ -299,13 +299,6 @@ pub struct Rlc {
     reasm: Reassembler,
     delivered: VecDeque<Packet>,
     pub stats: RlcStats,
-}
-
-fn min_opt(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.min(y)),
-        (x, y) => x.or(y),
-    }
 }
 
 impl Rlc {
@@ -693,10 +686,10 @@ impl ArqMachine for Rlc {
     }
     fn poll_timeout(&mut self) -> Option<Instant> {
         let mut t = self.poll_timer.map(|p| p.0);
-        t = min_opt(t, self.poll_prohibit);
-        t = min_opt(t, self.status_prohibit);
-        t = min_opt(t, self.status_periodic);
-        min_opt(t, self.mrw.as_ref().and_then(|m| m.deadline))
+        t = earliest(t, self.poll_prohibit);
+        t = earliest(t, self.status_prohibit);
+        t = earliest(t, self.status_periodic);
+        earliest(t, self.mrw.as_ref().and_then(|m| m.deadline))
     }
     fn handle_timeout(&mut self, now: Instant) {
         if self.poll_timer.is_some_and(|p| p.0 <= now) {

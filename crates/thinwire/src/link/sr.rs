@@ -455,11 +455,7 @@ impl ArqMachine for Sr {
     }
     fn poll_timeout(&mut self) -> Option<Instant> {
         self.prune_timers();
-        let t = self.timers.front().map(|e| e.0);
-        match (t, self.ack_due) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        crate::time::earliest(self.timers.front().map(|e| e.0), self.ack_due)
     }
     fn handle_timeout(&mut self, now: Instant) {
         if let Some(d) = self.ack_due {
