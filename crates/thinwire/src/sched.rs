@@ -15,29 +15,102 @@
 //! single heap (property test below); what changes is that thousands of pending TCP
 //! timers no longer make every push and pop sift through a large heap.
 use crate::time::Instant;
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 
 struct Entry<E> {
     at: Instant,
     seq: u64,
     ev: E,
 }
-impl<E> PartialEq for Entry<E> {
-    fn eq(&self, o: &Self) -> bool {
-        self.at == o.at && self.seq == o.seq
+impl<E> Entry<E> {
+    /// Pops before `o`: earlier, or as early and scheduled first.
+    #[inline(always)]
+    fn before(&self, o: &Self) -> bool {
+        self.at < o.at || (self.at == o.at && self.seq < o.seq)
     }
 }
-impl<E> Eq for Entry<E> {}
-impl<E> PartialOrd for Entry<E> {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
+
+/// A binary min-heap of entries by `(time, sequence)`.
+///
+/// Not `std`'s `BinaryHeap`: its `push` writes the entry at the end of the vector
+/// and reads it straight back to sift it up, and its `pop` writes the last entry
+/// into the root and reads it back to sift it down. The entry is written in pieces
+/// (an event enum's tag and fields) and read back whole, so the processor cannot
+/// forward the stores to the load and stalls: perf annotate put a fifth of the
+/// simulator's event loop and a third of `schedule` on those loads
+/// (bench/RESULTS.md, 2026-11-29 third session). Here the new or last entry is
+/// held aside while its place is found and written once, where it ends up. Keys
+/// are unique (the sequence number), so any correct heap pops in the same order.
+struct MinHeap<E> {
+    data: Vec<Entry<E>>,
 }
-impl<E> Ord for Entry<E> {
-    // Reversed: BinaryHeap is a max-heap and we want the earliest event first.
-    fn cmp(&self, o: &Self) -> Ordering {
-        o.at.cmp(&self.at).then(o.seq.cmp(&self.seq))
+
+impl<E> MinHeap<E> {
+    fn new() -> Self {
+        MinHeap { data: Vec::new() }
+    }
+    fn len(&self) -> usize {
+        self.data.len()
+    }
+    fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+    fn peek(&self) -> Option<&Entry<E>> {
+        self.data.first()
+    }
+    fn push(&mut self, e: Entry<E>) {
+        self.data.reserve(1);
+        let mut pos = self.data.len();
+        let p = self.data.as_mut_ptr();
+        // SAFETY: `reserve` made room for index `len`; slots `0..len` are
+        // initialised. Each step moves the parent into the hole below it (the
+        // parent's slot becomes the hole, its bits still there but no longer
+        // counted); the entry is written into the final hole, and only then is
+        // the length raised, so every slot below it is initialised exactly once.
+        // `before` compares integers and cannot panic, so no hole is left behind.
+        unsafe {
+            while pos > 0 {
+                let parent = (pos - 1) / 2;
+                if !e.before(&*p.add(parent)) {
+                    break;
+                }
+                std::ptr::copy_nonoverlapping(p.add(parent), p.add(pos), 1);
+                pos = parent;
+            }
+            std::ptr::write(p.add(pos), e);
+            self.data.set_len(self.data.len() + 1);
+        }
+    }
+    fn pop(&mut self) -> Option<Entry<E>> {
+        let last = self.data.pop()?;
+        let n = self.data.len();
+        if n == 0 {
+            return Some(last);
+        }
+        let p = self.data.as_mut_ptr();
+        // SAFETY: slots `0..n` are initialised. The root is read out (its slot
+        // becomes the hole); each step moves the earlier child up into the hole;
+        // `last`, already out of the vector, fills the final hole, so every slot
+        // `0..n` again holds exactly one entry. `before` cannot panic.
+        unsafe {
+            let top = std::ptr::read(p);
+            let mut pos = 0;
+            loop {
+                let mut c = 2 * pos + 1;
+                if c >= n {
+                    break;
+                }
+                if c + 1 < n && (*p.add(c + 1)).before(&*p.add(c)) {
+                    c += 1;
+                }
+                if !(*p.add(c)).before(&last) {
+                    break;
+                }
+                std::ptr::copy_nonoverlapping(p.add(c), p.add(pos), 1);
+                pos = c;
+            }
+            std::ptr::write(p.add(pos), last);
+            Some(top)
+        }
     }
 }
 
@@ -59,7 +132,7 @@ const SPAN: i64 = (SLOTS as i64) << SLOT_SHIFT;
 /// the single heap held ~20,000 timers, and sifting through it was 45 % of the run:
 /// bench/RESULTS.md.) `near` is empty only when the whole queue is.
 pub struct EventQueue<E> {
-    near: BinaryHeap<Entry<E>>,
+    near: MinHeap<E>,
     /// The wheel's slots: each the head of a singly linked list of `nodes` (`NIL`
     /// when empty). Allocated when the first entry goes to the wheel (a queue
     /// created and dropped at once costs no more than a heap).
@@ -78,7 +151,7 @@ pub struct EventQueue<E> {
     /// hundreds of slots ahead).
     summary: u64,
     in_wheel: usize,
-    far: BinaryHeap<Entry<E>>,
+    far: MinHeap<E>,
     /// A multiple of the slot width (or `i64::MAX`, the last instant, once reached).
     frontier: i64,
     seq: u64,
@@ -104,14 +177,14 @@ impl<E> Default for EventQueue<E> {
 impl<E> EventQueue<E> {
     pub fn new() -> Self {
         EventQueue {
-            near: BinaryHeap::new(),
+            near: MinHeap::new(),
             heads: Vec::new(),
             nodes: Vec::new(),
             free: NIL,
             occupied: [0; SLOTS / 64],
             summary: 0,
             in_wheel: 0,
-            far: BinaryHeap::new(),
+            far: MinHeap::new(),
             frontier: 0,
             seq: 0,
             now: Instant::ZERO,
@@ -256,6 +329,25 @@ impl<T, E: From<T>> Timers<T> for EventQueue<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cmp::Ordering;
+    use std::collections::BinaryHeap;
+    /// `std`'s heap as the reference: a max-heap, so the order is reversed.
+    impl<E> PartialEq for Entry<E> {
+        fn eq(&self, o: &Self) -> bool {
+            self.at == o.at && self.seq == o.seq
+        }
+    }
+    impl<E> Eq for Entry<E> {}
+    impl<E> PartialOrd for Entry<E> {
+        fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+            Some(self.cmp(o))
+        }
+    }
+    impl<E> Ord for Entry<E> {
+        fn cmp(&self, o: &Self) -> Ordering {
+            o.at.cmp(&self.at).then(o.seq.cmp(&self.seq))
+        }
+    }
     #[test]
     fn orders_by_time_then_insertion() {
         let mut q = EventQueue::new();
@@ -316,6 +408,41 @@ mod tests {
             assert!(reference.is_empty());
             assert_eq!(got, want, "seed {seed}");
         }
+    }
+    /// The heap moves owned entries without losing or doubling one: every value
+    /// popped once, in order, and every one dropped (counted through `Rc`).
+    #[test]
+    fn heap_moves_owned_entries_exactly_once() {
+        use std::rc::Rc;
+        let token = Rc::new(());
+        let mut h = MinHeap::new();
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut popped = vec![];
+        for seq in 0..5_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            h.push(Entry { at: Instant((x % 64) as i64), seq, ev: (seq, Rc::clone(&token)) });
+            if x % 3 == 0 {
+                popped.push(h.pop().map(|e| (e.at, e.seq)).unwrap());
+            }
+        }
+        assert_eq!(Rc::strong_count(&token), 1 + h.len());
+        let mut rest = vec![];
+        while let Some(e) = h.pop() {
+            assert_eq!(e.ev.0, e.seq);
+            rest.push((e.at, e.seq));
+        }
+        assert!(rest.windows(2).all(|w| w[0] < w[1]), "popped in (time, sequence) order");
+        assert_eq!(popped.len() + rest.len(), 5_000);
+        assert_eq!(Rc::strong_count(&token), 1);
+        // Left in the heap when it is dropped: dropped with it.
+        let mut h = MinHeap::new();
+        for seq in 0..100 {
+            h.push(Entry { at: Instant(100 - seq as i64), seq, ev: Rc::clone(&token) });
+        }
+        drop(h);
+        assert_eq!(Rc::strong_count(&token), 1);
     }
     /// Times at the end of the range ("never" timers) neither overflow nor reorder.
     #[test]
