@@ -58,27 +58,58 @@ impl<E> MinHeap<E> {
         self.data.first()
     }
     fn push(&mut self, e: Entry<E>) {
+        // SAFETY: `open_hole`'s contract: the entry is written into the hole it
+        // returns, then the length raised.
+        unsafe {
+            let pos = self.open_hole(e.at, e.seq);
+            std::ptr::write(self.data.as_mut_ptr().add(pos), e);
+            self.data.set_len(self.data.len() + 1);
+        }
+    }
+    /// Moves the entry out of `src` (leaving `None`; there must be one) into the heap, copying it
+    /// once, straight from where it lies (the wheel's node): taking it out first
+    /// copied it through the stack in pieces that the copy into the heap then
+    /// stalled on.
+    fn push_from(&mut self, src: &mut Option<Entry<E>>) {
+        let e = src.as_ref().expect("a listed node holds an entry");
+        // SAFETY: as in `push`; the entry's bits are copied into the hole and
+        // `None` is then written over `src` without dropping it, so the entry
+        // is owned by the heap alone.
+        unsafe {
+            let pos = self.open_hole(e.at, e.seq);
+            std::ptr::copy_nonoverlapping(e as *const Entry<E>, self.data.as_mut_ptr().add(pos), 1);
+            std::ptr::write(src, None);
+            self.data.set_len(self.data.len() + 1);
+        }
+    }
+    /// Makes room for an entry of key `(at, seq)`: moves each entry it goes
+    /// before down into the hole below it, and returns the index of the last
+    /// hole, where the entry belongs.
+    ///
+    /// # Safety
+    /// The caller must write an entry of that key into the returned index and
+    /// then raise the length by one, before anything else touches the heap.
+    /// Slots `0..len` are initialised; `reserve` makes room for index `len`,
+    /// the first hole. Each step copies the parent into the hole (the parent's
+    /// slot becomes the hole, its bits still there but about to be overwritten);
+    /// the length is unchanged until the caller raises it, so no slot is ever
+    /// counted twice. `before` compares integers and cannot panic, so no hole is
+    /// left behind by an unwinding panic.
+    #[inline(always)]
+    unsafe fn open_hole(&mut self, at: Instant, seq: u64) -> usize {
         self.data.reserve(1);
         let mut pos = self.data.len();
         let p = self.data.as_mut_ptr();
-        // SAFETY: `reserve` made room for index `len`; slots `0..len` are
-        // initialised. Each step moves the parent into the hole below it (the
-        // parent's slot becomes the hole, its bits still there but no longer
-        // counted); the entry is written into the final hole, and only then is
-        // the length raised, so every slot below it is initialised exactly once.
-        // `before` compares integers and cannot panic, so no hole is left behind.
-        unsafe {
-            while pos > 0 {
-                let parent = (pos - 1) / 2;
-                if !e.before(&*p.add(parent)) {
-                    break;
-                }
-                std::ptr::copy_nonoverlapping(p.add(parent), p.add(pos), 1);
-                pos = parent;
+        while pos > 0 {
+            let parent = (pos - 1) / 2;
+            let q = &*p.add(parent);
+            if !(at < q.at || (at == q.at && seq < q.seq)) {
+                break;
             }
-            std::ptr::write(p.add(pos), e);
-            self.data.set_len(self.data.len() + 1);
+            std::ptr::copy_nonoverlapping(p.add(parent), p.add(pos), 1);
+            pos = parent;
         }
+        pos
     }
     fn pop(&mut self) -> Option<Entry<E>> {
         let last = self.data.pop()?;
@@ -272,7 +303,7 @@ impl<E> EventQueue<E> {
                 let mut n = std::mem::replace(&mut self.heads[i], NIL);
                 while n != NIL {
                     let node = &mut self.nodes[n as usize];
-                    self.near.push(node.e.take().expect("a listed node holds an entry"));
+                    self.near.push_from(&mut node.e);
                     let next = std::mem::replace(&mut node.next, self.free);
                     self.free = n;
                     n = next;
