@@ -454,7 +454,7 @@ mod tests {
             x ^= x >> 7;
             x ^= x << 17;
             h.push(Entry { at: Instant((x % 64) as i64), seq, ev: (seq, Rc::clone(&token)) });
-            if x % 3 == 0 {
+            if x.is_multiple_of(3) {
                 popped.push(h.pop().map(|e| (e.at, e.seq)).unwrap());
             }
         }
