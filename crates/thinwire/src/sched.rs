@@ -25,8 +25,14 @@ impl<E> Entry<E> {
     /// Pops before `o`: earlier, or as early and scheduled first.
     #[inline(always)]
     fn before(&self, o: &Self) -> bool {
-        self.at < o.at || (self.at == o.at && self.seq < o.seq)
+        precedes(self.at, self.seq, o)
     }
+}
+
+/// An entry of key `(at, seq)` pops before `o`.
+#[inline(always)]
+fn precedes<E>(at: Instant, seq: u64, o: &Entry<E>) -> bool {
+    at < o.at || (at == o.at && seq < o.seq)
 }
 
 /// A binary min-heap of entries by `(time, sequence)`.
@@ -66,10 +72,10 @@ impl<E> MinHeap<E> {
             self.data.set_len(self.data.len() + 1);
         }
     }
-    /// Moves the entry out of `src` (leaving `None`; there must be one) into the heap, copying it
-    /// once, straight from where it lies (the wheel's node): taking it out first
-    /// copied it through the stack in pieces that the copy into the heap then
-    /// stalled on.
+    /// Moves the entry out of `src` (leaving `None`; there must be one) into the
+    /// heap, copying it once, straight from where it lies (the wheel's node):
+    /// taking it out first copied it through the stack in pieces that the copy
+    /// into the heap then stalled on.
     fn push_from(&mut self, src: &mut Option<Entry<E>>) {
         let e = src.as_ref().expect("a listed node holds an entry");
         // SAFETY: as in `push`; the entry's bits are copied into the hole and
@@ -102,8 +108,7 @@ impl<E> MinHeap<E> {
         let p = self.data.as_mut_ptr();
         while pos > 0 {
             let parent = (pos - 1) / 2;
-            let q = &*p.add(parent);
-            if !(at < q.at || (at == q.at && seq < q.seq)) {
+            if !precedes(at, seq, &*p.add(parent)) {
                 break;
             }
             std::ptr::copy_nonoverlapping(p.add(parent), p.add(pos), 1);
