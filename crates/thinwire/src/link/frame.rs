@@ -207,11 +207,65 @@ impl ByteQueue {
 }
 
 /// Cuts a packet into fragments of at most `max_payload` bytes.
-pub fn fragment(pkt: Packet, max_payload: u32, mut push: impl FnMut(Frame)) {
+pub fn fragment(pkt: Packet, max_payload: u32, push: impl FnMut(Frame)) {
+    fragment_into(pkt, max_payload, &mut Spare::default(), push)
+}
+
+/// The shared packets of frames a sender no longer needs, kept for its next
+/// packets: a sender with a retransmission window (SR, ASR, RLC) drops the
+/// packets of a whole acknowledged window at once, more frees in a row than
+/// glibc's per-thread cache keeps, and the allocations after them took malloc's
+/// slow path (6.5 % of a shared-link study run: bench/RESULTS.md, 2026-11-29
+/// fourth session). Only allocations no frame on the air still shares are kept,
+/// at most [`Spare::CAP`], and a real packet's bytes are let go at once.
+/// Allocation only: no effect on results.
+#[derive(Default)]
+pub struct Spare(Vec<Arc<Packet>>);
+
+impl Spare {
+    /// A full SR window.
+    pub const CAP: usize = 128;
+
+    /// Keeps the allocation of the packet `f` carries, if nothing else shares it.
+    pub fn keep(&mut self, f: Frame) {
+        if let Body::Fragment { packet: Some(mut p), .. } = f.body {
+            if self.0.len() < Self::CAP {
+                if let Some(inner) = Arc::get_mut(&mut p) {
+                    inner.bytes = None;
+                    self.0.push(p);
+                }
+            }
+        }
+    }
+
+    /// `pkt` shared, in a kept allocation when there is one.
+    fn share(&mut self, pkt: Packet) -> Arc<Packet> {
+        match self.0.pop() {
+            Some(mut a) => match Arc::get_mut(&mut a) {
+                Some(inner) => {
+                    *inner = pkt;
+                    a
+                }
+                None => Arc::new(pkt),
+            },
+            None => Arc::new(pkt),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// [`fragment`], the packet shared in an allocation from `spare` if it has one.
+pub fn fragment_into(pkt: Packet, max_payload: u32, spare: &mut Spare, mut push: impl FnMut(Frame)) {
     let size = pkt.size();
     let n = size.div_ceil(max_payload).max(1);
     let flow = pkt.meta.flow;
-    let mut pkt = Some(Arc::new(pkt));
+    let mut pkt = Some(spare.share(pkt));
     for i in 0..n {
         let last = i + 1 == n;
         let len = if last { size - max_payload * (n - 1) } else { max_payload };
@@ -311,6 +365,49 @@ mod tests {
         assert_eq!(v.iter().map(|f| f.payload).collect::<Vec<_>>(), vec![250, 250, 100]);
         assert!(v[0].first() && !v[0].last() && v[2].last());
         assert!(matches!(v[2].body, Body::Fragment { packet: Some(_), .. }));
+    }
+    #[test]
+    fn spare_reuses_only_unshared_allocations() {
+        let mut spare = Spare::default();
+        let mut v = vec![];
+        fragment_into(pkt(100), 250, &mut spare, |f| v.push(f));
+        let first = match &v[0].body {
+            Body::Fragment { packet: Some(p), .. } => Arc::as_ptr(p),
+            _ => unreachable!(),
+        };
+        // A copy still on the air: not kept.
+        let on_air = v[0].clone();
+        spare.keep(v.pop().unwrap());
+        assert!(spare.is_empty());
+        // The last holder: kept, with a real packet's bytes let go.
+        let mut f = on_air;
+        if let Body::Fragment { packet: Some(p), .. } = &mut f.body {
+            Arc::get_mut(p).unwrap().bytes = Some(Arc::new(vec![0u8; 128]));
+        }
+        spare.keep(f);
+        assert_eq!(spare.len(), 1);
+        assert!(spare.0[0].bytes.is_none());
+        // The next packet lands in the kept allocation, whole and unchanged.
+        let mut w = vec![];
+        let mut next = pkt(300);
+        next.meta.flow = 7;
+        fragment_into(next.clone(), 250, &mut spare, |f| w.push(f));
+        assert!(spare.is_empty());
+        assert_eq!(w.len(), 2);
+        match &w[1].body {
+            Body::Fragment { packet: Some(p), last: true, .. } => {
+                assert_eq!(Arc::as_ptr(p), first);
+                assert_eq!(**p, next);
+            }
+            _ => panic!("the last fragment carries the packet"),
+        }
+        // Never more than CAP kept.
+        for _ in 0..Spare::CAP + 5 {
+            let mut u = vec![];
+            fragment(pkt(10), 250, |f| u.push(f));
+            spare.keep(u.pop().unwrap());
+        }
+        assert_eq!(spare.len(), Spare::CAP);
     }
     #[test]
     fn reassembly_drops_packets_with_gaps() {

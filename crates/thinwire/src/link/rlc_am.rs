@@ -56,7 +56,7 @@
 //! "two-state" preset adds a poll on the last PDU of the retransmission buffer,
 //! window threshold 80 %, status timer 500 ms, status prohibit 90 ms, MRW timer
 //! 110 ms and 1 retransmission.
-use super::frame::{fragment, Body, Frame, FrameKind, Reassembler, Report, Status};
+use super::frame::{fragment_into, Body, Frame, FrameKind, Reassembler, Report, Spare, Status};
 use super::{check_window, Arq, ArqMachine, LinkInit, LinkSection, LinkStats};
 use crate::schema::{positive_duration, Configured, FieldError};
 use crate::time::{earliest, Duration, Instant};
@@ -298,6 +298,8 @@ pub struct Rlc {
     mrw_ack: Option<u32>,
     reasm: Reassembler,
     delivered: VecDeque<Packet>,
+    /// Allocations of acknowledged packets, for the next ones (`frame::Spare`).
+    spare: Spare,
     pub stats: RlcStats,
 }
 
@@ -324,6 +326,7 @@ impl Rlc {
             mrw_ack: None,
             reasm: Reassembler::default(),
             delivered: VecDeque::new(),
+            spare: Spare::default(),
             stats: RlcStats::default(),
         }
     }
@@ -366,11 +369,15 @@ impl Rlc {
     fn release_below(&mut self, sn: u32) {
         let sn = sn.min(self.vt_s);
         if sn > self.vt_a {
-            self.slots.drain(..(sn - self.vt_a) as usize);
+            for s in self.slots.drain(..(sn - self.vt_a) as usize) {
+                self.spare.keep(s.frame);
+            }
             self.vt_a = sn;
         }
         while self.slots.front().is_some_and(|s| s.acked) {
-            self.slots.pop_front();
+            if let Some(s) = self.slots.pop_front() {
+                self.spare.keep(s.frame);
+            }
             self.vt_a += 1;
         }
     }
@@ -620,7 +627,7 @@ impl ArqMachine for Rlc {
     }
     fn send(&mut self, _now: Instant, pkt: Packet) {
         self.pending_sdus += 1;
-        fragment(pkt, self.cfg.max_payload, |f| self.pending.push_back(f));
+        fragment_into(pkt, self.cfg.max_payload, &mut self.spare, |f| self.pending.push_back(f));
     }
     fn poll_deliver(&mut self) -> Option<Packet> {
         self.delivered.pop_front()

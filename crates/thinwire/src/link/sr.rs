@@ -48,7 +48,7 @@
 //! Defaults (seed 002 §IV/§V): window 127, ack_delay 500 ms, timeout 1.1 s, initial
 //! srtt 1.1 s, initial srttvar 0, tick 10 ms, multireject by detection (`renack`
 //! unset).
-use super::frame::{fragment, Frame, FrameKind, Reassembler};
+use super::frame::{fragment_into, Frame, FrameKind, Reassembler, Spare};
 use super::{check_window, Arq, ArqMachine, LinkInit, LinkSection, LinkStats};
 use crate::schema::{positive_duration, Configured, FieldError};
 use crate::time::{Duration, Instant};
@@ -182,6 +182,8 @@ pub struct Sr {
     ack_now: bool,
     reasm: Reassembler,
     delivered: VecDeque<Packet>,
+    /// Allocations of acknowledged packets, for the next ones (`frame::Spare`).
+    spare: Spare,
     pub stats: SrStats,
 }
 
@@ -212,6 +214,7 @@ impl Sr {
             ack_now: false,
             reasm: Reassembler::default(),
             delivered: VecDeque::new(),
+            spare: Spare::default(),
             stats: SrStats::default(),
         };
         if s.cfg.adaptive.is_some() {
@@ -258,7 +261,9 @@ impl Sr {
         let last = &self.slots[(a - 1 - self.base) as usize];
         let sample = now - last.sent_at;
         let n = (a - self.base) as usize;
-        self.slots.drain(..n);
+        for s in self.slots.drain(..n) {
+            self.spare.keep(s.frame);
+        }
         self.base = a;
         self.rtt_sample(sample);
     }
@@ -404,7 +409,7 @@ impl ArqMachine for Sr {
         self.pending.is_empty()
     }
     fn send(&mut self, _now: Instant, pkt: Packet) {
-        fragment(pkt, self.cfg.max_payload, |f| self.pending.push_back(f));
+        fragment_into(pkt, self.cfg.max_payload, &mut self.spare, |f| self.pending.push_back(f));
     }
     fn poll_deliver(&mut self) -> Option<Packet> {
         self.delivered.pop_front()
