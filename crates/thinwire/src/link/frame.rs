@@ -238,25 +238,16 @@ impl Spare {
         }
     }
 
-    /// `pkt` shared, in a kept allocation when there is one.
+    /// `pkt` shared, in a kept allocation when there is one (kept ones are
+    /// unshared: nothing can clone them while they are here).
     fn share(&mut self, pkt: Packet) -> Arc<Packet> {
-        match self.0.pop() {
-            Some(mut a) => match Arc::get_mut(&mut a) {
-                Some(inner) => {
-                    *inner = pkt;
-                    a
-                }
-                None => Arc::new(pkt),
-            },
-            None => Arc::new(pkt),
+        if let Some(mut a) = self.0.pop() {
+            if let Some(inner) = Arc::get_mut(&mut a) {
+                *inner = pkt;
+                return a;
+            }
         }
-    }
-
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        Arc::new(pkt)
     }
 }
 
@@ -378,21 +369,21 @@ mod tests {
         // A copy still on the air: not kept.
         let on_air = v[0].clone();
         spare.keep(v.pop().unwrap());
-        assert!(spare.is_empty());
+        assert!(spare.0.is_empty());
         // The last holder: kept, with a real packet's bytes let go.
         let mut f = on_air;
         if let Body::Fragment { packet: Some(p), .. } = &mut f.body {
             Arc::get_mut(p).unwrap().bytes = Some(Arc::new(vec![0u8; 128]));
         }
         spare.keep(f);
-        assert_eq!(spare.len(), 1);
+        assert_eq!(spare.0.len(), 1);
         assert!(spare.0[0].bytes.is_none());
         // The next packet lands in the kept allocation, whole and unchanged.
         let mut w = vec![];
         let mut next = pkt(300);
         next.meta.flow = 7;
         fragment_into(next.clone(), 250, &mut spare, |f| w.push(f));
-        assert!(spare.is_empty());
+        assert!(spare.0.is_empty());
         assert_eq!(w.len(), 2);
         match &w[1].body {
             Body::Fragment { packet: Some(p), last: true, .. } => {
@@ -407,7 +398,7 @@ mod tests {
             fragment(pkt(10), 250, |f| u.push(f));
             spare.keep(u.pop().unwrap());
         }
-        assert_eq!(spare.len(), Spare::CAP);
+        assert_eq!(spare.0.len(), Spare::CAP);
     }
     #[test]
     fn reassembly_drops_packets_with_gaps() {
