@@ -276,6 +276,63 @@ pub fn fragment_into(pkt: Packet, max_payload: u32, spare: &mut Spare, mut push:
     }
 }
 
+/// The fragments of one packet handed out one at a time, as [`fragment`] would
+/// push them: a sender that only sends each frame once (raw) builds the next
+/// frame when it is polled instead of queueing them all. Queueing a frame built
+/// a moment before read it back with wide loads across its narrow field stores
+/// (a stalled store forward: a third of `Raw::send`'s samples on
+/// `bulk-10mbps-raw`, bench/RESULTS.md 2026-11-29 fifth session). Same frames,
+/// same order: no effect on results.
+#[derive(Default)]
+pub struct Fragments {
+    pkt: Option<Arc<Packet>>,
+    size: u32,
+    max_payload: u32,
+    /// Bytes of the packet already handed out.
+    done: u32,
+    flow: u16,
+}
+
+impl Fragments {
+    /// Starts on `pkt` (whatever was left of the previous one is dropped).
+    pub fn start(&mut self, pkt: Packet, max_payload: u32) {
+        self.size = pkt.size();
+        self.flow = pkt.meta.flow;
+        self.max_payload = max_payload;
+        self.done = 0;
+        self.pkt = Some(Arc::new(pkt));
+    }
+
+    /// Whether every fragment has been handed out.
+    pub fn is_empty(&self) -> bool {
+        self.pkt.is_none()
+    }
+
+    /// The next fragment (sequence number 0, for the sender to set).
+    pub fn next_frame(&mut self) -> Option<Frame> {
+        self.pkt.as_ref()?;
+        let first = self.done == 0;
+        let left = self.size - self.done;
+        // A zero-length packet is one empty fragment, as `fragment` makes it.
+        let last = left <= self.max_payload;
+        let len = if last { left } else { self.max_payload };
+        self.done += len;
+        let packet = if last { self.pkt.take() } else { None };
+        Some(Frame {
+            kind: FrameKind::Data,
+            seq: 0,
+            ack: None,
+            payload: len as u16,
+            tx: 1,
+            flow: self.flow,
+            session: 0,
+            nsn: 0,
+            ctl: 0,
+            body: Body::Fragment { first, last, packet },
+        })
+    }
+}
+
 /// The packet itself, copied only if another copy of the frame is still around.
 #[inline]
 pub fn unshare(p: Arc<Packet>) -> Packet {
@@ -356,6 +413,24 @@ mod tests {
         assert_eq!(v.iter().map(|f| f.payload).collect::<Vec<_>>(), vec![250, 250, 100]);
         assert!(v[0].first() && !v[0].last() && v[2].last());
         assert!(matches!(v[2].body, Body::Fragment { packet: Some(_), .. }));
+    }
+    #[test]
+    fn fragments_one_at_a_time_are_the_fragments_of_fragment() {
+        let key =
+            |f: &Frame| (f.kind, f.seq, f.payload, f.tx, f.flow, f.first(), f.last(), f.packet().map(|p| p.size()));
+        let mut cur = Fragments::default();
+        assert!(cur.is_empty() && cur.next_frame().is_none());
+        for (size, max) in [(1000, 250), (600, 250), (250, 250), (251, 250), (28, 250), (1500, 1), (40, 39)] {
+            let mut all = vec![];
+            fragment(pkt(size - 28), max, |f| all.push(key(&f)));
+            cur.start(pkt(size - 28), max);
+            let mut one = vec![];
+            while let Some(f) = cur.next_frame() {
+                one.push(key(&f));
+            }
+            assert!(cur.is_empty());
+            assert_eq!(one, all, "{size} bytes in frames of {max}");
+        }
     }
     #[test]
     fn spare_reuses_only_unshared_allocations() {

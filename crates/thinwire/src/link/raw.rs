@@ -2,7 +2,7 @@
 //! packet is lost when any of its frames is lost (detected by the receiver from the
 //! gap in frame sequence numbers). Parameters: frame payload and header size (from
 //! `[wireless]`), nothing else.
-use super::frame::{fragment, Frame, Reassembler};
+use super::frame::{Fragments, Frame, Reassembler};
 use super::{Arq, ArqMachine, LinkInit, LinkSection};
 use crate::time::Instant;
 use crate::wire::Packet;
@@ -25,7 +25,8 @@ impl LinkSection for RawCfg {
 
 pub struct Raw {
     max_payload: u32,
-    pending: VecDeque<Frame>,
+    /// The packet being sent, cut into frames as they are polled.
+    pending: Fragments,
     next_seq: u32,
     rx: Reassembler,
     delivered: VecDeque<Packet>,
@@ -35,7 +36,7 @@ impl Raw {
     pub fn new(max_payload: u32) -> Raw {
         Raw {
             max_payload,
-            pending: VecDeque::new(),
+            pending: Fragments::default(),
             next_seq: 0,
             rx: Reassembler::default(),
             delivered: VecDeque::new(),
@@ -48,10 +49,10 @@ impl ArqMachine for Raw {
         self.pending.is_empty()
     }
     fn send(&mut self, _now: Instant, pkt: Packet) {
-        fragment(pkt, self.max_payload, |f| self.pending.push_back(f));
+        self.pending.start(pkt, self.max_payload);
     }
     fn poll_transmit(&mut self, _now: Instant) -> Option<Frame> {
-        let mut f = self.pending.pop_front()?;
+        let mut f = self.pending.next_frame()?;
         f.seq = self.next_seq;
         self.next_seq = self.next_seq.wrapping_add(1);
         Some(f)
