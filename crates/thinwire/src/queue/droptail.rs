@@ -44,11 +44,11 @@ impl DropTail {
 
 impl Qdisc for DropTail {
     #[inline(always)]
-    fn enqueue(&mut self, _: Instant, p: Packet) -> Verdict {
+    fn enqueue(&mut self, now: Instant, p: Packet) -> Verdict {
         if !self.limit.fits(self.fifo.len(), self.fifo.bytes(), p.size()) {
             return Verdict::Dropped(DropReason::Overflow);
         }
-        self.fifo.push(p);
+        self.fifo.push_stamped(p, now);
         Verdict::Queued
     }
     #[inline(always)]

@@ -287,6 +287,17 @@ impl Fifo {
         self.bytes += p.size() as u64;
         self.q.push_back(p);
     }
+    /// [`push`](Self::push), the packet stamped with its enqueue time in its
+    /// place in the queue: stamped before, the copy into the queue read the
+    /// stamp's fresh store back with wide loads, a stalled store forward
+    /// (bench/RESULTS.md, 2026-11-29 fifth session).
+    #[inline]
+    pub fn push_stamped(&mut self, p: Packet, now: Instant) {
+        self.push(p);
+        if let Some(b) = self.q.back_mut() {
+            b.meta.queued = now;
+        }
+    }
     #[inline]
     pub fn pop(&mut self) -> Option<Packet> {
         let p = self.q.pop_front()?;

@@ -6,8 +6,7 @@
 use super::*;
 
 impl WirelessLink {
-    pub(super) fn push(&mut self, now: Instant, dir: usize, session: Session, mut p: Packet) -> Offer {
-        p.meta.queued = now;
+    pub(super) fn push(&mut self, now: Instant, dir: usize, session: Session, p: Packet) -> Offer {
         let sess = match session {
             Session::Arq | Session::Mobile(0) => 0,
             Session::Bypass => 1,
@@ -23,7 +22,8 @@ impl WirelessLink {
         let Queue::DropTail(q) = &mut r.qs[sess] else {
             return self.push_aqm(now, dir, sess, p);
         };
-        // Drop-tail: the path the link had before queue disciplines.
+        // Drop-tail: the path the link had before queue disciplines (it stamps
+        // the packet's enqueue time).
         let verdict = q.enqueue(now, p);
         let qlen = q.len();
         let dropped = verdict != Verdict::Queued;
@@ -56,7 +56,8 @@ impl WirelessLink {
     /// An offer to a queue of another discipline (or of a further mobile): its
     /// verdict, then what it did besides (FQ-CoDel's drops from the fattest flow).
     #[inline(never)]
-    fn push_aqm(&mut self, now: Instant, dir: usize, sess: usize, p: Packet) -> Offer {
+    fn push_aqm(&mut self, now: Instant, dir: usize, sess: usize, mut p: Packet) -> Offer {
+        p.meta.queued = now; // the sojourn's start, for disciplines that do not stamp (RED)
         let (flow, len) = (p.meta.flow, p.size());
         let r = &mut self.radio[dir];
         let verdict = r.q(sess).put(now, p);
