@@ -277,8 +277,8 @@ pub fn fragment_into(pkt: Packet, max_payload: u32, spare: &mut Spare, mut push:
 }
 
 /// The fragments of one packet handed out one at a time, as [`fragment`] would
-/// push them: a sender that only sends each frame once (raw) builds the next
-/// frame when it is polled instead of queueing them all. Queueing a frame built
+/// push them: a sender that takes one packet at a time (raw, SR/ASR) builds the
+/// next frame when it is polled instead of queueing them all. Queueing a frame built
 /// a moment before read it back with wide loads across its narrow field stores
 /// (a stalled store forward: a third of `Raw::send`'s samples on
 /// `bulk-10mbps-raw`, bench/RESULTS.md 2026-11-29 fifth session). Same frames,
@@ -296,11 +296,17 @@ pub struct Fragments {
 impl Fragments {
     /// Starts on `pkt` (whatever was left of the previous one is dropped).
     pub fn start(&mut self, pkt: Packet, max_payload: u32) {
+        self.start_into(pkt, max_payload, &mut Spare::default())
+    }
+
+    /// [`start`](Self::start), the packet shared in an allocation from `spare`
+    /// if it has one (as [`fragment_into`]).
+    pub fn start_into(&mut self, pkt: Packet, max_payload: u32, spare: &mut Spare) {
         self.size = pkt.size();
         self.flow = pkt.meta.flow;
         self.max_payload = max_payload;
         self.done = 0;
-        self.pkt = Some(Arc::new(pkt));
+        self.pkt = Some(spare.share(pkt));
     }
 
     /// Whether every fragment has been handed out.

@@ -48,7 +48,7 @@
 //! Defaults (seed 002 §IV/§V): window 127, ack_delay 500 ms, timeout 1.1 s, initial
 //! srtt 1.1 s, initial srttvar 0, tick 10 ms, multireject by detection (`renack`
 //! unset).
-use super::frame::{fragment_into, Frame, FrameKind, Reassembler, Spare};
+use super::frame::{Fragments, Frame, FrameKind, Reassembler, Spare};
 use super::{check_window, Arq, ArqMachine, LinkInit, LinkSection, LinkStats};
 use crate::schema::{positive_duration, Configured, FieldError};
 use crate::time::{Duration, Instant};
@@ -156,7 +156,8 @@ struct Nacked {
 pub struct Sr {
     cfg: SrConfig,
     // sender
-    pending: VecDeque<Frame>,
+    /// The packet being taken into the window, cut into frames as they are polled.
+    pending: Fragments,
     base: u32,
     next_seq: u32,
     slots: VecDeque<Slot>,
@@ -192,7 +193,7 @@ impl Sr {
         let srtt8 = 8 * cfg.initial_srtt.nanos() / cfg.tick.nanos().max(1);
         let mut s = Sr {
             cfg,
-            pending: VecDeque::new(),
+            pending: Fragments::default(),
             base: 0,
             next_seq: 0,
             slots: VecDeque::new(),
@@ -409,7 +410,7 @@ impl ArqMachine for Sr {
         self.pending.is_empty()
     }
     fn send(&mut self, _now: Instant, pkt: Packet) {
-        fragment_into(pkt, self.cfg.max_payload, &mut self.spare, |f| self.pending.push_back(f));
+        self.pending.start_into(pkt, self.cfg.max_payload, &mut self.spare);
     }
     fn poll_deliver(&mut self) -> Option<Packet> {
         self.delivered.pop_front()
@@ -448,7 +449,7 @@ impl ArqMachine for Sr {
             return Some(self.stamp(now, seq));
         }
         if self.next_seq - self.base < self.cfg.window {
-            if let Some(mut f) = self.pending.pop_front() {
+            if let Some(mut f) = self.pending.next_frame() {
                 f.seq = self.next_seq;
                 f.tx = 0;
                 self.next_seq += 1;
