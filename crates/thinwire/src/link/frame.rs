@@ -294,7 +294,9 @@ pub struct Fragments {
 }
 
 impl Fragments {
-    /// Starts on `pkt` (whatever was left of the previous one is dropped).
+    /// Starts on `pkt`. Whatever was left of the previous one is dropped: a
+    /// sender using this takes a packet only when this is empty (its
+    /// `wants_packet`), as the link's callers do.
     pub fn start(&mut self, pkt: Packet, max_payload: u32) {
         self.start_into(pkt, max_payload, &mut Spare::default())
     }

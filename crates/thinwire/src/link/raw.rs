@@ -49,6 +49,7 @@ impl ArqMachine for Raw {
         self.pending.is_empty()
     }
     fn send(&mut self, _now: Instant, pkt: Packet) {
+        debug_assert!(self.pending.is_empty(), "send only when wants_packet");
         self.pending.start(pkt, self.max_payload);
     }
     fn poll_transmit(&mut self, _now: Instant) -> Option<Frame> {

@@ -410,6 +410,7 @@ impl ArqMachine for Sr {
         self.pending.is_empty()
     }
     fn send(&mut self, _now: Instant, pkt: Packet) {
+        debug_assert!(self.pending.is_empty(), "send only when wants_packet");
         self.pending.start_into(pkt, self.cfg.max_payload, &mut self.spare);
     }
     fn poll_deliver(&mut self) -> Option<Packet> {
