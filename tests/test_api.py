@@ -101,6 +101,22 @@ def test_a_path_with_an_equals_sign_is_a_path(small_scenario, tmp_path):
         assert "no such scenario file" not in str(e.value), text
 
 
+def test_a_scenario_path_that_is_no_text_file_is_one_clear_error(tmp_path):
+    """`run` reads the file once and asks why only when that fails: a folder, a
+    missing file and bytes that are not UTF-8 each get their own reason."""
+    bad = tmp_path / "bad.toml"
+    bad.write_bytes(b"\xff\xfe seed = 1\n")
+    for path, why in (
+        (tmp_path, "a directory, not a scenario file"),
+        (tmp_path / "none.toml", "no such scenario file"),
+        (bad, "cannot read it as UTF-8 text"),
+    ):
+        with pytest.raises(thinwire.ScenarioError, match=why):
+            thinwire.run(path)
+        with pytest.raises(thinwire.ScenarioError, match=why):
+            thinwire.check(str(path))
+
+
 def test_run_text_never_reads_a_path(small_scenario, tmp_path):
     """`run_text` takes TOML text whatever it looks like: the same string that
     `run` reads as a path (an existing file) is parsed as TOML there, and the

@@ -71,10 +71,14 @@ def __getattr__(name: str) -> "Any":
     import importlib
 
     if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
-    if name in _SUBMODULES:
-        return importlib.import_module(f".{name}", __name__)
-    raise AttributeError(f"module 'thinwire' has no attribute {name!r}")
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module 'thinwire' has no attribute {name!r}")
+    # Imported once: later look-ups (thinwire.run in a sweep's loop) find it here.
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:

@@ -72,7 +72,7 @@ def _is_file(scenario: str | os.PathLike) -> bool:
     s = str(scenario)
     if "\n" in s:
         return False
-    if Path(s).is_file() or not _TOML_LINE.match(s):
+    if not _TOML_LINE.match(s) or os.path.isfile(s):
         return True
     try:
         tomllib.loads(s)
@@ -99,16 +99,30 @@ def load_scenario_text(scenario: str | os.PathLike) -> tuple[str, str]:
     """Returns (text, name) for a path or for TOML text given directly; the name
     is the scenario's own `name` if it has one, else the file's stem (or
     "scenario" for text)."""
-    if _is_file(scenario):
-        p = Path(scenario)
+    text, name, _ = _load(scenario)
+    return text, name
+
+
+def _load(scenario: str | os.PathLike) -> tuple[str, str, str | None]:
+    """(text, name, absolute path of the file or None for TOML text): what `run`
+    needs, with the file looked at once (a run in a sweep's loop pays for each
+    `stat`)."""
+    if not _is_file(scenario):
+        return str(scenario), _declared_name(str(scenario)) or "scenario", None
+    path = os.fspath(scenario)
+    try:
+        # Reading first and asking why only when that fails: one system call
+        # fewer per run than checking first.
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        p = Path(path)
+        if p.is_dir():
+            raise ScenarioError(f"{p}: a directory, not a scenario file (give a path to a .toml file)") from None
         if not p.is_file():
-            raise ScenarioError(f"{p}: no such scenario file ({_missing_hint(p)})")
-        try:
-            text = p.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise ScenarioError(f"{p}: cannot read it as UTF-8 text ({e.__class__.__name__})") from None
-        return text, _declared_name(text) or p.stem
-    return str(scenario), _declared_name(str(scenario)) or "scenario"
+            raise ScenarioError(f"{p}: no such scenario file ({_missing_hint(p)})") from None
+        raise ScenarioError(f"{p}: cannot read it as UTF-8 text ({e.__class__.__name__})") from None
+    return text, _declared_name(text) or Path(path).stem, os.path.abspath(path)
 
 
 def _missing_hint(p: Path) -> str:
@@ -366,8 +380,8 @@ def check(scenario: str | os.PathLike[str], set: Mapping[str, object] | Sequence
     """Validates a scenario; raises ScenarioError naming the field that is wrong.
     Returns its warnings: settings that run but may not do what was meant (e.g. an
     RLC link that never polls its last PDU), each one line; [] for none."""
-    text, _ = load_scenario_text(scenario)
-    return _core.check(text, _overrides(set, None, None, None, False), scenario_file=scenario_file(scenario))
+    text, _, file = _load(scenario)
+    return _core.check(text, _overrides(set, None, None, None, False), scenario_file=file)
 
 
 def run(
@@ -396,8 +410,8 @@ def run(
       from `out`: another run into the same folder replaces what it reads.
       Atomic as a set: a failed or interrupted run leaves the folder as it was.
     """
-    text, name = load_scenario_text(scenario)
-    return _run(text, name, scenario_file(scenario), seed, run_index, set, trace, pcap, mm_log, out)
+    text, name, file = _load(scenario)
+    return _run(text, name, file, seed, run_index, set, trace, pcap, mm_log, out)
 
 
 def run_text(
