@@ -253,31 +253,15 @@ impl Spare {
 
 /// [`fragment`], the packet shared in an allocation from `spare` if it has one.
 pub fn fragment_into(pkt: Packet, max_payload: u32, spare: &mut Spare, mut push: impl FnMut(Frame)) {
-    let size = pkt.size();
-    let n = size.div_ceil(max_payload).max(1);
-    let flow = pkt.meta.flow;
-    let mut pkt = Some(spare.share(pkt));
-    for i in 0..n {
-        let last = i + 1 == n;
-        let len = if last { size - max_payload * (n - 1) } else { max_payload };
-        let body = Body::Fragment { first: i == 0, last, packet: if last { pkt.take() } else { None } };
-        push(Frame {
-            kind: FrameKind::Data,
-            seq: 0,
-            ack: None,
-            payload: len as u16,
-            tx: 1,
-            flow,
-            session: 0,
-            nsn: 0,
-            ctl: 0,
-            body,
-        });
+    let mut frags = Fragments::default();
+    frags.start_into(pkt, max_payload, spare);
+    while let Some(f) = frags.next_frame() {
+        push(f);
     }
 }
 
-/// The fragments of one packet handed out one at a time, as [`fragment`] would
-/// push them: a sender that takes one packet at a time (raw, SR/ASR) builds the
+/// The fragments of one packet handed out one at a time ([`fragment`] pushes
+/// them all at once through this): a sender that takes one packet at a time (raw, SR/ASR) builds the
 /// next frame when it is polled instead of queueing them all. Queueing a frame built
 /// a moment before read it back with wide loads across its narrow field stores
 /// (a stalled store forward: a third of `Raw::send`'s samples on
@@ -423,21 +407,28 @@ mod tests {
         assert!(matches!(v[2].body, Body::Fragment { packet: Some(_), .. }));
     }
     #[test]
-    fn fragments_one_at_a_time_are_the_fragments_of_fragment() {
-        let key =
-            |f: &Frame| (f.kind, f.seq, f.payload, f.tx, f.flow, f.first(), f.last(), f.packet().map(|p| p.size()));
+    fn fragments_cut_a_packet_into_full_frames_and_a_remainder() {
         let mut cur = Fragments::default();
         assert!(cur.is_empty() && cur.next_frame().is_none());
-        for (size, max) in [(1000, 250), (600, 250), (250, 250), (251, 250), (28, 250), (1500, 1), (40, 39)] {
-            let mut all = vec![];
-            fragment(pkt(size - 28), max, |f| all.push(key(&f)));
+        for (size, max) in [(1000, 250), (600, 250), (250, 250), (251, 250), (28, 250), (1500, 1), (40, 39), (28, 28)] {
             cur.start(pkt(size - 28), max);
-            let mut one = vec![];
+            let mut v = vec![];
             while let Some(f) = cur.next_frame() {
-                one.push(key(&f));
+                v.push(f);
             }
             assert!(cur.is_empty());
-            assert_eq!(one, all, "{size} bytes in frames of {max}");
+            let n = size.div_ceil(max) as usize;
+            assert_eq!(v.len(), n, "{size} bytes in frames of {max}");
+            for (i, f) in v.iter().enumerate() {
+                let want = if i + 1 < n { max } else { size - max * (n as u32 - 1) };
+                assert_eq!((f.payload as u32, f.first(), f.last()), (want, i == 0, i + 1 == n), "{size}/{max} #{i}");
+                assert_eq!(f.packet().map(|p| p.size()), (i + 1 == n).then_some(size), "{size}/{max} #{i}");
+                assert_eq!((f.kind, f.seq, f.tx), (FrameKind::Data, 0, 1));
+            }
+            // `fragment` hands out the same frames.
+            let mut all = vec![];
+            fragment(pkt(size - 28), max, |f| all.push((f.payload, f.first(), f.last())));
+            assert_eq!(all, v.iter().map(|f| (f.payload, f.first(), f.last())).collect::<Vec<_>>());
         }
     }
     #[test]
