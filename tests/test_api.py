@@ -1,4 +1,5 @@
 import json
+import os
 
 import polars as pl
 import pytest
@@ -102,14 +103,18 @@ def test_a_path_with_an_equals_sign_is_a_path(small_scenario, tmp_path):
 
 
 def test_a_scenario_path_that_is_no_text_file_is_one_clear_error(tmp_path):
-    """`run` reads the file once and asks why only when that fails: a folder, a
-    missing file and bytes that are not UTF-8 each get their own reason."""
+    """`run` reads the file once: a folder, a missing file, bytes that are not
+    UTF-8 and a FIFO (never waited on) each get their own reason."""
     bad = tmp_path / "bad.toml"
     bad.write_bytes(b"\xff\xfe seed = 1\n")
+    # A FIFO with no writer: reading it would wait for ever.
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
     for path, why in (
         (tmp_path, "a directory, not a scenario file"),
         (tmp_path / "none.toml", "no such scenario file"),
         (bad, "cannot read it as UTF-8 text"),
+        (fifo, "not a regular file"),
     ):
         with pytest.raises(thinwire.ScenarioError, match=why):
             thinwire.run(path)

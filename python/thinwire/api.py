@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, TypedDict
@@ -110,19 +111,29 @@ def _load(scenario: str | os.PathLike) -> tuple[str, str, str | None]:
     if not _is_file(scenario):
         return str(scenario), _declared_name(str(scenario)) or "scenario", None
     path = os.fspath(scenario)
+    p = Path(path)
     try:
-        # Reading first and asking why only when that fails: one system call
-        # fewer per run than checking first.
-        with open(path, encoding="utf-8") as f:
+        # Opened without waiting (a FIFO with no writer would block the open) and
+        # read only if it is a regular file (a FIFO or a device could block the
+        # read, or never end).
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as e:
+        if not p.exists():
+            raise ScenarioError(f"{p}: no such scenario file ({_missing_hint(p)})") from None
+        raise ScenarioError(f"{p}: cannot open it ({e.strerror})") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise ScenarioError(f"{p}: a directory, not a scenario file (give a path to a .toml file)")
+        if not stat.S_ISREG(mode):
+            raise ScenarioError(f"{p}: not a regular file (a FIFO or device could block); give a .toml file")
+        with open(fd, encoding="utf-8", closefd=False) as f:
             text = f.read()
     except (OSError, UnicodeDecodeError) as e:
-        p = Path(path)
-        if p.is_dir():
-            raise ScenarioError(f"{p}: a directory, not a scenario file (give a path to a .toml file)") from None
-        if not p.is_file():
-            raise ScenarioError(f"{p}: no such scenario file ({_missing_hint(p)})") from None
         raise ScenarioError(f"{p}: cannot read it as UTF-8 text ({e.__class__.__name__})") from None
-    return text, _declared_name(text) or Path(path).stem, os.path.abspath(path)
+    finally:
+        os.close(fd)
+    return text, _declared_name(text) or p.stem, os.path.abspath(path)
 
 
 def _missing_hint(p: Path) -> str:
