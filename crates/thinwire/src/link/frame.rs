@@ -261,9 +261,10 @@ pub fn fragment_into(pkt: Packet, max_payload: u32, spare: &mut Spare, mut push:
 }
 
 /// The fragments of one packet handed out one at a time ([`fragment`] pushes
-/// them all at once through this): a sender that takes one packet at a time (raw, SR/ASR) builds the
-/// next frame when it is polled instead of queueing them all. Queueing a frame built
-/// a moment before read it back with wide loads across its narrow field stores
+/// them all at once through this): a sender that takes one packet at a time
+/// (raw, SR/ASR) builds the next frame when it is polled instead of queueing
+/// them all. Queueing a frame built a moment before read it back with wide
+/// loads across its narrow field stores
 /// (a stalled store forward: a third of `Raw::send`'s samples on
 /// `bulk-10mbps-raw`, bench/RESULTS.md 2026-11-29 fifth session). Same frames,
 /// same order: no effect on results.
