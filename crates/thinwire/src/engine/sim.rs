@@ -45,7 +45,9 @@ pub(crate) enum Event {
     FlowStart(u16),
     /// The mobile's application aborts flow `.0` (`abort` of a bulk flow).
     FlowAbort(u16),
-    TcpTimer(u16, u8),
+    /// A TCP end's timer: connection (index in `flows`, which a session's many
+    /// connections reach beyond 16 bits), end.
+    TcpTimer(u32, u8),
     MediaNext(u16),
     WebNext(u16),
     Tick(u16),
@@ -75,6 +77,9 @@ struct Flow {
     cfg: crate::config::FlowCfg,
     ep: [Tcp; 2],
     sched: [Option<Instant>; 2],
+    /// The latest time a `TcpTimer` of this connection was scheduled for: once
+    /// it has passed, no event names it, and a session may reuse its place.
+    timers_until: Instant,
     ident: [u16; 2],
     start: Instant,
     bytes: Option<u64>,

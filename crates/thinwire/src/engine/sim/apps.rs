@@ -65,7 +65,14 @@ pub(super) struct Web {
     pub(super) bytes_done: u64,
     pub(super) last_done: Option<Instant>,
     pub(super) durations: Vec<f64>,
+    /// Every place in `flows` this session's connections have held.
     pub(super) conns: Vec<usize>,
+    /// Places of connections that both ends have closed, oldest first: the next
+    /// connection takes the first whose timers have all passed, so `flows` holds
+    /// about as many connections as are open, however many a run opens.
+    free: VecDeque<usize>,
+    /// The counters of the connections whose places were taken: (server, mobile).
+    pub(super) retired: [crate::tcp::TcpStats; 2],
 }
 
 impl Web {
@@ -100,6 +107,8 @@ impl Web {
             last_done: None,
             durations: vec![],
             conns: vec![],
+            free: VecDeque::new(),
+            retired: Default::default(),
         }
     }
     pub(super) fn finite(&self) -> bool {
@@ -196,18 +205,12 @@ impl Sim {
         server.set_app_data(Some(0), false);
         mobile.set_app_data(Some(req), false);
         mobile.connect(now);
-        let f = self.flows.len();
-        web.ports.insert(mport, f);
-        web.conn = Some(f);
-        web.conns.push(f);
-        web.req_cum = req;
-        web.requested = Some(web.step);
-        web.reply_cum = 0;
-        self.flows.push(Flow {
+        let conn = Flow {
             id: web.id,
             cfg: web.cfg.clone(),
             ep: [server, mobile],
             sched: [None, None],
+            timers_until: Instant::ZERO,
             ident: [1, 1],
             start: now,
             bytes: None,
@@ -215,7 +218,28 @@ impl Sim {
             completed: None,
             chat: None,
             addr: super::mobile_addr(web.cfg.mobile()),
-        });
+        };
+        // A closed connection's place, once no timer event can name it any more
+        // (one due at this instant may still be queued); else a new one.
+        let f = match web.free.front() {
+            Some(&f) if self.flows[f].timers_until < now => {
+                web.free.pop_front();
+                let old = std::mem::replace(&mut self.flows[f], conn);
+                web.retired[0] += old.ep[0].stats();
+                web.retired[1] += old.ep[1].stats();
+                f
+            }
+            _ => {
+                web.conns.push(self.flows.len());
+                self.flows.push(conn);
+                self.flows.len() - 1
+            }
+        };
+        web.ports.insert(mport, f);
+        web.conn = Some(f);
+        web.req_cum = req;
+        web.requested = Some(web.step);
+        web.reply_cum = 0;
         self.drain_tcp(f, 1);
     }
 
@@ -225,7 +249,11 @@ impl Sim {
         let web = &mut self.webs[w];
         let fl = &mut self.flows[f];
         if fl.ep[0].is_closed() && fl.ep[1].is_closed() {
-            web.ports.remove(&fl.ep[1].local_port());
+            // Closed: no segment reaches it any more, and its place can be reused
+            // (not while the session still counts on it).
+            if web.ports.remove(&fl.ep[1].local_port()).is_some() && web.conn != Some(f) {
+                web.free.push_back(f);
+            }
         }
         if web.conn != Some(f) {
             return;

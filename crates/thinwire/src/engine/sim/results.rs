@@ -231,7 +231,7 @@ impl Sim {
                     let wb = &self.webs[w];
                     let span = wb.last_done.map(|t| (t - wb.start).as_secs_f64()).unwrap_or(0.0);
                     // Every connection's counters; each connection's server sends.
-                    let (mut snd, mut rcv) = (crate::tcp::TcpStats::default(), crate::tcp::TcpStats::default());
+                    let [mut snd, mut rcv] = wb.retired.clone();
                     for &c in &wb.conns {
                         snd += self.flows[c].ep[0].stats();
                         rcv += self.flows[c].ep[1].stats();

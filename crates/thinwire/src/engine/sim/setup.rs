@@ -92,6 +92,7 @@ impl Sim {
                 cfg: f.clone(),
                 ep: [server, mobile],
                 sched: [None, None],
+                timers_until: Instant::ZERO,
                 ident: [1, 1],
                 start,
                 bytes,

@@ -59,7 +59,8 @@ impl Sim {
             let t = t.max(now);
             if fl.sched[end].is_none_or(|s| t < s) {
                 fl.sched[end] = Some(t);
-                self.q.schedule(t, Event::TcpTimer(f as u16, end as u8));
+                fl.timers_until = fl.timers_until.max(t);
+                self.q.schedule(t, Event::TcpTimer(f as u32, end as u8));
             }
         }
     }
