@@ -626,6 +626,9 @@ pub fn mobile_addr(k: u16) -> [u8; 4] {
     [10, 0, 1, 2 + k as u8]
 }
 
+/// The most `[[flow]]` tables a scenario may have.
+pub const MAX_FLOWS: usize = 65535 - 40000 + 1;
+
 fn validate(sc: &Scenario, flows_run: bool) -> Result<(), ConfigError> {
     let w = &sc.wireless;
     for (n, d) in [("down", &w.down), ("up", &w.up)] {
@@ -680,6 +683,14 @@ fn validate(sc: &Scenario, flows_run: bool) -> Result<(), ConfigError> {
         }
     }
     let end = sc.end_time();
+    // Flow N's mobile end takes port 40000 + N, and packets name their flow by
+    // 16 bits: more flows would wrap both silently.
+    if sc.flow.len() > MAX_FLOWS {
+        return Err(cerr(
+            "flow",
+            format!("{} flows; at most {MAX_FLOWS} (flow N's mobile end takes port 40000 + N)", sc.flow.len()),
+        ));
+    }
     for (i, f) in sc.flow.iter().enumerate() {
         f.validate(i, flows_run && sc.stop == Stop::End)?;
         if f.mobile() >= MOBILES {
@@ -745,6 +756,15 @@ mod tests {
         }
     }
     const BASE: &str = "[wireless]\nrate = \"64kbps\"\ndelay = \"50ms\"\n[[flow]]\napp = \"bulk\"\nbytes = \"1MB\"\n";
+    /// As many flows as there are mobile ports 40000 + N are accepted; one more is
+    /// one clear error (it once wrapped the port and the packets' 16-bit flow).
+    #[test]
+    fn flows_beyond_the_mobile_ports_are_refused() {
+        let flows = |n: usize| format!("{BASE}{}", "[[flow]]\napp = \"bulk\"\nbytes = \"1kB\"\n".repeat(n - 1));
+        assert!(parse_scenario(&flows(MAX_FLOWS), &[]).is_ok());
+        let e = parse_scenario(&flows(MAX_FLOWS + 1), &[]).unwrap_err().to_string();
+        assert_eq!(e, "flow: 25537 flows; at most 25536 (flow N's mobile end takes port 40000 + N)");
+    }
     /// A scenario file's relative paths are relative to its directory; absolute
     /// ones, those of overrides and those of text given directly are left alone.
     #[test]
