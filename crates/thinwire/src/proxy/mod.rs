@@ -157,7 +157,7 @@ crate::described! {
 
 type Key = (IpAddress, u16, IpAddress, u16);
 
-/// How long a closed connection of a stream-mode proxy answers late segments
+/// How long a closed connection answers late segments
 /// (its FIN retransmitted) before its slot is reused: RFC 9293's 2·MSL with an
 /// MSL of 30 s, as Linux's TIME_WAIT (60 s).
 pub const LINGER: Duration = Duration::from_secs(60);
@@ -175,13 +175,15 @@ pub struct Proxy {
     /// `cmds`, and the wireless leg carries real bytes.
     streams: bool,
     cmds: VecDeque<Command>,
-    /// Stream mode: closed connections, oldest first, and slots free for reuse.
-    /// A closed connection keeps answering late FINs for `LINGER`, then its slot
-    /// and its 4-tuple are released, so a daemon's memory stays bounded by the
-    /// connections of the last `LINGER`, not all it has ever carried. (The
-    /// simulator keeps every connection, for its per-connection results.)
+    /// Closed connections, oldest first, and slots free for reuse. A closed
+    /// connection keeps answering late FINs for `LINGER`, then its slot and its
+    /// 4-tuple are released (at the next connection's open), so memory stays
+    /// bounded by the connections of the last `LINGER`, not all the proxy has
+    /// ever carried — the daemon's, and a long simulated run's.
     closed: VecDeque<(usize, Instant)>,
     free: Vec<usize>,
+    /// Connections opened so far (the next one's `serial`).
+    opened: u64,
     ident: u16,
     /// Trace events not yet taken ([`poll_event`](Self::poll_event)); None when
     /// not tracing.
@@ -214,6 +216,7 @@ impl Proxy {
             streams: false,
             cmds: VecDeque::new(),
             closed: VecDeque::new(),
+            opened: 0,
             free: vec![],
             ident: 1,
             trace: None,

@@ -14,29 +14,33 @@ pub const STRIDE1: u64 = 1 << 20;
 pub type Candidate = (usize, u8, u64);
 
 /// The candidates of a service round, ordered as `Stride::pick` takes them
-/// (lowest class, then pass, then connection): a heap, so that a pick among
-/// n connections costs O(log n), not a scan of all of them per segment.
+/// (lowest class, then pass, then the connection opened first — its `serial`,
+/// since a connection's place is reused once it has closed): a heap, so that a
+/// pick among n connections costs O(log n), not a scan of all of them per
+/// segment.
 #[derive(Default, Debug, Clone)]
-pub struct Candidates(BinaryHeap<Reverse<(u8, u64, usize)>>);
+pub struct Candidates(BinaryHeap<Reverse<(u8, u64, u64, usize)>>);
 
 impl Candidates {
     pub fn clear(&mut self) {
         self.0.clear();
     }
-    pub fn push(&mut self, (c, class, pass): Candidate) {
-        self.0.push(Reverse((class, pass, c)));
+    /// Candidate `c` of `class` and `pass`, opened as the proxy's `serial`-th.
+    pub fn push(&mut self, (c, class, pass): Candidate, serial: u64) {
+        self.0.push(Reverse((class, pass, serial, c)));
     }
     /// The candidates in pick order (tests, debug checks).
     pub fn sorted(&self) -> Vec<Candidate> {
-        let mut v: Vec<Candidate> = self.0.iter().map(|&Reverse((class, pass, c))| (c, class, pass)).collect();
-        v.sort_unstable_by_key(|&(c, class, pass)| (class, pass, c));
-        v
+        let mut v: Vec<_> = self.0.iter().map(|&Reverse(k)| k).collect();
+        v.sort_unstable();
+        v.into_iter().map(|(class, pass, _, c)| (c, class, pass)).collect()
     }
 }
 
+/// Candidates opened in the order of their places (tests).
 impl<I: IntoIterator<Item = Candidate>> From<I> for Candidates {
     fn from(it: I) -> Self {
-        Candidates(it.into_iter().map(|(c, class, pass)| Reverse((class, pass, c))).collect())
+        Candidates(it.into_iter().map(|(c, class, pass)| Reverse((class, pass, c as u64, c))).collect())
     }
 }
 
@@ -53,9 +57,9 @@ impl Stride {
     }
 
     /// The winner among `cands`, taken out of them: lowest class, then lowest
-    /// pass, then lowest index.
+    /// pass, then the one opened first.
     pub fn pick(&mut self, cands: &mut Candidates) -> Option<Candidate> {
-        let Reverse((class, pass, c)) = cands.0.pop()?;
+        let Reverse((class, pass, _, c)) = cands.0.pop()?;
         self.vtime.insert(class, pass);
         Some((c, class, pass))
     }

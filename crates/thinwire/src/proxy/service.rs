@@ -84,7 +84,8 @@ impl Proxy {
                 if left > 1 {
                     burst = Some((c, class, left - 1));
                 } else {
-                    cands.push((c, class, self.acbs[a].sched.join(class, self.conns[c].pass)));
+                    let conn = &self.conns[c];
+                    cands.push((c, class, self.acbs[a].sched.join(class, conn.pass)), conn.serial);
                 }
             }
         }
@@ -103,7 +104,8 @@ impl Proxy {
         out.clear();
         let acb = &self.acbs[a];
         for &c in acb.conns.iter().filter(|&&c| self.conns[c].sendable().is_some()) {
-            out.push((c, self.conns[c].class, acb.sched.join(self.conns[c].class, self.conns[c].pass)));
+            let conn = &self.conns[c];
+            out.push((c, conn.class, acb.sched.join(conn.class, conn.pass)), conn.serial);
         }
     }
 

@@ -49,6 +49,7 @@ impl Proxy {
         let mss = (self.cfg.mss as u64).min(offered as u64);
         let conn = Conn {
             flow: p.meta.flow,
+            serial: self.opened,
             mobile,
             server,
             mport,
@@ -94,6 +95,7 @@ impl Proxy {
         }
         self.by_key.insert(key, c);
         self.live.push(c);
+        self.opened += 1;
         self.stats.connections += 1;
         self.acbs[a].conns.push(c);
         self.start_allowance(c, now);
@@ -306,8 +308,8 @@ impl Proxy {
         self.live.retain(|&x| x != c);
         if self.streams {
             self.cmds.push_back(Command::Close(c));
-            self.closed.push_back((c, now));
         }
+        self.closed.push_back((c, now));
         let conn = &mut self.conns[c];
         conn.phase = Phase::Closed;
         conn.down = conn.down.take().map(|_| SendBuf::default());
@@ -324,7 +326,7 @@ impl Proxy {
         }
     }
 
-    /// Stream mode: releases connections closed more than `LINGER` ago.
+    /// Releases connections closed more than `LINGER` ago.
     pub(super) fn reap(&mut self, now: Instant) {
         while let Some(&(c, at)) = self.closed.front() {
             if now - at < LINGER {
