@@ -310,7 +310,12 @@ pub fn udp_source(sc: &Scenario, i: usize, f: &FlowCfg, start: Instant) -> Optio
 /// idle mobile endpoint on `mobile_port`, their ISNs drawn from `rng` (the
 /// server's first), tracing their variables when `traced`.
 pub fn tcp_pair(f: &FlowCfg, server_port: u16, mobile_port: u16, rng: &mut Rng, traced: bool) -> [Tcp; 2] {
-    let tcfg = tcp_config(f);
+    tcp_pair_of(tcp_config(f), server_port, mobile_port, rng, traced)
+}
+
+/// [`tcp_pair`] from the flow's TCP settings already resolved (a session's
+/// many connections resolve them once).
+pub fn tcp_pair_of(tcfg: TcpConfig, server_port: u16, mobile_port: u16, rng: &mut Rng, traced: bool) -> [Tcp; 2] {
     let (iss_s, iss_m) = (rng.next_u64() as u32, rng.next_u64() as u32);
     let mut server = Tcp::new(tcfg, server_port, mobile_port, iss_s);
     let mut mobile = Tcp::new(tcfg, mobile_port, server_port, iss_m);

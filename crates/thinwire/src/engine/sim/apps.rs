@@ -36,6 +36,8 @@ impl TxSource {
 pub(super) struct Web {
     pub(super) id: usize,
     pub(super) cfg: crate::config::FlowCfg,
+    /// Its TCP settings, resolved once for all its connections.
+    tcp: crate::tcp::TcpConfig,
     source: TxSource,
     rng: Rng,
     think: Duration,
@@ -84,6 +86,7 @@ impl Web {
         Web {
             id: i,
             cfg: f.clone(),
+            tcp: build::tcp_config(f),
             source,
             rng: build::flow_stream(sc, i, "isn"),
             think: cfg.think,
@@ -200,41 +203,48 @@ impl Sim {
             self.next_client_port = self.next_client_port.wrapping_add(1);
         }
         let web = &mut self.webs[w];
-        let [mut server, mut mobile] =
-            build::tcp_pair(&web.cfg, web.server_port, mport, &mut web.rng, self.rec.mask.has(Layer::Tcp));
-        server.set_app_data(Some(0), false);
-        mobile.set_app_data(Some(req), false);
-        mobile.connect(now);
-        let conn = Flow {
-            id: web.id,
-            cfg: web.cfg.clone(),
-            ep: [server, mobile],
-            sched: [None, None],
-            timers_until: Instant::ZERO,
-            ident: [1, 1],
-            start: now,
-            bytes: None,
-            sender: 0,
-            completed: None,
-            chat: None,
-            addr: super::mobile_addr(web.cfg.mobile()),
-        };
+        let pair = build::tcp_pair_of(web.tcp, web.server_port, mport, &mut web.rng, self.rec.mask.has(Layer::Tcp));
         // A closed connection's place, once no timer event can name it any more
-        // (one due at this instant may still be queued); else a new one.
+        // (one due at this instant may still be queued), taken over in place
+        // (same session: same id, settings and mobile); else a new one.
         let f = match web.free.front() {
             Some(&f) if self.flows[f].timers_until < now => {
                 web.free.pop_front();
-                let old = std::mem::replace(&mut self.flows[f], conn);
-                web.retired[0] += old.ep[0].stats();
-                web.retired[1] += old.ep[1].stats();
+                let fl = &mut self.flows[f];
+                web.retired[0] += fl.ep[0].stats();
+                web.retired[1] += fl.ep[1].stats();
+                fl.ep = pair;
+                fl.sched = [None, None];
+                fl.timers_until = Instant::ZERO;
+                fl.ident = [1, 1];
+                fl.start = now;
+                fl.completed = None;
                 f
             }
             _ => {
                 web.conns.push(self.flows.len());
-                self.flows.push(conn);
+                self.flows.push(Flow {
+                    id: web.id,
+                    cfg: web.cfg.clone(),
+                    ep: pair,
+                    sched: [None, None],
+                    timers_until: Instant::ZERO,
+                    ident: [1, 1],
+                    start: now,
+                    bytes: None,
+                    sender: 0,
+                    completed: None,
+                    chat: None,
+                    addr: super::mobile_addr(web.cfg.mobile()),
+                });
                 self.flows.len() - 1
             }
         };
+        let ep = &mut self.flows[f].ep;
+        ep[0].set_app_data(Some(0), false);
+        ep[1].set_app_data(Some(req), false);
+        ep[1].connect(now);
+        let web = &mut self.webs[w];
         web.ports.insert(mport, f);
         web.conn = Some(f);
         web.req_cum = req;
