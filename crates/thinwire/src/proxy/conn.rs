@@ -43,8 +43,9 @@ pub struct Conn {
     pub(crate) synack_at: Option<Instant>,
     pub(crate) synack_timeouts: u32,
     pub(crate) flow: u16,
-    /// Connections the proxy had opened before this one: the scheduler's last
-    /// tie-break (a closed connection's place in `conns` is reused).
+    /// Connections the proxy had opened before this one (`stats.connections`
+    /// at its open): the scheduler's last tie-break (a closed connection's place
+    /// in `conns` is reused).
     pub(crate) serial: u64,
     pub(crate) mobile: IpAddress,
     pub(crate) server: IpAddress,

@@ -182,8 +182,6 @@ pub struct Proxy {
     /// ever carried — the daemon's, and a long simulated run's.
     closed: VecDeque<(usize, Instant)>,
     free: Vec<usize>,
-    /// Connections opened so far (the next one's `serial`).
-    opened: u64,
     ident: u16,
     /// Trace events not yet taken ([`poll_event`](Self::poll_event)); None when
     /// not tracing.
@@ -216,7 +214,6 @@ impl Proxy {
             streams: false,
             cmds: VecDeque::new(),
             closed: VecDeque::new(),
-            opened: 0,
             free: vec![],
             ident: 1,
             trace: None,

@@ -49,7 +49,7 @@ impl Proxy {
         let mss = (self.cfg.mss as u64).min(offered as u64);
         let conn = Conn {
             flow: p.meta.flow,
-            serial: self.opened,
+            serial: self.stats.connections,
             mobile,
             server,
             mport,
@@ -95,7 +95,6 @@ impl Proxy {
         }
         self.by_key.insert(key, c);
         self.live.push(c);
-        self.opened += 1;
         self.stats.connections += 1;
         self.acbs[a].conns.push(c);
         self.start_allowance(c, now);
