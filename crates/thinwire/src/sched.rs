@@ -277,6 +277,15 @@ impl<E> EventQueue<E> {
     pub fn peek_time(&self) -> Option<Instant> {
         self.near.peek().map(|e| e.at)
     }
+    /// The next event and its time, without taking it.
+    pub fn peek(&self) -> Option<(Instant, &E)> {
+        self.near.peek().map(|e| (e.at, &e.ev))
+    }
+    /// Counts `n` events handled without passing through the queue (the
+    /// wake-ups an idle stretch stands for) as popped.
+    pub fn count_unqueued(&mut self, n: u64) {
+        self.popped += n;
+    }
     pub fn pop(&mut self) -> Option<(Instant, E)> {
         let e = self.near.pop()?;
         assert!(e.at >= self.now, "time went backwards");

@@ -203,3 +203,121 @@ fn a_link_that_runs_down_reports_its_last_silent_arrival() {
     assert!(silent > events_only, "the last idle frames' arrivals were skipped");
     assert_eq!(every, events_only.max(silent));
 }
+
+/// Panics, showing where, if `a` and `b` print differently.
+fn same(a: &impl std::fmt::Debug, b: &impl std::fmt::Debug, what: &str) {
+    let (a, b) = (format!("{a:?}"), format!("{b:?}"));
+    if let Some(i) =
+        a.bytes().zip(b.bytes()).position(|(x, y)| x != y).or((a.len() != b.len()).then_some(a.len().min(b.len())))
+    {
+        let from = i.saturating_sub(150);
+        let cut = |s: &str| s.get(from..(i + 150).min(s.len())).unwrap_or("").to_string();
+        panic!("{what}: differ at byte {i}:\n  {}\n  {}", cut(&a), cut(&b));
+    }
+}
+
+/// An idle stretch (idle frames the far end ignores, nothing else to send) runs
+/// in one step up to the next other event instead of one event per frame. Every
+/// result must be the run's with one event per frame: flows, link counters, the
+/// TCP trace, the run's end and its count of events. Cases: unlimited and
+/// counted idle frames, both directions idle at once with equal and unequal
+/// airtimes, channels of every kind, bypass traffic (media) between stretches,
+/// a run ending at its stop time and one ending when its transfer is done.
+#[test]
+fn idle_stretches_in_one_step_change_no_result() {
+    use thinwire::config::parse_scenario;
+    use thinwire::engine::Sim;
+    let mut stretched = 0;
+    for (case, (idle, up_rate, chan, stop, extra)) in [
+        ("\"unlimited\"", "9600bps", "model = \"fading\"\npe = 0.3\nfdt = 0.01", "600s", ""),
+        ("\"unlimited\"", "4800bps", "model = \"fading\"\npe = 0.1\nfdt = 1.0", "600s", ""),
+        ("\"unlimited\"", "9600bps", "model = \"uniform\"\np = 0.2", "end", ""),
+        ("\"unlimited\"", "7200bps", "model = \"none\"", "300s", "[[flow]]\napp = \"media\"\nrate = \"800bps\"\n"),
+        (
+            "5",
+            "9600bps",
+            "model = \"two-state\"\ngood = { ber = 1e-5, mean = \"5s\" }\nbad = { ber = 1e-2, mean = \"500ms\" }",
+            "600s",
+            "[[flow]]\napp = \"web\"\n",
+        ),
+        ("2", "19200bps", "model = \"fading\"\npe = 0.3\nfdt = 0.1", "end", ""),
+        ("0", "9600bps", "model = \"uniform\"\np = 0.05", "400s", ""),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        for seed in 1..=3 {
+            let text = format!(
+                "seed = {seed}\nstop = \"{stop}\"\n[wired]\nrate = \"1.5Mbps\"\ndelay = \"200ms\"\n\
+                 [wireless]\nrate = \"9600bps\"\ndelay = \"10ms\"\nframe = \"19B\"\nheader = \"5B\"\n\
+                 [wireless.up]\nrate = \"{up_rate}\"\n[wireless.channel]\n{chan}\n[wireless.arq]\n\
+                 protocol = \"is707\"\nidle_frames = {idle}\n[[flow]]\napp = \"bulk\"\nbytes = \"40KB\"\n\
+                 tcp = {{ variant = \"reno\", mss = 536 }}\n{extra}[trace]\nlayers = [\"tcp\"]\n"
+            );
+            let sc = parse_scenario(&text, &[]).unwrap_or_else(|e| panic!("{e}\n{text}"));
+            let a = Sim::new(&sc).run();
+            let mut b = Sim::new(&sc);
+            b.link_mut().no_idle_stretches();
+            let b = b.run();
+            let what = format!("case {case} seed {seed}");
+            same(&a.flows, &b.flows, &what);
+            same(&a.link, &b.link, &what);
+            same(&a.trace, &b.trace, &what);
+            assert!(a.trace_rows > 0, "{what}");
+            assert_eq!((a.end, a.sim_time_s, a.events), (b.end, b.sim_time_s, b.events), "{what}");
+            stretched += (a.link[0].idle_frames + a.link[1].idle_frames > 0) as u32;
+        }
+    }
+    assert!(stretched >= 15, "idle frames were sent in {stretched} runs");
+}
+
+/// Idle stretches where events fall on the radios' frame boundaries: the wired
+/// link is timed so that both radios' frames start on multiples of 20 ms (the
+/// mobile's SYN at 0; the SYN-ACK reaches the gateway at 80 ms: 70 ms for the
+/// SYN's three frames and their delay, 2 × (320 µs + 4.68 ms) on the wired
+/// link), and a probe of two frames and one of three (400 µs on the wired link)
+/// reach the two radios together 1 ms before such a boundary every second, to
+/// go on the air at that boundary. Both radios
+/// then wake at the same instants (every frame with equal airtimes, every other
+/// with the uplink's twice as long), one leaves its stretch a frame before the
+/// other, and the sojourn trace records which radio took its probe first at an
+/// instant. Results must be those with one event per frame.
+#[test]
+fn idle_stretches_keep_the_order_of_events_at_one_instant() {
+    use thinwire::config::parse_scenario;
+    use thinwire::engine::Sim;
+    for up_rate in ["9600bps", "4800bps", "19200bps"] {
+        for (dir, up_probe, down_probe) in [("up", 38, 55), ("down", 55, 38)] {
+            for seed in 1..=2 {
+                // A down probe of 55 B crosses the wired link in 5.08 ms, one of
+                // 38 B in 4.956364 ms: both reach the gateway at 0.519 s + k s,
+                // to go at 0.52 s + k s, on the 40 ms frames' boundaries too.
+                let down_start = if down_probe == 55 { "513920us" } else { "514043636ns" };
+                let text = format!(
+                    "seed = {seed}\nstop = \"300s\"\n[wired]\nrate = \"1100kbps\"\ndelay = \"4680us\"\n\
+                     [wireless]\nrate = \"9600bps\"\ndelay = \"10ms\"\nframe = \"19B\"\nheader = \"5B\"\n\
+                     [wireless.up]\nrate = \"{up_rate}\"\n[wireless.channel]\nmodel = \"uniform\"\np = 0.05\n\
+                     [wireless.arq]\nprotocol = \"is707\"\nidle_frames = \"unlimited\"\n\
+                     [[flow]]\napp = \"bulk\"\ndirection = \"{dir}\"\nbytes = \"10KB\"\n\
+                     tcp = {{ variant = \"reno\", mss = 536, timestamps = false, sack = false, window_scaling = false }}\n\
+                     [[flow]]\napp = \"probe\"\ndirection = \"up\"\npacket = \"{up_probe}B\"\nstart = \"519ms\"\n\
+                     spacing = [\"1s\", \"1s\"]\n\
+                     [[flow]]\napp = \"probe\"\ndirection = \"down\"\npacket = \"{down_probe}B\"\nstart = \"{down_start}\"\n\
+                     spacing = [\"1s\", \"1s\"]\n\
+                     [trace]\nlayers = [\"tcp\", \"queue\", \"sojourn\"]\n"
+                );
+                let sc = parse_scenario(&text, &[]).unwrap_or_else(|e| panic!("{e}\n{text}"));
+                let a = Sim::new(&sc).run();
+                let mut b = Sim::new(&sc);
+                b.link_mut().no_idle_stretches();
+                let b = b.run();
+                let what = format!("uplink {up_rate}, {dir}, seed {seed}");
+                same(&a.flows, &b.flows, &what);
+                same(&a.link, &b.link, &what);
+                same(&a.trace, &b.trace, &what);
+                assert_eq!((a.end, a.sim_time_s, a.events), (b.end, b.sim_time_s, b.events), "{what}");
+                assert!(a.flows[0].completion_s.is_some(), "{what}");
+            }
+        }
+    }
+}

@@ -237,6 +237,7 @@ impl Sim {
                 crate::link::path::wired_timer(self, now, t);
             }
             Event::ProxyTimer => self.proxy_timer(),
+            Event::Link(LinkTimer::RadioDone(d)) if self.link.in_stretch(d as usize) => self.idle_stretch(d as usize),
             Event::Link(t) => {
                 let now = self.now();
                 crate::link::path::link_timer(self, now, t);

@@ -358,6 +358,25 @@ impl ArqMachine for Is707 {
     fn sends_idle_frames(&self) -> bool {
         true
     }
+    /// After an idle frame: nothing to NAK, retransmit or send (else the poll
+    /// would not have given it), so the same idle frame (V(S) unchanged) comes
+    /// while the budget lasts.
+    fn idle_repeats(&self) -> u32 {
+        if !(self.naks.is_empty() && self.rexmit.is_empty() && self.pending.is_empty() && self.v_s > 0) {
+            return 0;
+        }
+        match self.cfg.idle_frames {
+            None => u32::MAX,
+            Some(_) => self.idle_left,
+        }
+    }
+    fn repeat_idle(&mut self, n: u32) {
+        debug_assert!(n <= self.idle_repeats());
+        self.stats.idle_sent += n as u64;
+        if self.cfg.idle_frames.is_some() {
+            self.idle_left -= n;
+        }
+    }
     fn is_circuit(&self) -> bool {
         true
     }

@@ -64,6 +64,10 @@ crate::registry! {
         fn poll_transmit_queued(&mut self, now: Instant) -> Option<Frame> {
             self.poll_transmit(now)
         }
+        /// Counts `_n` more copies of the idle frame `poll_transmit` just gave
+        /// as given, at most [`idle_repeats`](Self::idle_repeats): what `_n`
+        /// more polls would have done (an idle stretch run in one step).
+        fn repeat_idle(&mut self, _n: u32) {}
     }
     provided ref {
         /// Whether `poll_transmit` may give a frame later with no `send`,
@@ -80,6 +84,14 @@ crate::registry! {
         /// Whether this end sends idle frames when it has nothing else (IS-707).
         fn sends_idle_frames(&self) -> bool {
             false
+        }
+        /// After `poll_transmit` gave an idle frame, and with no poll since: how
+        /// many more polls would give that same idle frame, as long as nothing
+        /// is sent (IS-707: its remaining idle frames, `u32::MAX` when
+        /// unlimited; 0 once a frame received or a timer gave it a NAK or a
+        /// retransmission to send). 0 for protocols without idle frames.
+        fn idle_repeats(&self) -> u32 {
+            0
         }
         /// Whether the protocol is a circuit of one mobile (GSM RLP, IS-707): a
         /// second mobile cannot share it.

@@ -96,6 +96,10 @@ struct Radio {
     stats: LinkStats,
     /// When the last frame sent finishes its airtime.
     air_end: Instant,
+    /// In an idle stretch (see `air.rs`): the size and airtime of the idle
+    /// frame on the air, which the sender would repeat at every chance while
+    /// nothing touches it, and whose arrivals change nothing.
+    stretch: Option<(u32, Duration)>,
 }
 
 impl Radio {
@@ -176,6 +180,9 @@ pub struct WirelessLink {
     /// Skip polls that cannot give a frame (`Radio::drained`); off only in tests
     /// that check the skipping changes nothing.
     skip_polls: bool,
+    /// Idle stretches may be run in one step (`Radio::stretch`); off only in
+    /// tests that check doing so changes nothing.
+    stretches: bool,
 }
 
 impl WirelessLink {
@@ -201,6 +208,7 @@ impl WirelessLink {
                 channel,
                 in_flight: VecDeque::new(),
                 air_end: Instant::ZERO,
+                stretch: None,
                 stats: LinkStats { rate_bps: dc.rate, ..Default::default() },
             }
         };
@@ -225,6 +233,7 @@ impl WirelessLink {
             events: VecDeque::new(),
             own: EventQueue::new(),
             skip_polls: true,
+            stretches: true,
         }
     }
 
@@ -234,6 +243,14 @@ impl WirelessLink {
     #[cfg(feature = "testkit")]
     pub fn poll_always(&mut self) {
         self.skip_polls = false;
+    }
+
+    /// Sends every idle frame in its own event instead of running idle
+    /// stretches in one step: for tests that check the stretches change
+    /// nothing (feature `testkit`).
+    #[cfg(feature = "testkit")]
+    pub fn no_idle_stretches(&mut self) {
+        self.stretches = false;
     }
 
     /// The earliest time a channel transition not yet reported as an event can be

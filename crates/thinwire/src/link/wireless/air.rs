@@ -10,6 +10,11 @@ impl WirelessLink {
     pub(super) fn kick(&mut self, now: Instant, d: usize, timers: &mut impl Timers<LinkTimer>) {
         let shared = self.radio[d].shared.is_some();
         if self.radio[d].busy {
+            // A packet offered, a frame received or a timer: the sender may
+            // have something other than its idle frame now.
+            if self.radio[d].stretch.is_some() && !self.stretch_holds(d) {
+                self.radio[d].stretch = None;
+            }
             // Pushing frames into the shared queue may have started ARQ timers, and
             // a frame just received may have changed them.
             if shared {
@@ -37,6 +42,7 @@ impl WirelessLink {
 
     fn transmit(&mut self, now: Instant, d: usize, frame: Frame, timers: &mut impl Timers<LinkTimer>) {
         let header = self.header;
+        let repeats = frame.kind == FrameKind::Idle && self.may_stretch(d, &frame);
         let r = &mut self.radio[d];
         let size = frame.size(header);
         let airtime = match &mut r.capacity {
@@ -120,6 +126,7 @@ impl WirelessLink {
             }
         }
         r.busy = true;
+        r.stretch = repeats.then_some((size, airtime));
         timers.schedule(now + airtime, LinkTimer::RadioDone(d as u8));
         if lost {
             return;
@@ -164,6 +171,136 @@ impl WirelessLink {
         }
         self.delivering = Some((end, sess, now));
         self.resume = Some((end, now));
+    }
+
+    /// Whether idle frame `frame`, about to go on the air in direction `d`,
+    /// starts an idle stretch: the sender would give the same frame at every
+    /// chance until something is offered to it, reaches it or times out, and
+    /// nothing else would go instead (one mobile, the pull multiplexer, an empty
+    /// bypass session); the far end ignores it, so its arrival is not an event;
+    /// the radio's airtime is its constant rate; no trace records frames or
+    /// channel states; the channel is not a test's script (whose decisions may
+    /// depend on the order of the two directions' calls).
+    fn may_stretch(&self, d: usize, frame: &Frame) -> bool {
+        let r = &self.radio[d];
+        self.stretches
+            && frame.session == 0
+            && self.mobiles.is_empty()
+            && r.shared.is_none()
+            && r.capacity.is_none()
+            && !self.trace.link
+            && !self.trace.channel
+            && !matches!(r.channel, Channel::Scripted(_))
+            && self.arq[1 - d].ignores(frame)
+            && self.stretch_holds(d)
+    }
+
+    /// Whether direction `d`'s next frame would repeat the idle frame it last
+    /// sent: its sender says so (nothing to NAK, retransmit or send since, and
+    /// idle frames left), and both IP queues and the bypass session are empty.
+    /// The far end keeps ignoring the frame (its V(R) never decreases, and the
+    /// V(S) the frame carries changes only when data is sent).
+    fn stretch_holds(&self, d: usize) -> bool {
+        let r = &self.radio[d];
+        self.arq[d].idle_repeats() > 0 && r.qs[0].is_empty() && r.qs[1].is_empty() && self.bypass[d].wants_packet()
+    }
+
+    /// Whether direction `d`'s radio is in an idle stretch (`may_stretch`): its
+    /// next frame would repeat the idle frame on the air, as far as the packets
+    /// offered, frames received and timers since have changed (each such step
+    /// looks again, `stretch_holds`).
+    pub fn in_stretch(&self, d: usize) -> bool {
+        self.radio[d].stretch.is_some()
+    }
+
+    /// Runs idle stretches in one step, for a driver that knows when its next
+    /// event other than these radios' is (the simulator): direction `d`'s radio
+    /// is free at `now` and [`in_stretch`](Self::in_stretch); with `other =
+    /// Some(t)`, so is the other direction's at `t` (`now <= t <= until`).
+    /// Each sends the idle frames its wake-ups would have sent, one per airtime,
+    /// the first at its own time and the others starting before `until` (the
+    /// next other event, or just after the run's last instant) — nothing else
+    /// happens before then, and the two directions' frames touch nothing in
+    /// common — and asks to be woken when its radio is next free, as the last
+    /// frame would have. A stretch covers at most 65,536 airtimes from `now`
+    /// (a driver stays responsive). Returns the frames sent: each stands for one
+    /// of the wake-ups it replaces.
+    ///
+    /// The wake-ups keep the order they would have had: those now scheduled
+    /// come after every event already scheduled, as they would have, having
+    /// been asked for by the last frame, after those were scheduled. When the
+    /// two radios are next free at the same instant, the one whose last frame
+    /// started first (the longer airtime) is woken first; with equal airtimes,
+    /// the one woken first at the first instant both were woken at: `d` if
+    /// `t == now`, else the other (its wake-up at `t` was asked for before
+    /// `d`'s frame at `now` was sent, or at that instant `d` was not yet in its
+    /// stretch and its own wake-up came later).
+    pub fn idle_stretch(
+        &mut self,
+        now: Instant,
+        d: usize,
+        other: Option<Instant>,
+        until: Instant,
+        timers: &mut impl Timers<LinkTimer>,
+    ) -> u64 {
+        const SPAN: i64 = 1 << 16;
+        let o = 1 - d;
+        let air = |r: &Radio| r.stretch.expect("in an idle stretch").1;
+        let a_d = air(&self.radio[d]);
+        let a_o = other.map(|_| air(&self.radio[o]));
+        let span = a_o.map_or(a_d, |a| a.min(a_d));
+        let mut until = until.min(now + span * SPAN);
+        if let Some(t) = other {
+            until = until.max(t);
+        }
+        let (n_d, next_d) = self.repeat_idle(d, now, until);
+        let Some(t) = other else {
+            timers.schedule(next_d, LinkTimer::RadioDone(d as u8));
+            return n_d;
+        };
+        let (n_o, next_o) = self.repeat_idle(o, t, until);
+        let a_o = a_o.expect("the other radio's airtime");
+        let d_first = next_d != next_o || a_d > a_o || (a_d == a_o && t == now);
+        let (first, second) = if d_first { ((d, next_d), (o, next_o)) } else { ((o, next_o), (d, next_d)) };
+        timers.schedule(first.1, LinkTimer::RadioDone(first.0 as u8));
+        timers.schedule(second.1, LinkTimer::RadioDone(second.0 as u8));
+        n_d + n_o
+    }
+
+    /// Direction `d`'s idle frames of a stretch, the first at `from`, the others
+    /// while they start before `until` and the sender's budget lasts: (frames,
+    /// when the radio is next free). As `transmit` would, frame by frame.
+    fn repeat_idle(&mut self, d: usize, from: Instant, until: Instant) -> (u64, Instant) {
+        let r = &mut self.radio[d];
+        let (size, airtime) = r.stretch.expect("in an idle stretch");
+        // Every frame here, the one at `from` too, repeats the frame that
+        // started the stretch (a stretch is only kept while the budget is not 0).
+        let budget = self.arq[d].idle_repeats() as u64;
+        let mut start = from;
+        let mut n = 0u64;
+        let mut silent = self.silent_until;
+        while n < budget && (n == 0 || start < until) {
+            let lost = r.channel.lose(r.stats.frames_sent, start, airtime, size as u64 * 8, false);
+            r.stats.frames_sent += 1;
+            r.stats.bytes_sent += size as u64;
+            r.stats.busy_ns += airtime.nanos();
+            r.stats.idle_frames += 1;
+            if lost {
+                r.stats.frames_lost += 1;
+            } else {
+                silent = silent.max(start + airtime + r.delay);
+            }
+            start += airtime;
+            n += 1;
+        }
+        r.air_end = start;
+        r.busy = true;
+        self.silent_until = silent;
+        self.arq[d].repeat_idle(n as u32);
+        if self.arq[d].idle_repeats() == 0 {
+            r.stretch = None;
+        }
+        (n, start)
     }
 
     /// Asks for end `e`'s ARQ timers: its first mobile's, then the others'.
