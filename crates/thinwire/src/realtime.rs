@@ -103,7 +103,7 @@ fn conversation(p: &Packet) -> ConvKey {
     (proto, lo.0, lo.1, hi.0, hi.1)
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Ev {
     Link(LinkTimer),
     Wired(WiredTimer),

@@ -193,6 +193,9 @@ pub struct EventQueue<E> {
     seq: u64,
     now: Instant,
     popped: u64,
+    /// Machines may run ahead of their wake-ups to just before this instant
+    /// (`allow_run_ahead`; `None`: they may not).
+    run_ahead: Option<Instant>,
 }
 
 /// A wheel entry in the arena (`e` is `None` while the node is free).
@@ -225,6 +228,7 @@ impl<E> EventQueue<E> {
             seq: 0,
             now: Instant::ZERO,
             popped: 0,
+            run_ahead: None,
         }
     }
     pub fn now(&self) -> Instant {
@@ -281,10 +285,11 @@ impl<E> EventQueue<E> {
     pub fn peek(&self) -> Option<(Instant, &E)> {
         self.near.peek().map(|e| (e.at, &e.ev))
     }
-    /// Counts `n` events handled without passing through the queue (the
-    /// wake-ups an idle stretch stands for) as popped.
-    pub fn count_unqueued(&mut self, n: u64) {
-        self.popped += n;
+    /// Lets machines run ahead of their wake-ups ([`Timers::run_ahead_until`])
+    /// up to `last`, the run's last instant (the simulator; a real-time driver
+    /// must not).
+    pub fn allow_run_ahead(&mut self, last: Instant) {
+        self.run_ahead = Some(Instant(last.0.saturating_add(1)));
     }
     pub fn pop(&mut self) -> Option<(Instant, E)> {
         let e = self.near.pop()?;
@@ -359,15 +364,49 @@ fn slot_index(t: i64) -> usize {
 }
 
 /// Where a machine puts its wake-ups: `timer` is handed back to it at `at`.
+///
+/// A machine may also *run ahead*: do now what its next wake-ups would do, when
+/// nothing else can happen before them (the wireless link's idle stretches), if
+/// the driver knows when its next event is and lets it.
 pub trait Timers<T> {
     fn schedule(&mut self, at: Instant, timer: T);
+    /// The instant before which a machine may run ahead — the driver's next
+    /// event, or just after the run's last instant — or `None` if it may not
+    /// (the default: a real-time driver, a machine's own queue).
+    fn run_ahead_until(&self) -> Option<Instant> {
+        None
+    }
+    /// When the next event is, if it is `timer` and before the run's end: the
+    /// machine may take it ([`take_next`](Self::take_next)) to run it ahead too.
+    fn next_is(&self, _timer: T) -> Option<Instant> {
+        None
+    }
+    /// Takes the next event (one [`next_is`](Self::next_is) named).
+    fn take_next(&mut self) {}
+    /// Counts `n` wake-ups that a machine ran ahead instead of scheduling as
+    /// events handled.
+    fn count_ahead(&mut self, _n: u64) {}
 }
 
 /// Any queue whose events can be made from the machine's timers: the machine's own
 /// `EventQueue<T>`, or a driver's queue of a larger event type.
-impl<T, E: From<T>> Timers<T> for EventQueue<E> {
+impl<T, E: From<T> + PartialEq> Timers<T> for EventQueue<E> {
     fn schedule(&mut self, at: Instant, timer: T) {
         EventQueue::schedule(self, at, E::from(timer))
+    }
+    fn run_ahead_until(&self) -> Option<Instant> {
+        let last = self.run_ahead?;
+        Some(self.peek_time().map_or(last, |t| t.min(last)))
+    }
+    fn next_is(&self, timer: T) -> Option<Instant> {
+        let (t, e) = self.peek()?;
+        (t < self.run_ahead? && *e == E::from(timer)).then_some(t)
+    }
+    fn take_next(&mut self) {
+        self.pop();
+    }
+    fn count_ahead(&mut self, n: u64) {
+        self.popped += n;
     }
 }
 
@@ -392,6 +431,28 @@ mod tests {
         fn cmp(&self, o: &Self) -> Ordering {
             o.at.cmp(&self.at).then(o.seq.cmp(&self.seq))
         }
+    }
+    /// Running ahead: only where allowed, up to the next event or the run's
+    /// end; the next event named only if it is the one asked about and due
+    /// before the end; taking it pops it, and runs ahead count as events.
+    #[test]
+    fn run_ahead_is_offered_only_where_allowed() {
+        let mut q: EventQueue<u8> = EventQueue::new();
+        q.schedule(Instant(50), 7);
+        assert_eq!(Timers::<u8>::run_ahead_until(&q), None);
+        assert_eq!(Timers::<u8>::next_is(&q, 7), None);
+        q.allow_run_ahead(Instant(40));
+        assert_eq!(Timers::<u8>::run_ahead_until(&q), Some(Instant(41)));
+        assert_eq!(Timers::<u8>::next_is(&q, 7), None, "after the run's end");
+        q.allow_run_ahead(Instant(100));
+        assert_eq!(Timers::<u8>::run_ahead_until(&q), Some(Instant(50)));
+        assert_eq!(Timers::<u8>::next_is(&q, 8), None);
+        assert_eq!(Timers::<u8>::next_is(&q, 7), Some(Instant(50)));
+        Timers::<u8>::take_next(&mut q);
+        assert_eq!((q.now(), q.popped(), q.len()), (Instant(50), 1, 0));
+        assert_eq!(Timers::<u8>::run_ahead_until(&q), Some(Instant(101)));
+        Timers::<u8>::count_ahead(&mut q, 5);
+        assert_eq!(q.popped(), 6);
     }
     #[test]
     fn orders_by_time_then_insertion() {

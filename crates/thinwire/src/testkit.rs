@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 
 pub type DropFn = Box<dyn FnMut(usize, u64, bool) -> bool + Send>;
 
+#[derive(PartialEq)]
 enum PairEv {
     /// A segment reaching end `.0`, with its payload bytes when the sender keeps
     /// real bytes, and whether it is marked CE.

@@ -179,7 +179,7 @@ fn own_timers_and_an_outer_queue_make_the_same_decisions() {
     }
     ev_a.extend(drain(&mut a, Duration::from_secs(600)).1);
     // Outer queue: the link's timers among the driver's own events.
-    #[derive(Clone, Copy)]
+    #[derive(Clone, Copy, PartialEq)]
     enum Ev {
         Offer(usize),
         Link(LinkTimer),

@@ -40,7 +40,7 @@ pub use results::{EndReason, FlowResult, RunResult};
 
 pub const SERVER_ADDR: [u8; 4] = [10, 0, 0, 1];
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Event {
     FlowStart(u16),
     /// The mobile's application aborts flow `.0` (`abort` of a bulk flow).
@@ -156,6 +156,9 @@ impl Sim {
     /// As [`Sim::run`], asking `stop` every [`POLL_EVERY`] events whether to stop
     /// (the Python binding checks for Ctrl-C there); the result says why it ended.
     pub fn run_polled(mut self, stop: &mut dyn FnMut() -> bool) -> RunResult {
+        // The link may send an idle stretch's frames ahead of their wake-ups,
+        // up to the next event (`WirelessLink::run_ahead`).
+        self.q.allow_run_ahead(self.max_time);
         let mut why = None;
         let (mut instant, mut same) = (Instant::ZERO, 0u64);
         let mut next_poll = POLL_EVERY;
@@ -237,7 +240,6 @@ impl Sim {
                 crate::link::path::wired_timer(self, now, t);
             }
             Event::ProxyTimer => self.proxy_timer(),
-            Event::Link(LinkTimer::RadioDone(d)) if self.link.in_stretch(d as usize) => self.idle_stretch(d as usize),
             Event::Link(t) => {
                 let now = self.now();
                 crate::link::path::link_timer(self, now, t);

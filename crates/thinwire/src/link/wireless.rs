@@ -96,10 +96,10 @@ struct Radio {
     stats: LinkStats,
     /// When the last frame sent finishes its airtime.
     air_end: Instant,
-    /// In an idle stretch (see `air.rs`): the size and airtime of the idle
-    /// frame on the air, which the sender would repeat at every chance while
-    /// nothing touches it, and whose arrivals change nothing.
-    stretch: Option<(u32, Duration)>,
+    /// In an idle stretch (see `air.rs`): the size of the idle frame on the
+    /// air (0: not in a stretch), which the sender would repeat at every
+    /// chance, and whose arrivals change nothing.
+    stretch: u32,
 }
 
 impl Radio {
@@ -208,7 +208,7 @@ impl WirelessLink {
                 channel,
                 in_flight: VecDeque::new(),
                 air_end: Instant::ZERO,
-                stretch: None,
+                stretch: 0,
                 stats: LinkStats { rate_bps: dc.rate, ..Default::default() },
             }
         };
@@ -399,10 +399,7 @@ impl WirelessLink {
     /// A timer scheduled through `timers` has fired at `now`.
     pub fn on_timer_with(&mut self, now: Instant, timer: LinkTimer, timers: &mut impl Timers<LinkTimer>) {
         match timer {
-            LinkTimer::RadioDone(d) => {
-                self.radio[d as usize].busy = false;
-                self.kick(now, d as usize, timers);
-            }
+            LinkTimer::RadioDone(d) => self.radio_done(now, d as usize, timers),
             LinkTimer::FrameArrive(d) => self.frame_arrive(now, d as usize),
             LinkTimer::Arq(e) => {
                 let e = e as usize;

@@ -52,29 +52,6 @@ impl PathDriver for Sim {
 }
 
 impl Sim {
-    /// Direction `d`'s radio is free in an idle stretch (IS-707 idle frames that
-    /// change nothing at the far end): its frames up to the next other event go
-    /// in one step (`WirelessLink::idle_stretch`), with the other direction's if
-    /// its radio, in a stretch too, is the next to wake. Each frame counts as
-    /// the event it replaces, so `events` is what it was with one event per
-    /// frame.
-    #[inline(never)]
-    pub(super) fn idle_stretch(&mut self, d: usize) {
-        let now = self.now();
-        let mut other = None;
-        if let Some((t, &Event::Link(LinkTimer::RadioDone(o)))) = self.q.peek() {
-            if o as usize != d && t <= self.max_time && self.link.in_stretch(o as usize) {
-                self.q.pop();
-                other = Some(t);
-            }
-        }
-        // Frames start before the next other event and no later than the run's
-        // last instant.
-        let last = Instant(self.max_time.0.saturating_add(1));
-        let until = self.q.peek_time().map_or(last, |h| h.min(last));
-        let n = self.link.idle_stretch(now, d, other, until, &mut self.q);
-        self.q.count_unqueued(n - 1 - other.is_some() as u64);
-    }
     // ----- wired link -----
     pub(super) fn enqueue_wired(&mut self, d: usize, p: Packet) {
         let now = self.now();

@@ -7,13 +7,32 @@ use super::*;
 impl WirelessLink {
     /// Starts the next frame of direction `d` if the radio is free; reschedules the
     /// sending end's ARQ timer either way.
+    #[inline(always)]
     pub(super) fn kick(&mut self, now: Instant, d: usize, timers: &mut impl Timers<LinkTimer>) {
+        self.kick_from(now, d, false, timers);
+    }
+
+    /// The radio of direction `d` finished its frame at `now`: the next one
+    /// starts, and an idle stretch runs ahead where the driver lets it.
+    pub(super) fn radio_done(&mut self, now: Instant, d: usize, timers: &mut impl Timers<LinkTimer>) {
+        self.radio[d].busy = false;
+        if self.kick_from(now, d, true, timers) {
+            self.run_ahead(now, d, timers);
+        }
+    }
+
+    /// [`kick`](Self::kick); `woken`: at the radio's own wake-up, where the
+    /// idle frame that starts or continues a stretch leaves its wake-up to
+    /// `run_ahead` (returns true then). One function for both (two copies of
+    /// this hot code cost more in the instruction cache than the flag).
+    #[inline(never)]
+    fn kick_from(&mut self, now: Instant, d: usize, woken: bool, timers: &mut impl Timers<LinkTimer>) -> bool {
         let shared = self.radio[d].shared.is_some();
         if self.radio[d].busy {
             // A packet offered, a frame received or a timer: the sender may
             // have something other than its idle frame now.
-            if self.radio[d].stretch.is_some() && !self.stretch_holds(d) {
-                self.radio[d].stretch = None;
+            if self.radio[d].stretch != 0 {
+                self.recheck_stretch(d);
             }
             // Pushing frames into the shared queue may have started ARQ timers, and
             // a frame just received may have changed them.
@@ -21,7 +40,7 @@ impl WirelessLink {
                 self.fill_shared(d, now);
             }
             self.sched_arq(now, d, timers);
-            return;
+            return false;
         }
         if shared {
             self.fill_shared(d, now);
@@ -34,15 +53,28 @@ impl WirelessLink {
             },
             None => self.next_frame(d, now, false),
         };
+        let mut ahead = false;
         if let Some(frame) = next {
-            self.transmit(now, d, frame, timers);
+            ahead = self.transmit(now, d, frame, woken, timers);
         }
         self.sched_arq(now, d, timers);
+        ahead
     }
 
-    fn transmit(&mut self, now: Instant, d: usize, frame: Frame, timers: &mut impl Timers<LinkTimer>) {
+    /// Puts `frame` on the air; true if it leaves its wake-up to `run_ahead`
+    /// (`woken` and an idle frame that starts or continues a stretch).
+    #[inline(always)]
+    fn transmit(
+        &mut self,
+        now: Instant,
+        d: usize,
+        frame: Frame,
+        woken: bool,
+        timers: &mut impl Timers<LinkTimer>,
+    ) -> bool {
         let header = self.header;
         let repeats = frame.kind == FrameKind::Idle && self.may_stretch(d, &frame);
+        let ahead = woken && repeats;
         let r = &mut self.radio[d];
         let size = frame.size(header);
         let airtime = match &mut r.capacity {
@@ -52,7 +84,7 @@ impl WirelessLink {
                 None => {
                     // A `once` trace has ended: the radio never sends again.
                     r.busy = true;
-                    return;
+                    return false;
                 }
             },
         };
@@ -126,10 +158,13 @@ impl WirelessLink {
             }
         }
         r.busy = true;
-        r.stretch = repeats.then_some((size, airtime));
-        timers.schedule(now + airtime, LinkTimer::RadioDone(d as u8));
+        // (Other drivers than the simulator wake the radio for every frame.)
+        r.stretch = if repeats { size } else { 0 };
+        if !ahead {
+            timers.schedule(now + airtime, LinkTimer::RadioDone(d as u8));
+        }
         if lost {
-            return;
+            return ahead;
         }
         let arrive = now + airtime + r.delay;
         // An arrival that would change nothing at the far end is not an event
@@ -137,10 +172,11 @@ impl WirelessLink {
         // when the run ends for want of events (`silent_until`).
         if !self.trace.link && frame.session == 0 && self.arq[1 - d].ignores(&frame) {
             self.silent_until = self.silent_until.max(arrive);
-            return;
+            return ahead;
         }
         r.in_flight.push_back(frame);
         timers.schedule(arrive, LinkTimer::FrameArrive(d as u8));
+        ahead
     }
 
     pub(super) fn frame_arrive(&mut self, now: Instant, d: usize) {
@@ -181,6 +217,7 @@ impl WirelessLink {
     /// the radio's airtime is its constant rate; no trace records frames or
     /// channel states; the channel is not a test's script (whose decisions may
     /// depend on the order of the two directions' calls).
+    #[inline(never)]
     fn may_stretch(&self, d: usize, frame: &Frame) -> bool {
         let r = &self.radio[d];
         self.stretches
@@ -205,81 +242,105 @@ impl WirelessLink {
         self.arq[d].idle_repeats() > 0 && r.qs[0].is_empty() && r.qs[1].is_empty() && self.bypass[d].wants_packet()
     }
 
+    /// Something touched direction `d`'s sender during a stretch: it ends
+    /// unless the next frame would still repeat the idle frame.
+    #[inline(never)]
+    fn recheck_stretch(&mut self, d: usize) {
+        if !self.stretch_holds(d) {
+            self.radio[d].stretch = 0;
+        }
+    }
+
     /// Whether direction `d`'s radio is in an idle stretch (`may_stretch`): its
     /// next frame would repeat the idle frame on the air, as far as the packets
     /// offered, frames received and timers since have changed (each such step
     /// looks again, `stretch_holds`).
-    pub fn in_stretch(&self, d: usize) -> bool {
-        self.radio[d].stretch.is_some()
+    fn in_stretch(&self, d: usize) -> bool {
+        self.radio[d].stretch != 0
     }
 
-    /// Runs idle stretches in one step, for a driver that knows when its next
-    /// event other than these radios' is (the simulator): direction `d`'s radio
-    /// is free at `now` and [`in_stretch`](Self::in_stretch); with `other =
-    /// Some(t)`, so is the other direction's at `t` (`now <= t <= until`).
-    /// Each sends the idle frames its wake-ups would have sent, one per airtime,
-    /// the first at its own time and the others starting before `until` (the
-    /// next other event, or just after the run's last instant) — nothing else
-    /// happens before then, and the two directions' frames touch nothing in
-    /// common — and asks to be woken when its radio is next free, as the last
-    /// frame would have. A stretch covers at most 65,536 airtimes from `now`
-    /// (a driver stays responsive). Returns the frames sent: each stands for one
-    /// of the wake-ups it replaces.
+    /// The airtime of direction `d`'s idle frame in a stretch (as `transmit`
+    /// computes it: a stretch needs the constant rate).
+    fn stretch_airtime(&self, d: usize) -> Duration {
+        Duration::transmission(self.radio[d].stretch as u64, self.radio[d].rate)
+    }
+
+    /// Direction `d`'s radio has just put the idle frame of a stretch on the
+    /// air at `now` (its wake-up, `radio_done`). Where the driver lets it run
+    /// ahead (the simulator: [`Timers::run_ahead_until`]), the frames its next
+    /// wake-ups would send go now, one per airtime, those starting before the
+    /// driver's next other event (or just after the run's last instant) — with
+    /// the other direction's, if that radio, in a stretch too, is the next to
+    /// wake — since nothing else happens before then and the two directions'
+    /// frames touch nothing in common; then each radio asks to be woken when it
+    /// is next free, as its last frame would have. At most 65,536 airtimes
+    /// ahead (the driver stays responsive). Each frame sent ahead counts as the
+    /// wake-up it replaces ([`Timers::count_ahead`]).
     ///
-    /// The wake-ups keep the order they would have had: those now scheduled
+    /// The wake-ups keep the order they would have had: those now asked for
     /// come after every event already scheduled, as they would have, having
-    /// been asked for by the last frame, after those were scheduled. When the
-    /// two radios are next free at the same instant, the one whose last frame
-    /// started first (the longer airtime) is woken first; with equal airtimes,
-    /// the one woken first at the first instant both were woken at: `d` if
-    /// `t == now`, else the other (its wake-up at `t` was asked for before
-    /// `d`'s frame at `now` was sent, or at that instant `d` was not yet in its
-    /// stretch and its own wake-up came later).
-    pub fn idle_stretch(
-        &mut self,
-        now: Instant,
-        d: usize,
-        other: Option<Instant>,
-        until: Instant,
-        timers: &mut impl Timers<LinkTimer>,
-    ) -> u64 {
+    /// been asked for by each radio's last frame, after those were scheduled.
+    /// When the two radios are next free at the same instant, the one whose
+    /// last frame started first (the longer airtime) is woken first; with equal
+    /// airtimes, the one woken first at the first instant both were woken at:
+    /// `d` if the other's wake-up was at `now` too, else the other (its wake-up
+    /// was asked for before `d`'s frame at `now` went out). No ARQ timer is
+    /// asked for during a stretch (the sender's timers change only through the
+    /// steps that end a stretch), so none is asked for before these wake-ups
+    /// at the same instant.
+    #[cold]
+    #[inline(never)]
+    fn run_ahead(&mut self, now: Instant, d: usize, timers: &mut impl Timers<LinkTimer>) {
         const SPAN: i64 = 1 << 16;
+        let a_d = self.stretch_airtime(d);
+        let Some(mut until) = timers.run_ahead_until() else {
+            timers.schedule(now + a_d, LinkTimer::RadioDone(d as u8));
+            return;
+        };
         let o = 1 - d;
-        let air = |r: &Radio| r.stretch.expect("in an idle stretch").1;
-        let a_d = air(&self.radio[d]);
-        let a_o = other.map(|_| air(&self.radio[o]));
-        let span = a_o.map_or(a_d, |a| a.min(a_d));
-        let mut until = until.min(now + span * SPAN);
-        if let Some(t) = other {
+        let mut other = None;
+        if self.in_stretch(o) {
+            if let Some(t) = timers.next_is(LinkTimer::RadioDone(o as u8)) {
+                timers.take_next();
+                other = Some((t, self.stretch_airtime(o)));
+                until = timers.run_ahead_until().expect("still running ahead");
+            }
+        }
+        let span = other.map_or(a_d, |(_, a_o)| a_o.min(a_d));
+        until = until.min(now + span * SPAN);
+        if let Some((t, _)) = other {
             until = until.max(t);
         }
-        let (n_d, next_d) = self.repeat_idle(d, now, until);
-        let Some(t) = other else {
+        let (n_d, next_d) = self.repeat_idle(d, now + a_d, until, false);
+        let Some((t, a_o)) = other else {
             timers.schedule(next_d, LinkTimer::RadioDone(d as u8));
-            return n_d;
+            timers.count_ahead(n_d);
+            return;
         };
-        let (n_o, next_o) = self.repeat_idle(o, t, until);
-        let a_o = a_o.expect("the other radio's airtime");
+        let (n_o, next_o) = self.repeat_idle(o, t, until, true);
         let d_first = next_d != next_o || a_d > a_o || (a_d == a_o && t == now);
         let (first, second) = if d_first { ((d, next_d), (o, next_o)) } else { ((o, next_o), (d, next_d)) };
         timers.schedule(first.1, LinkTimer::RadioDone(first.0 as u8));
         timers.schedule(second.1, LinkTimer::RadioDone(second.0 as u8));
-        n_d + n_o
+        // The other radio's first frame was its own (taken) wake-up.
+        timers.count_ahead(n_d + n_o - 1);
     }
 
-    /// Direction `d`'s idle frames of a stretch, the first at `from`, the others
-    /// while they start before `until` and the sender's budget lasts: (frames,
-    /// when the radio is next free). As `transmit` would, frame by frame.
-    fn repeat_idle(&mut self, d: usize, from: Instant, until: Instant) -> (u64, Instant) {
+    /// Direction `d`'s idle frames of a stretch from `from`, one per airtime,
+    /// while they start before `until` (the first one in any case if `first`)
+    /// and the sender's idle frames last: (frames, when the radio is next
+    /// free). As `transmit` would send them, frame by frame.
+    fn repeat_idle(&mut self, d: usize, from: Instant, until: Instant, first: bool) -> (u64, Instant) {
+        let airtime = self.stretch_airtime(d);
         let r = &mut self.radio[d];
-        let (size, airtime) = r.stretch.expect("in an idle stretch");
-        // Every frame here, the one at `from` too, repeats the frame that
-        // started the stretch (a stretch is only kept while the budget is not 0).
+        let size = r.stretch;
+        // Every frame here repeats the frame on the air (a stretch is only kept
+        // while the sender has idle frames left).
         let budget = self.arq[d].idle_repeats() as u64;
         let mut start = from;
         let mut n = 0u64;
         let mut silent = self.silent_until;
-        while n < budget && (n == 0 || start < until) {
+        while n < budget && ((first && n == 0) || start < until) {
             let lost = r.channel.lose(r.stats.frames_sent, start, airtime, size as u64 * 8, false);
             r.stats.frames_sent += 1;
             r.stats.bytes_sent += size as u64;
@@ -293,12 +354,14 @@ impl WirelessLink {
             start += airtime;
             n += 1;
         }
-        r.air_end = start;
+        if n > 0 {
+            r.air_end = start;
+        }
         r.busy = true;
         self.silent_until = silent;
         self.arq[d].repeat_idle(n as u32);
         if self.arq[d].idle_repeats() == 0 {
-            r.stretch = None;
+            r.stretch = 0;
         }
         (n, start)
     }
