@@ -74,7 +74,7 @@ impl WirelessLink {
     ) -> bool {
         let header = self.header;
         let repeats = frame.kind == FrameKind::Idle && self.may_stretch(d, &frame);
-        let ahead = woken && repeats;
+        let ahead = woken && repeats && self.may_run_ahead(now, d, timers);
         let r = &mut self.radio[d];
         let size = frame.size(header);
         let airtime = match &mut r.capacity {
@@ -232,6 +232,22 @@ impl WirelessLink {
             && self.stretch_holds(d)
     }
 
+    /// Whether the stretch's frame just put on the air at `now` may leave its
+    /// wake-up to `run_ahead`: the driver lets machines run ahead, and this
+    /// step asks for no ARQ timer (`sched_arq`, after the frame; it never does
+    /// in a stretch, whose sender's timers change only through the steps that
+    /// end it, but if it did, the frame's wake-up must be asked for first, as
+    /// always).
+    #[inline(never)]
+    fn may_run_ahead(&mut self, now: Instant, d: usize, timers: &impl Timers<LinkTimer>) -> bool {
+        if timers.run_ahead_until().is_none() {
+            return false;
+        }
+        let asks = self.arq_dirty[d]
+            && self.arq[d].poll_timeout().is_some_and(|t| self.arq_sched[d].is_none_or(|x| t.max(now) < x));
+        !asks
+    }
+
     /// Whether direction `d`'s next frame would repeat the idle frame it last
     /// sent: its sender says so (nothing to NAK, retransmit or send since, and
     /// idle frames left), and both IP queues and the bypass session are empty.
@@ -284,19 +300,15 @@ impl WirelessLink {
     /// last frame started first (the longer airtime) is woken first; with equal
     /// airtimes, the one woken first at the first instant both were woken at:
     /// `d` if the other's wake-up was at `now` too, else the other (its wake-up
-    /// was asked for before `d`'s frame at `now` went out). No ARQ timer is
-    /// asked for during a stretch (the sender's timers change only through the
-    /// steps that end a stretch), so none is asked for before these wake-ups
-    /// at the same instant.
+    /// was asked for before `d`'s frame at `now` went out). The step that sent
+    /// `d`'s frame asked for no ARQ timer (`may_run_ahead`), which would have
+    /// come after the frame's wake-up.
     #[cold]
     #[inline(never)]
     fn run_ahead(&mut self, now: Instant, d: usize, timers: &mut impl Timers<LinkTimer>) {
         const SPAN: i64 = 1 << 16;
         let a_d = self.stretch_airtime(d);
-        let Some(mut until) = timers.run_ahead_until() else {
-            timers.schedule(now + a_d, LinkTimer::RadioDone(d as u8));
-            return;
-        };
+        let mut until = timers.run_ahead_until().expect("allowed by may_run_ahead");
         let o = 1 - d;
         let mut other = None;
         if self.in_stretch(o) {
