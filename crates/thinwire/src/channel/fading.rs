@@ -87,9 +87,31 @@ pub fn zorzi_pq(pe: f64, fdt: f64) -> (f64, f64) {
     (p, q)
 }
 
+/// [`zorzi_pq`], remembered per (pe, fdT) for the life of the process: its
+/// numerical integration took 3–13 ms, more than a short run (a study's sweep
+/// builds the same few channels hundreds of times). Same values, bit for bit.
+pub fn zorzi_pq_cached(pe: f64, fdt: f64) -> (f64, f64) {
+    use std::sync::Mutex;
+    /// (pe, fdT) as bits, and (p, q).
+    type Seen = Vec<((u64, u64), (f64, f64))>;
+    static SEEN: Mutex<Seen> = Mutex::new(Vec::new());
+    let key = (pe.to_bits(), fdt.to_bits());
+    if let Some(&(_, pq)) = SEEN.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(k, _)| *k == key) {
+        return pq;
+    }
+    let pq = zorzi_pq(pe, fdt);
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    // A sweep has a few dozen channels; a process running far more keeps the
+    // first 4,096.
+    if seen.len() < 4096 && !seen.iter().any(|(k, _)| *k == key) {
+        seen.push((key, pq));
+    }
+    pq
+}
+
 impl Fading {
     pub fn new(pe: f64, fdt: f64, frame_time: Option<Duration>, mut rng: Rng) -> Fading {
-        let (p, q) = zorzi_pq(pe, fdt);
+        let (p, q) = zorzi_pq_cached(pe, fdt);
         let err = rng.bernoulli(pe);
         Fading { p, q, pe, frame_time, last: None, err, rng }
     }
@@ -113,6 +135,13 @@ impl Fading {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[test]
+    fn remembered_transition_probabilities_are_the_computed_ones() {
+        for (pe, fdt) in [(0.3, 0.01), (0.1, 1.0), (0.3, 0.01), (0.05, 0.1)] {
+            let (a, b) = (zorzi_pq(pe, fdt), zorzi_pq_cached(pe, fdt));
+            assert_eq!((a.0.to_bits(), a.1.to_bits()), (b.0.to_bits(), b.1.to_bits()), "{pe} {fdt}");
+        }
+    }
     #[test]
     fn j0_known_values() {
         assert!((bessel_j0(0.0) - 1.0).abs() < 1e-12);
