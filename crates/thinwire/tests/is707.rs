@@ -216,6 +216,22 @@ fn same(a: &impl std::fmt::Debug, b: &impl std::fmt::Debug, what: &str) {
     }
 }
 
+/// Runs `sc` with idle stretches and with one event per frame, checks that
+/// flows, link counters, trace, end, length and events agree, and returns the
+/// first run.
+fn same_without_stretches(sc: &thinwire::config::Scenario, what: &str) -> thinwire::engine::RunResult {
+    use thinwire::engine::Sim;
+    let a = Sim::new(sc).run();
+    let mut b = Sim::new(sc);
+    b.link_mut().no_idle_stretches();
+    let b = b.run();
+    same(&a.flows, &b.flows, what);
+    same(&a.link, &b.link, what);
+    same(&a.trace, &b.trace, what);
+    assert_eq!((a.end, a.sim_time_s, a.events), (b.end, b.sim_time_s, b.events), "{what}");
+    a
+}
+
 /// An idle stretch (idle frames the far end ignores, nothing else to send) runs
 /// in one step up to the next other event instead of one event per frame. Every
 /// result must be the run's with one event per frame: flows, link counters, the
@@ -226,7 +242,6 @@ fn same(a: &impl std::fmt::Debug, b: &impl std::fmt::Debug, what: &str) {
 #[test]
 fn idle_stretches_in_one_step_change_no_result() {
     use thinwire::config::parse_scenario;
-    use thinwire::engine::Sim;
     let mut stretched = 0;
     for (case, (idle, up_rate, chan, stop, extra)) in [
         ("\"unlimited\"", "9600bps", "model = \"fading\"\npe = 0.3\nfdt = 0.01", "600s", ""),
@@ -255,16 +270,9 @@ fn idle_stretches_in_one_step_change_no_result() {
                  tcp = {{ variant = \"reno\", mss = 536 }}\n{extra}[trace]\nlayers = [\"tcp\"]\n"
             );
             let sc = parse_scenario(&text, &[]).unwrap_or_else(|e| panic!("{e}\n{text}"));
-            let a = Sim::new(&sc).run();
-            let mut b = Sim::new(&sc);
-            b.link_mut().no_idle_stretches();
-            let b = b.run();
             let what = format!("case {case} seed {seed}");
-            same(&a.flows, &b.flows, &what);
-            same(&a.link, &b.link, &what);
-            same(&a.trace, &b.trace, &what);
+            let a = same_without_stretches(&sc, &what);
             assert!(a.trace_rows > 0, "{what}");
-            assert_eq!((a.end, a.sim_time_s, a.events), (b.end, b.sim_time_s, b.events), "{what}");
             stretched += (a.link[0].idle_frames + a.link[1].idle_frames > 0) as u32;
         }
     }
@@ -285,7 +293,6 @@ fn idle_stretches_in_one_step_change_no_result() {
 #[test]
 fn idle_stretches_keep_the_order_of_events_at_one_instant() {
     use thinwire::config::parse_scenario;
-    use thinwire::engine::Sim;
     for up_rate in ["9600bps", "4800bps", "19200bps"] {
         for (dir, up_probe, down_probe) in [("up", 38, 55), ("down", 55, 38)] {
             for seed in 1..=2 {
@@ -307,15 +314,8 @@ fn idle_stretches_keep_the_order_of_events_at_one_instant() {
                      [trace]\nlayers = [\"tcp\", \"queue\", \"sojourn\"]\n"
                 );
                 let sc = parse_scenario(&text, &[]).unwrap_or_else(|e| panic!("{e}\n{text}"));
-                let a = Sim::new(&sc).run();
-                let mut b = Sim::new(&sc);
-                b.link_mut().no_idle_stretches();
-                let b = b.run();
                 let what = format!("uplink {up_rate}, {dir}, seed {seed}");
-                same(&a.flows, &b.flows, &what);
-                same(&a.link, &b.link, &what);
-                same(&a.trace, &b.trace, &what);
-                assert_eq!((a.end, a.sim_time_s, a.events), (b.end, b.sim_time_s, b.events), "{what}");
+                let a = same_without_stretches(&sc, &what);
                 assert!(a.flows[0].completion_s.is_some(), "{what}");
             }
         }

@@ -128,12 +128,17 @@ fn arq_wakeup(arq: &mut Arq, sched: &mut Option<Instant>, dirty: &mut bool, now:
     if !std::mem::take(dirty) {
         return None;
     }
+    let t = arq_due(arq, *sched, now)?;
+    *sched = Some(t);
+    Some(t)
+}
+
+/// The wake-up an ARQ machine wants that is earlier than the one asked for
+/// (`sched`), if any.
+#[inline(always)]
+fn arq_due(arq: &mut Arq, sched: Option<Instant>, now: Instant) -> Option<Instant> {
     let t = arq.poll_timeout()?.max(now);
-    if sched.is_none_or(|x| t < x) {
-        *sched = Some(t);
-        return Some(t);
-    }
-    None
+    sched.is_none_or(|x| t < x).then_some(t)
 }
 
 /// An ARQ timer event at `now`: false if an earlier one superseded it; else the

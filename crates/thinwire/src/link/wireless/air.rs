@@ -243,8 +243,7 @@ impl WirelessLink {
         if timers.run_ahead_until().is_none() {
             return false;
         }
-        let asks = self.arq_dirty[d]
-            && self.arq[d].poll_timeout().is_some_and(|t| self.arq_sched[d].is_none_or(|x| t.max(now) < x));
+        let asks = self.arq_dirty[d] && arq_due(&mut self.arq[d], self.arq_sched[d], now).is_some();
         !asks
     }
 
