@@ -235,5 +235,7 @@ def plot(res: dict, path: str | Path, title: str = "") -> None:
         + f"p = {f['p']:.3g}, r = {f['r']:.3g}, loss | good = {f['eg']:.3g}, loss | bad = {f['eb']:.3g}",
         fontsize=10,
     )
-    fig.savefig(path, dpi=150)
+    from .figures import save
+
+    save(fig, path, dpi=150)
     plt.close(fig)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..figures import tidy
+from ..figures import save, tidy
 from .series import COLORS, TSQ_LAYERS, Series, capture_outstanding, capture_tsq, sim_tsq
 
 KINDS = ("tsq", "rtt", "cwnd", "goodput")
@@ -274,11 +274,8 @@ def render(series: list[Series], meta: dict, out: str | Path, kind: str) -> Path
         tidy(fig, rect=(0, 0.04, 1, 1))
     else:
         tidy(fig)
-    from ..outputs import atomic_path
-
     try:
-        with atomic_path(out) as tmp:
-            fig.savefig(tmp, dpi=150, format=out.suffix.lstrip(".") or None)
+        save(fig, out, dpi=150)
     finally:
         plt.close(fig)
     return out

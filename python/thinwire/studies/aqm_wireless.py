@@ -640,7 +640,7 @@ STUDY = Study(
     run=run_all,
     reduce=summarize,
     tables=_tables,
-    figures=lambda rows, summ, out, quick: plot(summ, out),
+    figures=lambda rows, summ, out, quick, workers: plot(summ, out),
     claims=claims,
     count=len,
 )

@@ -406,7 +406,7 @@ def _tables(data: dict, _summary, out: Path) -> None:
 STUDY = Study(
     run=run_all,
     tables=_tables,
-    figures=lambda data, _s, out, quick: plot(data, out),
+    figures=lambda data, _s, out, quick, workers: plot(data, out),
     claims=lambda data, _s: claims(data),
 )
 reproduce = STUDY.reproduce

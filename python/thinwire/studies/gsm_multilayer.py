@@ -422,7 +422,7 @@ def claims(df, second: dict) -> list[dict]:
 STUDY = Study(
     run=run_all,
     tables=lambda runs, _s, out: runs[0].drop("stalls_s", "stall_at_s").write_csv(out / "runs.csv"),
-    figures=lambda runs, _s, out, quick: plot(runs[0], out, quick),
+    figures=lambda runs, _s, out, quick, workers: plot(runs[0], out, quick),
     claims=lambda runs, _s: claims(*runs),
     count=lambda runs: runs[0].height,
 )

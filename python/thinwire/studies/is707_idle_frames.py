@@ -416,7 +416,7 @@ STUDY = Study(
     run=run_all,
     reduce=lambda runs: summarize(runs[0]),
     tables=_tables,
-    figures=lambda runs, summary, out, quick: plot(summary, runs[1], out, quick),
+    figures=lambda runs, summary, out, quick, workers: plot(summary, runs[1], out, quick),
     claims=lambda runs, summary: claims(summary, runs[1]),
     timing=lambda quick: {"histogram_simulated_s_per_fdt": 20_000 if quick else 10_000_000},
 )

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from ..figures import tidy
-from ..outputs import atomic_path, write_text
+from ..outputs import write_text
 
 
 def verdict(c: dict) -> str:
@@ -36,11 +36,10 @@ def write_claims(out: Path, claims: list[dict]) -> None:
 
 def save_figure(fig, out: Path, stem: str, written: list, dpi: int = 150) -> None:
     """Writes `fig` as `stem.png` (at `dpi`) and `stem.pdf` in `out` and records the paths."""
+    from ..figures import save
+
     for ext in (".png", ".pdf"):
-        p = out / f"{stem}{ext}"
-        with atomic_path(p) as tmp:
-            fig.savefig(tmp, dpi=dpi, format=ext[1:])
-        written.append(p)
+        written.append(save(fig, out / f"{stem}{ext}", dpi=dpi))
 
 
 def label(ax, xlabel: str, ylabel: str | None = None, title: str | None = None, legend: bool = True) -> None:

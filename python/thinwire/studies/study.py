@@ -9,7 +9,7 @@ A study module builds a `Study` from its own functions and exports its
         run=run_all,                          # (out, quick, scheduler, workers, progress, **params) -> runs
         reduce=summarize,                     # runs -> summary (default: the runs themselves)
         tables=lambda runs, s, out: ...,      # write the runs' and the summary's tables
-        figures=lambda runs, s, out, quick: plot(s, out),
+        figures=lambda runs, s, out, quick, workers: plot(s, out),
         claims=lambda runs, s: claims(s),     # -> list of claim dicts (report.py's shape)
         count=len,                            # runs made, for timing.json (None: not counted)
     )
@@ -51,7 +51,7 @@ class Study:
 
     run: Callable[..., Any]
     tables: Callable[[Any, Any, Path], None]
-    figures: Callable[[Any, Any, Path, bool], None]
+    figures: Callable[[Any, Any, Path, bool, int | None], None]
     claims: Callable[[Any, Any], list[dict]]
     reduce: Callable[[Any], Any] = _same
     count: Callable[[Any], int | None] = _uncounted
@@ -75,7 +75,7 @@ class Study:
         t1 = time.perf_counter()
         summary = self.reduce(runs)
         self.tables(runs, summary, out)
-        self.figures(runs, summary, out, quick)
+        self.figures(runs, summary, out, quick, workers)
         claims = self.claims(runs, summary)
         (self.write_claims or write_claims)(out, claims)
         if self.timed:

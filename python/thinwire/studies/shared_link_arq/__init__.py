@@ -36,8 +36,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...figures import tidy
-from ...outputs import atomic_path
+from ...figures import render_all, save, tidy
 from ..study import Study
 from .claims import claims as check_claims
 from .claims import claims_markdown
@@ -83,11 +82,15 @@ def run_all(out: Path, quick: bool, scheduler, workers, progress, muxes=MUXES):
         sweeps.append((Sweep(j["text"], j["protocol"], [], axes, reps, True), out / "data" / j["name"]))
     results = execute_sweeps(sweeps, scheduler, workers, progress, desc="shared-link-arq", keep_foreign=True)
     frames = []
+    parsed: dict[str, dict] = {}  # a channel's text -> its table (nine texts, 35,760 runs)
     for j, (runs, _) in zip(js, results):
         axis = SETTINGS[j["protocol"]][0]
         rows = []
         for r in runs.to_dicts():
-            ch = _parse_channel(r["axis:wireless.channel"])
+            text = r["axis:wireless.channel"]
+            if text not in parsed:
+                parsed[text] = _parse_channel(text)
+            ch = parsed[text]
             setting = "-" if axis is None else r[f"axis:{axis}"]
             if j["protocol"] == "rlc":
                 setting = str(int(setting))
@@ -146,8 +149,10 @@ def summarize(df):
     ).sort(["mux", "app", "protocol", "model", "contention", "setting", "flr"])
 
 
-def _figure(out: Path, stem: str, title: str, ylabel: str, lines: list, written: list):
-    """One figure: `lines` = [(label, flrs, means, cis)], x = FLR in percent."""
+def _figure(out: Path, stem: str, title: str, ylabel: str, lines: list) -> list[Path]:
+    """One figure, `stem`.png and .pdf in `out`: `lines` = [(label, flrs, means,
+    cis)], x = FLR in percent. Module-level and of plain arguments, so that
+    `render_all` can draw it in a worker process."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -166,12 +171,9 @@ def _figure(out: Path, stem: str, title: str, ylabel: str, lines: list, written:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, frameon=False)
     tidy(fig)
-    for ext in ("png", "pdf"):
-        p = out / f"{stem}.{ext}"
-        with atomic_path(p) as tmp:
-            fig.savefig(tmp, format=ext)
-        written.append(p)
+    written = [save(fig, out / f"{stem}.{ext}") for ext in ("png", "pdf")]
     plt.close(fig)
+    return written
 
 
 def _errors(model: str) -> str:
@@ -185,21 +187,22 @@ def _line(sub, label: str, delay: bool = False):
     return (label, list(g["flr"]), [v * k for v in g[m]], [v * k for v in g[c]])
 
 
-def plot(summary, out: Path) -> list[Path]:
+def plot(summary, out: Path, workers: int | None = None) -> list[Path]:
     """Every figure per structure run: the paper's (`shared-queue`) in `out`, the
-    others in `out/STRUCTURE/`."""
-    written: list[Path] = []
+    others in `out/STRUCTURE/`; drawn over `workers` processes (`render_all`)."""
+    specs: list[tuple] = []
     for mux in MUXES:
         sub = select(summary, mux=mux)
         if sub.height:
             d = out if mux == MUXES[0] else out / mux
             d.mkdir(parents=True, exist_ok=True)
-            written += _plot_structure(sub, d, mux)
-    return written
+            specs += _structure_figures(sub, d, mux)
+    return render_all(_figure, specs, workers)
 
 
-def _plot_structure(summary, out: Path, mux: str) -> list[Path]:
-    written: list[Path] = []
+def _structure_figures(summary, out: Path, mux: str) -> list[tuple]:
+    """The figures of one structure, as `_figure`'s arguments."""
+    specs: list[tuple] = []
     tag = f" [{mux}]"
     for (app, protocol, model, contention), fig_no in FIGS.items():
         sub = select(summary, app=app, protocol=protocol, model=model, contention=contention)
@@ -211,14 +214,15 @@ def _plot_structure(summary, out: Path, mux: str) -> list[Path]:
         stem = (
             f"fig{fig_no:02d}" if fig_no else "extra"
         ) + f"_{app}_{protocol}_{model}_{'contention' if contention else 'alone'}"
-        _figure(
-            out,
-            stem,
-            f"{label}: {APPS[app]}, {NAMES[protocol]}, {_errors(model)} errors, {'Contention' if contention else 'no Contention'}"
-            + tag,
-            f"{APPS[app]} throughput (kbit/s)",
-            lines,
-            written,
+        specs.append(
+            (
+                out,
+                stem,
+                f"{label}: {APPS[app]}, {NAMES[protocol]}, {_errors(model)} errors, {'Contention' if contention else 'no Contention'}"
+                + tag,
+                f"{APPS[app]} throughput (kbit/s)",
+                lines,
+            )
         )
     for (app, model, contention), fig_no in COMPARE_FIGS.items():
         lines = [
@@ -229,14 +233,15 @@ def _plot_structure(summary, out: Path, mux: str) -> list[Path]:
             for p in ("raw", "sr", "asr", "rlc")
         ]
         stem = f"fig{fig_no:02d}_{app}_compare_{model}_{'contention' if contention else 'alone'}"
-        _figure(
-            out,
-            stem,
-            f"Fig. {fig_no}: {APPS[app]}, tuned protocols, {_errors(model)} errors, {'Contention' if contention else 'no Contention'}"
-            + tag,
-            f"{APPS[app]} throughput (kbit/s)",
-            lines,
-            written,
+        specs.append(
+            (
+                out,
+                stem,
+                f"Fig. {fig_no}: {APPS[app]}, tuned protocols, {_errors(model)} errors, {'Contention' if contention else 'no Contention'}"
+                + tag,
+                f"{APPS[app]} throughput (kbit/s)",
+                lines,
+            )
         )
     for (app, model), fig_no in DELAY_FIGS.items():
         lines = [
@@ -249,15 +254,16 @@ def _plot_structure(summary, out: Path, mux: str) -> list[Path]:
         ]
         stem = (f"fig{fig_no:02d}" if fig_no else "extra") + f"_{app}_media_delay_{model}"
         label = f"Fig. {fig_no}" if fig_no else "(no figure in the paper)"
-        _figure(
-            out,
-            stem,
-            f"{label}: Media Distribution delay against {APPS[app]}, {_errors(model)} errors" + tag,
-            "Media packet delay (ms)",
-            lines,
-            written,
+        specs.append(
+            (
+                out,
+                stem,
+                f"{label}: Media Distribution delay against {APPS[app]}, {_errors(model)} errors" + tag,
+                "Media packet delay (ms)",
+                lines,
+            )
         )
-    return written
+    return specs
 
 
 def _write_claims(out: Path, cl: list[dict]) -> None:
@@ -282,7 +288,7 @@ STUDY = Study(
     ),
     reduce=summarize,
     tables=_tables,
-    figures=lambda _df, summary, out, quick: plot(summary, out),
+    figures=lambda _df, summary, out, quick, workers: plot(summary, out, workers),
     claims=lambda _df, summary: check_claims(summary),
     write_claims=_write_claims,
     timed=False,
