@@ -13,16 +13,32 @@ def test_run_tasks_computes_in_order_and_resumes(tmp_path):
     assert run_tasks(math.sqrt, tasks, store, workers=1, progress=False) == [2.0, 3.0, 4.0]
     lines = store.read_text().splitlines()
     assert len(lines) == 3 and {json.loads(x)["key"] for x in lines} == {task_key(math.sqrt, t) for t in tasks}
-    # Lose one result, cut the file mid-line, add a task: only what is missing runs.
+    # Lose one result, mark another (a re-run would correct it), cut the file
+    # mid-line, add a task: only what is missing runs.
     kept = [x for x in lines if json.loads(x)["key"] != task_key(math.sqrt, 9.0)]
+    kept = [x.replace("2.0", "-2.0") if json.loads(x)["key"] == task_key(math.sqrt, 4.0) else x for x in kept]
     store.write_text("\n".join(kept) + '\n{"key": "cut')
-    assert run_tasks(math.sqrt, tasks + [25.0], store, workers=1, progress=False) == [2.0, 3.0, 4.0, 5.0]
-    new = [json.loads(x) for x in store.read_text().splitlines()[len(kept) + 1 :]]
-    assert sorted(r["result"] for r in new) == [3.0, 5.0]
+    assert run_tasks(math.sqrt, tasks + [25.0], store, workers=1, progress=False) == [-2.0, 3.0, 4.0, 5.0]
+    # Complete: one line per task, in the tasks' order, the cut line gone.
+    assert [json.loads(x)["key"] for x in store.read_text().splitlines()] == [
+        task_key(math.sqrt, t) for t in tasks + [25.0]
+    ]
     # Everything there: nothing runs (no cluster is even started).
     before = store.read_text()
-    assert run_tasks(math.sqrt, tasks, store, workers=1, progress=False) == [2.0, 3.0, 4.0]
+    assert run_tasks(math.sqrt, tasks, store, workers=1, progress=False) == [-2.0, 3.0, 4.0]
     assert store.read_text() == before
+
+
+def test_a_complete_store_is_written_in_task_order_whatever_the_completion_order(tmp_path):
+    store = tmp_path / "runs.jsonl"
+    tasks = [1.0, 4.0, 9.0]
+    keys = [task_key(math.sqrt, t) for t in tasks]
+    # As two workers might have left it: out of order, and a result of another
+    # task (an earlier form of the study) that stays.
+    rec = lambda k, r: json.dumps({"key": k, "result": r})  # noqa: E731
+    store.write_text("\n".join([rec(keys[2], 3.0), rec("other", 7), rec(keys[0], 1.0)]) + "\n")
+    assert run_tasks(math.sqrt, tasks, store, workers=2, progress=False) == [1.0, 2.0, 3.0]
+    assert store.read_text().splitlines() == [rec(keys[0], 1.0), rec(keys[1], 2.0), rec(keys[2], 3.0), rec("other", 7)]
 
 
 def _sizes(batch):

@@ -216,6 +216,22 @@ class _Store:
                 f.write((("\n" if cut else "") + "\n".join(self.pending) + "\n").encode())
             self.pending = []
 
+    def settle(self, keys: list[str]) -> None:
+        """Once every task has its result: the file rewritten with one line per
+        key in the tasks' order (then any other results it holds, kept, in their
+        order), so that the same study writes the same bytes however its workers
+        finished (results arrive in completion order)."""
+        from .outputs import write_text
+
+        self.flush()
+        if not self.path.exists() or any(k not in self.results for k in keys):
+            return
+        order = dict.fromkeys(keys) | dict.fromkeys(self.results)
+        lines = [json.dumps({"key": k, "result": self.results[k]}) for k in order]
+        text = "\n".join(lines) + "\n"
+        if self.path.read_text() != text:
+            write_text(self.path, text)
+
 
 def tasks_group(fn: Callable, tasks: list, store: Path, long: bool = False) -> tuple[Group, _Store, list[str]]:
     """The group for `fn` over `tasks` keeping results in `store`, the store, and
@@ -246,4 +262,5 @@ def run_tasks(
     JSON-like argument returning a JSON-like value."""
     g, st, keys = tasks_group(fn, tasks, store)
     execute([g], scheduler, workers, progress, batch, desc)
+    st.settle(keys)
     return [st.results[k] for k in keys]

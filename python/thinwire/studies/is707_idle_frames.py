@@ -123,6 +123,7 @@ def run_all(out: Path, quick: bool, scheduler, workers, progress):
         extra=[group],
         keep_foreign=True,
     )
+    store.settle(keys)
     rows = []
     for (name, _), (runs, _) in zip(sw, res):
         for r in runs.to_dicts():
