@@ -159,6 +159,14 @@ def test_malformed_toml_and_missing_file(tmp_path):
         assert "Traceback" not in p.stderr
 
 
+def test_reproduce_into_a_file_says_so_before_running(tmp_path):
+    f = tmp_path / "afile"
+    f.write_text("keep")
+    p = thinwire_cli("reproduce", "gprs-tcp", "--quick", "--out", f)
+    assert p.returncode == 2 and p.stderr.strip() == f"thinwire: error: --out {f}: exists and is not a directory"
+    assert f.read_text() == "keep"
+
+
 def test_binary_file_is_rejected(tmp_path):
     b = tmp_path / "x.toml"
     b.write_bytes(b"\xff\xfe\x00garbage")

@@ -52,6 +52,8 @@ def cmd(a) -> int:
             die(str(e))
         extra["mux"] = a.mux
     out = Path(a.out or Path("studies") / a.study)
+    if out.exists() and not out.is_dir():
+        die(f"--out {out}: exists and is not a directory")
     import warnings
 
     from ..api import ScenarioWarning
