@@ -9,7 +9,7 @@ A study module builds a `Study` from its own functions and exports its
         run=run_all,                          # (out, quick, scheduler, workers, progress, **params) -> runs
         reduce=summarize,                     # runs -> summary (default: the runs themselves)
         tables=lambda runs, s, out: ...,      # write the runs' and the summary's tables
-        figures=lambda runs, s, out, quick, workers: plot(s, out),
+        figures=lambda runs, s, out, quick, workers: plot(s, out),  # workers: processes it may draw in
         claims=lambda runs, s: claims(s),     # -> list of claim dicts (report.py's shape)
         count=len,                            # runs made, for timing.json (None: not counted)
     )
