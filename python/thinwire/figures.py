@@ -49,16 +49,16 @@ def tidy(fig, **kw) -> None:
         fig.tight_layout(**kw)
 
 
-def save(fig, path: str | os.PathLike, dpi: float | None = None, fmt: str | None = None) -> Path:
+def save(fig, path: str | os.PathLike, dpi: float | None = None) -> Path:
     """Writes `fig` to `path` atomically (`outputs.atomic_path`), in the format its
-    suffix names (or `fmt`), with no time stamp or random id in the file: the
-    same figure, the same bytes."""
+    suffix names, with no time stamp or random id in the file: the same figure,
+    the same bytes."""
     import matplotlib
 
     from .outputs import atomic_path
 
     path = Path(path)
-    fmt = fmt or path.suffix.lstrip(".").lower() or None
+    fmt = path.suffix.lstrip(".").lower() or None
     kw: dict[str, Any] = {"format": fmt}
     if dpi is not None:
         kw["dpi"] = dpi
