@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.deps-ok
 
-.PHONY: demo test build venv bench clean cargo-test py-test lint fuzz
+.PHONY: demo test build venv bench clean cargo-test py-test lint fuzz pgo
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,11 @@ lint: $(STAMP)
 	cargo build -q -p thinwire --no-default-features   # the model layer builds without the simulator
 	$(VENV)/bin/ruff format --check -q .
 	$(VENV)/bin/ruff check -q .
+
+# A profile-guided build into .venv (opt-in; needs `rustup component add
+# llvm-tools`; bench/pgo.py). `make build` puts the plain build back.
+pgo: $(STAMP)
+	$(PY) bench/pgo.py --install
 
 bench: build
 	$(PY) bench/run.py

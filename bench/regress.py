@@ -3,6 +3,7 @@
     .venv/bin/python bench/regress.py                      # this working tree against BASE
     .venv/bin/python bench/regress.py --base 3e21701 --head a4ea6fc --rounds 80
     .venv/bin/python bench/regress.py --scenario scenarios/web-browsing.toml --runs 20
+    .venv/bin/python bench/regress.py --base worktree --head worktree --pgo   # bench/pgo.py's gain
 
 Each build is a wheel of one commit (or, for `--head worktree`, of the working tree
 as it is now, uncommitted changes included) installed into a venv of its own under
@@ -64,9 +65,10 @@ def resolve(rev: str) -> str:
     return sh(["git", "rev-parse", "--verify", f"{rev}^{{commit}}"], cwd=ROOT)
 
 
-def build(rev: str, quiet: bool) -> Path:
-    """A venv holding `rev`'s wheel; returns its python."""
-    name = "worktree" if rev == "worktree" else rev[:12]
+def build(rev: str, quiet: bool, pgo: bool = False) -> Path:
+    """A venv holding `rev`'s wheel (profile-guided with `pgo`, bench/pgo.py);
+    returns its python."""
+    name = ("worktree" if rev == "worktree" else rev[:12]) + ("-pgo" if pgo else "")
     venv = CACHE / f"venv-{name}"
     py = venv / "bin" / "python"
     if rev != "worktree" and (venv / ".ok").exists():
@@ -93,14 +95,19 @@ def build(rev: str, quiet: bool) -> Path:
     # One cargo target folder for every exported commit: crates.io dependencies are
     # compiled once.
     env = dict(os.environ, CARGO_TARGET_DIR=str(CACHE / "cargo-target")) if rev != "worktree" else None
-    subprocess.run(
-        [str(maturin), "build", "--release", "-q", "-o", str(wheels), "-i", sys.executable],
-        cwd=src,
-        check=True,
-        env=env,
-        stdout=subprocess.DEVNULL if quiet else sys.stderr,
-    )
-    wheel = next(wheels.glob("thinwire-*.whl"))
+    if pgo:
+        import pgo as pgo_build
+
+        wheel = pgo_build.pgo_wheel(src, wheels, quiet)
+    else:
+        subprocess.run(
+            [str(maturin), "build", "--release", "-q", "-o", str(wheels), "-i", sys.executable],
+            cwd=src,
+            check=True,
+            env=env,
+            stdout=subprocess.DEVNULL if quiet else sys.stderr,
+        )
+        wheel = next(wheels.glob("thinwire-*.whl"))
     shutil.rmtree(venv, ignore_errors=True)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True)
@@ -186,6 +193,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=40, help="rounds, builds alternated (default 40)")
     ap.add_argument("--runs", type=int, default=10, help="runs per scenario per round and build")
     ap.add_argument("--scenario", action="append", help="scenario file (repeatable; default scenarios/*.toml)")
+    ap.add_argument("--pgo", action="store_true", help="build head profile-guided (bench/pgo.py)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker:
@@ -202,10 +210,10 @@ def main() -> None:
         if not p.is_file():
             ap.error(f"no such scenario file: {p}")
     CACHE.mkdir(parents=True, exist_ok=True)
-    builds = {"base": build(base, False), "head": build(head, False)}
+    builds = {"base": build(base, False), "head": build(head, False, a.pgo)}
     workers = {k: Worker(py, k) for k, py in builds.items()}
     print(f"machine: {cpu()}, {os.cpu_count()} cores, {platform.system()} {platform.release()}")
-    print(f"base {a.base} ({base[:12]})  head {a.head} ({head[:12]})")
+    print(f"base {a.base} ({base[:12]})  head {a.head} ({head[:12]}){' profile-guided' if a.pgo else ''}")
     for k, w in workers.items():
         print(f"  {k} imports thinwire from {w.where}")
     print(f"{a.rounds} rounds x {a.runs} runs per scenario and build, alternating; load {os.getloadavg()[0]:.2f}")
