@@ -44,10 +44,12 @@ def llvm_profdata() -> Path:
     sysroot = subprocess.run(["rustc", "--print", "sysroot"], check=True, text=True, capture_output=True).stdout
     tool = Path(sysroot.strip(), "lib", "rustlib", host, "bin", "llvm-profdata")
     if not tool.is_file():
-        raise SystemExit(
+        print(
             f"pgo: {tool} not found; install it with `rustup component add llvm-tools` "
-            "(it must match the compiler's LLVM)"
+            "(it must match the compiler's LLVM)",
+            file=sys.stderr,
         )
+        raise SystemExit(2)
     return tool
 
 
