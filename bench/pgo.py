@@ -53,11 +53,15 @@ def llvm_profdata() -> Path:
     return tool
 
 
-def wheel(src: Path, out: Path, target: Path, rustflags: str, quiet: bool) -> Path:
-    """Builds `src` into a wheel in `out` (emptied first) with `rustflags`."""
+def wheel(src: Path, out: Path, target: Path | None, rustflags: str, quiet: bool) -> Path:
+    """Builds `src` into a wheel in `out` (emptied first), in cargo target folder
+    `target` (None: cargo's default), with `rustflags` added."""
     shutil.rmtree(out, ignore_errors=True)
-    flags = " ".join(x for x in (os.environ.get("RUSTFLAGS", ""), rustflags) if x)
-    env = dict(os.environ, CARGO_TARGET_DIR=str(target), RUSTFLAGS=flags)
+    env = dict(os.environ)
+    if target is not None:
+        env["CARGO_TARGET_DIR"] = str(target)
+    if rustflags:
+        env["RUSTFLAGS"] = " ".join(x for x in (os.environ.get("RUSTFLAGS", ""), rustflags) if x)
     maturin = Path(sys.executable).parent / "maturin"
     subprocess.run(
         [str(maturin), "build", "--release", "-q", "-o", str(out), "-i", sys.executable],
@@ -70,8 +74,8 @@ def wheel(src: Path, out: Path, target: Path, rustflags: str, quiet: bool) -> Pa
 
 
 def venv_with(whl: Path, venv: Path) -> Path:
-    """A fresh venv holding `whl`, finding the other dependencies in this venv;
-    returns its python."""
+    """A fresh venv holding `whl`, finding the other dependencies in this venv
+    (the one running this script); returns its python."""
     shutil.rmtree(venv, ignore_errors=True)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     py = venv / "bin" / "python"
@@ -83,7 +87,7 @@ def venv_with(whl: Path, venv: Path) -> Path:
         capture_output=True,
     ).stdout.strip()
     # A path line: this venv's own .pth files (the editable thinwire) are not read.
-    Path(site, "_pgo_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    Path(site, "_bench_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return py
 
 

@@ -45,7 +45,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import sysconfig
 import time
 from pathlib import Path
 
@@ -68,6 +67,10 @@ def resolve(rev: str) -> str:
 def build(rev: str, quiet: bool, pgo: bool = False) -> Path:
     """A venv holding `rev`'s wheel (profile-guided with `pgo`, bench/pgo.py);
     returns its python."""
+    # bench/pgo.py builds the wheels and venvs (imported here: a worker runs
+    # this file with `-I`, which leaves its folder off the path).
+    import pgo as pgo_build
+
     name = ("worktree" if rev == "worktree" else rev[:12]) + ("-pgo" if pgo else "")
     venv = CACHE / f"venv-{name}"
     py = venv / "bin" / "python"
@@ -87,34 +90,17 @@ def build(rev: str, quiet: bool, pgo: bool = False) -> Path:
         # library built from another commit, which would then be linked unchanged.
         subprocess.run(["tar", "-x", "-m", "-C", src], input=archive, check=True)
     wheels = CACHE / f"wheels-{name}"
-    shutil.rmtree(wheels, ignore_errors=True)
-    maturin = Path(sys.executable).parent / "maturin"
     if not quiet:
         print(f"building {name} ...", file=sys.stderr, flush=True)
     t = time.perf_counter()
-    # One cargo target folder for every exported commit: crates.io dependencies are
-    # compiled once.
-    env = dict(os.environ, CARGO_TARGET_DIR=str(CACHE / "cargo-target")) if rev != "worktree" else None
     if pgo:
-        import pgo as pgo_build
-
         wheel = pgo_build.pgo_wheel(src, wheels, quiet)
     else:
-        subprocess.run(
-            [str(maturin), "build", "--release", "-q", "-o", str(wheels), "-i", sys.executable],
-            cwd=src,
-            check=True,
-            env=env,
-            stdout=subprocess.DEVNULL if quiet else sys.stderr,
-        )
-        wheel = next(wheels.glob("thinwire-*.whl"))
-    shutil.rmtree(venv, ignore_errors=True)
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True)
-    # Dependencies from this checkout's venv: a path line (a .pth inside that folder,
-    # such as the editable thinwire.pth, is not processed through it).
-    site = sh([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
-    Path(site, "_regress_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+        # One cargo target folder for every exported commit: crates.io
+        # dependencies are compiled once.
+        target = CACHE / "cargo-target" if rev != "worktree" else None
+        wheel = pgo_build.wheel(src, wheels, target, "", quiet)
+    pgo_build.venv_with(wheel, venv)
     (venv / ".ok").write_text(rev + "\n")
     if not quiet:
         print(f"built {name} in {time.perf_counter() - t:.0f} s", file=sys.stderr, flush=True)
