@@ -141,6 +141,12 @@ def test_reproduce_gsm_multilayer_quick(tmp_path):
     # Same command, same numbers.
     p2 = thinwire_cli("reproduce", "gsm-multilayer", "--quick", "--json", "--out", tmp_path / "g2")
     assert json.loads(p2.stdout) == claims
+    # The timing names the kind of build that made it (`make pgo`'s or the plain one).
+    from thinwire._core import BUILD
+
+    timing = json.loads((out / "timing.json").read_text())
+    assert timing["build"] == BUILD and BUILD in ("plain", "profile-guided", "instrumented")
+    assert timing["simulate_and_analyse_s"] > 0
 
 
 def test_reproduce_gprs_tcp_quick(tmp_path):

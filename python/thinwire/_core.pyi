@@ -11,6 +11,7 @@ __all__ = [
     "analyze_capture",
     "CaptureError",
     "ScenarioError",
+    "BUILD",
     "TRACE_LAYERS",
     "TRACE_EVENTS",
     "TRACE_NODES",
@@ -130,6 +131,8 @@ def analyze_capture(
 ) -> dict[str, Any]:
     """Per-connection TCP statistics of a pcap/pcapng capture; raises CaptureError."""
 
+BUILD: str
+"""How the library was compiled: "plain", "profile-guided" (`make pgo`) or "instrumented"."""
 TRACE_LAYERS: list[str]
 TRACE_EVENTS: list[str]
 TRACE_NODES: list[str]

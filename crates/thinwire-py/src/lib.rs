@@ -277,6 +277,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add_function(wrap_pyfunction!(emulate::proxy_daemon, m)?)?;
         m.add("EmulateError", m.py().get_type::<emulate::EmulateError>())?;
     }
+    // How the library was compiled (build.rs): "plain", "profile-guided" or
+    // "instrumented".
+    m.add("BUILD", env!("THINWIRE_BUILD"))?;
     m.add("TRACE_LAYERS", thinwire::trace::LAYERS.to_vec())?;
     m.add("TRACE_EVENTS", thinwire::trace::EVENTS.to_vec())?;
     m.add("TRACE_NODES", thinwire::trace::NODES.to_vec())?;

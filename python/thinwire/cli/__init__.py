@@ -46,8 +46,16 @@ COMMANDS = (
 )
 
 
+def version_line() -> str:
+    """`thinwire 0.1.0`, with the kind of build when it is not the plain one
+    (`make pgo`'s profile-guided build: its timings are not the plain build's)."""
+    from .._core import BUILD
+
+    return f"thinwire {__version__}" + ("" if BUILD == "plain" else f" ({BUILD} build)")
+
+
 def _version(a) -> int:
-    print(f"thinwire {__version__}")
+    print(version_line())
     return 0
 
 
@@ -58,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         epilog="Start with the shipped examples: 'thinwire examples' lists them, "
         "'thinwire examples --copy DIR' writes them into DIR to run and edit.",
     )
-    p.add_argument("--version", action="version", version=f"thinwire {__version__}")
+    p.add_argument("--version", action="version", version=version_line())
     sub = p.add_subparsers(dest="cmd", parser_class=Parser, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"{__name__}.{name}").add(sub)
