@@ -15,7 +15,7 @@ ordinary build's cache stays valid):
 
 It needs the `llvm-profdata` of the compiler's own LLVM (`rustup component add
 llvm-tools`; an older system `llvm-profdata` cannot read a newer compiler's
-profiles). About three minutes on the 2-core machine of bench/RESULTS.md.
+profiles). About two minutes on the 2-core machine of bench/RESULTS.md.
 
 Profile-guided optimization changes inlining, code layout and branch order, never
 arithmetic (Rust does no fast-math): the outputs are byte-identical to the plain
@@ -53,22 +53,37 @@ def llvm_profdata() -> Path:
     return tool
 
 
-def wheel(src: Path, out: Path, target: Path | None, rustflags: str, quiet: bool) -> Path:
-    """Builds `src` into a wheel in `out` (emptied first), in cargo target folder
-    `target` (None: cargo's default), with `rustflags` added."""
-    shutil.rmtree(out, ignore_errors=True)
+def cargo_env(target: Path | None, rustflags: str) -> dict:
+    """This environment with cargo target folder `target` (None: cargo's default)
+    and `rustflags` added to any RUSTFLAGS already set."""
     env = dict(os.environ)
     if target is not None:
         env["CARGO_TARGET_DIR"] = str(target)
     if rustflags:
         env["RUSTFLAGS"] = " ".join(x for x in (os.environ.get("RUSTFLAGS", ""), rustflags) if x)
-    maturin = Path(sys.executable).parent / "maturin"
-    subprocess.run(
-        [str(maturin), "build", "--release", "-q", "-o", str(out), "-i", sys.executable],
-        cwd=src,
-        check=True,
-        env=env,
-        stdout=subprocess.DEVNULL if quiet else sys.stderr,
+    return env
+
+
+def maturin(*args: str, src: Path, env: dict, quiet: bool) -> None:
+    tool = Path(sys.executable).parent / "maturin"
+    subprocess.run([str(tool), *args], cwd=src, check=True, env=env, stdout=subprocess.DEVNULL if quiet else sys.stderr)
+
+
+def wheel(src: Path, out: Path, target: Path | None, rustflags: str, quiet: bool) -> Path:
+    """Builds `src` into a wheel in `out` (emptied first), in cargo target folder
+    `target` (None: cargo's default), with `rustflags` added."""
+    shutil.rmtree(out, ignore_errors=True)
+    maturin(
+        "build",
+        "--release",
+        "-q",
+        "-o",
+        str(out),
+        "-i",
+        sys.executable,
+        src=src,
+        env=cargo_env(target, rustflags),
+        quiet=quiet,
     )
     return next(out.glob("thinwire-*.whl"))
 
@@ -156,11 +171,8 @@ def main() -> None:
     if a.install:
         data = profile(ROOT, False)
         print("pgo: building the optimized library into .venv ...", file=sys.stderr, flush=True)
-        flags = " ".join(x for x in (os.environ.get("RUSTFLAGS", ""), f"-Cprofile-use={data}") if x)
-        env = dict(os.environ, CARGO_TARGET_DIR=str(WORK / "use"), RUSTFLAGS=flags)
-        subprocess.run(
-            [str(Path(sys.executable).parent / "maturin"), "develop", "--release", "-q"], cwd=ROOT, env=env, check=True
-        )
+        env = cargo_env(WORK / "use", f"-Cprofile-use={data}")
+        maturin("develop", "--release", "-q", src=ROOT, env=env, quiet=False)
         print(f"pgo: installed into .venv in {time.perf_counter() - t:.0f} s (`make build` puts the plain build back)")
     else:
         whl = pgo_wheel(ROOT, WORK / "wheels")
