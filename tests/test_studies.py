@@ -112,6 +112,29 @@ def test_reproduce_is707_idle_frames_quick(tmp_path):
     # Rerunning resumes from the saved results and gives the same claims.
     p2 = thinwire_cli("reproduce", "is707-idle-frames", "--quick", "--json", "--out", out, "--workers", "1")
     assert p2.returncode == 0 and json.loads(p2.stdout) == claims
+    # More replications into the same folder: the first three are the quick
+    # default's runs, kept; only the fourth is simulated, at every point.
+    before = pl.read_parquet(out / "data" / "pe-idle0" / "runs.parquet").drop("wall_s")
+    p3 = thinwire_cli("reproduce", "is707-idle-frames", "--quick", "--replications", "4", "--json", "--out", out)
+    assert p3.returncode == 0, p3.stderr[-2000:]
+    sweep = json.loads((out / "data" / "pe-idle0" / "sweep.json").read_text())
+    assert (sweep["replications"], sweep["runs"], sweep["new_runs"]) == (4, 72, 18)
+    after = pl.read_parquet(out / "data" / "pe-idle0" / "runs.parquet").drop("wall_s")
+    assert after.filter(pl.col("replication") < 3).equals(before)
+    assert pl.read_parquet(out / "summary.parquet")["n"].unique().to_list() == [4]
+    assert json.loads((out / "timing.json").read_text())["replications"] == 4
+    # And back to the default: the quick run's claims again.
+    p4 = thinwire_cli("reproduce", "is707-idle-frames", "--quick", "--json", "--out", out)
+    assert p4.returncode == 0 and json.loads(p4.stdout) == claims
+
+
+def test_reproduce_replications_are_checked(tmp_path):
+    p = thinwire_cli("reproduce", "gprs-tcp", "--quick", "--replications", "3", "--out", tmp_path / "g")
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
+    assert "(is707-idle-frames, shared-link-arq), not gprs-tcp" in p.stderr
+    p = thinwire_cli("reproduce", "shared-link-arq", "--quick", "--replications", "0", "--out", tmp_path / "s")
+    assert p.returncode == 2 and "--replications: 0 is not a positive number" in p.stderr
+    assert not (tmp_path / "g").exists() and not (tmp_path / "s").exists()
 
 
 def test_reproduce_gsm_multilayer_quick(tmp_path):

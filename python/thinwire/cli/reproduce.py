@@ -24,6 +24,13 @@ def add(sub) -> None:
     rp.add_argument("--scheduler", help="address of a running Dask scheduler")
     rp.add_argument("--workers", type=int, help="local cluster size (default: number of cores)")
     rp.add_argument(
+        "--replications",
+        type=int,
+        metavar="N",
+        help="shared-link-arq and is707-idle-frames: replications per point (default 30 and 10; --quick 3); "
+        "the default's first N runs, so a later run with more into the same --out only adds the rest",
+    )
+    rp.add_argument(
         "--mux",
         help="shared-link-arq only: link-sharing structure(s) to run, shared-queue, pull or both (default both)",
     )
@@ -33,7 +40,7 @@ def add(sub) -> None:
 def cmd(a) -> int:
     import importlib
 
-    from ..studies import STUDIES
+    from ..studies import STUDIES, replicates
 
     if a.study not in STUDIES:
         die(f"{a.study!r} is not a study; available: {', '.join(sorted(STUDIES))}")
@@ -41,6 +48,13 @@ def cmd(a) -> int:
         die(f"--workers: {a.workers} is not a positive number of workers")
     mod = importlib.import_module(STUDIES[a.study])
     extra = {}
+    if a.replications is not None:
+        if not replicates(a.study):
+            which = ", ".join(n for n in sorted(STUDIES) if replicates(n))
+            die(f"--replications applies only to the studies that replicate runs ({which}), not {a.study}")
+        if a.replications < 1:
+            die(f"--replications: {a.replications} is not a positive number of replications")
+        extra["replications"] = a.replications
     if a.mux is not None:
         if not hasattr(mod, "structures"):
             die(

@@ -9,3 +9,11 @@ STUDIES = {
     "sim-vs-real": "thinwire.studies.sim_vs_real",
     "aqm-wireless": "thinwire.studies.aqm_wireless",
 }
+
+
+def replicates(name: str) -> bool:
+    """Whether study `name` replicates its runs (takes `replications`)."""
+    import importlib
+
+    study = getattr(importlib.import_module(STUDIES[name]), "STUDY", None)
+    return study is not None and study.replications is not None

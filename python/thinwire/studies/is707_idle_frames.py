@@ -67,11 +67,10 @@ def scenario(stop: str, idle) -> str:
     return BASE.format(stop=stop, idle=line)
 
 
-def _sweeps(out: Path, quick: bool):
+def _sweeps(out: Path, quick: bool, reps: int):
     from ..sweeping import Sweep
 
     stop = "5000s" if quick else "20000s"
-    reps = 3 if quick else 10
     chan = [{"model": "fading", "pe": pe, "fdt": f} for f in FDTS for pe in PES]
     hi = [{"model": "fading", "pe": 0.3, "fdt": f} for f in FDTS]
     return [
@@ -100,16 +99,20 @@ def _chan(text: str) -> dict:
     return tomllib.loads(f"v = {text}")["v"]
 
 
-def run_all(out: Path, quick: bool, scheduler, workers, progress):
-    """The three sweeps and the histogram runs, on one cluster under one progress
-    bar (resumable: sweeps in data/NAME/runs.parquet, histogram runs in
-    data/histogram-runs.jsonl). Returns (per-run table, histograms)."""
+def run_all(out: Path, quick: bool, scheduler, workers, progress, reps: int | None = None):
+    """The three sweeps, `reps` replications per point (default 10, `quick` 3),
+    and the histogram runs (not replications: one long sample per fdT, cut into
+    windows), on one cluster under one progress bar (resumable: sweeps in
+    data/NAME/runs.parquet, histogram runs in data/histogram-runs.jsonl).
+    Returns (per-run table, histograms)."""
     import polars as pl
 
     from ..runner import tasks_group
     from ..sweeping import execute_sweeps
 
-    sw = _sweeps(out, quick)
+    if reps is None:
+        reps = STUDY.replications[0 if quick else 1]
+    sw = _sweeps(out, quick, reps)
     n_hist = 1 if quick else 10
     stop = 20_000 if quick else 1_000_000
     hist_jobs = [[f, 1000 + k, stop] for f in FDTS for k in range(n_hist)]
@@ -420,5 +423,6 @@ STUDY = Study(
     figures=lambda runs, summary, out, quick, workers: plot(summary, runs[1], out, quick),
     claims=lambda runs, summary: claims(summary, runs[1]),
     timing=lambda quick: {"histogram_simulated_s_per_fdt": 20_000 if quick else 10_000_000},
+    replications=(3, 10),
 )
 reproduce = STUDY.reproduce

@@ -12,13 +12,15 @@ A study module builds a `Study` from its own functions and exports its
         figures=lambda runs, s, out, quick, workers: plot(s, out),  # workers: processes it may draw in
         claims=lambda runs, s: claims(s),     # -> list of claim dicts (report.py's shape)
         count=len,                            # runs made, for timing.json (None: not counted)
+        replications=(3, 30),                 # a replicating study: defaults (quick, full); `run` takes `reps`
     )
     reproduce = STUDY.reproduce
 
-`Study.reproduce(out, quick, scheduler, workers, progress, **params)` creates
-`out`, times the runs (`timing.json`: `runs`, `simulate_and_analyse_s`, the
-kind of build that ran them — `plain` or `make pgo`'s `profile-guided` —, and
-what `timing` adds), writes the tables and figures, checks the claims and
+`Study.reproduce(out, quick, scheduler, workers, progress, replications,
+**params)` creates `out`, times the runs (`timing.json`: `runs`,
+`simulate_and_analyse_s`, the kind of build that ran them — `plain` or `make
+pgo`'s `profile-guided` —, the replications per point of a replicating study,
+and what `timing` adds), writes the tables and figures, checks the claims and
 writes them (`claims.json`, `claims.md`), and returns them. Adding a study is a
 module with these functions and one line in `STUDIES` (`studies/__init__.py`).
 `sim-vs-real`, whose runs are real hosts' as well as the model's, keeps a
@@ -60,18 +62,38 @@ class Study:
     """Further entries of `timing.json` (the size of a histogram's own runs, …)."""
     timed: bool = True
     """Whether `timing.json` is written at all."""
+    replications: tuple[int, int] | None = None
+    """Replications per point by default, `(quick, full)`; `None`: the study does
+    not replicate runs. A study that has them takes `reps` in `run`, and
+    `reproduce(replications=N)` (`--replications N`) overrides the default: the
+    same runs as the default's first N (each replication's seed is its index),
+    so a folder run with fewer can be topped up later, resuming."""
     write_claims: Callable[[Path, list[dict]], None] | None = None
     """How the claims are written (default: report.py's `claims.json` and table)."""
 
     def reproduce(
-        self, out: Path, quick: bool = False, scheduler=None, workers=None, progress=True, **params
+        self,
+        out: Path,
+        quick: bool = False,
+        scheduler=None,
+        workers=None,
+        progress=True,
+        replications: int | None = None,
+        **params,
     ) -> list[dict]:
         from ..outputs import write_text
         from .report import write_claims
 
+        if replications is not None:
+            if self.replications is None:
+                raise ValueError("this study does not replicate its runs")
+            if replications < 1:
+                raise ValueError(f"replications: {replications} is not a positive number")
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
+        if self.replications is not None:
+            params["reps"] = replications or self.replications[0 if quick else 1]
         runs = self.run(out, quick, scheduler, workers, progress, **params)
         t1 = time.perf_counter()
         summary = self.reduce(runs)
@@ -89,6 +111,8 @@ class Study:
             from .._core import BUILD
 
             timing["build"] = BUILD
+            if "reps" in params:
+                timing["replications"] = params["reps"]
             timing.update(self.timing(quick))
             write_text(out / "timing.json", json.dumps(timing, indent=2) + "\n")
         return claims

@@ -67,12 +67,15 @@ from .design import (  # noqa: F401 (the study's design, as `thinwire.studies.sh
 )
 
 
-def run_all(out: Path, quick: bool, scheduler, workers, progress, muxes=MUXES):
+def run_all(out: Path, quick: bool, scheduler, workers, progress, muxes=MUXES, reps: int | None = None):
+    """Every sweep of the study, `reps` replications per point (default: the
+    study's 30, `quick` 3)."""
     import polars as pl
 
     from ...sweeping import Sweep, execute_sweeps
 
-    reps = 3 if quick else 30
+    if reps is None:
+        reps = STUDY.replications[0 if quick else 1]
     js = jobs(quick, muxes)
     sweeps = []
     for j in js:
@@ -283,8 +286,8 @@ def _tables(_df, summary, out: Path) -> None:
 
 
 STUDY = Study(
-    run=lambda out, quick, scheduler, workers, progress, mux="both": run_all(
-        out, quick, scheduler, workers, progress, structures(mux)
+    run=lambda out, quick, scheduler, workers, progress, reps, mux="both": run_all(
+        out, quick, scheduler, workers, progress, structures(mux), reps
     ),
     reduce=summarize,
     tables=_tables,
@@ -292,5 +295,6 @@ STUDY = Study(
     claims=lambda _df, summary: check_claims(summary),
     write_claims=_write_claims,
     timed=False,
+    replications=(3, 30),
 )
 reproduce = STUDY.reproduce
