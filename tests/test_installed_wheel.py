@@ -149,3 +149,6 @@ def test_the_shipped_script_runs_from_the_install(installed):
     p = _run(bin_dir, d, "python", "scripts/loss-sweep.py", timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     assert (d / "loss-sweep.png").stat().st_size > 10_000 and "Traceback" not in p.stderr
+    # The sweep's table in kbit/s under a name that says so (it once printed
+    # kbit/s values under `throughput_bps`).
+    assert "throughput_kbps" in p.stdout and "throughput_bps:mean" not in p.stdout

@@ -24,12 +24,14 @@ runs, summary = thinwire.sweep(
 )
 col = "flow0.throughput_bps"
 points = summary.select(
-    pl.col("axis:wireless.channel.p").alias("p"), pl.col(f"{col}:mean") / 1e3, pl.col(f"{col}:ci95") / 1e3
+    pl.col("axis:wireless.channel.p").alias("p"),
+    (pl.col(f"{col}:mean") / 1e3).alias("throughput_kbps"),
+    (pl.col(f"{col}:ci95") / 1e3).alias("ci95_kbps"),
 )
 print(points)
 
 fig, ax = plt.subplots(figsize=(5, 3.5))
-ax.errorbar(points["p"], points[f"{col}:mean"], yerr=points[f"{col}:ci95"], marker="o", capsize=3)
+ax.errorbar(points["p"], points["throughput_kbps"], yerr=points["ci95_kbps"], marker="o", capsize=3)
 ax.set_xlabel("frame loss rate")
 ax.set_ylabel("TCP throughput (kbit/s)")
 ax.set_title("100 KB over 64 kbit/s SR, 4 replications")
