@@ -241,6 +241,7 @@ pub fn tcp_config(f: &FlowCfg) -> TcpConfig {
         source_quench: t.source_quench.unwrap_or(d.source_quench),
         rcv_wnd_initial: t.rcv_wnd_initial.map(|x| Some(x.0 as u32)).unwrap_or(d.rcv_wnd_initial),
         slow_start_after_idle: t.slow_start_after_idle.unwrap_or(d.slow_start_after_idle),
+        idle_restart: t.idle_restart.unwrap_or(d.idle_restart),
         cwnd_clamp: t.cwnd_clamp.map(|x| Some(x.0.min(1 << 30) as u32)).unwrap_or(d.cwnd_clamp),
         rto: t.rto.unwrap_or(d.rto),
         syn_linear_timeouts: t.syn_linear_timeouts.unwrap_or(d.syn_linear_timeouts),
@@ -523,6 +524,19 @@ mod tests {
         }
         let e = tcp("rto = \"bsd\"").unwrap_err().to_string();
         assert!(e.starts_with("flow[0].tcp.rto: ") && e.contains("rfc6298") && !e.contains('\n'), "{e}");
+        // The restart after idle: the kernel's in both Linux profiles, RFC 5681's
+        // by default and when named.
+        use crate::tcp::IdleRestart;
+        for (t, want) in [
+            ("profile = \"linux\"", IdleRestart::Linux),
+            ("profile = \"linux-2.4\"", IdleRestart::Linux),
+            ("slow_start_after_idle = true", IdleRestart::Rfc5681),
+            ("profile = \"linux-2.4\", idle_restart = \"rfc5681\"", IdleRestart::Rfc5681),
+        ] {
+            assert_eq!(tcp(t).unwrap().idle_restart, want, "{t}");
+        }
+        let e = tcp("idle_restart = \"cubic\"").unwrap_err().to_string();
+        assert!(e.starts_with("flow[0].tcp.idle_restart: ") && e.contains("rfc5681") && !e.contains('\n'), "{e}");
         let e = tcp("syn_linear_timeouts = 101").unwrap_err().to_string();
         assert_eq!(e, "flow[0].tcp.syn_linear_timeouts: must be between 0 and 100");
         let e = tcp("cc = \"vegas\"").unwrap_err().to_string();

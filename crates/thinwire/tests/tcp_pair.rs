@@ -236,8 +236,17 @@ fn a_small_initial_receive_window_limits_the_first_flight_and_grows() {
 
 #[test]
 fn slow_start_restarts_after_an_idle_period_longer_than_the_rto() {
-    for (ssr, restart) in [(true, 2usize), (false, 0)] {
-        let c = TcpConfig { mss: 1000, initial_window: 2, slow_start_after_idle: ssr, ..Default::default() };
+    use thinwire::tcp::IdleRestart;
+    for (ssr, how, restart) in
+        [(true, IdleRestart::Rfc5681, 2usize), (true, IdleRestart::Linux, 2), (false, IdleRestart::Rfc5681, 0)]
+    {
+        let c = TcpConfig {
+            mss: 1000,
+            initial_window: 2,
+            slow_start_after_idle: ssr,
+            idle_restart: how,
+            ..Default::default()
+        };
         let mut p = TcpPair::new(c, c, Some(60_000), 2_000_000, Duration::from_millis(50), TcpPair::drop_none());
         p.ep[1].set_app_data(Some(60_000), false);
         p.run(Duration::from_secs(20));
@@ -253,6 +262,76 @@ fn slow_start_restarts_after_an_idle_period_longer_than_the_rto() {
             assert_eq!(burst, restart, "restart window");
         } else {
             assert!(burst as u64 > 2 && before > 4_000, "burst {burst}, cwnd {before}");
+        }
+    }
+}
+
+/// `idle_restart = "linux"`, Linux `tcp_cwnd_restart` (RFC 2861 §3, the same in
+/// Linux 2.4; RFC 5681's immediate restart is the test above): after an idle
+/// period longer than the RTO the window halves once per RTO of idleness, down to
+/// the restart window min(IW, cwnd), and ssthresh keeps three quarters of the
+/// window (`tcp_current_ssthresh`). An idle period between one and two RTOs
+/// (1.5 s against the 1 s minimum RTO) halves it once; twenty seconds take it
+/// down to the restart window.
+#[test]
+fn an_idle_period_halves_the_window_once_per_rto_down_to_the_restart_window() {
+    let mss = 1000u64;
+    for idle in [1_500, 2_500, 20_000] {
+        let c = TcpConfig {
+            mss: mss as u32,
+            initial_window: 2,
+            slow_start_after_idle: true,
+            idle_restart: thinwire::tcp::IdleRestart::Linux,
+            ..Default::default()
+        };
+        let mut p = TcpPair::new(c, c, Some(60_000), 2_000_000, Duration::from_millis(50), TcpPair::drop_none());
+        p.ep[1].set_app_data(Some(60_000), false);
+        p.run(Duration::from_secs(20));
+        assert_eq!(p.ep[0].delivered(), 60_000);
+        let before = p.ep[1].cwnd() / mss;
+        let last = p.log[1].iter().rfind(|s| s.2 > 0).unwrap().0;
+        let sent = p.log[1].iter().filter(|s| s.2 > 0).count();
+        p.ep[1].set_app_data(Some(120_000), false);
+        p.kick_at(1, last + Duration::from_millis(idle));
+        p.run(Duration::from_secs(40));
+        assert_eq!(p.ep[0].delivered(), 120_000);
+        let want = match idle {
+            1_500 => before / 2,
+            2_500 => before / 4,
+            _ => 2,
+        };
+        assert!(before >= 16, "a window to halve: {before} segments");
+        assert_eq!(burst_at(&p, sent) as u64, want, "idle {idle} ms, window before {before}");
+        assert!(p.ep[1].ssthresh() >= (before / 2 + before / 4) * mss, "idle {idle} ms");
+    }
+}
+
+/// A controller that sets the window itself on every ACK (BBR: the kernel's
+/// `cong_control` hook) gets no restart after idle: `tcp_slow_start_after_idle_check`
+/// skips it. CUBIC's window after the same idle period is the restart window.
+#[test]
+fn bbr_keeps_its_window_through_an_idle_period() {
+    use thinwire::tcp::CcKind;
+    let mss = 1000u64;
+    for (cc, restarts) in [(CcKind::Cubic, true), (CcKind::Bbr, false)] {
+        let c = TcpConfig { mss: mss as u32, initial_window: 2, slow_start_after_idle: true, cc, ..Default::default() };
+        let mut p = TcpPair::new(c, c, Some(60_000), 2_000_000, Duration::from_millis(50), TcpPair::drop_none());
+        p.ep[1].set_app_data(Some(60_000), false);
+        p.run(Duration::from_secs(20));
+        let (before, ss) = (p.ep[1].cwnd(), p.ep[1].ssthresh());
+        assert!(before > 2 * mss, "{cc:?}: {before}");
+        let last = p.log[1].iter().rfind(|s| s.2 > 0).unwrap().0;
+        p.ep[1].set_app_data(Some(120_000), false);
+        let at = last + Duration::from_secs(20);
+        p.kick_at(1, at);
+        // Just after the new data's first segments, before any ACK of them.
+        p.run(at - thinwire::time::Instant::ZERO + Duration::from_millis(1));
+        let sent_now = p.log[1].iter().filter(|s| s.2 > 0 && s.0 >= at).count();
+        assert!(sent_now > 0, "{cc:?}: the new data has started");
+        let after = p.ep[1].cwnd();
+        assert_eq!(after, if restarts { 2 * mss } else { before }, "{cc:?}");
+        if !restarts {
+            assert_eq!(p.ep[1].ssthresh(), ss, "{cc:?}: no restart at all");
         }
     }
 }

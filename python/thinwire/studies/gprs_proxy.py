@@ -88,7 +88,10 @@ def web_run(proxy: bool, http: str, persistent: bool, ssr: bool, pages: int) -> 
     """Pages of 5 objects of 8 KB, HTTP/1.0 or 1.1, with or without slow-start restart."""
     import thinwire
 
-    tcp = f'profile = "linux-2.4", slow_start_after_idle = {str(ssr).lower()}'
+    # The restart as the seeds describe it (003 §VI-B, 004 §VI-A: the idle
+    # connection's window "set back to its initial two segment value"), not the
+    # Linux kernel's halving per idle RTO that the profile has.
+    tcp = f'profile = "linux-2.4", slow_start_after_idle = {str(ssr).lower()}, idle_restart = "rfc5681"'
     res = thinwire.run(
         scenario(
             flow(

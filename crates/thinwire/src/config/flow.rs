@@ -101,6 +101,8 @@ pub struct TcpCfg {
     #[serde(default)]
     pub slow_start_after_idle: Option<bool>,
     #[serde(default)]
+    pub idle_restart: Option<crate::tcp::IdleRestart>,
+    #[serde(default)]
     pub cwnd_clamp: Option<Size>,
     #[serde(default)]
     pub rto: Option<crate::tcp::rtt::RtoKind>,

@@ -4,6 +4,22 @@ use super::recovery::RecoveryKind;
 use super::rtt::RtoKind;
 use crate::time::Duration;
 
+/// How the window restarts after an idle period (`tcp.idle_restart`, with
+/// `slow_start_after_idle`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+pub enum IdleRestart {
+    /// RFC 5681 §4.1: cwnd = min(cwnd, initial window) after an idle RTO (the
+    /// seeds' description: "set back to its initial two segment value").
+    #[default]
+    #[serde(rename = "rfc5681")]
+    Rfc5681,
+    /// Linux `tcp_cwnd_restart` (RFC 2861 §3; Linux 2.4 and 6.x alike): cwnd
+    /// halves once per RTO of the idle period, down to that restart window, in
+    /// whole segments, and ssthresh keeps three quarters of the window.
+    #[serde(rename = "linux")]
+    Linux,
+}
+
 /// ECN negotiation (RFC 3168 §6.1.1; Linux `net.ipv4.tcp_ecn`): `tcp.ecn`
 /// takes `false` / `"off"`, `true` / `"on"` or `"accept"`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -134,9 +150,14 @@ pub struct TcpConfig {
     /// received, up to `rcv_buf` (Linux's `rcv_ssthresh`; seed 003: 5392 bytes).
     /// Default none: the whole buffer from the start.
     pub rcv_wnd_initial: Option<u32>,
-    /// RFC 5681 §4.1 / Linux `tcp_slow_start_after_idle`: after an idle period longer
-    /// than the RTO, cwnd restarts from min(cwnd, initial window). Default false.
+    /// RFC 5681 §4.1 / Linux `tcp_slow_start_after_idle`: new data after an idle
+    /// period longer than the RTO restarts the window as `idle_restart` says.
+    /// Default false.
     pub slow_start_after_idle: bool,
+    /// How: `rfc5681` (to min(cwnd, initial window) at once) or `linux` (halved
+    /// per RTO idle down to it, ssthresh kept at ¾ of the window). Default
+    /// `rfc5681`; `linux` in the `linux-2.4` and `linux` profiles.
+    pub idle_restart: IdleRestart,
     /// Fixed congestion window in bytes, kept through losses and timeouts (seed 003
     /// §V "TCP clamp": no slow start, no reduction; C_clamp ≈ the link's bandwidth-
     /// delay product plus headroom). Default none.
@@ -253,13 +274,14 @@ impl TcpConfig {
     /// - `"linux-2.4"`: a Linux 2.4-era stack as in seeds 003/004: SACK, timestamps,
     ///   initial window 2, no window scaling (so a 64 KB window limit), an initial
     ///   advertised window of 5392 bytes growing as data arrives, slow-start restart
-    ///   after idle, initial RTO 3 s, minimum RTO 200 ms, maximum 120 s.
+    ///   after idle (the kernel's: `idle_restart = "linux"`), initial RTO 3 s, minimum RTO 200 ms, maximum 120 s.
     /// - `"linux"`: Linux 6.x's defaults (`net/ipv4/tcp_*.c`, `sysctl net.ipv4.tcp_*`):
     ///   CUBIC with RACK and PRR (`rack`), SACK, timestamps, window scaling, initial window 10
     ///   (RFC 6928), `rto = "linux"` (min 200 ms, max 120 s, initial 1 s, 3 s
     ///   fallback), linear SYN timeouts (4), limited transmit, 4 ms timer ticks
     ///   (`CONFIG_HZ=250`) on the kernel's timer wheel (`timer_wheel`, `tcp/wheel.rs`), delayed ACKs after 2 segments or 40 ms (`TCP_ATO_MIN`),
-    ///   slow-start restart after idle (`tcp_slow_start_after_idle` = 1), the
+    ///   slow-start restart after idle (`tcp_slow_start_after_idle` = 1,
+    ///   `tcp_cwnd_restart`: `idle_restart = "linux"`), the
     ///   kernel's receive window (`rwnd = "linux"`, `tcp/rwnd.rs`) from a
     ///   131,072-byte buffer (`tcp_rmem[1]`: 64,240 B in the SYN, window scale 10)
     ///   autotuned up to 32 MiB (`tcp_rmem[2]` of Linux 6.18), send buffer 4 MiB
@@ -302,6 +324,7 @@ impl TcpConfig {
                 snd_buf: 65535,
                 rcv_wnd_initial: Some(5392),
                 slow_start_after_idle: true,
+                idle_restart: IdleRestart::Linux,
                 ..d
             }),
             "linux" => Some(TcpConfig {
@@ -324,6 +347,7 @@ impl TcpConfig {
                 rcv_buf_max: 32 << 20,
                 autotune: true,
                 slow_start_after_idle: true,
+                idle_restart: IdleRestart::Linux,
                 rto: RtoKind::Linux,
                 syn_linear_timeouts: 4,
                 timer_wheel: true,
@@ -362,6 +386,7 @@ impl Default for TcpConfig {
             source_quench: false,
             rcv_wnd_initial: None,
             slow_start_after_idle: false,
+            idle_restart: IdleRestart::Rfc5681,
             cwnd_clamp: None,
             rto: RtoKind::Rfc6298,
             syn_linear_timeouts: 0,

@@ -30,7 +30,7 @@
 //! application closes when it chooses (half-close is carried on).
 use super::buffer::{RecvBuf, SendBuf};
 use super::cc::{Cc, CongestionControl};
-use super::config::TcpConfig;
+use super::config::{IdleRestart, TcpConfig};
 use super::ranges::Ranges;
 use super::recovery::{LossRecovery, NextSeg, Recovery};
 use super::rtt::{RtoKind, RttEstimator};
@@ -90,7 +90,8 @@ pub struct Tcp {
     /// before the application reads it).
     lrw: Option<Box<LinuxRwnd>>,
     rx_held: u64,
-    /// When data was last sent (for slow-start restart after idle).
+    /// When data was last sent (Linux `lsndtime`: the restart after idle and
+    /// `CA_EVENT_TX_START`).
     last_data_sent: Option<Instant>,
     local_port: u16,
     remote_port: u16,

@@ -15,7 +15,7 @@ pub mod tcb;
 pub mod wheel;
 
 pub use cc::CcKind;
-pub use config::{Ecn, Rwnd, TcpConfig, Variant};
+pub use config::{Ecn, IdleRestart, Rwnd, TcpConfig, Variant};
 #[cfg(feature = "testkit")]
 pub use endpoint::LinuxView;
 pub use endpoint::{Segment, State, Tcp, TcpStats, TcpVar, VarEvent};

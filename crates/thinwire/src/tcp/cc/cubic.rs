@@ -40,7 +40,10 @@
 //!   round is a window of data (`snd_nxt` when it began). Counted in
 //!   `TcpStats::hystart_exits`.
 //!
-//! Not yet as the kernel: the epoch shift after an idle period (`CA_EVENT_TX_START`).
+//! - after an idle period (a data segment sent with nothing in flight: the
+//!   kernel's `CA_EVENT_TX_START`), the epoch moves later by the idle time in
+//!   whole jiffies, at most to now (`cubictcp_cwnd_event`), so an
+//!   application-limited sender resumes the curve where it stopped.
 use super::{cong_avoid_ai, linux_slow_start, CongestionControl};
 use crate::tcp::tcb::Tcb;
 use crate::tcp::TcpConfig;
@@ -248,6 +251,23 @@ impl CongestionControl for Cubic {
     fn on_rto(&mut self, _tcb: &mut Tcb) {
         *self = Cubic::default();
     }
+
+    fn wants_tx_start(&self) -> bool {
+        self.epoch_start.is_some()
+    }
+
+    /// `cubictcp_cwnd_event(CA_EVENT_TX_START)`: after an idle period the epoch
+    /// moves by the idle time (whole jiffies since the last data segment), at
+    /// most to now, so growth resumes on the curve where it stopped.
+    fn on_tx_start(&mut self, now: Instant, last_sent: Instant) {
+        let j = Self::jiffies(now);
+        let idle = j.saturating_sub(Self::jiffies(last_sent));
+        if let Some(e) = &mut self.epoch_start {
+            if idle > 0 {
+                *e = (*e + idle).min(j);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -398,5 +418,34 @@ mod tests {
         let ms = Duration::from_millis;
         assert!(hystart(ms(10), ms(100), ms(1), 60));
         assert!(!hystart(ms(10), ms(100), ms(3), 60));
+    }
+
+    /// Linux `cubictcp_cwnd_event(CA_EVENT_TX_START)`: a sender that was idle
+    /// (application-limited, nothing in flight) shifts its epoch by the idle
+    /// time in whole jiffies, never past now, so the window resumes the cubic
+    /// curve where it left it instead of jumping ahead by the idle time. Without
+    /// an epoch (slow start, or right after a reduction) nothing moves.
+    #[test]
+    fn an_idle_sender_shifts_its_epoch_by_the_idle_time() {
+        let ms = |n: i64| Instant::ZERO + Duration::from_millis(n);
+        let mut cc = Cubic::new(&TcpConfig::default());
+        cc.on_tx_start(ms(1000), ms(0));
+        assert_eq!(cc.epoch_start, None, "no epoch: nothing to shift");
+        let mut t = tcb(100);
+        let ss = cc.ssthresh(&t);
+        t.set_ssthresh(ms(0), ss);
+        t.set_cwnd(ms(0), ss);
+        cc.on_rtt(&mut t, ms(0), Duration::from_millis(100));
+        cc.on_ack(&mut t, ms(2000), SMSS); // the epoch begins at jiffy 500
+        assert_eq!(cc.epoch_start, Some(500));
+        // Idle from 2,001 ms (jiffy 500) to 3,003 ms (jiffy 750): 250 jiffies.
+        cc.on_tx_start(ms(3003), ms(2001));
+        assert_eq!(cc.epoch_start, Some(750));
+        // Never past now.
+        cc.on_tx_start(ms(3100), ms(2001));
+        assert_eq!(cc.epoch_start, Some(775), "jiffy 750 + 125 > 775: now");
+        // Sent again within the same jiffy: no shift.
+        cc.on_tx_start(ms(3101), ms(3100));
+        assert_eq!(cc.epoch_start, Some(775));
     }
 }

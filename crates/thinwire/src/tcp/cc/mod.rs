@@ -53,6 +53,23 @@ crate::registry! {
     /// A needless reduction is undone (Linux `undo_cwnd`): the window to restore,
     /// `prior` the one before the episode.
     fn undo_cwnd(&mut self, tcb: &Tcb, prior: u64) -> u64;
+    provided mut {
+        /// A data segment (new or sent again) goes out with nothing in flight
+        /// (Linux `CA_EVENT_TX_START`, raised by `tcp_event_data_sent` before it
+        /// sets `lsndtime`); `last_sent` is when the previous data segment went
+        /// out. Default: nothing (CUBIC shifts its epoch).
+        fn on_tx_start(&mut self, now: Instant, last_sent: Instant) {
+            let _ = (now, last_sent);
+        }
+    }
+    provided ref {
+        /// Whether `on_tx_start` would change anything now: the endpoint then
+        /// works out whether anything is in flight (in a recovery, a walk over
+        /// the sent segments). Default: never.
+        fn wants_tx_start(&self) -> bool {
+            false
+        }
+    }
 }
 
 /// The hooks a controller driven by `on_ack` leaves as they are.

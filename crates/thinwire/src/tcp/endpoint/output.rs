@@ -190,14 +190,26 @@ impl Tcp {
                 u.retrans = Some(u.retrans.unwrap_or(0) + len.div_ceil(self.tcb.smss));
             }
         }
-        if !retx
-            && self.cfg.slow_start_after_idle
-            && self.tcb.snd_una == self.tcb.snd_max
-            && self.last_data_sent.is_some_and(|t| now - t > self.rtt.rto())
-        {
-            // RFC 5681 §4.1: restart window = min(IW, cwnd) after an idle RTO.
-            let rw = self.tcb.cwnd.min(self.tcb.smss * self.cfg.initial_window as u64);
-            self.tcb.set_cwnd(now, rw);
+        // (A controller that sets the window on every ACK, BBR, gets no restart:
+        // the kernel's `tcp_slow_start_after_idle_check` skips `cong_control`.)
+        if !retx && self.cfg.slow_start_after_idle && self.tcb.snd_una == self.tcb.snd_max && !self.tcb.cc_owns_cwnd {
+            if let Some(idle) = self.last_data_sent.map(|t| now - t).filter(|&d| d > self.rtt.rto()) {
+                match self.cfg.idle_restart {
+                    IdleRestart::Rfc5681 => {
+                        // RFC 5681 §4.1: restart window = min(IW, cwnd).
+                        let rw = self.tcb.cwnd.min(self.tcb.smss * self.cfg.initial_window as u64);
+                        self.tcb.set_cwnd(now, rw);
+                    }
+                    IdleRestart::Linux => self.restart_after_idle(now, idle),
+                }
+            }
+        }
+        if let Some(last) = self.last_data_sent {
+            // Linux `tcp_event_data_sent`: a data segment with nothing in flight
+            // (before this one counts) is `CA_EVENT_TX_START`.
+            if self.cc.wants_tx_start() && self.in_flight() == 0 {
+                self.cc.on_tx_start(now, last);
+            }
         }
         self.last_data_sent = Some(now);
         if self.tcb.track_sent {
@@ -255,6 +267,28 @@ impl Tcp {
             flags |= TcpFlags::PSH;
         }
         self.emit(now, seq, len as u32, flags, retx)
+    }
+
+    /// Linux `tcp_cwnd_restart` (RFC 2861 §3; Linux 2.4 the same): new data after
+    /// an idle period longer than the RTO. ssthresh keeps three quarters of the
+    /// window (`tcp_current_ssthresh`, unless a reduction is under way), and the
+    /// window halves once per RTO of the idle period, the first included, down to
+    /// the restart window min(IW, cwnd) — in whole segments, as the kernel counts.
+    fn restart_after_idle(&mut self, now: Instant, idle: Duration) {
+        let smss = self.tcb.smss;
+        let mut cwnd = self.tcb.cwnd / smss;
+        let restart = cwnd.min(self.cfg.initial_window as u64);
+        if !(self.tcb.in_recovery || self.tcb.in_cwr) {
+            let ss = self.tcb.ssthresh.max(((cwnd >> 1) + (cwnd >> 2)) * smss);
+            self.tcb.set_ssthresh(now, ss);
+        }
+        let rto = self.rtt.rto();
+        let mut left = idle - rto;
+        while left > Duration::ZERO && cwnd > restart {
+            cwnd >>= 1;
+            left = left - rto;
+        }
+        self.tcb.set_cwnd(now, cwnd.max(restart) * smss);
     }
 
     fn window(&self) -> u64 {
