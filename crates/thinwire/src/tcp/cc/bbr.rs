@@ -26,8 +26,10 @@
 //! BBR sets the window on every ACK itself (`cong_control`: PRR and the recovery's
 //! window are not applied, as in the kernel) and the endpoint paces every data
 //! segment at BBR's rate (Linux's internal pacing, `tcp_pacing_check`, from the
-//! eleventh data segment on). Not modelled: the idle-restart event
-//! (`CA_EVENT_TX_START`), TSO (one segment per transmission). No parameters.
+//! eleventh data segment on). After an idle period the window is kept (the
+//! kernel's restart after idle skips a controller with `cong_control`). Not
+//! modelled: BBR's own idle-restart handling (`CA_EVENT_TX_START`: pacing at
+//! the estimated bandwidth), TSO (one segment per transmission). No parameters.
 use super::CongestionControl;
 use crate::tcp::tcb::Tcb;
 use crate::tcp::TcpConfig;
