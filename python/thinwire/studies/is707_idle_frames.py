@@ -99,8 +99,9 @@ def _chan(text: str) -> dict:
     return tomllib.loads(f"v = {text}")["v"]
 
 
-def run_all(out: Path, quick: bool, scheduler, workers, progress, reps: int | None = None):
-    """The three sweeps, `reps` replications per point (default 10, `quick` 3),
+def run_all(out: Path, quick: bool, scheduler, workers, progress, reps: int):
+    """The three sweeps, `reps` replications per point (`Study.reproduce` passes
+    10, `quick` 3, or `--replications`),
     and the histogram runs (not replications: one long sample per fdT, cut into
     windows), on one cluster under one progress bar (resumable: sweeps in
     data/NAME/runs.parquet, histogram runs in data/histogram-runs.jsonl).
@@ -110,8 +111,6 @@ def run_all(out: Path, quick: bool, scheduler, workers, progress, reps: int | No
     from ..runner import tasks_group
     from ..sweeping import execute_sweeps
 
-    if reps is None:
-        reps = STUDY.replications[0 if quick else 1]
     sw = _sweeps(out, quick, reps)
     n_hist = 1 if quick else 10
     stop = 20_000 if quick else 1_000_000

@@ -67,15 +67,13 @@ from .design import (  # noqa: F401 (the study's design, as `thinwire.studies.sh
 )
 
 
-def run_all(out: Path, quick: bool, scheduler, workers, progress, muxes=MUXES, reps: int | None = None):
-    """Every sweep of the study, `reps` replications per point (default: the
-    study's 30, `quick` 3)."""
+def run_all(out: Path, quick: bool, scheduler, workers, progress, muxes, reps: int):
+    """Every sweep of the study, `reps` replications per point (`Study.reproduce`
+    passes the study's 30, `quick` 3, or `--replications`)."""
     import polars as pl
 
     from ...sweeping import Sweep, execute_sweeps
 
-    if reps is None:
-        reps = STUDY.replications[0 if quick else 1]
     js = jobs(quick, muxes)
     sweeps = []
     for j in js:
