@@ -204,10 +204,10 @@ impl Tcp {
             // where SACKs and loss marks count (checked before asking the
             // controller: a call per segment cost 1.5 % of the examples' time).
             let none_sent = self.tcb.snd_una == self.tcb.snd_max;
-            if (!retx && self.cfg.slow_start_after_idle && none_sent)
-                || ((none_sent || !self.pipe_is_flight()) && self.cc.wants_tx_start())
-            {
-                self.after_idle(now, last, retx);
+            let restart = !retx && self.cfg.slow_start_after_idle && none_sent && !self.tcb.cc_owns_cwnd;
+            let tx_start = (none_sent || !self.pipe_is_flight()) && self.cc.wants_tx_start();
+            if restart || tx_start {
+                self.after_idle(now, last, restart, tx_start);
             }
         }
         self.last_data_sent = Some(now);
@@ -268,21 +268,18 @@ impl Tcp {
         self.emit(now, seq, len as u32, flags, retx)
     }
 
-    /// A data segment about to go out after the previous one at `last`: the
-    /// restart after an idle period longer than the RTO (`idle_restart`), then
+    /// A data segment about to go out after the previous one at `last`:
+    /// `restart`, new data with nothing unacknowledged, restarts the window after
+    /// an idle period longer than the RTO (`idle_restart`; a controller that sets
+    /// the window on every ACK, BBR, gets none: the kernel's
+    /// `tcp_slow_start_after_idle_check` skips `cong_control`); then, with
+    /// `tx_start` (the controller asks and something may be in flight),
     /// Linux `tcp_event_data_sent`'s `CA_EVENT_TX_START` when nothing is in
     /// flight (before this segment counts).
     #[inline(never)]
-    fn after_idle(&mut self, now: Instant, last: Instant, retx: bool) {
+    fn after_idle(&mut self, now: Instant, last: Instant, restart: bool, tx_start: bool) {
         let idle = now - last;
-        // (A controller that sets the window on every ACK, BBR, gets no restart:
-        // the kernel's `tcp_slow_start_after_idle_check` skips `cong_control`.)
-        if !retx
-            && self.cfg.slow_start_after_idle
-            && self.tcb.snd_una == self.tcb.snd_max
-            && !self.tcb.cc_owns_cwnd
-            && idle > self.rtt.rto()
-        {
+        if restart && idle > self.rtt.rto() {
             match self.cfg.idle_restart {
                 IdleRestart::Rfc5681 => {
                     // RFC 5681 §4.1: restart window = min(IW, cwnd).
@@ -292,7 +289,7 @@ impl Tcp {
                 IdleRestart::Linux => self.restart_after_idle(now, idle),
             }
         }
-        if self.cc.wants_tx_start() && self.in_flight() == 0 {
+        if tx_start && self.in_flight() == 0 {
             self.cc.on_tx_start(now, last);
         }
     }
