@@ -336,6 +336,50 @@ fn bbr_keeps_its_window_through_an_idle_period() {
     }
 }
 
+/// Linux `bbr_cwnd_event(CA_EVENT_TX_START)`: a BBR sender whose application ran
+/// dry (`tcp_rate_check_app_limited` at its write) restarts after idle pacing at
+/// its bandwidth estimate itself (gain 1, not PROBE_BW's cycle), and an idle
+/// period longer than the minimum RTT's 10 s window does not send it into
+/// PROBE_RTT (window 4): not on the request that arrives with nothing
+/// outstanding (`tcp_ack`'s `no_queue`), nor on the first ACK of the new data
+/// (that waits until data is delivered).
+#[test]
+fn bbr_restarts_from_idle_at_its_estimate_and_not_in_probe_rtt() {
+    use thinwire::tcp::CcKind;
+    let mss = 1000u64;
+    let c = TcpConfig { mss: mss as u32, cc: CcKind::Bbr, ..Default::default() };
+    // Transfers that end in different phases of PROBE_BW's gain cycle.
+    let mut probing = 0;
+    for first in (1_000_000..1_500_000).step_by(50_000) {
+        let mut p = TcpPair::new(c, c, Some(2_000_000), 2_000_000, Duration::from_millis(50), TcpPair::drop_none());
+        p.ep[1].set_app_data(Some(first), false);
+        p.run(Duration::from_secs(30));
+        let (bw, mode) = p.ep[1].bbr_state().unwrap();
+        assert_eq!(mode, "probe_bw", "settled before the idle period");
+        probing += (p.ep[1].pacing_rate() != Some(bw)) as u32;
+        let last = p.log[1].iter().rfind(|s| s.2 > 0).unwrap().0;
+        let at = last + Duration::from_secs(20);
+        // A request reaches the idle sender first (an ACK with nothing
+        // outstanding: no rate sample, no `cong_control`), then it writes.
+        p.ep[0].set_app_data(Some(100), false);
+        p.kick_at(0, at - Duration::from_millis(200));
+        p.run(at - thinwire::time::Instant::ZERO);
+        assert_eq!(p.ep[1].bbr_state().unwrap().1, "probe_bw", "{first}: the request did not start PROBE_RTT");
+        p.ep[1].set_app_data(Some(first + 100_000), false);
+        p.kick_at(1, at);
+        p.run(at - thinwire::time::Instant::ZERO + Duration::from_millis(1));
+        assert!(p.log[1].iter().any(|s| s.2 > 0 && s.0 >= at), "the new data has started");
+        assert_eq!(p.ep[1].pacing_rate(), Some(bw), "{first}: paced at the estimate, gain 1");
+        // One round trip later: the first ACKs of the new data came back.
+        p.run(at - thinwire::time::Instant::ZERO + Duration::from_millis(160));
+        assert!(p.log[0].iter().any(|s| s.0 > at), "the receiver acknowledged the new data");
+        let (_, mode) = p.ep[1].bbr_state().unwrap();
+        assert_ne!(mode, "probe_rtt", "{first}: an idle restart does not probe the RTT");
+        assert!(p.ep[1].cwnd() > 4 * mss, "{first}: {}", p.ep[1].cwnd());
+    }
+    assert!(probing > 0, "some transfers end while probing (gain 5/4 or 3/4)");
+}
+
 #[test]
 fn a_clamped_window_is_used_from_the_start_and_kept_through_losses() {
     // Seed 003's "TCP clamp": 10 segments at once, no slow start, and neither fast

@@ -27,9 +27,11 @@
 //! window are not applied, as in the kernel) and the endpoint paces every data
 //! segment at BBR's rate (Linux's internal pacing, `tcp_pacing_check`, from the
 //! eleventh data segment on). After an idle period the window is kept (the
-//! kernel's restart after idle skips a controller with `cong_control`). Not
-//! modelled: BBR's own idle-restart handling (`CA_EVENT_TX_START`: pacing at
-//! the estimated bandwidth), TSO (one segment per transmission). No parameters.
+//! kernel's restart after idle skips a controller with `cong_control`); BBR's
+//! own idle restart (`CA_EVENT_TX_START` after the application ran dry) paces
+//! the first data at the estimate itself in PROBE_BW and keeps the flow out of
+//! PROBE_RTT until data is delivered. Not modelled: TSO (one segment per
+//! transmission). No parameters.
 use super::CongestionControl;
 use crate::tcp::tcb::Tcb;
 use crate::tcp::TcpConfig;
@@ -260,22 +262,33 @@ impl Bbr {
     }
 
     fn pace_at(tcb: &mut Tcb, rate: u64) {
+        let now = tcb.rate.as_ref().map_or(Instant::ZERO, |r| r.delivered_at);
+        Self::pace_at_time(tcb, now, rate);
+    }
+
+    fn pace_at_time(tcb: &mut Tcb, now: Instant, rate: u64) {
         if tcb.pacing_rate != Some(rate) {
             tcb.pacing_rate = Some(rate);
-            let now = tcb.rate.as_ref().map_or(Instant::ZERO, |r| r.delivered_at);
             tcb.push_var(now, crate::tcp::TcpVar::PacingRate, rate as i64);
         }
     }
 
-    /// `bbr_set_pacing_rate`.
-    fn set_pacing_rate(&mut self, tcb: &mut Tcb, bw: u64, gain: u64) {
+    /// `bbr_set_pacing_rate` (traced at the last delivery, or at `at`).
+    fn set_pacing_rate_at(&mut self, tcb: &mut Tcb, bw: u64, gain: u64, at: Option<Instant>) {
         let rate = Self::rate_bytes_per_sec(tcb, bw, gain);
         if !self.has_seen_rtt && tcb.srtt.is_some() {
             self.init_pacing_rate(tcb);
         }
         if self.full_bw_reached || tcb.pacing_rate.is_none_or(|p| rate > p) {
-            Self::pace_at(tcb, rate);
+            match at {
+                Some(now) => Self::pace_at_time(tcb, now, rate),
+                None => Self::pace_at(tcb, rate),
+            }
         }
+    }
+
+    fn set_pacing_rate(&mut self, tcb: &mut Tcb, bw: u64, gain: u64) {
+        self.set_pacing_rate_at(tcb, bw, gain, None);
     }
 
     /// `bbr_tso_segs_goal`: segments of about 1 ms at the pacing rate, at least 1
@@ -692,6 +705,35 @@ impl CongestionControl for Bbr {
         tcb.cc_owns_cwnd = true;
         tcb.rate.get_or_insert_with(Default::default);
         self.start(tcb, now);
+    }
+
+    /// Asked only when nothing may be in flight: once started, always.
+    fn wants_tx_start(&self) -> bool {
+        self.started
+    }
+
+    /// `bbr_cwnd_event(CA_EVENT_TX_START)`: data goes out with nothing in flight
+    /// while the application had run dry (`tcp_rate_check_app_limited` marked
+    /// it at its last write): an idle restart. Until data is delivered again
+    /// the minimum RTT's expiry does not enter PROBE_RTT; the ACK-aggregation
+    /// epoch restarts; in PROBE_BW the pacing rate drops to the estimate
+    /// itself (gain 1: "avoid pointless buffer overflows"), in PROBE_RTT the
+    /// mode may end.
+    fn on_tx_start(&mut self, tcb: &mut Tcb, now: Instant, _: Instant) {
+        if tcb.rate.as_ref().is_none_or(|r| r.app_limited == 0) {
+            return;
+        }
+        self.idle_restart = true;
+        self.ack_epoch_mstamp = now;
+        self.ack_epoch_acked = 0;
+        match self.mode {
+            Mode::ProbeBw => {
+                let bw = self.bw();
+                self.set_pacing_rate_at(tcb, bw, BBR_UNIT, Some(now));
+            }
+            Mode::ProbeRtt => self.check_probe_rtt_done(tcb, now),
+            _ => {}
+        }
     }
 
     /// `bbr_main`.

@@ -259,7 +259,7 @@ impl CongestionControl for Cubic {
     /// `cubictcp_cwnd_event(CA_EVENT_TX_START)`: after an idle period the epoch
     /// moves by the idle time (whole jiffies since the last data segment), at
     /// most to now, so growth resumes on the curve where it stopped.
-    fn on_tx_start(&mut self, now: Instant, last_sent: Instant) {
+    fn on_tx_start(&mut self, _: &mut Tcb, now: Instant, last_sent: Instant) {
         let j = Self::jiffies(now);
         let idle = j.saturating_sub(Self::jiffies(last_sent));
         if let Some(e) = &mut self.epoch_start {
@@ -429,9 +429,9 @@ mod tests {
     fn an_idle_sender_shifts_its_epoch_by_the_idle_time() {
         let ms = |n: i64| Instant::ZERO + Duration::from_millis(n);
         let mut cc = Cubic::new(&TcpConfig::default());
-        cc.on_tx_start(ms(1000), ms(0));
-        assert_eq!(cc.epoch_start, None, "no epoch: nothing to shift");
         let mut t = tcb(100);
+        cc.on_tx_start(&mut t, ms(1000), ms(0));
+        assert_eq!(cc.epoch_start, None, "no epoch: nothing to shift");
         let ss = cc.ssthresh(&t);
         t.set_ssthresh(ms(0), ss);
         t.set_cwnd(ms(0), ss);
@@ -439,13 +439,13 @@ mod tests {
         cc.on_ack(&mut t, ms(2000), SMSS); // the epoch begins at jiffy 500
         assert_eq!(cc.epoch_start, Some(500));
         // Idle from 2,001 ms (jiffy 500) to 3,003 ms (jiffy 750): 250 jiffies.
-        cc.on_tx_start(ms(3003), ms(2001));
+        cc.on_tx_start(&mut t, ms(3003), ms(2001));
         assert_eq!(cc.epoch_start, Some(750));
         // Never past now.
-        cc.on_tx_start(ms(3100), ms(2001));
+        cc.on_tx_start(&mut t, ms(3100), ms(2001));
         assert_eq!(cc.epoch_start, Some(775), "jiffy 750 + 125 > 775: now");
         // Sent again within the same jiffy: no shift.
-        cc.on_tx_start(ms(3101), ms(3100));
+        cc.on_tx_start(&mut t, ms(3101), ms(3100));
         assert_eq!(cc.epoch_start, Some(775));
     }
 }

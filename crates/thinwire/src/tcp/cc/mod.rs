@@ -57,9 +57,11 @@ crate::registry! {
         /// A data segment (new or sent again) goes out with nothing in flight
         /// (Linux `CA_EVENT_TX_START`, raised by `tcp_event_data_sent` before it
         /// sets `lsndtime`); `last_sent` is when the previous data segment went
-        /// out. Default: nothing (CUBIC shifts its epoch).
-        fn on_tx_start(&mut self, now: Instant, last_sent: Instant) {
-            let _ = (now, last_sent);
+        /// out. Default: nothing (CUBIC shifts its epoch; BBR, when the
+        /// application had run dry, paces at its estimate and stays out of
+        /// PROBE_RTT until data is delivered).
+        fn on_tx_start(&mut self, tcb: &mut Tcb, now: Instant, last_sent: Instant) {
+            let _ = (tcb, now, last_sent);
         }
     }
     provided ref {

@@ -109,12 +109,16 @@ impl Tcp {
         }
         self.tcb.frto_new = false;
         self.tcb.delivered_segs.clear();
+        // Linux `tcp_ack` with nothing outstanding (`prior_packets` 0: a request
+        // reaching an idle server) goes to `no_queue`: no rate sample and no
+        // `cong_control` (BBR would otherwise see its minimum RTT expire there).
+        let prior_packets = self.tcb.snd_max > self.tcb.snd_una;
         let in_flight = if self.tcb.rate.is_some() { self.tcb.pipe_sent().div_ceil(self.tcb.smss) } else { 0 };
         if let Some(r) = &mut self.tcb.rate {
             r.start_ack(in_flight);
         }
         self.process_ack(now, seg, len);
-        if let Some(r) = &mut self.tcb.rate {
+        if let Some(r) = self.tcb.rate.as_mut().filter(|_| prior_packets) {
             r.min_rtt = match (r.min_rtt, self.tcb.min_rtt) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),

@@ -7,8 +7,34 @@ use super::*;
 impl Tcp {
     /// Sends `bytes` of application data (None = unlimited), then closes if `close`.
     pub fn set_app_data(&mut self, bytes: Option<u64>, close: bool) {
+        self.check_app_limited();
         self.app_limit = bytes;
         self.close_when_done = close;
+    }
+
+    /// Linux `tcp_rate_check_app_limited`, at each write of the application
+    /// (`tcp_sendmsg_locked`) where delivery rates are sampled (BBR): with less
+    /// than a segment unsent, the window not full and every segment deemed lost
+    /// sent again, the sender was application-limited, and the rate samples of
+    /// what is in flight now, until it is delivered, say so. (The kernel's other
+    /// condition, nothing in the host's qdisc or NIC queue, always holds here.)
+    fn check_app_limited(&mut self) {
+        if self.tcb.rate.is_none() {
+            return;
+        }
+        let t = &self.tcb;
+        let unsent = self.data_end().saturating_sub(t.snd_max);
+        let (in_flight, lost_ok) = if self.pipe_is_flight() {
+            (t.flight().div_ceil(t.smss), true)
+        } else {
+            let (lost, retrans) = t.lost_and_retrans_out();
+            (t.pipe_segs(), lost <= retrans)
+        };
+        if unsent < t.smss && in_flight < t.cwnd / t.smss && lost_ok {
+            if let Some(r) = self.tcb.rate.as_mut() {
+                r.mark_app_limited(in_flight);
+            }
+        }
     }
     /// Real data from here on: the endpoint keeps the bytes written with
     /// [`write`](Self::write) until they are acknowledged, and the bytes received
@@ -30,7 +56,9 @@ impl Tcp {
         }
         let n = data.len().min((self.cfg.snd_buf as usize).saturating_sub(b.len()));
         b.push(&data[..n]);
-        self.app_limit = Some(b.end());
+        let end = b.end();
+        self.check_app_limited();
+        self.app_limit = Some(end);
         n
     }
     /// The application aborts the connection (RFC 9293 §3.10.5 ABORT; a user

@@ -87,7 +87,7 @@ impl Tcp {
     /// Whether what is in flight is simply the sequence space sent: no segment
     /// SACKed or deemed lost (or none kept to tell).
     #[inline]
-    fn pipe_is_flight(&self) -> bool {
+    pub(super) fn pipe_is_flight(&self) -> bool {
         let t = &self.tcb;
         !t.track_sent || (!t.in_recovery && !t.in_loss && t.scoreboard.bytes() == 0 && !t.maybe_extra)
     }
@@ -290,7 +290,7 @@ impl Tcp {
             }
         }
         if tx_start && self.in_flight() == 0 {
-            self.cc.on_tx_start(now, last);
+            self.cc.on_tx_start(&mut self.tcb, now, last);
         }
     }
 
