@@ -77,8 +77,6 @@ def test_the_pass_band():
     assert not cl["median completion, simulated / real"] and cl["retransmits per run (median)"]
 
 
-@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv (util-linux) to drop capabilities")
-@pytest.mark.skipif(os.geteuid() != 0, reason="dropping capabilities with setpriv needs root (CI runs as root)")
 def test_simulated_receive_windows_match_the_recorded_kernel():
     """The `linux` profile's advertised windows (stock buffers, and `tcp_rmem`
     tuned to 65,535 B with and without window scaling) against the windows Linux 6.18 advertised over the
@@ -93,6 +91,39 @@ def test_simulated_receive_windows_match_the_recorded_kernel():
             assert sim["windows"] == real["windows_runs"][0], f"{name}: the tuned receiver, exactly"
 
 
+def test_simulated_idle_restarts_match_the_recorded_kernel():
+    """After an idle period (restart per RTO idled, none below an RTO, none with
+    `tcp_slow_start_after_idle` = 0, BBR's own restart) the `linux` profile's
+    second reply goes out as Linux 6.18's did over the emulator, recorded in
+    micro.json: its segments per round trip, its time, no events."""
+    rec = json.loads((Path(__file__).parents[1] / "docs/studies/sim-vs-real/micro.json").read_text())
+    for name in sim_vs_real.IDLE:
+        (real,) = [r for r in rec if r["cell"] == name and r["side"] == "real"]
+        sim = sim_vs_real.micro_sim(name)
+        for c in sim_vs_real.micro_claims([sim, real]):
+            assert c["pass"], (name, c)
+
+
+def test_idle_claims_fail_on_another_restart():
+    """The idle cells tell the kernel's restart from RFC 5681's: idled between
+    one and two RTOs, Linux halves the window once (25 segments), RFC 5681
+    restarts from the initial window (10)."""
+    rec = json.loads((Path(__file__).parents[1] / "docs/studies/sim-vs-real/micro.json").read_text())
+    (real,) = [r for r in rec if r["cell"] == "idle-cubic-1rto" and r["side"] == "real"]
+    sim = sim_vs_real.micro_sim("idle-cubic-1rto")
+    assert sim["rounds"][0] == 25
+    cc, sysctls, _, gap = sim_vs_real.IDLE["idle-cubic-1rto"]
+    sim_vs_real.IDLE["idle-x"] = (cc, sysctls, '{profile="linux", idle_restart="rfc5681"}', gap)
+    try:
+        other = sim_vs_real.micro_sim("idle-x")
+    finally:
+        del sim_vs_real.IDLE["idle-x"]
+    assert other["rounds"][0] == 10
+    assert not sim_vs_real.idle_claims({**other, "cell": "idle-cubic-1rto"}, real)[0]["pass"]
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv (util-linux) to drop capabilities")
+@pytest.mark.skipif(os.geteuid() != 0, reason="dropping capabilities with setpriv needs root (CI runs as root)")
 def test_without_privileges_the_study_exits_2_with_one_line(tmp_path):
     exe = Path(sys.executable).parent / "thinwire"
     drop = ["setpriv", "--inh-caps=-all", "--bounding-set=-net_admin,-sys_admin", "--"]
@@ -136,8 +167,12 @@ def test_quick_study_over_the_emulator(tmp_path):
     # The micro-cell: one scripted loss, the kernel's events against the model's.
     micro = json.loads((out / "micro.json").read_text())
     assert {r["side"] for r in micro} == {"real", "sim"}
-    loss = [r for r in micro if r["cell"] not in sim_vs_real.RWND]
-    assert all(r["server_rexmit_s"] for r in loss), loss
+    loss = [r for r in micro if r["cell"] in sim_vs_real.MICRO]
+    assert loss and all(r["server_rexmit_s"] for r in loss), loss
+    # The idle cell: the window after the idle period, the kernel's and the model's.
+    idle = {r["side"]: r for r in micro if r["cell"] in sim_vs_real.IDLE}
+    assert idle["sim"]["rounds"] and len(idle["real"]["runs"]) == sim_vs_real.IDLE_RUNS
+    assert all(r["rounds"][0] == idle["sim"]["rounds"][0] for r in idle["real"]["runs"]), idle
     # The receive-window cell: a tuned kernel's windows, read from its ACKs,
     # against the model's (the claim is in claims.md; here: they were read).
     (rw,) = [r for r in micro if r["cell"] == "rwnd-65535" and r["side"] == "real"]

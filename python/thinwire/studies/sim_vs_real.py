@@ -42,7 +42,10 @@ real median inside the simulated 10th–90th percentile, and each counter's medi
 within ±max(2, 30 %) of the kernel's (a band narrower than ±1 % of the
 median is widened to that: real hosts add their own processing). Micro-cells
 (`MICRO`): scripted losses on a clean link, where the kernel's events must be
-matched exactly and its retransmission times within max(4 ms, 10 %). For the
+matched exactly and its retransmission times within max(4 ms, 10 %); the
+receiver's windows (`RWND`); the sender after an idle period (`IDLE`: the
+restart after idle, `tcp_slow_start_after_idle` = 0 with CUBIC and Reno, BBR's
+idle restart), segments per round trip as the kernel's. For the
 `SS_CELLS`, one more real run samples the server's `ss -tin` every 50 ms, drawn
 against the simulated cwnd and RTO of the same seed (`sender_state.png`). Needs
 root (network namespaces); the full
@@ -145,7 +148,7 @@ QUICK = {
     "tcps": ["cubic"],
     "real": 3,
     "sim": 10,
-    "micro": ["last-segment", "rwnd-65535"],
+    "micro": ["last-segment", "rwnd-65535", "idle-cubic"],
 }
 # rlc-uniform's completion times spread over an order of magnitude (20 s to
 # minutes, by how many timeouts back off): ten real runs pin its median ratio only
@@ -645,6 +648,8 @@ def micro_sim(name: str) -> dict:
 
     if name in RWND:
         return rwnd_sim(name)
+    if name in IDLE:
+        return idle_sim(name)
     rexmit = None
     if "rexmit" in MICRO[name][1]:
         # Where the first retransmission falls without its own loss.
@@ -720,6 +725,8 @@ def micro_real(name: str, work: Path) -> dict:
 
     if name in RWND:
         return rwnd_real(name, work)
+    if name in IDLE:
+        return idle_real(name, work)
     run = work / f"micro-{name}"
     rexmit = None
     if "rexmit" in MICRO[name][1]:
@@ -834,12 +841,226 @@ def rwnd_real(name: str, work: Path) -> dict:
     return {"cell": name, "side": "real", "windows_runs": runs, "late_p99_ms": max(late)}
 
 
+# Idle micro-cells: the sender's behaviour after an idle period, which bulk
+# downloads never show. A persistent connection carries two replies of
+# IDLE_SIZE bytes over the clean MICRO_LINK; the client asks for the second
+# the cell's gap after the first has arrived (the simulated `http` flow:
+# two objects, persistent, `gap`; the real hosts: a Python client and server
+# making the same exchange of 82-byte requests). Compared from the server's
+# capture on both sides (`idle_metrics`): the segments of the second reply
+# sent in each of its first IDLE_ROUNDS round trips (each round ends when the
+# ACK of its first segment arrives), and the second reply's time from its first
+# segment to its last (the runs end before the last ACK is captured). Name -> (congestion control, the real hosts'
+# sysctls beyond the stock ones, the simulated flow's TCP, gap in seconds):
+# - `idle-cubic`: stock; an idle period of several RTOs (gap 2 s) restarts
+#   the window (`tcp_slow_start_after_idle` = 1, `tcp_cwnd_restart`: halved
+#   once per RTO of idle time down to min(IW, cwnd));
+# - `idle-cubic-1rto`: the same with a gap of 0.5 s, an idle period between
+#   one and two RTOs (RTO 0.6 s there): one halving, where RFC 5681's restart
+#   would go down to the initial window;
+# - `idle-cubic-short`: a gap of 0.1 s, idle for less than an RTO: the window
+#   kept, CUBIC's epoch shifted by the idle time (`CA_EVENT_TX_START`);
+# - `idle-cubic-noidle`: gap 2 s with `tcp_slow_start_after_idle` = 0 on both
+#   hosts (a common tuning; `slow_start_after_idle = false`): the window kept;
+# - `idle-cubic-noidle-loss`: the same with the 40th segment of the first
+#   reply lost, so that CUBIC resumes after the idle period from a reduction
+#   (W_max, K): without its epoch shift the idle time would count as time on
+#   the cubic curve (the cells without a loss do not tell the two apart);
+# - `idle-bbr`: BBR, idle 11 s, past its 10 s minimum-RTT window: no restart
+#   (BBR sets its own window), paced at its estimate with gain 1 after the
+#   idle period and kept out of PROBE_RTT until data is delivered
+#   (`bbr_cwnd_event`; the request reaching the idle server is no ACK of data,
+#   `tcp_ack`'s `no_queue`).
+# Reno is left out: its slow start leaves cwnd above the receiver's window, so
+# the first flight after the idle period is the window that the mobile's
+# autotuning reached (93 or 103 segments from run to run; docs/studies/sim-vs-real.md).
+IDLE: dict[str, tuple[str, dict[str, int], str, float]] = {
+    "idle-cubic": ("cubic", {}, '{profile="linux"}', 2.0),
+    "idle-cubic-1rto": ("cubic", {}, '{profile="linux"}', 0.5),
+    "idle-cubic-short": ("cubic", {}, '{profile="linux"}', 0.1),
+    "idle-cubic-noidle": (
+        "cubic",
+        {"tcp_slow_start_after_idle": 0},
+        '{profile="linux", slow_start_after_idle=false}',
+        2.0,
+    ),
+    "idle-cubic-noidle-loss": (
+        "cubic",
+        {"tcp_slow_start_after_idle": 0},
+        '{profile="linux", slow_start_after_idle=false}',
+        2.0,
+    ),
+    "idle-bbr": ("bbr", {}, '{profile="linux", cc="bbr"}', 11.0),
+}
+# Down-link frames dropped (`droplist`; 0 the SYN-ACK, then the data segments).
+IDLE_DROPS: dict[str, list[int]] = {"idle-cubic-noidle-loss": [40]}
+IDLE_SIZE = 150_000
+IDLE_ROUNDS = 4
+IDLE_RUNS = 3
+
+
+def _idle_text(name: str) -> str:
+    gap = IDLE[name][3]
+    return MICRO_LINK + (
+        f'\n[[flow]]\napp = "http"\nobjects = 2\npersistent = true\ntransactions = 1\n'
+        f'request = "{HTTP_REQUEST}B"\nbytes = "{IDLE_SIZE}B"\ngap = "{gap}s"\ndirection = "down"\n'
+    )
+
+
+def _idle_over(name: str) -> list[str]:
+    drops = IDLE_DROPS.get(name)
+    return [f'wireless.down.channel={{model="droplist", frames={drops}}}'] if drops else []
+
+
+def idle_metrics(pcap: Path, size: int = IDLE_SIZE) -> dict:
+    """From a server-side capture of an idle micro-cell: the second reply's
+    segments per round trip (`rounds`: new segments sent from the round's start
+    until the ACK of its first segment arrives) and its time (`reply2_s`, from
+    its first segment to its last)."""
+    import polars as pl
+
+    from ..analysis.capture import analyze_capture
+
+    p = analyze_capture(pcap).packets
+    conn = p.group_by("conn").agg(pl.col("len").sum()).sort("len")["conn"][-1]
+    p = p.filter(pl.col("conn") == conn)
+    data_dir = p.group_by("dir").agg(pl.col("len").sum()).sort("len")["dir"][-1]
+    data = p.filter((pl.col("dir") == data_dir) & (pl.col("len") > 0) & (pl.col("seq") > size)).sort("time_s")
+    acks = p.filter((pl.col("dir") != data_dir) & (pl.col("ack") >= 0)).sort("time_s")
+    if data.is_empty():
+        return {"rounds": [], "reply2_s": None}
+    t0 = start = float(data["time_s"][0])
+    first = int(data["seq"][0])
+    rounds = []
+    for _ in range(IDLE_ROUNDS):
+        a = acks.filter((pl.col("time_s") >= start) & (pl.col("ack") > first))
+        if a.is_empty():
+            break
+        ta = float(a["time_s"][0])
+        sent = data.filter((pl.col("time_s") >= start) & (pl.col("time_s") < ta) & (pl.col("kind") == "new"))
+        rounds.append(sent.height)
+        nxt = data.filter((pl.col("time_s") >= ta) & (pl.col("kind") == "new"))
+        if nxt.is_empty():
+            break
+        start, first = ta, int(nxt["seq"][0])
+    return {"rounds": rounds, "reply2_s": round(float(data["time_s"][-1]) - t0, 4)}
+
+
+def idle_sim(name: str) -> dict:
+    """An idle micro-cell in the simulator."""
+    import thinwire
+
+    tcp = IDLE[name][2]
+    with tempfile.TemporaryDirectory() as d:
+        r = thinwire.run(_idle_text(name), set=[f"flow.0.tcp={tcp}", *_idle_over(name)], pcap=True, out=d)
+        m = idle_metrics(Path(d) / "server.pcap")
+    f = r.flows.row(0, named=True)
+    row = {"cell": name, "side": "sim", **m}
+    for k, (field, _) in MICRO_EVENTS.items():
+        row[k] = f[field]
+    return row
+
+
+def idle_real(name: str, work: Path) -> dict:
+    """The same over the emulator, IDLE_RUNS times: each run's metrics."""
+    from ..emulate import emulate
+
+    cc, sysctls, _, gap = IDLE[name]
+    setup = "".join(f"sysctl -qw net.ipv4.{k}={v} && " for k, v in sysctls.items()) + _TUNE.format(cc=cc)
+    serve = (
+        "import socket,sys,time\ns=socket.socket()\ns.setsockopt(1,2,1)\ns.bind((sys.argv[1],9000))\ns.listen()\n"
+        "c,_=s.accept()\nfor i in range(2):\n    n=0\n    while n<82:\n        n+=len(c.recv(82-n))\n"
+        f"    c.sendall(b'x'*{IDLE_SIZE})\nc.recv(1)\nc.close()\ntime.sleep(30)"
+    )
+    fetch = (
+        "import socket,sys,time\nc=socket.create_connection((sys.argv[1],9000),timeout=120)\nfor i in range(2):\n"
+        f"    time.sleep(i*{gap})\n    c.sendall(b'G'*82)\n    n=0\n    while n<{IDLE_SIZE}:\n"
+        "        d=c.recv(65536)\n        assert d\n        n+=len(d)\nc.close()"
+    )
+    runs, late, events = [], [], []
+    for i in range(IDLE_RUNS):
+        d = work / f"{name}-{i}"
+        d.mkdir(parents=True, exist_ok=True)
+        pid = d / "server.pid"
+        server = f'echo $$ > {pid}; {setup} && exec python3 -c "{serve}" $THINWIRE_ADDR'
+        stats = f"cat /proc/$(cat {pid})/net/netstat > {d}/server.netstat"
+        mobile = f'{setup} && sleep 1 && python3 -c "{fetch}" $THINWIRE_PEER && {stats}'
+        s = emulate(
+            _idle_text(name),
+            set=_idle_over(name),
+            mobile=mobile,
+            server=server,
+            out=d / "out",
+            commands_to_stderr=True,
+            offload=False,
+        )
+        if s.get("mobile_status") != 0:
+            raise ScenarioError(f"sim-vs-real: the real transfer of idle micro-cell {name} failed")
+        runs.append(idle_metrics(d / "out" / "server.pcap"))
+        late.append(s["lateness"]["p99_ms"])
+        k = netstat((d / "server.netstat").read_text())
+        events.append({key: k.get(f"TcpExt.{kern}", 0) for key, (_, kern) in MICRO_EVENTS.items()})
+    return {"cell": name, "side": "real", "runs": runs, "events_runs": events, "late_p99_ms": max(late)}
+
+
+def idle_claims(sim: dict, real: dict) -> list[dict]:
+    """The first round within the real runs' range (widened by one segment for a
+    paced sender), the next within it widened by one segment, the second
+    reply's time within 10 % of the real median, and the real runs' events
+    exactly."""
+    name = sim["cell"]
+    runs = real["runs"]
+    n = min(len(sim["rounds"]), *(len(r["rounds"]) for r in runs))
+    lo = [min(r["rounds"][i] for r in runs) for i in range(n)]
+    hi = [max(r["rounds"][i] for r in runs) for i in range(n)]
+    b = sim["rounds"][:n]
+    span = [f"{x}" if x == y else f"{x}–{y}" for x, y in zip(lo, hi)]
+    # A paced sender's first round depends on where the first ACK falls between
+    # two paced departures: ± 1 there too.
+    first = 1 if IDLE[name][0] == "bbr" else 0
+    ok = (
+        n > 0
+        and lo[0] - first <= b[0] <= hi[0] + first
+        and all(x - 1 <= w <= y + 1 for x, y, w in zip(lo[1:], hi[1:], b[1:]))
+    )
+    times = sorted(r["reply2_s"] for r in runs if r["reply2_s"] is not None)
+    med = statistics.median(times) if times else math.nan
+    t = sim["reply2_s"]
+    ev_real = {k: sorted({e[k] for e in real["events_runs"]}) for k in MICRO_EVENTS}
+    return [
+        {
+            "section": f"micro {name}",
+            "claim": "second reply's segments per round trip after the idle period",
+            "expected": f"[{', '.join(span)}] (the real runs; rounds after the first ± 1{', all' if first else ''})",
+            "measured": f"{b}",
+            "pass": ok,
+        },
+        {
+            "section": f"micro {name}",
+            "claim": "second reply's time at the server (s, first segment to last)",
+            "expected": f"{med:.3f} (median of {len(times)}) ± 10 %",
+            "measured": f"{t:.3f}" if t is not None else "none",
+            "pass": t is not None and abs(t - med) <= 0.1 * med,
+        },
+        {
+            "section": f"micro {name}",
+            "claim": "the kernel's events, exactly",
+            "expected": ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in ev_real.items()),
+            "measured": ", ".join(f"{sim[k]}" for k in MICRO_EVENTS),
+            "pass": all(v == [sim[k]] for k, v in ev_real.items()),
+        },
+    ]
+
+
 def micro_claims(rows: list[dict]) -> list[dict]:
     """Exact event counts, retransmission times within max(4 ms, 10 %)."""
     cl = []
     for name in dict.fromkeys(r["cell"] for r in rows):
         sim = next(r for r in rows if r["cell"] == name and r["side"] == "sim")
         real = next(r for r in rows if r["cell"] == name and r["side"] == "real")
+        if name in IDLE:
+            cl += idle_claims(sim, real)
+            continue
         if name in RWND:
             lo = [min(w) for w in zip(*real["windows_runs"])]
             hi = [max(w) for w in zip(*real["windows_runs"])]
@@ -996,7 +1217,7 @@ def reproduce(
         if partial and old_micro.is_file():
             micro_rows = json.loads(old_micro.read_text())
         else:
-            for name in plan["micro"] or list(MICRO) + list(RWND):
+            for name in plan["micro"] or list(MICRO) + list(RWND) + list(IDLE):
                 if progress:
                     print(f"sim-vs-real: micro-cell {name} ...", flush=True)
                 micro_rows += [micro_sim(name), micro_real(name, work)]
