@@ -311,6 +311,7 @@ def test_gateway_namespace_forwards_between_link_and_server(tmp_path, clean):
     assert r.returncode == 0 and json.loads(r.stdout)["identical"], r.stdout + r.stderr
 
 
+@pytest.mark.skipif(shutil.which("ping") is None, reason="needs ping (iputils-ping; .ci/run installs it)")
 def test_interactive_shell_on_the_mobile(tmp_path, clean):
     """Without --mobile a shell runs on the mobile host (like mm-link): here it
     reads its commands from a pipe; its exit status is the emulator's."""
