@@ -380,6 +380,40 @@ fn bbr_restarts_from_idle_at_its_estimate_and_not_in_probe_rtt() {
     assert!(probing > 0, "some transfers end while probing (gain 5/4 or 3/4)");
 }
 
+/// `bbr_cwnd_event` in PROBE_RTT: a sender whose application ran dry while it
+/// probed the RTT (window 4 segments) and writes again after the probe's 200 ms
+/// leaves PROBE_RTT at once with its window before the probe
+/// (`bbr_check_probe_rtt_done`), before the new data goes out.
+#[test]
+fn bbr_leaves_probe_rtt_when_it_restarts_from_idle() {
+    use thinwire::tcp::CcKind;
+    let mss = 1000u64;
+    let c = TcpConfig { mss: mss as u32, cc: CcKind::Bbr, ..Default::default() };
+    let mut found = 0;
+    for first in (2_000_000..2_500_000).step_by(10_000) {
+        let mut p = TcpPair::new(c, c, Some(4_000_000), 2_000_000, Duration::from_millis(50), TcpPair::drop_none());
+        p.ep[1].set_app_data(Some(first), false);
+        let end = p.run(Duration::from_secs(40));
+        if p.ep[1].bbr_state().unwrap().1 != "probe_rtt" {
+            continue;
+        }
+        found += 1;
+        assert_eq!(p.ep[1].cwnd(), 4 * mss, "{first}: probing the RTT");
+        let last = p.log[1].iter().rfind(|s| s.2 > 0).unwrap().0;
+        let at = (last + Duration::from_secs(1)).max(end);
+        p.ep[1].set_app_data(Some(first + 100_000), false);
+        p.kick_at(1, at);
+        p.run(at - thinwire::time::Instant::ZERO + Duration::from_millis(1));
+        assert_ne!(p.ep[1].bbr_state().unwrap().1, "probe_rtt", "{first}");
+        assert!(p.ep[1].cwnd() > 4 * mss, "{first}: the window before the probe, {}", p.ep[1].cwnd());
+        // Paced, but not held to the probe's 4 segments until the first ACK.
+        p.run(at - thinwire::time::Instant::ZERO + Duration::from_millis(90));
+        let sent = p.log[1].iter().filter(|s| s.2 > 0 && s.0 >= at).count();
+        assert!(sent > 4, "{first}: more than the probe's 4 segments before the first ACK: {sent}");
+    }
+    assert!(found > 0, "some transfer ends while probing the RTT");
+}
+
 #[test]
 fn a_clamped_window_is_used_from_the_start_and_kept_through_losses() {
     // Seed 003's "TCP clamp": 10 segments at once, no slow start, and neither fast

@@ -731,7 +731,15 @@ impl CongestionControl for Bbr {
                 let bw = self.bw();
                 self.set_pacing_rate_at(tcb, bw, BBR_UNIT, Some(now));
             }
-            Mode::ProbeRtt => self.check_probe_rtt_done(tcb, now),
+            Mode::ProbeRtt => {
+                // The kernel sets the window here (`tcp_snd_cwnd_set`); the
+                // model's is applied on ACKs, so apply it now: no ACK comes
+                // before this data goes out.
+                self.check_probe_rtt_done(tcb, now);
+                if self.mode != Mode::ProbeRtt {
+                    tcb.force_cwnd(now, self.cwnd * tcb.smss);
+                }
+            }
             _ => {}
         }
     }
