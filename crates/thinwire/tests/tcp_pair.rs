@@ -336,6 +336,16 @@ fn bbr_keeps_its_window_through_an_idle_period() {
     }
 }
 
+/// A BBR sender (segments of `mss`) that has sent `first` bytes over 2 Mbit/s
+/// with 50 ms each way, run for `secs`: the pair and the time it stopped at.
+fn bbr_transfer(mss: u64, bytes: Option<u64>, first: u64, secs: i64) -> (TcpPair, thinwire::time::Instant) {
+    let c = TcpConfig { mss: mss as u32, cc: thinwire::tcp::CcKind::Bbr, ..Default::default() };
+    let mut p = TcpPair::new(c, c, bytes, 2_000_000, Duration::from_millis(50), TcpPair::drop_none());
+    p.ep[1].set_app_data(Some(first), false);
+    let end = p.run(Duration::from_secs(secs));
+    (p, end)
+}
+
 /// Linux `bbr_cwnd_event(CA_EVENT_TX_START)`: a BBR sender whose application ran
 /// dry (`tcp_rate_check_app_limited` at its write) restarts after idle pacing at
 /// its bandwidth estimate itself (gain 1, not PROBE_BW's cycle), and an idle
@@ -345,15 +355,11 @@ fn bbr_keeps_its_window_through_an_idle_period() {
 /// (that waits until data is delivered).
 #[test]
 fn bbr_restarts_from_idle_at_its_estimate_and_not_in_probe_rtt() {
-    use thinwire::tcp::CcKind;
     let mss = 1000u64;
-    let c = TcpConfig { mss: mss as u32, cc: CcKind::Bbr, ..Default::default() };
     // Transfers that end in different phases of PROBE_BW's gain cycle.
     let mut probing = 0;
     for first in (1_000_000..1_500_000).step_by(50_000) {
-        let mut p = TcpPair::new(c, c, Some(2_000_000), 2_000_000, Duration::from_millis(50), TcpPair::drop_none());
-        p.ep[1].set_app_data(Some(first), false);
-        p.run(Duration::from_secs(30));
+        let (mut p, _) = bbr_transfer(mss, Some(2_000_000), first, 30);
         let (bw, mode) = p.ep[1].bbr_state().unwrap();
         assert_eq!(mode, "probe_bw", "settled before the idle period");
         probing += (p.ep[1].pacing_rate() != Some(bw)) as u32;
@@ -386,14 +392,10 @@ fn bbr_restarts_from_idle_at_its_estimate_and_not_in_probe_rtt() {
 /// (`bbr_check_probe_rtt_done`), before the new data goes out.
 #[test]
 fn bbr_leaves_probe_rtt_when_it_restarts_from_idle() {
-    use thinwire::tcp::CcKind;
     let mss = 1000u64;
-    let c = TcpConfig { mss: mss as u32, cc: CcKind::Bbr, ..Default::default() };
     let mut found = 0;
     for first in (2_000_000..2_500_000).step_by(10_000) {
-        let mut p = TcpPair::new(c, c, Some(4_000_000), 2_000_000, Duration::from_millis(50), TcpPair::drop_none());
-        p.ep[1].set_app_data(Some(first), false);
-        let end = p.run(Duration::from_secs(40));
+        let (mut p, end) = bbr_transfer(mss, Some(4_000_000), first, 40);
         if p.ep[1].bbr_state().unwrap().1 != "probe_rtt" {
             continue;
         }

@@ -197,6 +197,12 @@ def tune(tcp: str) -> str:
     """The shell command that sets a real host up as `tcp` says (run in both
     namespaces): its sysctls, then the route's congestion control and options."""
     cc, _, sysctls, route = TCPS[tcp]
+    return tune_hosts(cc, sysctls, route)
+
+
+def tune_hosts(cc: str, sysctls: dict[str, int], route: str = "") -> str:
+    """The shell command that sets a real host's sysctls, then its route's
+    congestion control `cc` and options `route`."""
     sets = "".join(f"sysctl -qw net.ipv4.{k}={v} && " for k, v in sysctls.items())
     return sets + _TUNE.format(cc=cc) + (f" {route}" if route else "")
 
@@ -998,7 +1004,7 @@ def idle_real(name: str, work: Path) -> dict:
     from ..emulate import emulate
 
     cc, sysctls, _, gap = IDLE[name]
-    setup = "".join(f"sysctl -qw net.ipv4.{k}={v} && " for k, v in sysctls.items()) + _TUNE.format(cc=cc)
+    setup = tune_hosts(cc, sysctls)
     serve = (
         "import socket,sys,time\ns=socket.socket()\ns.setsockopt(1,2,1)\ns.bind((sys.argv[1],9000))\ns.listen()\n"
         "c,_=s.accept()\nfor i in range(2):\n    n=0\n    while n<82:\n        n+=len(c.recv(82-n))\n"

@@ -24,11 +24,11 @@ impl Tcp {
         }
         let t = &self.tcb;
         let unsent = self.data_end().saturating_sub(t.snd_max);
-        let (in_flight, lost_ok) = if self.pipe_is_flight() {
-            (t.flight().div_ceil(t.smss), true)
-        } else {
+        // In segments, as the rate samples count it (`on_ack`).
+        let in_flight = self.in_flight().div_ceil(t.smss);
+        let lost_ok = self.pipe_is_flight() || {
             let (lost, retrans) = t.lost_and_retrans_out();
-            (t.pipe_segs(), lost <= retrans)
+            lost <= retrans
         };
         if unsent < t.smss && in_flight < t.cwnd / t.smss && lost_ok {
             if let Some(r) = self.tcb.rate.as_mut() {

@@ -76,7 +76,7 @@ impl Tcp {
 
     /// Bytes in flight (Linux `tcp_packets_in_flight`) for the window test; the
     /// sequence space sent when nothing is SACKed or deemed lost.
-    fn in_flight(&self) -> u64 {
+    pub(super) fn in_flight(&self) -> u64 {
         if self.pipe_is_flight() {
             self.tcb.flight()
         } else {
