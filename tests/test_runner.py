@@ -53,3 +53,20 @@ def test_long_tasks_run_first_one_per_dask_task():
     assert [w for w, _ in saved[:3]] == ["long"] * 3, saved
     assert all(r == [1] for w, r in saved if w == "long")
     assert all(r == [5] * 5 for w, r in saved if w == "short")
+
+
+def _worker_log_level(_):
+    import logging
+
+    return [logging.getLogger("distributed.worker").getEffectiveLevel()]
+
+
+def test_local_workers_log_nothing_a_sweep_would_print():
+    # A worker whose scheduler closes under it (Ctrl-C) logged "Failed to communicate
+    # with scheduler during heartbeat" with a traceback at ERROR: the workers' own
+    # loggers must be quiet (failures reach the client as exceptions).
+    import logging
+
+    levels = []
+    execute([Group([("k", 0)], _worker_log_level, lambda k, r: levels.extend(r))], workers=1, progress=False)
+    assert levels and levels[0] > logging.ERROR, levels

@@ -70,6 +70,9 @@ def _main_not_rerun():
             setattr(main, k, v)
 
 
+_WORKER_LOG_ENV = "DASK_LOGGING__DISTRIBUTED"
+
+
 def client(scheduler: str | None, n_workers: int):
     """A Dask client on `scheduler`, or on a local cluster of `n_workers` processes
     (spawned, so no thread state of the parent is forked). Returns (client, cluster)."""
@@ -91,6 +94,13 @@ def client(scheduler: str | None, n_workers: int):
     # cluster, instead of every worker printing a traceback.
     main = threading.current_thread() is threading.main_thread()
     old = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    # The workers' loggers quiet too: `silence_logs` reaches only the nanny's logger
+    # in a worker process, and a worker whose scheduler closes under it (Ctrl-C)
+    # logged a heartbeat traceback at ERROR. A worker process configures its logging
+    # when it imports Dask, from its environment, which it inherits from here; task
+    # failures still reach the client as exceptions.
+    env_old = os.environ.get(_WORKER_LOG_ENV)
+    os.environ[_WORKER_LOG_ENV] = "critical"
     try:
         cluster = LocalCluster(
             n_workers=n_workers,
@@ -103,6 +113,10 @@ def client(scheduler: str | None, n_workers: int):
     finally:
         if main:
             signal.signal(signal.SIGINT, old)
+        if env_old is None:
+            del os.environ[_WORKER_LOG_ENV]
+        else:
+            os.environ[_WORKER_LOG_ENV] = env_old
     return Client(cluster), cluster
 
 
