@@ -188,6 +188,12 @@ pub struct Tcb {
     /// at time 0). A kernel's counter has any phase: `build` draws one per
     /// connection from its ISNs; `kernel_replay` sets a real run's.
     pub(crate) wheel_phase: Duration,
+    /// Where the timestamp clock's millisecond stood at simulated time 0, as a
+    /// time in [0, 1 ms) (0: a millisecond starts at time 0). A kernel's
+    /// millisecond clock (`tcp_clock_ms`) has any phase against the traffic, and
+    /// the receiver's RTT estimate (`tcp_rtt_tsopt_us`) counts its whole
+    /// milliseconds: `build` draws one per connection from its ISNs.
+    pub(crate) ts_phase: Duration,
 }
 
 impl Tcb {
@@ -242,6 +248,7 @@ impl Tcb {
             stats: TcpStats::default(),
             wheel: Duration::ZERO,
             wheel_phase: Duration::ZERO,
+            ts_phase: Duration::ZERO,
         }
     }
 
@@ -253,6 +260,13 @@ impl Tcb {
         } else {
             now + after
         }
+    }
+
+    /// Our timestamp clock at `now` (RFC 7323 TSval, milliseconds), at this
+    /// connection's phase.
+    #[inline]
+    pub(crate) fn ts(&self, now: Instant) -> u32 {
+        ts_clock(now + self.ts_phase)
     }
 
     /// Bytes sent and not yet cumulatively acknowledged.
@@ -364,7 +378,7 @@ impl Tcb {
         // which a new episode does not reset: it is cleared only back in the open
         // state (`on_ack`), so a timeout in a timeout's episode, after an ACK that
         // advanced, keeps the stamp of the episode's first retransmission.
-        let stamp = self.undo.and_then(|u| u.stamp).or(Some(ts_clock(now)));
+        let stamp = self.undo.and_then(|u| u.stamp).or(Some(self.ts(now)));
         self.undo = Some(Undo { cwnd, ssthresh, stamp, retrans: None, marker: self.snd_una, timeouts: 0 });
     }
 

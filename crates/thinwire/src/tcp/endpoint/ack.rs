@@ -19,7 +19,7 @@ impl Tcp {
             _ => None,
         };
         let ts = || match seg.opts.timestamps {
-            Some((_, ecr)) if ecr != 0 => Some(Duration::from_millis((Self::ts_now(now).wrapping_sub(ecr)) as i64)),
+            Some((_, ecr)) if ecr != 0 => Some(Duration::from_millis((self.ts_now(now).wrapping_sub(ecr)) as i64)),
             _ => None,
         };
         let sample = if linux {
@@ -84,8 +84,7 @@ impl Tcp {
             if r.end > ack {
                 break;
             }
-            let spurious =
-                r.retx && ecr.is_some_and(|e| (e.wrapping_sub(crate::tcp::tcb::ts_clock(r.xmit)) as i32) < 0);
+            let spurious = r.retx && ecr.is_some_and(|e| (e.wrapping_sub(tcb.ts(r.xmit)) as i32) < 0);
             if !r.sacked && !spurious {
                 tcb.delivered_segs.push((r.xmit, r.end, r.retx));
             }

@@ -242,6 +242,11 @@ impl Tcp {
     pub fn set_wheel_phase(&mut self, phase: Duration) {
         self.tcb.wheel_phase = phase;
     }
+    /// The timestamp clock's phase (see `Tcb::ts_phase`; `build` draws one per
+    /// connection): its milliseconds start at `k·1 ms − phase`.
+    pub fn set_ts_phase(&mut self, phase: Duration) {
+        self.tcb.ts_phase = phase;
+    }
     /// Application bytes given to TCP so far (None = unlimited).
     pub fn app_limit(&self) -> Option<u64> {
         self.app_limit

@@ -23,7 +23,7 @@ impl Tcp {
         let this = if in_order { skb_truesize(len as u64, hdr) + l.held(released, hdr) } else { 0 };
         let held = this + l.held(self.ooo.bytes() + unread, hdr);
         let tsecr = seg.opts.timestamps.map_or(0, |(_, e)| e);
-        let ts = crate::tcp::tcb::ts_clock(now);
+        let ts = self.tcb.ts(now);
         let grew = l.on_data(now, len as u64, hdr, in_order, held, self.last_adv, tsecr, ts, self.rcv_nxt);
         if in_order {
             self.rx_held = this;
