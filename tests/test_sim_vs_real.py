@@ -95,13 +95,19 @@ def test_simulated_idle_restarts_match_the_recorded_kernel():
     """After an idle period (restart per RTO idled, none below an RTO, none with
     `tcp_slow_start_after_idle` = 0, BBR's own restart) the `linux` profile's
     second reply goes out as Linux 6.18's did over the emulator, recorded in
-    micro.json: its segments per round trip, its time, no events."""
+    micro.json: its segments per round trip, its time, no events, and the reply
+    carrying the second request's ACK (ping-pong mode; the model without it sent
+    a pure ACK first, which the claim refuses)."""
     rec = json.loads((Path(__file__).parents[1] / "docs/studies/sim-vs-real/micro.json").read_text())
     for name in sim_vs_real.IDLE:
         (real,) = [r for r in rec if r["cell"] == name and r["side"] == "real"]
         sim = sim_vs_real.micro_sim(name)
-        for c in sim_vs_real.micro_claims([sim, real]):
+        claims = sim_vs_real.micro_claims([sim, real])
+        for c in claims:
             assert c["pass"], (name, c)
+        assert [c["pass"] for c in claims if "ping-pong" in c["claim"]] == [True]
+        assert sim["request2_acks"] == 0
+        assert not sim_vs_real.idle_claims({**sim, "request2_acks": 1}, real)[-1]["pass"]
 
 
 def test_idle_claims_fail_on_another_restart():

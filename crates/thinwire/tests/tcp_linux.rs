@@ -638,6 +638,75 @@ fn a_request_is_acknowledged_before_the_reply() {
     }
 }
 
+/// Segments both ways at `t` until both ends are quiet: (from, payload length)
+/// of each, 0 the client, 1 the server.
+fn exchange(c: &mut thinwire::tcp::Tcp, s: &mut thinwire::tcp::Tcp, t: Instant) -> Vec<(u8, u32)> {
+    let mut log = Vec::new();
+    loop {
+        let mut quiet = true;
+        while let Some(seg) = c.poll_transmit(t) {
+            log.push((0, seg.len));
+            s.on_segment(t, &seg.repr, seg.len);
+            quiet = false;
+        }
+        while let Some(seg) = s.poll_transmit(t) {
+            log.push((1, seg.len));
+            c.on_segment(t, &seg.repr, seg.len);
+            quiet = false;
+        }
+        if quiet {
+            return log;
+        }
+    }
+}
+
+/// Linux's ping-pong mode (`tcp_event_data_sent`: data sent within `ato` of data
+/// received; `tcp_in_quickack_mode` is false in it; `tcp_delack_timer_handler`
+/// leaves it): a server that answered the first request at once does not
+/// acknowledge the next request alone — the reply carries the ACK (a capture of
+/// Linux 6.18 over the emulator: a pure ACK for the first of two requests on
+/// one connection, none for the second) — while one that answered the first
+/// request later than `ato` after it acknowledges the next at once too.
+#[test]
+fn a_server_in_ping_pong_mode_acknowledges_the_next_request_with_its_reply() {
+    use thinwire::tcp::Tcp;
+    let ms = Duration::from_millis;
+    for late in [false, true] {
+        let mut t = Instant::ZERO;
+        let mut c = Tcp::new(cfg(), 40000, 80, 1000);
+        let mut s = Tcp::new(TcpConfig { quickack: true, ..linux(cfg()) }, 80, 40000, 5000);
+        c.set_app_data(Some(100), false);
+        s.set_app_data(Some(0), false);
+        s.listen();
+        c.connect(t);
+        exchange(&mut c, &mut s, t);
+        assert_eq!(s.delivered(), 100);
+        if late {
+            // The first reply is written 300 ms after the request.
+            t += ms(300);
+            s.handle_timeout(t);
+            exchange(&mut c, &mut s, t);
+        }
+        s.set_app_data(Some(3000), false);
+        exchange(&mut c, &mut s, t);
+        // The second request, 0.5 s later; the server answers at once.
+        t += ms(500);
+        c.set_app_data(Some(200), false);
+        let req: Vec<_> = exchange(&mut c, &mut s, t);
+        assert_eq!(s.delivered(), 200);
+        s.set_app_data(Some(6000), false);
+        let reply = exchange(&mut c, &mut s, t);
+        let alone = req.iter().chain(&reply).filter(|&&(from, len)| from == 1 && len == 0).count();
+        let first = reply.iter().find(|x| x.0 == 1).unwrap();
+        if late {
+            assert_eq!(alone, 1, "not in ping-pong mode: the request's ACK goes alone ({req:?} {reply:?})");
+        } else {
+            assert_eq!(alone, 0, "ping-pong: the reply carries the ACK ({req:?} {reply:?})");
+            assert!(first.1 > 0);
+        }
+    }
+}
+
 /// Linux `tcp_fastretrans_alert`: in the Loss state that a timeout starts, a
 /// retransmission that RACK finds lost again (`FLAG_LOST_RETRANS`) starts a fast
 /// recovery (`tcp_enter_recovery`, counted in `TCPSackRecovery`), and its

@@ -953,8 +953,10 @@ def _idle_over(name: str) -> list[str]:
 def idle_metrics(pcap: Path, size: int = IDLE_SIZE) -> dict:
     """From a server-side capture of an idle micro-cell: the second reply's
     segments per round trip (`rounds`: new segments sent from the round's start
-    until the ACK of its first segment arrives) and its time (`reply2_s`, from
-    its first segment to its last)."""
+    until the ACK of its first segment arrives), its time (`reply2_s`, from
+    its first segment to its last) and the server's pure ACKs between the second
+    request and the reply (`request2_acks`: 0 when the reply carries the ACK, as
+    a Linux server in ping-pong mode does)."""
     import polars as pl
 
     from ..analysis.capture import analyze_capture
@@ -966,8 +968,13 @@ def idle_metrics(pcap: Path, size: int = IDLE_SIZE) -> dict:
     data = p.filter((pl.col("dir") == data_dir) & (pl.col("len") > 0) & (pl.col("seq") > size)).sort("time_s")
     acks = p.filter((pl.col("dir") != data_dir) & (pl.col("ack") >= 0)).sort("time_s")
     if data.is_empty():
-        return {"rounds": [], "reply2_s": None}
+        return {"rounds": [], "reply2_s": None, "request2_acks": None}
     t0 = start = float(data["time_s"][0])
+    # In capture order (a simulated reply leaves at the request's instant).
+    o = p.with_row_index("i")
+    reply = o.filter((pl.col("dir") == data_dir) & (pl.col("len") > 0) & (pl.col("seq") > size))["i"].min()
+    req2 = o.filter((pl.col("dir") != data_dir) & (pl.col("len") > 0) & (pl.col("i") < reply))["i"].max()
+    alone = o.filter((pl.col("dir") == data_dir) & (pl.col("len") == 0) & (pl.col("i") > req2) & (pl.col("i") < reply))
     first = int(data["seq"][0])
     rounds = []
     for _ in range(IDLE_ROUNDS):
@@ -981,7 +988,7 @@ def idle_metrics(pcap: Path, size: int = IDLE_SIZE) -> dict:
         if nxt.is_empty():
             break
         start, first = ta, int(nxt["seq"][0])
-    return {"rounds": rounds, "reply2_s": round(float(data["time_s"][-1]) - t0, 4)}
+    return {"rounds": rounds, "reply2_s": round(float(data["time_s"][-1]) - t0, 4), "request2_acks": alone.height}
 
 
 def idle_sim(name: str) -> dict:
@@ -1065,6 +1072,15 @@ def idle_claims(sim: dict, real: dict) -> list[dict]:
     med = statistics.median(times) if times else math.nan
     t = sim["reply2_s"]
     ev_real = {k: sorted({e[k] for e in real["events_runs"]}) for k in MICRO_EVENTS}
+    # (Real runs recorded before 2026-12-07's eighth session did not count them.)
+    acks = sorted({r["request2_acks"] for r in runs if "request2_acks" in r})
+    ack_claim = {
+        "section": f"micro {name}",
+        "claim": "the server's pure ACKs of the second request, before its reply (ping-pong mode)",
+        "expected": f"{acks} (the real runs)",
+        "measured": f"{sim.get('request2_acks')}",
+        "pass": acks == [sim.get("request2_acks")],
+    }
     return [
         {
             "section": f"micro {name}",
@@ -1087,6 +1103,7 @@ def idle_claims(sim: dict, real: dict) -> list[dict]:
             "measured": ", ".join(f"{sim[k]}" for k in MICRO_EVENTS),
             "pass": all(v == [sim[k]] for k, v in ev_real.items()),
         },
+        *([ack_claim] if acks else []),
     ]
 
 

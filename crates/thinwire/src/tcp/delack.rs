@@ -27,7 +27,18 @@
 //!
 //! Parameters: `ATO_MIN` is the endpoint's `delack_timeout` (Linux `TCP_ATO_MIN` =
 //! `TCP_DELACK_MIN` = 40 ms at any HZ). Kept in nanoseconds, not 4 ms jiffies.
-//! Not modelled: ping-pong (interactive) mode, `ICSK_ACK_PUSHED` from the PSH
+//! - Ping-pong (interactive) mode (`tcp_event_data_sent`, at Linux 6.x's
+//!   `tcp_pingpong_thresh` = 1): data sent within `ato` of data received — a
+//!   reply — puts this end in it; in it quick ACKs are held back
+//!   (`tcp_in_quickack_mode`), so a server acknowledges a request of one
+//!   segment with its reply, not alone (a delayed ACK that the reply takes
+//!   over); when the delayed-ACK timer fires in it the mode ends and `ato`
+//!   returns to ATO_MIN, as it does at `tcp_enter_quickack_mode` (a duplicate
+//!   segment, a first CE mark). The kernel's `now - lrcvtime < ato` compares
+//!   jiffies, this one the times. Not entered at a FIN (`tcp_fin`; the endpoint
+//!   already lets the FIN's ACK wait for the close).
+//!
+//! Not modelled: `ICSK_ACK_PUSHED` from the PSH
 //! flag (the model's senders set PSH on every new segment), compressed SACKs
 //! (each out-of-order segment is acknowledged at once; Linux waits at most 1 ms).
 use crate::time::{Duration, Instant};
@@ -46,12 +57,16 @@ pub struct LinuxAcks {
     pub(crate) ato: Duration,
     /// When data last arrived (`icsk_ack.lrcvtime`).
     last: Instant,
+    /// Ping-pong (interactive) mode (`icsk_ack.pingpong` at
+    /// `tcp_pingpong_thresh` = 1): this end sent data within `ato` of receiving
+    /// some. No quick ACKs while in it.
+    pub(crate) pingpong: bool,
     ato_min: Duration,
 }
 
 impl LinuxAcks {
     pub fn new(ato_min: Duration) -> LinuxAcks {
-        LinuxAcks { quick: 0, ato: Duration::ZERO, last: Instant::ZERO, ato_min }
+        LinuxAcks { quick: 0, ato: Duration::ZERO, last: Instant::ZERO, pingpong: false, ato_min }
     }
 
     /// `tcp_incr_quickack`: at least `max` quick ACKs, or as many as half the
@@ -61,10 +76,28 @@ impl LinuxAcks {
         self.quick = self.quick.max(n.min(max));
     }
 
-    /// `tcp_enter_quickack_mode`.
+    /// `tcp_enter_quickack_mode` (which leaves ping-pong mode).
     pub(crate) fn enter_quickack(&mut self, max: u32, window: u64, mss: u64) {
         self.incr_quickack(max, window, mss);
+        self.pingpong = false;
         self.ato = self.ato_min;
+    }
+
+    /// `tcp_in_quickack_mode`: quick ACKs left, and not in ping-pong mode.
+    #[inline]
+    pub(crate) fn in_quickack(&self) -> bool {
+        self.quick > 0 && !self.pingpong
+    }
+
+    /// `tcp_event_data_sent`: a segment with data left at `now`; within `ato` of
+    /// the last data received it is a reply, and this end enters ping-pong mode
+    /// (`inet_csk_inc_pingpong_cnt`). The kernel compares jiffies; here the
+    /// times themselves, as `ato` is kept.
+    #[inline]
+    pub(crate) fn on_data_sent(&mut self, now: Instant) {
+        if now - self.last < self.ato {
+            self.pingpong = true;
+        }
     }
 
     /// `tcp_event_data_recv`: in-order data arrived now.
@@ -109,9 +142,16 @@ impl LinuxAcks {
         }
     }
 
-    /// `tcp_delack_timer_handler`: the timer fired with an ACK owed.
+    /// `tcp_delack_timer_handler`: the timer fired with an ACK owed — `ato`
+    /// doubles, or in ping-pong mode (the reply it waited for did not come) the
+    /// mode ends and `ato` starts again from `ATO_MIN`.
     pub(crate) fn on_timer(&mut self, rto: Duration) {
-        self.ato = (self.ato * 2).min(rto);
+        if self.pingpong {
+            self.pingpong = false;
+            self.ato = self.ato_min;
+        } else {
+            self.ato = (self.ato * 2).min(rto);
+        }
     }
 }
 
@@ -164,6 +204,27 @@ mod tests {
             a.on_timer(rto);
             assert_eq!(a.ato, MS * want);
         }
+    }
+
+    /// Data sent within ato of data received enters ping-pong mode (later data
+    /// does not); in it quick ACKs are held back, and a fired timer or a
+    /// `tcp_enter_quickack_mode` ends it (ato back to ATO_MIN).
+    #[test]
+    fn a_reply_within_ato_enters_ping_pong_mode() {
+        let mut a = LinuxAcks::new(MS * 40);
+        let rto = MS * 400;
+        a.on_data(Instant::ZERO, rto, 64_240, 1448);
+        a.on_data_sent(Instant::ZERO + MS * 40);
+        assert!(!a.pingpong && a.in_quickack(), "40 ms is not within ato (40 ms)");
+        a.on_data_sent(Instant::ZERO + MS * 39);
+        assert!(a.pingpong && !a.in_quickack() && a.quick > 0);
+        a.ato = MS * 80;
+        a.on_timer(rto);
+        assert!(!a.pingpong);
+        assert_eq!(a.ato, MS * 40, "leaving ping-pong deflates ato, not doubles it");
+        a.pingpong = true;
+        a.enter_quickack(2, 64_240, 1448);
+        assert!(!a.pingpong && a.in_quickack());
     }
 
     /// The timeout: ato itself at ATO_MIN; above it bounded by the SRTT (at least

@@ -155,6 +155,9 @@ impl Tcp {
         }
         if len > 0 {
             self.tcb.stats.data_segments_sent += 1;
+            if let Some(a) = &mut self.acks {
+                a.on_data_sent(now);
+            }
             if self.tcb.pacing_rate.is_some() {
                 self.pace(now, len);
             }

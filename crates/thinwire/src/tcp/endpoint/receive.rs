@@ -149,7 +149,7 @@ impl Tcp {
             a.quick |= 1;
         }
         self.unacked_segs += 1;
-        if had_holes || a.quick > 0 || self.unacked_segs >= self.cfg.delack_count {
+        if had_holes || a.in_quickack() || self.unacked_segs >= self.cfg.delack_count {
             self.ack_now = true;
             return;
         }
