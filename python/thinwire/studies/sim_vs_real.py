@@ -1072,7 +1072,7 @@ def idle_claims(sim: dict, real: dict) -> list[dict]:
     med = statistics.median(times) if times else math.nan
     t = sim["reply2_s"]
     ev_real = {k: sorted({e[k] for e in real["events_runs"]}) for k in MICRO_EVENTS}
-    # (Real runs recorded before 2026-12-07's eighth session did not count them.)
+    # (Real runs recorded before 2026-12-07's seventh session did not count them.)
     acks = sorted({r["request2_acks"] for r in runs if "request2_acks" in r})
     ack_claim = {
         "section": f"micro {name}",
