@@ -898,6 +898,9 @@ def rwnd_real(name: str, work: Path) -> dict:
 #   would go down to the initial window;
 # - `idle-cubic-short`: a gap of 0.1 s, idle for less than an RTO: the window
 #   kept, CUBIC's epoch shifted by the idle time (`CA_EVENT_TX_START`);
+# - `idle-cubic-nogap`: no gap, the second request at once after the first
+#   reply (a page's next object): no idle period at the server, both ends in
+#   ping-pong mode (each sent data within `ato` of receiving some);
 # - `idle-cubic-noidle`: gap 2 s with `tcp_slow_start_after_idle` = 0 on both
 #   hosts (a common tuning; `slow_start_after_idle = false`): the window kept;
 # - `idle-cubic-noidle-loss`: the same with the 40th segment of the first
@@ -916,6 +919,7 @@ IDLE: dict[str, tuple[str, dict[str, int], str, float]] = {
     "idle-cubic": ("cubic", {}, '{profile="linux"}', 2.0),
     "idle-cubic-1rto": ("cubic", {}, '{profile="linux"}', 0.5),
     "idle-cubic-short": ("cubic", {}, '{profile="linux"}', 0.1),
+    "idle-cubic-nogap": ("cubic", {}, '{profile="linux"}', 0.0),
     "idle-cubic-noidle": (
         "cubic",
         {"tcp_slow_start_after_idle": 0},
