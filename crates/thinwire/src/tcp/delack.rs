@@ -24,9 +24,6 @@
 //!   least ATO_MIN), and never beyond 200 ms (`icsk_delack_max`); an ACK already
 //!   owed keeps its earlier deadline, or goes at once if that is within a quarter
 //!   of the new timeout.
-//!
-//! Parameters: `ATO_MIN` is the endpoint's `delack_timeout` (Linux `TCP_ATO_MIN` =
-//! `TCP_DELACK_MIN` = 40 ms at any HZ). Kept in nanoseconds, not 4 ms jiffies.
 //! - Ping-pong (interactive) mode (`tcp_event_data_sent`, at Linux 6.x's
 //!   `tcp_pingpong_thresh` = 1): data sent within `ato` of data received — a
 //!   reply — puts this end in it; in it quick ACKs are held back
@@ -36,8 +33,11 @@
 //!   returns to ATO_MIN, as it does at `tcp_enter_quickack_mode` (a duplicate
 //!   segment, a first CE mark). The kernel's `now - lrcvtime < ato` compares
 //!   jiffies, this one the times. Not entered at a FIN (`tcp_fin`; the endpoint
-//!   already lets the FIN's ACK wait for the close).
+//!   does not send the FIN's ACK alone before what the application sends at
+//!   once, its own FIN).
 //!
+//! Parameters: `ATO_MIN` is the endpoint's `delack_timeout` (Linux `TCP_ATO_MIN` =
+//! `TCP_DELACK_MIN` = 40 ms at any HZ). Kept in nanoseconds, not 4 ms jiffies.
 //! Not modelled: `ICSK_ACK_PUSHED` from the PSH
 //! flag (the model's senders set PSH on every new segment), compressed SACKs
 //! (each out-of-order segment is acknowledged at once; Linux waits at most 1 ms).
