@@ -295,7 +295,11 @@ def test_200_connections_and_20_mobiles_share_their_aggregate_windows(tmp_path):
     end = last(ev, "stopped")
     assert end["proxied"] == 400 and end["passed_limit"] == 0, end
     # No loss on the link: retransmissions would be spurious (delayed ACKs, acb.rs).
-    assert end["retransmits"] <= 20, end
+    # (In full: a CI-like run once counted 38 here, not reproduced since.)
+    kinds: dict[str, int] = {}
+    for e in ev:
+        kinds[e["event"]] = kinds.get(e["event"], 0) + 1
+    assert end["retransmits"] <= 20, json.dumps({"end": end, "events": kinds})
     seen = {e["mobile"].split(":")[0] for e in ev if e["event"] == "connect"}
     assert seen == {"10.0.1.2", *mobiles}
     # The run directory: summary, flows, trace with both layers, capture of both legs.
