@@ -4,6 +4,7 @@ server ns. Needs root, /dev/net/tun, iproute2 and nftables (CI has them; elsewhe
 these tests skip and say why). Every byte is checked by sha256; every test checks
 that nothing is left behind."""
 
+import collections
 import json
 import os
 import shutil
@@ -296,9 +297,7 @@ def test_200_connections_and_20_mobiles_share_their_aggregate_windows(tmp_path):
     assert end["proxied"] == 400 and end["passed_limit"] == 0, end
     # No loss on the link: retransmissions would be spurious (delayed ACKs, acb.rs).
     # (In full: a CI-like run once counted 38 here, not reproduced since.)
-    kinds: dict[str, int] = {}
-    for e in ev:
-        kinds[e["event"]] = kinds.get(e["event"], 0) + 1
+    kinds = collections.Counter(e["event"] for e in ev)
     assert end["retransmits"] <= 20, json.dumps({"end": end, "events": kinds})
     seen = {e["mobile"].split(":")[0] for e in ev if e["event"] == "connect"}
     assert seen == {"10.0.1.2", *mobiles}

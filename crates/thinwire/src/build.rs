@@ -329,7 +329,7 @@ pub fn tcp_pair_of(tcfg: TcpConfig, server_port: u16, mobile_port: u16, rng: &mu
         mobile.set_wheel_phase(phase);
         // So is the millisecond clock's, which timestamps count (one clock for
         // both hosts too).
-        let ts_phase = crate::tcp::wheel::ts_phase_from(iss_s, iss_m);
+        let ts_phase = crate::tcp::tcb::ts_phase_from(iss_s, iss_m);
         server.set_ts_phase(ts_phase);
         mobile.set_ts_phase(ts_phase);
     }

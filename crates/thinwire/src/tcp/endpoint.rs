@@ -272,9 +272,6 @@ impl Tcp {
     fn fin_off(&self) -> u64 {
         self.data_end()
     }
-    fn ts_now(&self, now: Instant) -> u32 {
-        self.tcb.ts(now)
-    }
     /// Advertised window: free receive-buffer space. As in BSD (`sbspace`), the
     /// reassembly queue is not counted, so the right edge never moves left; the
     /// simulated application reads in-order data at once.
@@ -354,10 +351,10 @@ impl Tcp {
             r.opts.sack_permitted = if passive { self.sack_ok } else { self.cfg.sack };
             let ts = if passive { self.ts_ok } else { self.cfg.timestamps };
             if ts {
-                r.opts.timestamps = Some((self.ts_now(now), self.ts_recent));
+                r.opts.timestamps = Some((self.tcb.ts(now), self.ts_recent));
             }
         } else if self.ts_ok {
-            r.opts.timestamps = Some((self.ts_now(now), self.ts_recent));
+            r.opts.timestamps = Some((self.tcb.ts(now), self.ts_recent));
         }
         if !syn && self.sack_ok && (!self.ooo.is_empty() || self.dsack.is_some()) && flags & TcpFlags::ACK != 0 {
             let max = TcpRepr::max_sack_blocks(self.ts_ok);

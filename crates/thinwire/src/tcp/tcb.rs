@@ -73,6 +73,15 @@ pub fn ts_clock(now: Instant) -> u32 {
     (now.nanos() / 1_000_000) as u32 + 1
 }
 
+/// The timestamp clock's phase for a connection (see `Tcb::ts_phase`): a time
+/// in [0, 1 ms) from its two ISNs, mixed otherwise than the jiffies' phase
+/// (`wheel::phase_from`): a kernel's jiffies and its millisecond clock keep no
+/// fixed phase to each other.
+pub(crate) fn ts_phase_from(iss_a: u32, iss_b: u32) -> Duration {
+    let x = ((iss_b as u64) << 32 | iss_a as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    Duration(((x >> 32) % 1_000_000) as i64)
+}
+
 #[derive(Clone, Debug)]
 pub struct Tcb {
     /// Sender maximum segment size in bytes (after options).
@@ -421,5 +430,39 @@ impl Tcb {
     /// the hole at `from`.
     pub(crate) fn hole_end(&self, from: u64, or: u64) -> u64 {
         self.scoreboard.v.iter().find(|b| b.0 > from).map(|b| b.0).unwrap_or(or)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(x: i64) -> Duration {
+        Duration::from_millis(x)
+    }
+
+    /// The millisecond clock's phase lies in [0, 1 ms), spreads over it with the
+    /// ISNs, and is not the jiffies' phase (two clocks of a kernel keep none to
+    /// each other); a connection's timestamps count from it.
+    #[test]
+    fn the_timestamp_clock_draws_its_own_phase() {
+        let mut quarters = [0; 4];
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..4_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let (a, b) = (x as u32, (x >> 32) as u32);
+            let p = ts_phase_from(a, b);
+            assert!(p >= Duration::ZERO && p < ms(1), "{p:?}");
+            quarters[(p.nanos() / 250_000) as usize] += 1;
+            assert_ne!(p, Duration(crate::tcp::wheel::phase_from(a, b, ms(4)).nanos() % 1_000_000), "{a} {b}");
+        }
+        assert!(quarters.iter().all(|&n| n > 800), "{quarters:?}");
+        let mut t = Tcb::new(1448, 14_480, None);
+        assert_eq!(t.ts(Instant(500_000)), 1);
+        t.ts_phase = Duration(600_000);
+        assert_eq!(t.ts(Instant(500_000)), 2);
+        assert_eq!(t.ts(Instant(300_000)), 1);
     }
 }

@@ -26,8 +26,8 @@
 //! (`raw-lossy`, `docs/studies/sim-vs-real.md`). The wheel's clock is taken to be
 //! the jiffies counter (the kernel forwards an idle base's clock to it when a
 //! timer is added). The millisecond clock of TCP timestamps (`tcp_clock_ms`,
-//! from the nanosecond clock, not jiffies) has a phase of its own, drawn here
-//! too (`ts_phase_from`, in [0, 1 ms); `Tcb::ts_phase`).
+//! from the nanosecond clock, not jiffies) has a phase of its own
+//! (`tcb::ts_phase_from`, in [0, 1 ms); `Tcb::ts_phase`).
 //! One approximation: the receiver's "ACK now if the delayed-ACK timer is due
 //! within a quarter of its timeout" test (`tcp_send_delayed_ack`) compares the
 //! bucket's time, where the kernel compares the expiry (up to a jiffy earlier).
@@ -43,14 +43,6 @@ const LVL_START: [u64; 7] = [63, 504, 4_032, 32_256, 258_048, 2_064_384, 16_515_
 pub(crate) fn phase_from(iss_a: u32, iss_b: u32, tick: Duration) -> Duration {
     let span = (tick.nanos().max(1) as u64) << 18;
     Duration((((iss_a as u64) << 32 | iss_b as u64) % span) as i64)
-}
-
-/// The timestamp clock's phase for a connection (see `Tcb::ts_phase`): a time
-/// in [0, 1 ms) from its two ISNs, mixed otherwise than [`phase_from`]'s (the
-/// kernel's jiffies and its millisecond clock keep no fixed phase to each other).
-pub(crate) fn ts_phase_from(iss_a: u32, iss_b: u32) -> Duration {
-    let x = ((iss_b as u64) << 32 | iss_a as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    Duration(((x >> 32) % 1_000_000) as i64)
 }
 
 /// When a timer armed at `now` for `after` fires on a wheel of `tick` jiffies.
@@ -92,31 +84,6 @@ mod tests {
             let fire = fire_at(at(0) + ph, ms(100), tick) - ph;
             assert!(fire >= at(100) && fire <= at(132), "{ph:?}: {fire:?}");
         }
-    }
-
-    /// The millisecond clock's phase lies in [0, 1 ms), spreads over it with the
-    /// ISNs, and is not the jiffies' phase (two clocks of a kernel keep none to
-    /// each other); a connection's timestamps count from it.
-    #[test]
-    fn the_timestamp_clock_draws_its_own_phase() {
-        let mut quarters = [0; 4];
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        for _ in 0..4_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let (a, b) = (x as u32, (x >> 32) as u32);
-            let p = ts_phase_from(a, b);
-            assert!(p >= Duration::ZERO && p < ms(1), "{p:?}");
-            quarters[(p.nanos() / 250_000) as usize] += 1;
-            assert_ne!(p, Duration(phase_from(a, b, ms(4)).nanos() % 1_000_000), "{a} {b}");
-        }
-        assert!(quarters.iter().all(|&n| n > 800), "{quarters:?}");
-        let mut t = crate::tcp::tcb::Tcb::new(1448, 14_480, None);
-        assert_eq!(t.ts(Instant(500_000)), 1);
-        t.ts_phase = Duration(600_000);
-        assert_eq!(t.ts(Instant(500_000)), 2);
-        assert_eq!(t.ts(Instant(300_000)), 1);
     }
 
     #[test]

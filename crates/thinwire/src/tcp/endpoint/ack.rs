@@ -19,7 +19,7 @@ impl Tcp {
             _ => None,
         };
         let ts = || match seg.opts.timestamps {
-            Some((_, ecr)) if ecr != 0 => Some(Duration::from_millis((self.ts_now(now).wrapping_sub(ecr)) as i64)),
+            Some((_, ecr)) if ecr != 0 => Some(Duration::from_millis((self.tcb.ts(now).wrapping_sub(ecr)) as i64)),
             _ => None,
         };
         let sample = if linux {
