@@ -137,3 +137,13 @@ def test_run_text_never_reads_a_path(small_scenario, tmp_path):
     assert a["flows"] == b["flows"] and a["scenario"] == "scenario" and b["scenario"] == "loss=0.02"
     with pytest.raises(TypeError):
         thinwire.run_text(f)
+
+
+def test_trace_takes_the_clis_string_form_too(small_scenario):
+    """`trace="tcp,link"` is two layers and `trace="none"` none (as --trace takes
+    them), not the string's letters; a name that is no layer is refused clearly."""
+    r = thinwire.run(small_scenario, trace="tcp, link")
+    assert set(r.trace["layer"].unique().to_list()) == {"tcp", "link"}
+    assert thinwire.run(small_scenario, trace="none").trace.height == 0
+    with pytest.raises(thinwire.ScenarioError, match='"bogus" is not a layer'):
+        thinwire.run(small_scenario, trace="tcp,bogus")

@@ -199,12 +199,21 @@ def _overrides(
     if run_index is not None:
         out.append(f"run={_u64(run_index)}")
     if trace is not None:
-        out.append(f"trace.layers={_toml_value(list(trace))}")
+        out.append(f"trace.layers={_toml_value(layer_list(trace))}")
     if pcap:
         out.append("trace.pcap=true")
     if mm_log:
         out.append("trace.mahimahi=true")
     return out
+
+
+def layer_list(trace: str | Iterable[str]) -> list[str]:
+    """The layers a `trace` argument names: a list of names, or one string as
+    the CLI's `--trace` takes it (comma-separated; "none" or "" for none). The
+    core rejects a name that is not a layer."""
+    if isinstance(trace, str):
+        return [] if trace.strip() in ("", "none") else [x.strip() for x in trace.split(",")]
+    return list(trace)
 
 
 @dataclass
@@ -401,7 +410,7 @@ def run(
     *,
     run_index: int | None = None,
     set: Mapping[str, object] | Sequence[str] | None = None,
-    trace: Sequence[str] | None = None,
+    trace: str | Sequence[str] | None = None,
     pcap: bool = False,
     mm_log: bool = False,
     out: str | os.PathLike[str] | None = None,
@@ -412,7 +421,8 @@ def run(
 
     seed, run_index: override the scenario's root seed and run index.
     set: field overrides, {"flow.0.bytes": "1MB"} or ["flow.0.bytes=1MB"].
-    trace: layers to record ("tcp", "link", "queue", "channel", "proxy", "sojourn"); default: the scenario's [trace].
+    trace: layers to record, a list ("tcp", "link", "queue", "channel", "proxy", "sojourn") or a
+      string as --trace takes it ("tcp,link", "none"); default: the scenario's [trace].
     pcap: record pcap taps at the server and the mobile host.
     mm_log: record mm-link-format logs of the wireless link (RunResult.raw["mm_down"], ["mm_up"]).
     out: write the run's outputs into this folder (as RunResult.write does); the
@@ -431,7 +441,7 @@ def run_text(
     *,
     run_index: int | None = None,
     set: Mapping[str, object] | Sequence[str] | None = None,
-    trace: Sequence[str] | None = None,
+    trace: str | Sequence[str] | None = None,
     pcap: bool = False,
     mm_log: bool = False,
     out: str | os.PathLike[str] | None = None,
