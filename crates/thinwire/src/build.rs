@@ -256,6 +256,9 @@ pub fn tcp_config(f: &FlowCfg) -> TcpConfig {
         rwnd: t.rwnd.unwrap_or(d.rwnd),
         rcv_buf_max: t.rcv_buf_max.map(|x| x.0.min(1 << 30) as u32).unwrap_or(d.rcv_buf_max),
         autotune: t.autotune.unwrap_or(d.autotune),
+        push: t.push.unwrap_or(d.push),
+        comp_sack_nr: t.comp_sack_nr.unwrap_or(d.comp_sack_nr),
+        comp_sack_delay: t.comp_sack_delay.map(|x| x.0).unwrap_or(d.comp_sack_delay),
     }
 }
 

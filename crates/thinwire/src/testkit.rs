@@ -42,6 +42,8 @@ pub struct TcpPair {
     mark: Option<DropFn>,
     /// Segments sent in each direction (index by sender end): (time, seq offset, len, retransmission).
     pub log: [Vec<(Instant, u32, u32, bool)>; 2],
+    /// The TCP flags of each segment in `log`.
+    pub flags: [Vec<u8>; 2],
     pub dropped: [u64; 2],
     /// Real data (after `send_bytes`): what each end's application still has to
     /// write, whether it closes after it, and what it has read (it reads at once).
@@ -77,6 +79,7 @@ impl TcpPair {
             drop,
             mark: None,
             log: [vec![], vec![]],
+            flags: [vec![], vec![]],
             dropped: [0; 2],
             to_write: Default::default(),
             close_after: [false; 2],
@@ -144,6 +147,7 @@ impl TcpPair {
             let idx = self.sent[e];
             self.sent[e] += 1;
             self.log[e].push((now, repr.seq.wrapping_sub(self.ep[e].iss()), len, retransmission));
+            self.flags[e].push(repr.flags.0);
             let size = 40 + repr.options_len() as u64 + len as u64;
             let start = self.busy_until[e].max(now);
             let tx = Duration::transmission(size, self.rate);

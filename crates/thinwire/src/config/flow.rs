@@ -129,6 +129,12 @@ pub struct TcpCfg {
     pub rcv_buf_max: Option<Size>,
     #[serde(default)]
     pub autotune: Option<bool>,
+    #[serde(default)]
+    pub push: Option<crate::tcp::Push>,
+    #[serde(default)]
+    pub comp_sack_nr: Option<u32>,
+    #[serde(default)]
+    pub comp_sack_delay: Option<Dur>,
 }
 
 /// Declares a `[[flow]]` application's configuration: the fields every
@@ -523,6 +529,11 @@ fn validate_tcp(t: &TcpCfg, i: usize) -> Result<(), ConfigError> {
     if t.initial_window.is_some_and(|w| w == 0 || w > 1000) {
         return Err(cerr(p("initial_window"), "must be between 1 and 1000 segments"));
     }
+    // The kernel's sysctl is a byte (`tcp_comp_sack_nr`, 0 to 255).
+    if t.comp_sack_nr.is_some_and(|n| n > 255) {
+        return Err(cerr(p("comp_sack_nr"), "must be between 0 (off) and 255 ACKs"));
+    }
+    dur_within(&p("comp_sack_delay"), t.comp_sack_delay, Duration::ZERO, Duration::from_secs(1))?;
     // Timers below 1 ms stop simulated time from advancing in practice (a 0 s RTO
     // fired at the same instant for ever), so RTOs are 1 ms to 1,000,000 s.
     let ms = Duration::from_millis(1);

@@ -235,6 +235,28 @@ pub struct TcpConfig {
     /// Receive-buffer autotuning (Linux `tcp_moderate_rcvbuf`, dynamic
     /// right-sizing); only with `rwnd = "linux"`. Default false.
     pub autotune: bool,
+    /// Which new segments carry PSH: `segment` (every new data segment) or
+    /// `chunk` (Linux: the last segment of each TSO/GSO chunk the kernel sends
+    /// at once, `tcp_tso_autosize`; none on retransmissions). With `quickack`
+    /// a full-sized segment with PSH is acknowledged when the application reads
+    /// it (Linux 6.6+). Default `segment`.
+    pub push: Push,
+    /// Linux's compressed SACKs (`tcp_comp_sack_nr`): after three duplicate
+    /// ACKs for the same `rcv_nxt`, the ACKs an out-of-order segment asks for
+    /// are held up to `comp_sack_delay` (at most 5 % of the RTT), up to this many
+    /// (`tcp/compsack.rs`). Needs `quickack` and SACK. Default 0 (off).
+    pub comp_sack_nr: u32,
+    /// `tcp_comp_sack_delay_ns`. Default 1 ms.
+    pub comp_sack_delay: Duration,
+}
+
+/// Which segments carry PSH (`tcp.push`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Push {
+    #[default]
+    Segment,
+    Chunk,
 }
 
 /// The receiver's window computation (`tcp.rwnd`).
@@ -289,7 +311,9 @@ impl TcpConfig {
     ///   accepted when the peer asks (`tcp_ecn` = 2), the kernel's quick ACKs and
     ///   adaptive delayed-ACK timeout (`quickack`), the FIN on the last data
     ///   segment (`fin_with_data`), TS.Recent from the segment at the last ACK
-    ///   sent (`ts_recent_at_ack_point`). Only BBR paces (the kernel paces CUBIC
+    ///   sent (`ts_recent_at_ack_point`), PSH on the last segment of each
+    ///   TSO/GSO chunk (`push = "chunk"`), compressed SACKs (`comp_sack_nr` =
+    ///   44, `comp_sack_delay` = 1 ms). Only BBR paces (the kernel paces CUBIC
     ///   and Reno only under the `fq` qdisc, which the emulator's hosts do not use).
     pub fn profile(name: &str) -> Option<TcpConfig> {
         let d = TcpConfig::default();
@@ -358,6 +382,8 @@ impl TcpConfig {
                 quickack: true,
                 fin_with_data: true,
                 ts_recent_at_ack_point: true,
+                push: Push::Chunk,
+                comp_sack_nr: 44,
                 ..d
             }),
             _ => None,
@@ -401,6 +427,9 @@ impl Default for TcpConfig {
             rwnd: Rwnd::Buffer,
             rcv_buf_max: 32 << 20,
             autotune: false,
+            push: Push::Segment,
+            comp_sack_nr: 0,
+            comp_sack_delay: Duration::from_millis(1),
         }
     }
 }

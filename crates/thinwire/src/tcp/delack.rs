@@ -36,11 +36,21 @@
 //!   does not send the FIN's ACK alone before what the application sends at
 //!   once, its own FIN).
 //!
+//! - Push marks (`tcp_measure_rcv_mss`, `tcp_cleanup_rbuf`; the full-sized
+//!   case is Linux 6.6's "tcp: fix delayed ACKs for MSS boundary condition"):
+//!   in-order data that ends a write — a full-sized segment with PSH, or a
+//!   short one (unless it repeats the last short size and is large or carries
+//!   no PSH, FIN, URG or SYN: then the kernel takes it as the peer's MSS) —
+//!   marks `ICSK_ACK_PUSHED`, a second short one `ICSK_ACK_PUSHED2`; when the
+//!   application has read everything (nothing held out of order either), an
+//!   owed ACK goes at once after PUSHED2, or after PUSHED outside ping-pong
+//!   mode. Simulated applications read as data arrives; with byte buffers,
+//!   when the application reads. Every ACK sent clears the marks. A Linux
+//!   sender (`push = "chunk"`) sets PSH at the end of each TSO/GSO chunk.
+//!
 //! Parameters: `ATO_MIN` is the endpoint's `delack_timeout` (Linux `TCP_ATO_MIN` =
 //! `TCP_DELACK_MIN` = 40 ms at any HZ). Kept in nanoseconds, not 4 ms jiffies.
-//! Not modelled: `ICSK_ACK_PUSHED` from the PSH
-//! flag (the model's senders set PSH on every new segment), compressed SACKs
-//! (each out-of-order segment is acknowledged at once; Linux waits at most 1 ms).
+//! Compressed SACKs are `compsack.rs`.
 use crate::time::{Duration, Instant};
 
 /// Linux `TCP_MAX_QUICKACKS`.
@@ -61,12 +71,31 @@ pub struct LinuxAcks {
     /// `tcp_pingpong_thresh` = 1): this end sent data within `ato` of receiving
     /// some. No quick ACKs while in it.
     pub(crate) pingpong: bool,
+    /// `ICSK_ACK_PUSHED` (1) and `ICSK_ACK_PUSHED2` (2), cleared by every ACK sent.
+    pushed: u8,
+    /// `icsk_ack.last_seg_size`.
+    last_seg_size: u64,
     ato_min: Duration,
 }
 
+const PUSHED: u8 = 1;
+const PUSHED2: u8 = 2;
+/// Linux `TCP_MSS_DEFAULT`, `TCP_MIN_MSS` and the bare TCP header.
+const MSS_DEFAULT: u64 = 536;
+const MIN_MSS: u64 = 88;
+const TCPHDR: u64 = 20;
+
 impl LinuxAcks {
     pub fn new(ato_min: Duration) -> LinuxAcks {
-        LinuxAcks { quick: 0, ato: Duration::ZERO, last: Instant::ZERO, pingpong: false, ato_min }
+        LinuxAcks {
+            quick: 0,
+            ato: Duration::ZERO,
+            last: Instant::ZERO,
+            pingpong: false,
+            pushed: 0,
+            last_seg_size: 0,
+            ato_min,
+        }
     }
 
     /// `tcp_incr_quickack`: at least `max` quick ACKs, or as many as half the
@@ -116,6 +145,49 @@ impl LinuxAcks {
             }
         }
         self.last = now;
+    }
+
+    /// `tcp_measure_rcv_mss`'s push marks for in-order data of `len` payload
+    /// bytes, `hdr` bytes of TCP header: a full-sized segment (`rcv_mss`, the
+    /// receiver's estimate) with PSH is the end of a write (Linux 6.6+); a
+    /// shorter one is, unless it repeats the last short size and is large or
+    /// carries none of PSH, FIN, URG, SYN (`remnant`: then the kernel takes its
+    /// size as the MSS, which the window's `rcv_mss` here does not follow). Two
+    /// short segments without an ACK between them mark `PUSHED2`.
+    pub(crate) fn measure(&mut self, len: u64, rcv_mss: u64, hdr: u64, psh: bool, remnant: bool) {
+        let lss = std::mem::take(&mut self.last_seg_size);
+        if len >= rcv_mss {
+            if psh {
+                self.pushed |= PUSHED;
+            }
+            return;
+        }
+        let wire = len + hdr;
+        if wire >= MSS_DEFAULT + TCPHDR || (wire >= MIN_MSS + TCPHDR && !remnant) {
+            self.last_seg_size = len;
+            if len == lss {
+                return;
+            }
+        }
+        if self.pushed & PUSHED != 0 {
+            self.pushed |= PUSHED2;
+        }
+        self.pushed |= PUSHED;
+    }
+
+    /// `tcp_cleanup_rbuf` after the application read in-order data: with an
+    /// ACK owed, it goes now if the read drained the receive memory (`drained`:
+    /// nothing held out of order either) after a pushed segment — two short
+    /// ones, or one when not in ping-pong mode. (Its other reason, more than
+    /// one full segment unacknowledged, is the every-second-segment rule.)
+    pub(crate) fn read_acks(&self, drained: bool) -> bool {
+        drained && (self.pushed & PUSHED2 != 0 || (self.pushed & PUSHED != 0 && !self.pingpong))
+    }
+
+    /// Any ACK went out (`tcp_event_ack_sent` clears `icsk_ack.pending`).
+    #[inline]
+    pub(crate) fn ack_went(&mut self) {
+        self.pushed = 0;
     }
 
     /// `tcp_send_delayed_ack`: how long a single segment's ACK may wait (`small`:
@@ -225,6 +297,36 @@ mod tests {
         a.pingpong = true;
         a.enter_quickack(2, 64_240, 1448);
         assert!(!a.pingpong && a.in_quickack());
+    }
+
+    /// Push marks (`tcp_measure_rcv_mss`, `tcp_cleanup_rbuf`): a full-sized
+    /// segment with PSH or a short one marks PUSHED, which acknowledges at the
+    /// read when nothing is held back and not in ping-pong mode; a second short
+    /// one marks PUSHED2, which does even in ping-pong mode; a full segment
+    /// without PSH marks nothing; a short one the size of the last short one
+    /// (large, or without PSH) is taken as the peer's MSS; an ACK clears them.
+    #[test]
+    fn pushed_segments_are_acknowledged_when_read() {
+        let mut a = LinuxAcks::new(MS * 40);
+        a.measure(1448, 1448, 32, false, false);
+        assert!(!a.read_acks(true));
+        a.measure(1448, 1448, 32, true, true);
+        assert!(a.read_acks(true) && !a.read_acks(false), "not with data held out of order");
+        a.pingpong = true;
+        assert!(!a.read_acks(true), "one push mark waits in ping-pong mode");
+        a.ack_went();
+        a.measure(100, 1448, 32, true, true);
+        assert!(!a.read_acks(true));
+        a.measure(100, 1448, 32, true, true);
+        assert!(a.read_acks(true), "two short segments: PUSHED2");
+        a.ack_went();
+        a.pingpong = false;
+        // 1000-byte segments without PSH: the second repeats the size.
+        a.measure(1000, 1448, 32, false, false);
+        assert!(a.read_acks(true));
+        a.ack_went();
+        a.measure(1000, 1448, 32, false, false);
+        assert!(!a.read_acks(true), "the same short size again is the peer's MSS");
     }
 
     /// The timeout: ato itself at ATO_MIN; above it bounded by the SRTT (at least

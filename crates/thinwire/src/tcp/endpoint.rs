@@ -30,7 +30,7 @@
 //! application closes when it chooses (half-close is carried on).
 use super::buffer::{RecvBuf, SendBuf};
 use super::cc::{Cc, CongestionControl};
-use super::config::{IdleRestart, TcpConfig};
+use super::config::{IdleRestart, Push, TcpConfig};
 use super::ranges::Ranges;
 use super::recovery::{LossRecovery, NextSeg, Recovery};
 use super::rtt::{RtoKind, RttEstimator};
@@ -171,6 +171,13 @@ pub struct Tcp {
     ack_first: bool,
     /// Data waits for the pacing deadline (BBR).
     paced: Option<Instant>,
+    /// Where the send queue's current chunk ends (`push = "chunk"`).
+    chunk_end: u64,
+    /// Linux's compressed SACKs (`comp_sack_nr`, with `quickack`).
+    comp: Option<Box<super::compsack::CompSack>>,
+    /// An ACK made while a segment was being taken in, before it changed
+    /// anything (a compressed-SACK flush), sent before anything else.
+    queued: Option<Box<Segment>>,
     cc: Cc,
     recovery: Recovery,
     /// Byte buffers when driven by real data (None: the simulator's counters).
@@ -219,6 +226,10 @@ impl Tcp {
             probing: false,
             ack_first: false,
             paced: None,
+            chunk_end: 0,
+            comp: (cfg.comp_sack_nr > 0 && cfg.quickack)
+                .then(|| Box::new(super::compsack::CompSack::new(cfg.comp_sack_nr, cfg.comp_sack_delay))),
+            queued: None,
             cc: cfg.cc.make(&cfg),
             recovery: cfg.recovery.make(&cfg),
             rto_deadline: None,

@@ -3,6 +3,7 @@
 //! (`recovery/`) — each a trait with one file per algorithm.
 pub mod buffer;
 pub mod cc;
+pub mod compsack;
 pub mod config;
 pub mod delack;
 pub mod endpoint;
@@ -15,7 +16,7 @@ pub mod tcb;
 pub mod wheel;
 
 pub use cc::CcKind;
-pub use config::{Ecn, IdleRestart, Rwnd, TcpConfig, Variant};
+pub use config::{Ecn, IdleRestart, Push, Rwnd, TcpConfig, Variant};
 #[cfg(feature = "testkit")]
 pub use endpoint::LinuxView;
 pub use endpoint::{Segment, State, Tcp, TcpStats, TcpVar, VarEvent};

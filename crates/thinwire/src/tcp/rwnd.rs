@@ -352,6 +352,14 @@ impl LinuxRwnd {
     pub fn rcvbuf(&self) -> u64 {
         self.rcvbuf
     }
+    /// The receiver's RTT estimate (`rcv_rtt_est.rtt_us`: µs × 8, 0 for none).
+    pub(crate) fn rtt_us8(&self) -> u64 {
+        self.rtt_us8
+    }
+    /// The receiver's estimate of the peer's MSS (`icsk_ack.rcv_mss`).
+    pub(crate) fn rcv_mss(&self) -> u64 {
+        self.rcv_mss
+    }
     /// The memory of `bytes` of payload held in segments of the peer's size.
     pub fn held(&self, bytes: u64, hdr: u64) -> u64 {
         if bytes == 0 {

@@ -14,6 +14,7 @@ impl TcpFlags {
     pub const RST: u8 = 0x04;
     pub const PSH: u8 = 0x08;
     pub const ACK: u8 = 0x10;
+    pub const URG: u8 = 0x20;
     /// RFC 3168 §6.1: ECN-Echo and Congestion Window Reduced.
     pub const ECE: u8 = 0x40;
     pub const CWR: u8 = 0x80;

@@ -55,6 +55,9 @@ crate::described! {
         pub tcp_ecn_reductions: u64 => (metric, "count", "ECN?", "tcp"),
         /// Data segments the receiver got marked CE.
         pub tcp_ce_received: u64 => (metric, "count", "", ""),
+        /// ACKs the receiver held back by compressed SACKs and never sent alone
+        /// (`tcp.comp_sack_nr`; Linux `TCPAckCompressed`).
+        pub tcp_acks_compressed: u64 => (metric, "count", "", ""),
         /// Slow starts ended by HyStart (CUBIC; Linux `TCPHystartTrainDetect` +
         /// `TCPHystartDelayDetect`).
         pub tcp_hystart_exits: u64 => (metric, "count", "", ""),
@@ -104,6 +107,7 @@ impl FlowResult {
         self.tcp_dsacks = snd.dsacks_received;
         self.tcp_ecn_reductions = snd.ecn_reductions;
         self.tcp_ce_received = rcv.ce_received;
+        self.tcp_acks_compressed = rcv.acks_compressed;
         self.tcp_hystart_exits = snd.hystart_exits;
         self.tcp_pacing_rate_bps = pacing.map(|r| r as f64 * 8.0);
         self.rtt_avg_s = (snd.rtt_samples > 0).then(|| snd.rtt_sum.as_secs_f64() / snd.rtt_samples as f64);

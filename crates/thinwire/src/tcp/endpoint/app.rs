@@ -93,6 +93,12 @@ impl Tcp {
         let out = self.rbuf.as_mut().map(|r| r.read(max)).unwrap_or_default();
         if !out.is_empty() {
             self.maybe_window_update();
+            // Linux `tcp_cleanup_rbuf`: an owed ACK of pushed data goes when the
+            // application has read everything.
+            let drained = self.ooo.is_empty() && self.readable() == 0;
+            if self.ack_sched && self.acks.as_ref().is_some_and(|a| a.read_acks(drained)) {
+                self.ack_now = true;
+            }
         }
         out
     }

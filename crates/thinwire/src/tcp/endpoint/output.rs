@@ -13,6 +13,9 @@ impl Tcp {
             let seq = self.tcb.snd_nxt.max(1);
             return Some(self.emit(now, seq, 0, TcpFlags::RST, false));
         }
+        if let Some(s) = self.queued.take() {
+            return Some(*s);
+        }
         match self.state {
             State::SynSent | State::SynRcvd if self.tcb.snd_max == 0 || self.syn_retx => {
                 // SYN (active side) or SYN-ACK (passive side), first or again.
@@ -93,7 +96,7 @@ impl Tcp {
     }
 
     /// An ACK without data, at the next sequence number.
-    fn pure_ack(&mut self, now: Instant) -> Segment {
+    pub(super) fn pure_ack(&mut self, now: Instant) -> Segment {
         self.emit(now, self.tcb.snd_nxt.max(1).min(self.tcb.snd_max.max(1)), 0, TcpFlags::ACK, false)
     }
 
@@ -139,12 +142,17 @@ impl Tcp {
             self.ack_deadline = None;
             // Linux `tcp_dec_quickack_mode`: an ACK answering received data —
             // in order or not — spends a quick ACK (`inet_csk_ack_scheduled`).
-            if std::mem::take(&mut self.ack_sched) {
-                if let Some(a) = &mut self.acks {
+            let answered = std::mem::take(&mut self.ack_sched);
+            if let Some(a) = &mut self.acks {
+                if answered {
                     a.on_ack_sent();
                 }
+                a.ack_went();
             }
             self.unacked_segs = 0;
+            if let Some(c) = &mut self.comp {
+                self.tcb.stats.acks_compressed += c.ack_sent() as u64;
+            }
             if self.dsack.is_some() && flags & TcpFlags::SYN == 0 {
                 self.dsack = None;
                 self.tcb.stats.dsacks_sent += 1;
@@ -265,7 +273,11 @@ impl Tcp {
             self.fin_sent = true;
             flags |= TcpFlags::FIN;
         }
-        if seq + len == end || self.tcb.snd_max == seq + len {
+        let push = match self.cfg.push {
+            Push::Segment => seq + len == end || self.tcb.snd_max == seq + len,
+            Push::Chunk => !retx && self.ends_chunk(seq, len, end),
+        };
+        if push {
             flags |= TcpFlags::PSH;
         }
         self.emit(now, seq, len as u32, flags, retx)
@@ -378,25 +390,7 @@ impl Tcp {
         while let Some(e) = self.tcb.scoreboard.end_of(self.tcb.snd_nxt) {
             self.tcb.snd_nxt = e;
         }
-        let mut limit = self.tcb.snd_una + self.window();
-        if self.cfg.recovery == crate::tcp::RecoveryKind::Rack && self.sack_ok && self.tcb.snd_nxt == self.tcb.snd_max {
-            // Linux `tcp_cwnd_test`: what is in flight (`tcp_packets_in_flight`:
-            // not SACKed, not deemed lost) below cwnd — segments SACKed above a
-            // hole make room before any recovery starts, as many as were SACKed
-            // — and the receiver's window from `snd_una` (`tcp_snd_wnd_test`).
-            let t = &self.tcb;
-            let rwnd = t.snd_wnd.min(self.cfg.snd_buf as u64);
-            limit = (t.snd_nxt + t.cwnd.saturating_sub(self.in_flight())).min(t.snd_una + rwnd);
-        } else if self.cfg.limited_transmit
-            && self.tcb.dupacks > 0
-            && !self.tcb.in_recovery
-            && self.tcb.snd_nxt == self.tcb.snd_max
-        {
-            // RFC 3042: one new segment for each of the first two duplicate ACKs.
-            let extra = self.tcb.smss * self.tcb.dupacks.min(2) as u64;
-            let w = (self.tcb.cwnd + extra).min(self.tcb.snd_wnd).min(self.cfg.snd_buf as u64);
-            limit = limit.max(self.tcb.snd_una + w);
-        }
+        let limit = self.send_limit();
         if self.tcb.snd_nxt < end {
             let avail = end - self.tcb.snd_nxt;
             let want = avail.min(self.tcb.smss);
@@ -412,6 +406,73 @@ impl Tcp {
             return Some(self.send_at(now, end, 0));
         }
         None
+    }
+
+    /// How far new data may go from `snd_nxt` now: the window from `snd_una`
+    /// (RFC 3042's two extra segments with limited transmit).
+    fn send_limit(&self) -> u64 {
+        let t = &self.tcb;
+        let mut limit = t.snd_una + self.window();
+        if self.cfg.recovery == crate::tcp::RecoveryKind::Rack && self.sack_ok && t.snd_nxt == t.snd_max {
+            // Linux `tcp_cwnd_test`: what is in flight (`tcp_packets_in_flight`:
+            // not SACKed, not deemed lost) below cwnd — segments SACKed above a
+            // hole make room before any recovery starts, as many as were SACKed
+            // — and the receiver's window from `snd_una` (`tcp_snd_wnd_test`).
+            let rwnd = t.snd_wnd.min(self.cfg.snd_buf as u64);
+            limit = (t.snd_nxt + t.cwnd.saturating_sub(self.in_flight())).min(t.snd_una + rwnd);
+        } else if self.cfg.limited_transmit && t.dupacks > 0 && !t.in_recovery && t.snd_nxt == t.snd_max {
+            // RFC 3042: one new segment for each of the first two duplicate ACKs.
+            let extra = t.smss * t.dupacks.min(2) as u64;
+            let w = (t.cwnd + extra).min(t.snd_wnd).min(self.cfg.snd_buf as u64);
+            limit = limit.max(t.snd_una + w);
+        }
+        limit
+    }
+
+    /// With `push = "chunk"`: whether new data segment `[seq, seq + len)`
+    /// ends a chunk, the last segment of which alone carries PSH. Chunks lie
+    /// in sequence space, as the kernel's send queue holds the data: each is
+    /// `tso_segs` segments from where the previous one ended, sized when its
+    /// first segment goes (the kernel sizes its skbs to `tcp_xmit_size_goal`
+    /// as the application writes, and PSH stays on each skb's end when it is
+    /// split for the window, `tso_fragment`, or into segments,
+    /// `tcp_gso_segment`); the end of the data written ends one too. So a
+    /// window that lets one segment of a chunk out sends it without PSH.
+    /// Checked against Linux 6.18 captures (`docs/models.md`).
+    #[inline(never)]
+    fn ends_chunk(&mut self, seq: u64, len: u64, end: u64) -> bool {
+        if seq >= self.chunk_end {
+            self.chunk_end = seq + self.tso_segs() as u64 * self.tcb.smss;
+        }
+        let e = seq + len;
+        e >= self.chunk_end || e >= end
+    }
+
+    /// Linux `tcp_tso_segs` / `tcp_tso_autosize` (sysctls `tcp_min_tso_segs`
+    /// = 2, `sk_pacing_shift` = 10, a 64 KB GSO limit): about 1 ms of data at
+    /// the pacing rate, at least 2 segments (BBR: 1 below 1.2 Mbit/s,
+    /// `bbr_min_tso_segs`). Without a pacer the rate is the kernel's
+    /// `tcp_update_pacing_rate`, which it computes for every flow: 200 % of
+    /// cwnd per SRTT in slow start below half ssthresh, else 120 %.
+    fn tso_segs(&self) -> u32 {
+        let t = &self.tcb;
+        let smss = t.smss.max(1);
+        let (rate, min) = match t.pacing_rate {
+            Some(r) => (r, if r < 150_000 { 1 } else { 2 }),
+            None => {
+                let segs = (t.cwnd / smss).max(t.flight() / smss) as u128;
+                let pct: u128 = if t.cwnd < t.ssthresh / 2 { 200 } else { 120 };
+                let rate = match self.rtt.srtt.filter(|s| s.nanos() > 0) {
+                    Some(s) => {
+                        (smss as u128 * segs * pct * 10_000_000 / s.nanos() as u128).min(u64::MAX as u128) as u64
+                    }
+                    None => u64::MAX,
+                };
+                (rate, 2)
+            }
+        };
+        let bytes = (rate >> 10).min(65_536);
+        ((bytes / smss) as u32).max(min)
     }
 
     /// Linux's internal pacing (`tcp_pacing_check`): with a pacing rate, data

@@ -3,6 +3,7 @@
 //! with `rwnd = "linux"`), when to acknowledge (RFC 5681 §4.2 delayed ACKs, or
 //! Linux's quick-ACK policy with `quickack`), ECN's echo (RFC 3168 §6.1.3), and
 //! when the connection is done.
+use super::super::compsack::OfoAck;
 use super::*;
 
 impl Tcp {
@@ -82,9 +83,19 @@ impl Tcp {
             let data_end = self.rcv_nxt;
             self.delivered = data_end - 1;
             let released = self.rcv_nxt - e;
+            if let Some(c) = &mut self.comp {
+                c.on_in_order(self.rcv_nxt, self.ooo.is_empty());
+            }
             let grew = len > 0 && self.lrw.is_some() && self.linux_rwnd_data(now, seg, len, true, released);
             if self.acks.is_some() {
-                self.linux_ack(now, had_holes, len, grew);
+                self.linux_ack(now, had_holes, len, grew, seg.flags);
+                // A hole filled with others left: unless more than one full
+                // segment is unacknowledged, the kernel's ACK (at once) goes by
+                // the compressed path, whose count starts for the new rcv_nxt.
+                let rcv_mss = self.lrw.as_ref().map_or(self.tcb.smss, |l| l.rcv_mss());
+                if self.comp.is_some() && had_holes && !self.ooo.is_empty() && self.rcv_nxt - self.rcv_wup <= rcv_mss {
+                    self.comp_holds(now);
+                }
             } else if had_holes {
                 self.ack_now = true;
             } else {
@@ -96,7 +107,11 @@ impl Tcp {
                 }
             }
         } else if s > self.rcv_nxt && len > 0 {
+            let (mut queued, mut flushed) = (false, false);
             if e - self.rcv_nxt <= self.rcv_space() {
+                if self.sack_ok && self.comp.is_some() {
+                    flushed = self.comp_list(now, s, e);
+                }
                 if self.sack_ok && self.lrw.is_some() && !self.ooo.contains(s) {
                     self.linux_rwnd_data(now, seg, len, false, 0);
                 }
@@ -104,8 +119,17 @@ impl Tcp {
                     self.note_dsack(s, e.min(held));
                 }
                 self.last_block = Some(self.ooo.insert(s, e));
+                queued = true;
             }
-            self.ack_now = true;
+            // Linux acknowledges out-of-order data at once (`__tcp_ack_snd_check`),
+            // unless compressed SACKs hold the ACK (not for one beyond the window,
+            // which enters quick-ACK mode). After a flush nothing more: the ACK it
+            // sent cleared `ICSK_ACK_SCHED`, so `tcp_ack_snd_check` returns at
+            // once and this segment waits for the next ACK.
+            let deferred = flushed || (queued && self.comp_holds(now));
+            if !deferred {
+                self.ack_now = true;
+            }
         } else if len > 0 {
             self.note_dsack(s, e);
             self.ack_now = true; // old duplicate
@@ -140,16 +164,25 @@ impl Tcp {
     /// filled, in quick-ACK mode, or at the `delack_count`-th segment; else by the
     /// adaptive timer, an earlier deadline kept (or the ACK sent at once if that
     /// deadline is within a quarter of the new timeout).
-    fn linux_ack(&mut self, now: Instant, had_holes: bool, len: u32, grew: bool) {
+    fn linux_ack(&mut self, now: Instant, had_holes: bool, len: u32, grew: bool, flags: TcpFlags) {
         let (rto, srtt, w, mss) = (self.rtt.rto(), self.rtt.srtt, self.last_adv, self.cfg.mss as u64);
+        let rcv_mss = self.lrw.as_ref().map_or(self.tcb.smss, |l| l.rcv_mss());
+        let hdr = self.hdr_len() - 20;
+        // The application reads at once: all of it unless some is held out of order.
+        let drained = self.ooo.is_empty() && self.rbuf.is_none();
         let Some(a) = &mut self.acks else { return };
         a.on_data(now, rto, w, mss);
+        if len > 0 {
+            let psh = flags.has(TcpFlags::PSH);
+            let remnant = flags.0 & (TcpFlags::PSH | TcpFlags::FIN | TcpFlags::URG | TcpFlags::SYN) != 0;
+            a.measure(len as u64, rcv_mss, hdr, psh, remnant);
+        }
         if grew {
             // tcp_grow_window: `icsk_ack.quick |= 1`.
             a.quick |= 1;
         }
         self.unacked_segs += 1;
-        if had_holes || a.in_quickack() || self.unacked_segs >= self.cfg.delack_count {
+        if had_holes || a.in_quickack() || self.unacked_segs >= self.cfg.delack_count || a.read_acks(drained) {
             self.ack_now = true;
             return;
         }
@@ -158,6 +191,43 @@ impl Tcp {
             Some(d) if d <= now + t / 4 => self.ack_now = true,
             Some(_) => {}
             None => self.ack_deadline = Some(self.tcb.timer(now, t)),
+        }
+    }
+
+    /// Compressed SACKs: out-of-order `[s, e)` enters the receiver's block
+    /// list; a held ACK that must report the list as it was goes first (true).
+    fn comp_list(&mut self, now: Instant, s: u64, e: u64) -> bool {
+        let first = self.ooo.is_empty();
+        let Some(c) = &mut self.comp else { return false };
+        if !c.on_ofo(s, e, first) {
+            return false;
+        }
+        c.flushed();
+        let ack = self.pure_ack(now);
+        self.queued = Some(Box::new(ack));
+        true
+    }
+
+    /// Compressed SACKs: whether the ACK an out-of-order segment asks for is
+    /// held (not in quick-ACK mode, SACK on).
+    fn comp_holds(&mut self, now: Instant) -> bool {
+        let quick = self.acks.as_ref().is_none_or(|a| a.in_quickack());
+        if !self.sack_ok || quick {
+            return false;
+        }
+        let rcv_rtt = self.lrw.as_ref().map_or(0, |l| l.rtt_us8());
+        let srtt = self.rtt.srtt.map_or(0, |s| s.nanos() as u64 / 1000 * 8);
+        let Some(c) = &mut self.comp else { return false };
+        match c.on_ofo_ack(now, self.rcv_nxt, rcv_rtt, srtt) {
+            OfoAck::Now => false,
+            OfoAck::Held(arm) => {
+                // The held ACK's timer takes the delayed-ACK timer's place,
+                // which does not run now (the ACKs before went at once).
+                if let (Some(t), None) = (arm, self.ack_deadline) {
+                    self.ack_deadline = Some(t);
+                }
+                true
+            }
         }
     }
 

@@ -68,6 +68,9 @@ pub struct TcpStats {
     /// SYNs or SYN-ACKs sent again, and FINs sent again without data.
     pub syn_retransmits: u64,
     pub fin_retransmits: u64,
+    /// ACKs held back by compressed SACKs and never sent alone (Linux
+    /// `TCPAckCompressed`).
+    pub acks_compressed: u64,
 }
 
 impl std::ops::AddAssign<&TcpStats> for TcpStats {
@@ -96,6 +99,7 @@ impl std::ops::AddAssign<&TcpStats> for TcpStats {
             lost_retransmits,
             ecn_reductions,
             ce_received,
+            acks_compressed,
         } = o;
         self.segments_sent += segments_sent;
         self.data_segments_sent += data_segments_sent;
@@ -119,5 +123,6 @@ impl std::ops::AddAssign<&TcpStats> for TcpStats {
         self.lost_retransmits += lost_retransmits;
         self.ecn_reductions += ecn_reductions;
         self.ce_received += ce_received;
+        self.acks_compressed += acks_compressed;
     }
 }

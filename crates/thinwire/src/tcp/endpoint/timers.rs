@@ -31,11 +31,7 @@ impl Tcp {
         if let Some(d) = self.ack_deadline {
             if d <= now {
                 self.ack_deadline = None;
-                self.ack_now = true;
-                let rto = self.rtt.rto();
-                if let Some(a) = &mut self.acks {
-                    a.on_timer(rto);
-                }
+                self.ack_timer_fired();
             }
         }
         if self.tcb.recovery_deadline.is_some_and(|d| d <= now) {
@@ -61,6 +57,20 @@ impl Tcp {
             }
         }
     }
+    /// The ACK timer fired: the delayed ACK's (`ato` grows), or, holding
+    /// compressed SACKs, theirs.
+    fn ack_timer_fired(&mut self) {
+        if let Some(c) = self.comp.as_deref_mut().filter(|c| c.armed()) {
+            self.ack_now |= c.on_timer();
+            return;
+        }
+        self.ack_now = true;
+        let rto = self.rtt.rto();
+        if let Some(a) = &mut self.acks {
+            a.on_timer(rto);
+        }
+    }
+
     fn on_rto(&mut self, now: Instant) {
         match self.state {
             State::SynSent | State::SynRcvd => {
