@@ -77,7 +77,9 @@ def print_summary(s: dict, out=sys.stdout) -> None:
 def cmd(a) -> int:
     layers = None
     if a.trace is not None:
-        layers = [] if a.trace in ("", "none") else [x.strip() for x in a.trace.split(",")]
+        from ..api import layer_list
+
+        layers = layer_list(a.trace)
         bad = [x for x in layers if x not in LAYERS]
         if bad:
             die(f"--trace: {bad[0]!r} is not a layer; use a comma-separated list of {', '.join(LAYERS)}, or 'none'")

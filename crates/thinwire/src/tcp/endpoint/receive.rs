@@ -92,8 +92,11 @@ impl Tcp {
                 // A hole filled with others left: unless more than one full
                 // segment is unacknowledged, the kernel's ACK (at once) goes by
                 // the compressed path, whose count starts for the new rcv_nxt.
-                let rcv_mss = self.lrw.as_ref().map_or(self.tcb.smss, |l| l.rcv_mss());
-                if self.comp.is_some() && had_holes && !self.ooo.is_empty() && self.rcv_nxt - self.rcv_wup <= rcv_mss {
+                if self.comp.is_some()
+                    && had_holes
+                    && !self.ooo.is_empty()
+                    && self.rcv_nxt - self.rcv_wup <= self.rcv_mss()
+                {
                     self.comp_holds(now);
                 }
             } else if had_holes {
@@ -166,7 +169,7 @@ impl Tcp {
     /// deadline is within a quarter of the new timeout).
     fn linux_ack(&mut self, now: Instant, had_holes: bool, len: u32, grew: bool, flags: TcpFlags) {
         let (rto, srtt, w, mss) = (self.rtt.rto(), self.rtt.srtt, self.last_adv, self.cfg.mss as u64);
-        let rcv_mss = self.lrw.as_ref().map_or(self.tcb.smss, |l| l.rcv_mss());
+        let rcv_mss = self.rcv_mss();
         let hdr = self.hdr_len() - 20;
         // The application reads at once: all of it unless some is held out of order.
         let drained = self.ooo.is_empty() && self.rbuf.is_none();
@@ -192,6 +195,12 @@ impl Tcp {
             Some(_) => {}
             None => self.ack_deadline = Some(self.tcb.timer(now, t)),
         }
+    }
+
+    /// The receiver's estimate of the peer's MSS (Linux `icsk_ack.rcv_mss`;
+    /// without Linux's window, the MSS).
+    fn rcv_mss(&self) -> u64 {
+        self.lrw.as_ref().map_or(self.tcb.smss, |l| l.rcv_mss())
     }
 
     /// Compressed SACKs: out-of-order `[s, e)` enters the receiver's block
